@@ -1,0 +1,48 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+)
+
+// MaxBodyBytes is the largest body [Middleware] reads. Herald's payloads are
+// far smaller; the cap keeps a receiver safe from a sender that is not herald.
+const MaxBodyBytes = 1 << 20
+
+type rawBodyKey struct{}
+
+// RawBody returns the verified raw body that [Middleware] read, or nil when
+// the request did not pass through it.
+func RawBody(r *http.Request) []byte {
+	b, _ := r.Context().Value(rawBodyKey{}).([]byte)
+	return b
+}
+
+// Middleware verifies each request's signature under token before calling
+// next. A request without a valid signature is answered 401 and never reaches
+// next. A verified request reaches next with its body readable again from the
+// start, and the same bytes available from [RawBody].
+func Middleware(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "cannot read body", http.StatusBadRequest)
+			return
+		}
+		if err := Verify(token, body, r.Header.Get(SignatureHeader)); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), rawBodyKey{}, body))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
