@@ -1,0 +1,111 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+type logJSON struct {
+	ID            string          `json:"id"`
+	WebhookID     string          `json:"webhookId"`
+	EventID       string          `json:"eventId"`
+	Event         event.Kind      `json:"event"`
+	Status        store.LogStatus `json:"status"`
+	Payload       string          `json:"payload"`
+	StatusCode    *int            `json:"statusCode"`
+	SentAt        *string         `json:"sentAt"`
+	ReceivedAt    *string         `json:"receivedAt"`
+	RetryReason   *string         `json:"retryReason"`
+	AttemptCount  int             `json:"attemptCount"`
+	NextAttemptAt *string         `json:"nextAttemptAt"`
+	CreatedAt     string          `json:"createdAt"`
+	UpdatedAt     string          `json:"updatedAt"`
+	Attempts      []attemptJSON   `json:"attempts,omitempty"`
+}
+
+type attemptJSON struct {
+	Number       int     `json:"number"`
+	Trigger      string  `json:"trigger"`
+	SentAt       string  `json:"sentAt"`
+	ReceivedAt   *string `json:"receivedAt"`
+	StatusCode   *int    `json:"statusCode"`
+	DurationMS   int64   `json:"durationMs"`
+	Error        *string `json:"error"`
+	ResponseBody string  `json:"responseBody"`
+}
+
+func toLogJSON(l store.EventLog, withAttempts bool) logJSON {
+	out := logJSON{ID: l.ID, WebhookID: l.WebhookID, EventID: l.EventID, Event: l.Event, Status: l.Status,
+		Payload: string(l.Payload), StatusCode: l.StatusCode, SentAt: optTS(l.SentAt), ReceivedAt: optTS(l.ReceivedAt),
+		RetryReason: l.RetryReason, AttemptCount: len(l.Attempts), NextAttemptAt: optTS(l.NextAttemptAt),
+		CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
+	out.AttemptCount = l.AttemptCount
+	if withAttempts {
+		out.Attempts = make([]attemptJSON, len(l.Attempts))
+		for i, a := range l.Attempts {
+			out.Attempts[i] = attemptJSON{Number: a.Number, Trigger: a.Trigger, SentAt: ts(a.SentAt), ReceivedAt: optTS(a.ReceivedAt),
+				StatusCode: a.StatusCode, DurationMS: a.DurationMS, Error: a.Error, ResponseBody: a.ResponseBody}
+		}
+	}
+	return out
+}
+
+func (a *API) listLogs(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := store.LogFilter{Page: p, WebhookID: q.Get("webhookId"), Status: store.LogStatus(q.Get("status")),
+		Event: event.Kind(q.Get("event")), EventID: q.Get("eventId")}
+	var v Invalid
+	if f.Status != "" && !f.Status.Valid() {
+		v.Add("status", "must be queued, pending, retrying, succeeded, failed or cancelled")
+	}
+	if f.Event != "" && !f.Event.Valid() {
+		v.Add("event", "is not a known event kind")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	logs, next, err := a.store.Logs(r.Context(), accountID(r), f)
+	if err != nil {
+		return err
+	}
+	out := make([]logJSON, len(logs))
+	for i, l := range logs {
+		out[i] = toLogJSON(l, false)
+	}
+	return writeJSON(w, http.StatusOK, newList(out, next))
+}
+
+func (a *API) getLog(w http.ResponseWriter, r *http.Request) error {
+	l, err := a.store.Log(r.Context(), accountID(r), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("event log")
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toLogJSON(l, true))
+}
+
+func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
+	l, err := a.delivery.Resend(r.Context(), accountID(r), r.PathValue("id"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("event log")
+	case errors.Is(err, store.ErrConflict):
+		return problem(http.StatusConflict, "attempt-in-flight", "Attempt in flight",
+			"an automatic attempt of this log is in flight; resend once it completes")
+	case errors.Is(err, delivery.ErrWebhookDisabled):
+		return problem(http.StatusConflict, "webhook-disabled", "Webhook disabled", err.Error())
+	case err != nil:
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toLogJSON(l, true))
+}

@@ -1,0 +1,95 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Problem is an RFC 9457 problem document. Errors holds one entry per field
+// that failed validation.
+type Problem struct {
+	Type   string       `json:"type"`
+	Title  string       `json:"title"`
+	Status int          `json:"status"`
+	Detail string       `json:"detail"`
+	Errors []FieldError `json:"errors,omitempty"`
+}
+
+// FieldError names a field and what is wrong with it.
+type FieldError struct {
+	Field  string `json:"field"`
+	Detail string `json:"detail"`
+}
+
+func (p *Problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail) }
+
+const problemBase = "https://herald.dev/problems/"
+
+func problem(status int, kind, title, detail string) *Problem {
+	return &Problem{Type: problemBase + kind, Title: title, Status: status, Detail: detail}
+}
+
+// Invalid collects field errors; a nil or empty Invalid is no error.
+type Invalid []FieldError
+
+// Add records that field is wrong.
+func (v *Invalid) Add(field, detail string) { *v = append(*v, FieldError{field, detail}) }
+
+// Err returns a 422 problem naming every field, or nil.
+func (v Invalid) Err() error {
+	if len(v) == 0 {
+		return nil
+	}
+	p := problem(http.StatusUnprocessableEntity, "validation", "Invalid request",
+		fmt.Sprintf("%s: %s", v[0].Field, v[0].Detail))
+	if len(v) > 1 {
+		p.Detail = fmt.Sprintf("%d fields are invalid; see errors", len(v))
+	}
+	p.Errors = v
+	return p
+}
+
+func notFound(what string) *Problem {
+	return problem(http.StatusNotFound, "not-found", "Not found", what+" not found")
+}
+
+// handler is an HTTP handler that returns its error; serve renders it.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// writeError renders err as a problem document. Errors that are not problems
+// are logged with the request and answered with a bare 500: their text may
+// hold internals a client must not see.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var p *Problem
+	switch {
+	case errors.As(err, &p):
+	case errors.Is(err, store.ErrNotFound):
+		p = notFound("resource")
+	case errors.Is(err, store.ErrConflict):
+		p = problem(http.StatusConflict, "conflict", "Conflict", err.Error())
+	default:
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		p = problem(http.StatusInternalServerError, "internal", "Internal error", "the request could not be completed; see the server log")
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p)
+}
+
+// writeJSON answers v as JSON with raw UTF-8 (no \u escapes, no HTML escapes).
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := event.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+	return nil
+}

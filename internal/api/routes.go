@@ -1,0 +1,70 @@
+// Package api owns herald's REST API under /v3: bearer-token auth scoped to
+// one account, JSON in and out, RFC 9457 problem details for every error. Its
+// handlers validate input and call the store, licensing and delivery
+// packages; they hold no SQL and no delivery logic.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/licensing"
+	"github.com/heraldhq/herald/internal/netguard"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// API serves /v3.
+type API struct {
+	store     *store.Store
+	delivery  *delivery.Dispatcher
+	licensing *licensing.Service
+	policy    netguard.Policy
+	log       *slog.Logger
+}
+
+// Config holds what the API needs.
+type Config struct {
+	Store      *store.Store
+	Dispatcher *delivery.Dispatcher
+	Policy     netguard.Policy
+	Logger     *slog.Logger
+}
+
+// New returns the API's handler, to be mounted at /.
+func New(c Config) http.Handler {
+	a := &API{store: c.Store, delivery: c.Dispatcher, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	mux := http.NewServeMux()
+	h := func(pattern string, fn handler) {
+		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := fn(w, r); err != nil {
+				writeError(w, r, a.log, err)
+			}
+		}))
+	}
+
+	h("GET /v3/account", a.getAccount)
+	h("PATCH /v3/account", a.updateAccount)
+
+	h("POST /v3/webhooks", a.createWebhook)
+	h("GET /v3/webhooks", a.listWebhooks)
+	h("GET /v3/webhooks/{id}", a.getWebhook)
+	h("PATCH /v3/webhooks/{id}", a.updateWebhook)
+	h("DELETE /v3/webhooks/{id}", a.deleteWebhook)
+	h("GET /v3/webhooks/{id}/token", a.getWebhookToken)
+	h("POST /v3/webhooks/{id}/test", a.testWebhook)
+
+	h("GET /v3/webhook-event-logs", a.listLogs)
+	h("GET /v3/webhook-event-logs/{id}", a.getLog)
+	h("POST /v3/webhook-event-logs/{id}/resend", a.resendLog)
+
+	a.licensingRoutes(h)
+
+	h("/v3/", func(w http.ResponseWriter, r *http.Request) error {
+		return problem(http.StatusNotFound, "not-found", "Not found", "no API call at "+r.Method+" "+r.URL.Path)
+	})
+	return a.authenticate(mux)
+}

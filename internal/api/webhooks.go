@@ -1,0 +1,220 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+type webhookJSON struct {
+	ID        string       `json:"id"`
+	Name      string       `json:"name"`
+	URL       string       `json:"url"`
+	Events    []event.Kind `json:"events"`
+	Enabled   bool         `json:"enabled"`
+	Status    store.Health `json:"status"`
+	CreatedAt string       `json:"createdAt"`
+	UpdatedAt string       `json:"updatedAt"`
+	Token     string       `json:"token,omitempty"`
+}
+
+func toWebhookJSON(w store.Webhook) webhookJSON {
+	return webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
+		Status: w.Status, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt)}
+}
+
+type webhookInput struct {
+	Name    *string       `json:"name"`
+	URL     *string       `json:"url"`
+	Events  *[]event.Kind `json:"events"`
+	Enabled *bool         `json:"enabled"`
+	Token   *string       `json:"token"`
+}
+
+// validate checks the fields present; create requires name, url and events.
+func (a *API) validate(in *webhookInput, create bool) error {
+	var v Invalid
+	if in.Name != nil {
+		*in.Name = strings.TrimSpace(*in.Name)
+		switch n := utf8.RuneCountInString(*in.Name); {
+		case n == 0:
+			v.Add("name", "must not be empty")
+		case n > 200:
+			v.Add("name", "must be at most 200 characters")
+		}
+	} else if create {
+		v.Add("name", "is required")
+	}
+	if in.URL != nil {
+		*in.URL = strings.TrimSpace(*in.URL)
+		if err := a.policy.ValidateURL(*in.URL); err != nil {
+			v.Add("url", err.Error())
+		}
+	} else if create {
+		v.Add("url", "is required")
+	}
+	if in.Events != nil {
+		seen := map[event.Kind]bool{}
+		if len(*in.Events) == 0 {
+			v.Add("events", "must name at least one event kind")
+		}
+		for i, k := range *in.Events {
+			switch {
+			case !k.Valid():
+				v.Add(fmt.Sprintf("events[%d]", i), fmt.Sprintf("%q is not a known event kind", k))
+			case seen[k]:
+				v.Add(fmt.Sprintf("events[%d]", i), fmt.Sprintf("%q is listed twice", k))
+			}
+			seen[k] = true
+		}
+	} else if create {
+		v.Add("events", "is required")
+	}
+	if in.Token != nil {
+		if n := len(*in.Token); n < 16 || n > 256 {
+			v.Add("token", "must be 16 to 256 characters")
+		}
+	}
+	return v.Err()
+}
+
+func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
+	var in webhookInput
+	if err := decode(w, r, &in, false); err != nil {
+		return err
+	}
+	if err := a.validate(&in, true); err != nil {
+		return err
+	}
+	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Token: auth.NewWebhookToken()}
+	if in.Enabled != nil {
+		n.Enabled = *in.Enabled
+	}
+	if in.Token != nil {
+		n.Token = *in.Token
+	}
+	hook, err := a.store.CreateWebhook(r.Context(), accountID(r), n)
+	if err != nil {
+		return err
+	}
+	out := toWebhookJSON(hook)
+	out.Token = n.Token
+	w.Header().Set("Location", "/v3/webhooks/"+hook.ID)
+	return writeJSON(w, http.StatusCreated, out)
+}
+
+func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	f := store.WebhookFilter{Page: p, Status: store.Health(r.URL.Query().Get("status"))}
+	if f.Status != "" && !f.Status.Valid() {
+		return Invalid{{"status", "must be Healthy, Unhealthy or Suspended"}}.Err()
+	}
+	hooks, next, err := a.store.Webhooks(r.Context(), accountID(r), f)
+	if err != nil {
+		return err
+	}
+	out := make([]webhookJSON, len(hooks))
+	for i, h := range hooks {
+		out[i] = toWebhookJSON(h)
+	}
+	return writeJSON(w, http.StatusOK, newList(out, next))
+}
+
+func (a *API) getWebhook(w http.ResponseWriter, r *http.Request) error {
+	hook, err := a.store.Webhook(r.Context(), accountID(r), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("webhook")
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toWebhookJSON(hook))
+}
+
+func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
+	var in webhookInput
+	if err := decode(w, r, &in, false); err != nil {
+		return err
+	}
+	if in == (webhookInput{}) {
+		return problem(http.StatusUnprocessableEntity, "validation", "Invalid request",
+			"send at least one of name, url, events, enabled, token")
+	}
+	if err := a.validate(&in, false); err != nil {
+		return err
+	}
+	p := store.WebhookPatch{Name: in.Name, URL: in.URL, Enabled: in.Enabled, Token: in.Token}
+	if in.Events != nil {
+		p.Events = *in.Events
+	}
+	hook, err := a.store.UpdateWebhook(r.Context(), accountID(r), r.PathValue("id"), p)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("webhook")
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toWebhookJSON(hook))
+}
+
+func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
+	err := a.store.DeleteWebhook(r.Context(), accountID(r), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("webhook")
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) getWebhookToken(w http.ResponseWriter, r *http.Request) error {
+	tok, err := a.store.WebhookToken(r.Context(), accountID(r), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("webhook")
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, http.StatusOK, map[string]string{"token": tok})
+}
+
+func (a *API) testWebhook(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Event             *event.Kind `json:"event"`
+		CheckVerification bool        `json:"checkVerification"`
+	}
+	if err := decode(w, r, &in, true); err != nil {
+		return err
+	}
+	hook, err := a.store.Webhook(r.Context(), accountID(r), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("webhook")
+	}
+	if err != nil {
+		return err
+	}
+	kind := hook.Events[0]
+	if in.Event != nil {
+		if !in.Event.Valid() {
+			return Invalid{{"event", fmt.Sprintf("%q is not a known event kind", *in.Event)}}.Err()
+		}
+		kind = *in.Event
+	}
+	res, err := a.delivery.Test(r.Context(), accountID(r), hook.ID, kind, in.CheckVerification)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}

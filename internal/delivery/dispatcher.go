@@ -1,0 +1,270 @@
+// Package delivery owns getting events to receivers: it claims due event logs,
+// POSTs their signed bodies, turns each attempt into an outcome (delivered,
+// retry, exhausted, cancelled), and records outcomes in batches, which is
+// where webhook health moves. It also makes manual resends and Test sends.
+package delivery
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/webhook"
+)
+
+// Config tunes a Dispatcher. Zero fields take the defaults shown.
+type Config struct {
+	AttemptTimeout time.Duration // 15s: the specification's time-out per attempt
+	MaxAttempts    int           // 5: attempts per event, the first included
+	RetryInterval  time.Duration // 5m: between attempts
+	SuspendAfter   int           // 50: completed events that must all have failed to suspend
+	Concurrency    int           // 512: attempts in flight in this process
+	PerWebhook     int           // 64: attempts in flight to one webhook in this process
+	BatchSize      int           // 256: logs per claim
+	Lease          time.Duration // 2×AttemptTimeout+10s: how long a claim holds a log
+	PollInterval   time.Duration // 1s: longest sleep when nothing wakes the dispatcher
+	Dial           DialFunc      // nil: no address policy
+	UserAgent      string        // "herald"
+	Logger         *slog.Logger
+	Metrics        *Metrics // nil: none
+	// OnSuspend is called after a webhook is suspended (its email is queued).
+	OnSuspend func([]store.Suspension)
+}
+
+func (c Config) withDefaults() Config {
+	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, 15*time.Second)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, 5)
+	c.RetryInterval = cmp.Or(c.RetryInterval, 5*time.Minute)
+	c.SuspendAfter = cmp.Or(c.SuspendAfter, 50)
+	c.Concurrency = cmp.Or(c.Concurrency, 512)
+	c.PerWebhook = cmp.Or(c.PerWebhook, 64)
+	c.BatchSize = cmp.Or(c.BatchSize, 256)
+	c.Lease = cmp.Or(c.Lease, 2*c.AttemptTimeout+10*time.Second)
+	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
+	c.UserAgent = cmp.Or(c.UserAgent, "herald")
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Dispatcher delivers due event logs.
+type Dispatcher struct {
+	store  *store.Store
+	sender *Sender
+	cfg    Config
+
+	mu       sync.Mutex
+	inflight map[string]int // webhook id → attempts in flight here
+	freed    chan struct{}  // signalled when an attempt ends
+}
+
+// New returns a Dispatcher over st.
+func New(st *store.Store, cfg Config) *Dispatcher {
+	cfg = cfg.withDefaults()
+	return &Dispatcher{
+		store:    st,
+		sender:   NewSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent),
+		cfg:      cfg,
+		inflight: map[string]int{},
+		freed:    make(chan struct{}, 1),
+	}
+}
+
+// Config returns the effective configuration.
+func (d *Dispatcher) Config() Config { return d.cfg }
+
+// Run delivers until ctx is done, then lets attempts in flight finish (each
+// within its time-out) and records their outcomes before returning.
+func (d *Dispatcher) Run(ctx context.Context) {
+	outcomes := make(chan store.Outcome, d.cfg.Concurrency)
+	recorded := make(chan struct{})
+	go func() {
+		d.record(outcomes)
+		close(recorded)
+	}()
+	var wg sync.WaitGroup
+	// Attempts outlive shutdown's cancel so that a stop does not turn every
+	// attempt in flight into a duplicate after its lease expires.
+	attemptCtx := context.WithoutCancel(ctx)
+	for ctx.Err() == nil {
+		wait := d.store.Wait() // before claiming, so no wake-up is missed
+		free := d.cfg.Concurrency - d.total()
+		want := min(free, d.cfg.BatchSize)
+		got := 0
+		if want > 0 {
+			now := time.Now()
+			claims, err := d.store.Claim(ctx, store.ClaimParams{
+				Now: now, LeaseUntil: now.Add(d.cfg.Lease), Lease: store.NewID(),
+				Limit: want, PerWebhook: d.cfg.PerWebhook, Exclude: d.saturated(),
+			})
+			if err != nil && ctx.Err() == nil {
+				d.cfg.Logger.Error("claim due logs", "err", err)
+			}
+			got = len(claims)
+			d.cfg.Metrics.claimed(got)
+			for _, c := range claims {
+				d.acquire(c.WebhookID)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					outcomes <- d.attempt(attemptCtx, c)
+					d.release(c.WebhookID)
+				}()
+			}
+		}
+		if got > 0 && got == want {
+			continue // a full batch: more may be due now
+		}
+		d.sleep(ctx, wait, free <= 0)
+	}
+	wg.Wait()
+	close(outcomes)
+	<-recorded
+}
+
+// sleep waits for a wake-up, the next due time, a freed slot when the
+// dispatcher is at capacity, or the poll interval, whichever comes first.
+func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full bool) {
+	delay := d.cfg.PollInterval
+	if !full {
+		if due, ok, err := d.store.NextDue(ctx); err == nil && ok {
+			delay = min(delay, max(time.Until(due), time.Millisecond))
+		}
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-wait:
+	case <-d.freed:
+	case <-t.C:
+	}
+}
+
+func (d *Dispatcher) total() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, v := range d.inflight {
+		n += v
+	}
+	return n
+}
+
+func (d *Dispatcher) saturated() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var ids []string
+	for id, n := range d.inflight {
+		if n >= d.cfg.PerWebhook {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func (d *Dispatcher) acquire(webhookID string) {
+	d.mu.Lock()
+	d.inflight[webhookID]++
+	d.mu.Unlock()
+}
+
+func (d *Dispatcher) release(webhookID string) {
+	d.mu.Lock()
+	if d.inflight[webhookID]--; d.inflight[webhookID] <= 0 {
+		delete(d.inflight, webhookID)
+	}
+	d.mu.Unlock()
+	select {
+	case d.freed <- struct{}{}:
+	default:
+	}
+}
+
+// attempt makes one automatic attempt of a claimed log and says what it means.
+func (d *Dispatcher) attempt(ctx context.Context, c store.Claim) store.Outcome {
+	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic}
+	switch {
+	case !c.Enabled:
+		o.Result, o.Reason = store.Cancel, "webhook disabled before this attempt; no delivery attempted"
+		return o
+	case c.Health == store.Suspended:
+		o.Result, o.Reason = store.Cancel, "webhook suspended before this attempt; no automatic delivery (resend to deliver)"
+		return o
+	}
+	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+	d.cfg.Metrics.attempted(res)
+	o.Attempt = attemptRecord(res)
+	number := c.AttemptCount + 1
+	switch {
+	case res.OK():
+		o.Result = store.Delivered
+	case number >= d.cfg.MaxAttempts:
+		o.Result, o.Reason = store.Exhausted, res.Err+"; no attempts left"
+	default:
+		o.Result, o.NextAt = store.Retry, time.Now().Add(d.cfg.RetryInterval)
+		o.Reason = res.Err
+	}
+	return o
+}
+
+func attemptRecord(r Result) *store.AttemptRecord {
+	return &store.AttemptRecord{SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
+		Duration: r.Duration, Error: r.Err, ResponseBody: r.RespBody}
+}
+
+// record writes outcomes in batches: whatever has arrived by the time the
+// previous batch is written goes into the next transaction, so under load one
+// commit covers hundreds of attempts, and when idle an outcome is written at
+// once.
+func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
+	const maxBatch = 512
+	batch := make([]store.Outcome, 0, maxBatch)
+	for o := range outcomes {
+		batch = append(batch[:0], o)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case o, ok := <-outcomes:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		d.complete(batch)
+	}
+}
+
+// complete records a batch, retrying while the database is unreachable. If it
+// stays unreachable past the lease, the logs are claimed again and delivered
+// again: at least once, never lost.
+func (d *Dispatcher) complete(batch []store.Outcome) {
+	deadline := time.Now().Add(d.cfg.Lease)
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		suspended, err := d.store.Complete(ctx, batch, d.cfg.SuspendAfter)
+		cancel()
+		if err == nil {
+			d.cfg.Metrics.recorded(len(batch))
+			if len(suspended) > 0 && d.cfg.OnSuspend != nil {
+				d.cfg.OnSuspend(suspended)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			d.cfg.Logger.Error("record outcomes: giving up; the logs will be attempted again", "logs", len(batch), "err", err)
+			return
+		}
+		d.cfg.Logger.Warn("record outcomes: retrying", "logs", len(batch), "err", err)
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}

@@ -1,0 +1,137 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/webhook"
+)
+
+// DialFunc dials a receiver; the caller's policy decides which addresses it
+// may reach.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Sender makes one POST of a signed body. It follows no redirect and uses no
+// proxy from the environment, so the dial policy sees every address.
+type Sender struct {
+	client    *http.Client
+	timeout   time.Duration
+	userAgent string
+}
+
+// NewSender returns a Sender whose attempts time out after timeout.
+func NewSender(timeout time.Duration, dial DialFunc, userAgent string) *Sender {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dial,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          2048,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 0,
+	}
+	return &Sender{
+		client: &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+		timeout:   timeout,
+		userAgent: userAgent,
+	}
+}
+
+// Request is one delivery to make.
+type Request struct {
+	URL       string
+	EventID   string
+	Body      []byte
+	Signature string
+}
+
+// Result is what one POST saw.
+type Result struct {
+	Headers    http.Header // the request headers as sent
+	SentAt     time.Time
+	ReceivedAt *time.Time
+	StatusCode *int
+	RespHeader http.Header
+	RespBody   []byte
+	Duration   time.Duration
+	Err        string // why it failed; "" when it succeeded
+}
+
+// OK reports a 2xx.
+func (r Result) OK() bool { return r.Err == "" }
+
+// Send POSTs the body as is. Any 2xx within the time-out succeeds; anything
+// else, a redirect included, fails with a reason a person can act on.
+func (s *Sender) Send(ctx context.Context, req Request) Result {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
+	if err != nil {
+		return Result{SentAt: time.Now(), Err: "invalid URL: " + err.Error()}
+	}
+	hr.ContentLength = int64(len(req.Body))
+	// Set as the specification spells them; Go would otherwise canonicalise
+	// webhook-signature to Webhook-Signature. Receivers read them in any case.
+	hr.Header = http.Header{
+		"Content-Type":          {"application/json; charset=utf-8"},
+		"Content-Length":        {strconv.Itoa(len(req.Body))},
+		webhook.SignatureHeader: {req.Signature},
+		webhook.IDHeader:        {req.EventID},
+		"User-Agent":            {s.userAgent},
+	}
+	res := Result{Headers: hr.Header.Clone(), SentAt: time.Now()}
+	resp, err := s.client.Do(hr)
+	if err != nil {
+		res.Duration = time.Since(res.SentAt)
+		res.Err = describe(err, s.timeout)
+		return res
+	}
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, store.MaxResponseBody))
+	// Drain a little more so the connection can be reused, then close.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
+	resp.Body.Close()
+	now := time.Now()
+	code := resp.StatusCode
+	res.ReceivedAt, res.StatusCode, res.RespHeader, res.RespBody = &now, &code, resp.Header, body
+	res.Duration = now.Sub(res.SentAt)
+	switch {
+	case readErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		res.Err = fmt.Sprintf("timed out after %s reading the response", s.timeout)
+	case code >= 200 && code < 300:
+	case code >= 300 && code < 400:
+		res.Err = fmt.Sprintf("receiver answered %d redirect to %q; redirects are not followed", code, resp.Header.Get("Location"))
+	default:
+		res.Err = fmt.Sprintf("receiver answered %d", code)
+	}
+	return res
+}
+
+func describe(err error, timeout time.Duration) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("timed out after %s with no response", timeout)
+	}
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			err = inner
+		}
+	}
+	return "request failed: " + err.Error()
+}

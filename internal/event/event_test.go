@@ -1,0 +1,57 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestBuildKeepsRawUTF8AndFieldOrder(t *testing.T) {
+	at := time.Date(2026, 11, 21, 8, 7, 13, 120_000_000, time.FixedZone("CET", 3600))
+	body, err := Build("0193a1b2-0000-7000-8000-000000000000", LicenseCreated,
+		map[string]any{"key": "Zoë – 日本語 – 🚀 <&>"}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"0193a1b2-0000-7000-8000-000000000000","event":"license.created","data":{"key":"Zoë – 日本語 – 🚀 <&>"},"triggeredAt":"2026-11-21T07:07:13.120Z"}`
+	if string(body) != want {
+		t.Errorf("got %s; want %s", body, want)
+	}
+	if bytes.Contains(body, []byte(`\u`)) {
+		t.Errorf("body has \\u escapes: %s", body)
+	}
+}
+
+func TestTriggeredAtKeepsTrailingZeros(t *testing.T) {
+	body, err := Build("x", LicenseDeleted, map[string]any{}, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ TriggeredAt string }
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.TriggeredAt != "2026-01-02T03:04:05.000Z" {
+		t.Errorf("got %q; want 2026-01-02T03:04:05.000Z", p.TriggeredAt)
+	}
+}
+
+func TestSampleHasNonASCIIForEveryKind(t *testing.T) {
+	for _, k := range Kinds {
+		body, err := Build("id", k, Sample(k, time.Now()), time.Now())
+		if err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		ascii := true
+		for _, b := range body {
+			if b >= 0x80 {
+				ascii = false
+				break
+			}
+		}
+		if ascii {
+			t.Errorf("%s: sample payload is pure ASCII: %s", k, body)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package event
+
+import "time"
+
+// SampleText is put into every sample payload: accents, a dash, CJK and an
+// emoji, so that a receiver which re-encodes the body, ASCII-escapes it or
+// hashes re-serialised JSON computes a different signature and fails its test.
+const SampleText = "Zoë Ångström – 日本語 – 🚀"
+
+// Sample returns synthetic data for kind, shaped like the real resource, for
+// the Test action. The values are plainly fake.
+func Sample(kind Kind, now time.Time) map[string]any {
+	ts := now.UTC().Format(TimeFormat)
+	expires := now.UTC().AddDate(1, 0, 0).Format(TimeFormat)
+	license := map[string]any{
+		"id":                 "00000000-0000-7000-8000-000000000001",
+		"key":                "TEST-ZOË-0000-0000",
+		"productId":          "00000000-0000-7000-8000-000000000002",
+		"userId":             "00000000-0000-7000-8000-000000000003",
+		"expiresAt":          expires,
+		"validity":           31536000,
+		"allowedActivations": 3,
+		"totalActivations":   1,
+		"metadata":           map[string]any{"customer": SampleText, "test": true},
+		"createdAt":          ts,
+		"updatedAt":          ts,
+	}
+	switch kind {
+	case ActivationCreated, ActivationDeleted:
+		return map[string]any{
+			"id":          "00000000-0000-7000-8000-000000000004",
+			"licenseId":   license["id"],
+			"fingerprint": "fp-test-0001",
+			"hostname":    "poste-de-zoë-🚀",
+			"os":          "日本語 OS",
+			"createdAt":   ts,
+		}
+	case ProductCreated, ProductUpdated, ProductDeleted:
+		return map[string]any{
+			"id":        license["productId"],
+			"name":      SampleText,
+			"metadata":  map[string]any{"test": true},
+			"createdAt": ts,
+			"updatedAt": ts,
+		}
+	case UserCreated, UserUpdated, UserDeleted:
+		return map[string]any{
+			"id":        license["userId"],
+			"email":     "zoe@example.com",
+			"name":      SampleText,
+			"createdAt": ts,
+			"updatedAt": ts,
+		}
+	case ReleaseCreated, ReleaseDeleted:
+		return map[string]any{
+			"id":        "00000000-0000-7000-8000-000000000005",
+			"productId": license["productId"],
+			"version":   "1.0.0-zoë",
+			"files":     []any{},
+			"createdAt": ts,
+			"updatedAt": ts,
+		}
+	case TrialActivationCreated, TrialActivationDeleted:
+		return map[string]any{
+			"id":          "00000000-0000-7000-8000-000000000006",
+			"productId":   license["productId"],
+			"fingerprint": "fp-essai-日本",
+			"expiresAt":   expires,
+			"createdAt":   ts,
+		}
+	}
+	return license
+}

@@ -1,0 +1,197 @@
+// Package server assembles a running herald: the store, the delivery
+// dispatcher, the email outbox, and the HTTP server with the API, health
+// checks and metrics. cmd/herald builds a Config and calls Open and Run; tests
+// do the same in-process.
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/netguard"
+	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Version is herald's version, set at build time with -ldflags.
+var Version = "dev"
+
+// Config is everything `herald serve` is told.
+type Config struct {
+	Addr         string // 127.0.0.1:8080
+	DatabaseURL  string // sqlite:herald.db
+	SecretKey    []byte // seals webhook tokens; required
+	Delivery     delivery.Config
+	SMTPURL      string // "": emails are logged and kept
+	MailFrom     string // herald@localhost
+	AllowPrivate bool   // deliver to loopback and private addresses
+
+	BootstrapEmail    string
+	BootstrapPassword string
+	BootstrapToken    string
+
+	Logger *slog.Logger
+	Out    io.Writer // where first-start credentials are printed
+}
+
+// Server is a running herald.
+type Server struct {
+	cfg        Config
+	Store      *store.Store
+	Dispatcher *delivery.Dispatcher
+	outbox     *notify.Outbox
+	handler    http.Handler
+	log        *slog.Logger
+}
+
+// Open opens the store, creates the first account on an empty database and
+// assembles the parts; nothing runs until Run.
+func Open(ctx context.Context, cfg Config) (*Server, error) {
+	cfg.Addr = cmp.Or(cfg.Addr, "127.0.0.1:8080")
+	cfg.MailFrom = cmp.Or(cfg.MailFrom, "herald@localhost")
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, Store: st, log: log}
+	if err := s.bootstrap(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	var sender *notify.Sender
+	if cfg.SMTPURL != "" {
+		if sender, err = notify.NewSender(cfg.SMTPURL, cfg.MailFrom); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("smtp: %w", err)
+		}
+	}
+	s.outbox = notify.NewOutbox(st, sender, log)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate}
+	dc := cfg.Delivery
+	dc.Dial = policy.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
+	dc.UserAgent = "herald/" + Version
+	dc.Logger = log
+	dc.Metrics = delivery.NewMetrics(reg)
+	dc.OnSuspend = func(sp []store.Suspension) {
+		for _, x := range sp {
+			log.Warn("webhook suspended", "account", x.AccountID, "webhook", x.WebhookID)
+		}
+		s.outbox.Wake()
+	}
+	s.Dispatcher = delivery.New(st, dc)
+
+	mux := http.NewServeMux()
+	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s.handler = mux
+	return s, nil
+}
+
+// Handler is the whole HTTP surface.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Store.Ping(ctx); err != nil {
+		http.Error(w, "not ready: database unreachable", http.StatusServiceUnavailable)
+		return
+	}
+	io.WriteString(w, "ready\n")
+}
+
+// bootstrap creates the first account on an empty database, printing once
+// whatever credential it had to generate.
+func (s *Server) bootstrap(ctx context.Context) error {
+	email := cmp.Or(s.cfg.BootstrapEmail, "owner@herald.localhost")
+	password, token := s.cfg.BootstrapPassword, s.cfg.BootstrapToken
+	genPassword, genToken := password == "", token == ""
+	if genPassword {
+		password = auth.NewPassword()
+	}
+	if genToken {
+		token = auth.NewAPIToken()
+	}
+	hash, err := auth.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	created, err := s.Store.BootstrapIfEmpty(ctx, store.Bootstrap{
+		AccountName: "My account", OwnerEmail: email, PasswordHash: hash, TokenHash: auth.HashToken(token),
+	})
+	if err != nil || !created {
+		return err
+	}
+	out := s.cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	fmt.Fprintf(out, "herald: created the first account; its owner signs in as %s\n", email)
+	if genPassword {
+		fmt.Fprintf(out, "herald: portal password (shown once): %s\n", password)
+	}
+	if genToken {
+		fmt.Fprintf(out, "herald: API token (shown once): %s\n", token)
+	}
+	return nil
+}
+
+// Run serves on ln (or cfg.Addr when ln is nil) and delivers until ctx is
+// done, then shuts down: the listener closes, requests in progress finish,
+// attempts in flight finish and are recorded, and the store closes.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	work, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan struct{}, 2)
+	go func() { s.Dispatcher.Run(work); done <- struct{}{} }()
+	go func() { s.outbox.Run(work); done <- struct{}{} }()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("herald serving", "addr", ln.Addr().String(), "database", s.Store.Engine(), "version", Version)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), s.Dispatcher.Config().AttemptTimeout+5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdown)
+	stop()
+	<-done
+	<-done
+	s.Store.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

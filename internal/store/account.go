@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Account is one licensing account: the owner of webhooks, events and logs.
+type Account struct {
+	ID                string
+	Name              string
+	NotificationEmail string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+// Bootstrap is the first account, created on a first start.
+type Bootstrap struct {
+	AccountName  string
+	OwnerEmail   string
+	PasswordHash string
+	TokenHash    string
+}
+
+// BootstrapIfEmpty creates the first account, its owner and its API token
+// when the database has no account yet. It reports whether it did.
+func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (bool, error) {
+	created := false
+	err := s.InTx(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM accounts`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		_, err := tx.CreateAccount(ctx, b)
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("bootstrap: %w", err)
+	}
+	return created, nil
+}
+
+// CreateAccount creates an account with its owner and API token.
+func (tx *Tx) CreateAccount(ctx context.Context, b Bootstrap) (Account, error) {
+	now := tx.Now()
+	a := Account{ID: NewID(), Name: b.AccountName, NotificationEmail: b.OwnerEmail, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, name, notification_email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		a.ID, a.Name, a.NotificationEmail, ms(now), ms(now)); err != nil {
+		return Account{}, fmt.Errorf("insert account: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO owners (id, account_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
+		NewID(), a.ID, b.OwnerEmail, b.PasswordHash, ms(now)); err != nil {
+		return Account{}, fmt.Errorf("insert owner: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, account_id, token_hash, created_at) VALUES (?, ?, ?, ?)`,
+		NewID(), a.ID, b.TokenHash, ms(now)); err != nil {
+		return Account{}, fmt.Errorf("insert api token: %w", err)
+	}
+	return a, nil
+}
+
+// CreateAccount creates an account with its owner and API token in its own
+// transaction.
+func (s *Store) CreateAccount(ctx context.Context, b Bootstrap) (Account, error) {
+	var a Account
+	err := s.InTx(ctx, func(tx *Tx) (err error) {
+		a, err = tx.CreateAccount(ctx, b)
+		return err
+	})
+	return a, err
+}
+
+// AccountByTokenHash returns the account an API token belongs to.
+func (s *Store) AccountByTokenHash(ctx context.Context, hash string) (Account, error) {
+	return s.scanAccount(s.QueryRow(ctx, `SELECT a.id, a.name, a.notification_email, a.created_at, a.updated_at
+FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = ?`, hash))
+}
+
+// Account returns one account.
+func (s *Store) Account(ctx context.Context, id string) (Account, error) {
+	return s.scanAccount(s.QueryRow(ctx, `SELECT id, name, notification_email, created_at, updated_at FROM accounts WHERE id = ?`, id))
+}
+
+// AccountPatch holds the fields to change; nil leaves a field as it is.
+type AccountPatch struct {
+	Name              *string
+	NotificationEmail *string
+}
+
+// UpdateAccount changes an account.
+func (s *Store) UpdateAccount(ctx context.Context, id string, p AccountPatch) (Account, error) {
+	err := s.InTx(ctx, func(tx *Tx) error {
+		res, err := tx.Exec(ctx, `UPDATE accounts SET name = COALESCE(?, name), notification_email = COALESCE(?, notification_email), updated_at = ? WHERE id = ?`,
+			p.Name, p.NotificationEmail, ms(s.now()), id)
+		if err != nil {
+			return fmt.Errorf("update account: %w", err)
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return Account{}, err
+	}
+	return s.Account(ctx, id)
+}
+
+func (s *Store) scanAccount(row *sql.Row) (Account, error) {
+	var a Account
+	var c, u int64
+	err := row.Scan(&a.ID, &a.Name, &a.NotificationEmail, &c, &u)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Account{}, ErrNotFound
+	}
+	if err != nil {
+		return Account{}, fmt.Errorf("read account: %w", err)
+	}
+	a.CreatedAt, a.UpdatedAt = fromMS(c), fromMS(u)
+	return a, nil
+}
+
+// Owner is the person who signs in to an account's portal.
+type Owner struct {
+	ID           string
+	AccountID    string
+	Email        string
+	PasswordHash string
+}
+
+// OwnerByEmail finds an owner for sign-in.
+func (s *Store) OwnerByEmail(ctx context.Context, email string) (Owner, error) {
+	var o Owner
+	err := s.QueryRow(ctx, `SELECT id, account_id, email, password_hash FROM owners WHERE email = ?`, email).
+		Scan(&o.ID, &o.AccountID, &o.Email, &o.PasswordHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Owner{}, ErrNotFound
+	}
+	if err != nil {
+		return Owner{}, fmt.Errorf("read owner: %w", err)
+	}
+	return o, nil
+}
+
+// mustAffect turns "no row changed" into ErrNotFound.
+func mustAffect(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Result is what an attempt's outcome does to its log.
+type Result int
+
+// Results, mapped to log transitions in one place (Complete).
+const (
+	Delivered    Result = iota + 1 // a 2xx: log succeeded, webhook Healthy
+	Retry                          // failed with attempts left: log retrying until NextAttemptAt
+	Exhausted                      // failed on the last attempt: log failed, webhook Unhealthy or Suspended
+	Cancel                         // webhook disabled or suspended when its turn came: log cancelled, no attempt
+	ResendFailed                   // a manual resend failed: recorded, the log's status unchanged
+)
+
+// Outcome is one attempt's result, ready to record.
+type Outcome struct {
+	LogID     string
+	WebhookID string
+	Lease     string // the claim's lease; "" for a resend
+	Trigger   string
+	Result    Result
+	Attempt   *AttemptRecord // nil for Cancel
+	NextAt    time.Time      // for Retry
+	Reason    string         // retry or cancel reason
+}
+
+// AttemptRecord is what one POST saw.
+type AttemptRecord struct {
+	SentAt       time.Time
+	ReceivedAt   *time.Time
+	StatusCode   *int
+	Duration     time.Duration
+	Error        string
+	ResponseBody []byte
+}
+
+// MaxResponseBody is how much of a receiver's answer is kept.
+const MaxResponseBody = 64 << 10
+
+// Suspension reports a webhook that Complete moved to Suspended.
+type Suspension struct {
+	AccountID string
+	WebhookID string
+	Name      string
+}
+
+// Complete records a batch of outcomes in one transaction: the attempts, the
+// logs' new statuses and the webhooks' health. An automatic outcome whose
+// lease another claim has since taken over is dropped, so a process that
+// outlived its lease cannot overwrite the newer attempt.
+//
+// Health follows the specification's table. A webhook keeps a streak of
+// completed events that failed in a row; an event that exhausts its attempts
+// adds one and makes the webhook Unhealthy, or Suspended once the streak
+// reaches suspendAfter (the most recent suspendAfter completed events all
+// failed). Any 2xx, a resend included, resets the streak and restores Healthy.
+// The webhook row is locked while it is read and written, so concurrent
+// completions in several processes neither lose a transition nor suspend twice.
+// Each suspension queues exactly one email in the same transaction.
+func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) ([]Suspension, error) {
+	var suspended []Suspension
+	err := s.InTx(ctx, func(tx *Tx) error {
+		suspended = suspended[:0]
+		now := s.now()
+		var effects []healthEffect
+		for _, o := range outs {
+			applied, err := tx.recordOutcome(ctx, o, now)
+			if err != nil {
+				return err
+			}
+			if !applied {
+				continue
+			}
+			switch o.Result {
+			case Delivered:
+				effects = append(effects, healthEffect{o.WebhookID, true})
+			case Exhausted:
+				effects = append(effects, healthEffect{o.WebhookID, false})
+			}
+		}
+		var err error
+		suspended, err = tx.applyHealth(ctx, effects, suspendAfter, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record outcomes: %w", err)
+	}
+	return suspended, nil
+}
+
+// recordOutcome writes one outcome's log transition and attempt. It reports
+// false when the log was no longer this outcome's to record.
+func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool, error) {
+	a := o.Attempt
+	var code, recv any
+	var sent any
+	reason := nilIfEmpty(o.Reason)
+	if a != nil {
+		sent = ms(a.SentAt)
+		if a.StatusCode != nil {
+			code = *a.StatusCode
+		}
+		if a.ReceivedAt != nil {
+			recv = ms(*a.ReceivedAt)
+		}
+	}
+	auto := 0
+	if o.Trigger == TriggerAutomatic && a != nil {
+		auto = 1
+	}
+	var set string
+	var args []any
+	switch o.Result {
+	case Delivered:
+		set, args = `status = 'succeeded', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = NULL`, []any{ms(now)}
+	case Retry:
+		set, args = `status = 'retrying', due_at = ?, lease = NULL, retry_reason = ?`, []any{ms(o.NextAt), reason}
+	case Exhausted:
+		set, args = `status = 'failed', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = ?`, []any{ms(now), reason}
+	case Cancel:
+		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = ?`, []any{ms(now), reason}
+	case ResendFailed:
+		set, args = `retry_reason = ?`, []any{reason}
+	default:
+		return false, fmt.Errorf("outcome of log %s: unknown result %d", o.LogID, o.Result)
+	}
+	if a != nil {
+		set += `, status_code = ?, sent_at = ?, received_at = ?`
+		args = append(args, code, sent, recv)
+	}
+	q := `UPDATE webhook_event_logs SET ` + set + `, attempt_count = attempt_count + ?, updated_at = ? WHERE id = ?`
+	args = append(args, auto, ms(now), o.LogID)
+	if o.Trigger == TriggerAutomatic {
+		q += ` AND status = 'pending' AND lease = ?`
+		args = append(args, o.Lease)
+	} else {
+		// A resend never takes over an automatic attempt in flight.
+		q += ` AND status <> 'pending'`
+	}
+	res, err := tx.Exec(ctx, q, args...)
+	if err != nil {
+		return false, fmt.Errorf("update log %s: %w", o.LogID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	if n == 0 && o.Trigger == TriggerAutomatic {
+		return false, nil
+	}
+	if a == nil {
+		return true, nil
+	}
+	var errText any
+	if a.Error != "" {
+		errText = a.Error
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body)
+VALUES (?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
+		o.LogID, o.LogID, o.Trigger, sent, recv, code, a.Duration.Milliseconds(), errText, cleanBody(a.ResponseBody))
+	if err != nil {
+		return false, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
+	}
+	// A resend that raced a claim still happened and is recorded; its 2xx
+	// still counts for health.
+	return true, nil
+}
+
+type healthEffect struct {
+	webhookID string
+	delivered bool
+}
+
+// applyHealth folds a batch's completions into each webhook's health, in
+// completion order, reading and writing each webhook once.
+func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAfter int, now time.Time) ([]Suspension, error) {
+	var order []string
+	byHook := map[string][]bool{}
+	for _, e := range effects {
+		if _, ok := byHook[e.webhookID]; !ok {
+			order = append(order, e.webhookID)
+		}
+		byHook[e.webhookID] = append(byHook[e.webhookID], e.delivered)
+	}
+	var suspended []Suspension
+	for _, id := range order {
+		var accountID, name, status string
+		var streak int
+		err := tx.QueryRow(ctx, `SELECT account_id, name, status, failure_streak FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
+			Scan(&accountID, &name, &status, &streak)
+		if err != nil {
+			// Deleted since the attempt: nothing to keep healthy.
+			continue
+		}
+		h := Health(status)
+		next, nextStreak, becameSuspended := h, streak, false
+		for _, delivered := range byHook[id] {
+			if delivered {
+				next, nextStreak = Healthy, 0
+				continue
+			}
+			nextStreak++
+			if next != Suspended && nextStreak >= suspendAfter {
+				next, becameSuspended = Suspended, true
+			} else if next == Healthy {
+				next = Unhealthy
+			}
+		}
+		if next == h && nextStreak == streak {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhooks SET status = ?, failure_streak = ? WHERE id = ?`, string(next), nextStreak, id); err != nil {
+			return nil, fmt.Errorf("update health of webhook %s: %w", id, err)
+		}
+		if becameSuspended && next == Suspended {
+			sp := Suspension{AccountID: accountID, WebhookID: id, Name: name}
+			if err := tx.queueSuspensionEmail(ctx, sp, suspendAfter, now); err != nil {
+				return nil, err
+			}
+			suspended = append(suspended, sp)
+		}
+	}
+	return suspended, nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// cleanBody keeps at most MaxResponseBody bytes of a response as valid UTF-8
+// text without NUL bytes, which PostgreSQL's text type refuses.
+func cleanBody(b []byte) string {
+	if len(b) > MaxResponseBody {
+		b = b[:MaxResponseBody]
+		// Do not leave half a character at the cut.
+		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.Valid(b); i++ {
+			b = b[:len(b)-1]
+		}
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "\uFFFD")
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Email is a notification waiting in the outbox, or sent from it.
+type Email struct {
+	ID        string
+	AccountID string
+	To        string
+	Subject   string
+	Body      string
+	CreatedAt time.Time
+	SentAt    *time.Time
+	Error     string
+}
+
+func (tx *Tx) queueSuspensionEmail(ctx context.Context, sp Suspension, suspendAfter int, now time.Time) error {
+	subject := fmt.Sprintf("Webhook %q suspended", sp.Name)
+	body := fmt.Sprintf(`Your webhook %q (id %s) has been suspended.
+
+Its %d most recent completed events all failed after every retry, so herald has
+stopped sending to it. Events are still recorded in its event log.
+
+To restore it, fix the receiving endpoint, then resend one of its event logs
+(Developer -> Webhook Event Logs, or POST /v3/webhook-event-logs/{id}/resend).
+The first successful delivery makes the webhook Healthy again.
+`, sp.Name, sp.WebhookID, suspendAfter)
+	_, err := tx.Exec(ctx, `INSERT INTO emails (id, account_id, recipient, subject, body, created_at)
+SELECT ?, id, notification_email, ?, ?, ? FROM accounts WHERE id = ?`, NewID(), subject, body, ms(now), sp.AccountID)
+	if err != nil {
+		return fmt.Errorf("queue suspension email: %w", err)
+	}
+	return nil
+}
+
+// UnsentEmails returns up to limit emails waiting to be sent, oldest first.
+func (s *Store) UnsentEmails(ctx context.Context, limit int) ([]Email, error) {
+	rows, err := s.Query(ctx, `SELECT id, account_id, recipient, subject, body, created_at FROM emails
+WHERE sent_at IS NULL ORDER BY created_at LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unsent emails: %w", err)
+	}
+	defer rows.Close()
+	var out []Email
+	for rows.Next() {
+		var e Email
+		var c int64
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c); err != nil {
+			return nil, fmt.Errorf("unsent emails: %w", err)
+		}
+		e.CreatedAt = fromMS(c)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// MarkEmail records that an email left the outbox: sent, or kept in the
+// database because no SMTP server is configured (note says so).
+func (s *Store) MarkEmail(ctx context.Context, id, note string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE emails SET sent_at = ?, error = ? WHERE id = ? AND sent_at IS NULL`, ms(s.now()), nilIfEmpty(note), id)
+		return err
+	})
+}
+
+// FailEmail records a failed send; the email stays in the outbox.
+func (s *Store) FailEmail(ctx context.Context, id, reason string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE emails SET error = ? WHERE id = ?`, reason, id)
+		return err
+	})
+}
+
+// Emails lists an account's emails, newest first.
+func (s *Store) Emails(ctx context.Context, accountID string) ([]Email, error) {
+	rows, err := s.Query(ctx, `SELECT id, account_id, recipient, subject, body, created_at, sent_at, COALESCE(error, '')
+FROM emails WHERE account_id = ? ORDER BY created_at DESC, id DESC`, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("list emails: %w", err)
+	}
+	defer rows.Close()
+	var out []Email
+	for rows.Next() {
+		var e Email
+		var c int64
+		var sent sql.NullInt64
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c, &sent, &e.Error); err != nil {
+			return nil, fmt.Errorf("list emails: %w", err)
+		}
+		e.CreatedAt, e.SentAt = fromMS(c), optTime(sent)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/heraldhq/herald/internal/event"
+)
+
+// Fire records an event in the transaction that made the change it reports:
+// the event with its exact body, and one log for every webhook of the account
+// that subscribes to kind. A log is queued when its webhook is enabled and not
+// suspended, and cancelled otherwise, so that it shows and can be resent. It
+// returns the event's id.
+func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data any) (string, error) {
+	now := tx.Now()
+	id := NewID()
+	body, err := event.Build(id, kind, data, now)
+	if err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, ?, ?, ?)`,
+		id, accountID, string(kind), body, ms(now)); err != nil {
+		return "", fmt.Errorf("insert event: %w", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT id, events, enabled, status FROM webhooks WHERE account_id = ?`, accountID)
+	if err != nil {
+		return "", fmt.Errorf("match webhooks: %w", err)
+	}
+	type target struct {
+		webhookID string
+		status    LogStatus
+		reason    any
+	}
+	var targets []target
+	for rows.Next() {
+		var wid, events, health string
+		var enabled bool
+		if err := rows.Scan(&wid, &events, &enabled, &health); err != nil {
+			rows.Close()
+			return "", fmt.Errorf("match webhooks: %w", err)
+		}
+		var kinds []event.Kind
+		if err := json.Unmarshal([]byte(events), &kinds); err != nil {
+			rows.Close()
+			return "", fmt.Errorf("webhook %s events: %w", wid, err)
+		}
+		if !subscribes(kinds, kind) {
+			continue
+		}
+		switch {
+		case !enabled:
+			targets = append(targets, target{wid, Cancelled, ReasonDisabled})
+		case Health(health) == Suspended:
+			targets = append(targets, target{wid, Cancelled, ReasonSuspended})
+		default:
+			targets = append(targets, target{wid, Queued, nil})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("match webhooks: %w", err)
+	}
+	for _, t := range targets {
+		var due any
+		var completed any
+		if t.status == Queued {
+			due = ms(now)
+			tx.fired = true
+		} else {
+			completed = ms(now)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs
+(id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			NewID(), accountID, t.webhookID, id, string(kind), string(t.status), due, t.reason, ms(now), ms(now), completed); err != nil {
+			return "", fmt.Errorf("insert event log: %w", err)
+		}
+	}
+	return id, nil
+}
+
+func subscribes(kinds []event.Kind, k event.Kind) bool {
+	for _, e := range kinds {
+		if e == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Reasons a log was cancelled when its event fired.
+const (
+	ReasonDisabled  = "webhook disabled when the event fired; no delivery attempted"
+	ReasonSuspended = "webhook suspended when the event fired; no automatic delivery (resend to deliver)"
+)

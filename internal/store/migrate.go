@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// migrate applies, in order and each in its own transaction, the embedded
+// migrations newer than the recorded schema version. Several processes
+// starting at once are serialised by the engine's lock in lockMigrations.
+func (s *Store) migrate(ctx context.Context) error {
+	dir := "migrations/" + s.eng.name()
+	entries, err := fs.ReadDir(migrations, dir)
+	if err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	if _, err := s.writer.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for _, e := range entries {
+		version, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: name must start with a number", e.Name())
+		}
+		text, err := fs.ReadFile(migrations, dir+"/"+e.Name())
+		if err != nil {
+			return fmt.Errorf("read migration %s: %w", e.Name(), err)
+		}
+		if err := s.applyMigration(ctx, version, string(text)); err != nil {
+			return fmt.Errorf("migration %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) applyMigration(ctx context.Context, version int, text string) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if s.eng.name() == "postgres" {
+		// One migrator at a time across processes; the lock ends with the transaction.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(8675309)`); err != nil {
+			return err
+		}
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, text); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`), version, ms(s.now())); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// SchemaVersion returns the newest applied migration.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}

@@ -1,0 +1,266 @@
+// Package store owns herald's persistent state: accounts and credentials,
+// webhooks, the outbox of events with one event log per subscribed webhook,
+// delivery attempts, and the licensing resources that fire events. It holds
+// every SQL statement herald runs.
+//
+// One SQL text serves both engines: statements are written with ? placeholders
+// and portable SQL, times are Unix milliseconds, and what truly differs
+// (placeholders, row locks, the claim query, migrations, wake-ups across
+// processes) sits behind the small engine interface, implemented for SQLite
+// in sqlite.go and PostgreSQL in postgres.go. Every query that reads or changes
+// an account's rows is scoped by its account id.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/internal/secret"
+)
+
+// Errors callers map to answers.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// engine is what differs between SQLite and PostgreSQL.
+type engine interface {
+	name() string
+	// rebind turns ? placeholders into the engine's own.
+	rebind(q string) string
+	// forUpdate is the suffix that locks selected rows until the transaction
+	// ends ("" where the engine serialises writers anyway).
+	forUpdate() string
+	// claim moves due logs to pending under a lease; see Store.Claim.
+	claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error)
+	// notify tells other processes that logs became due (no-op for SQLite).
+	notify(ctx context.Context, tx *sql.Tx) error
+	close() error
+}
+
+// Store is herald's database.
+type Store struct {
+	eng    engine
+	db     *sql.DB // reads; writes too where the engine allows many writers
+	writer *sql.DB // the one connection SQLite writes through
+	box    *secret.Box
+	now    func() time.Time
+
+	mu      sync.Mutex
+	waiters []chan struct{}
+	stmts   sync.Map // query text → rebound text
+}
+
+// Options configures Open.
+type Options struct {
+	// Key seals webhook tokens at rest. Required.
+	Key []byte
+	// Now is the clock; time.Now when nil. Tests pass a fixed clock.
+	Now func() time.Time
+}
+
+// Open connects to the database named by url ("sqlite:PATH" or
+// "postgres://…"), applies pending migrations, and checks that the database
+// was created with opts.Key.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	box, err := secret.New(opts.Key)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{box: box, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	switch {
+	case strings.HasPrefix(url, "sqlite:"):
+		err = openSQLite(ctx, s, strings.TrimPrefix(url, "sqlite:"))
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		err = openPostgres(ctx, s, url)
+	default:
+		return nil, fmt.Errorf("open store: database URL must start with sqlite: or postgres://")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.checkKey(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Engine names the database engine: "sqlite" or "postgres".
+func (s *Store) Engine() string { return s.eng.name() }
+
+// Close releases the database.
+func (s *Store) Close() error { return s.eng.close() }
+
+// Ping reports whether the database answers; /readyz uses it.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// checkKey records the key's check value on first open and refuses a
+// different key later: opening with the wrong key would make every webhook
+// token unreadable.
+func (s *Store) checkKey(ctx context.Context) error {
+	check := s.box.Check()
+	var stored string
+	err := s.writer.QueryRowContext(ctx, s.q(`SELECT value FROM settings WHERE name = 'key_check'`)).Scan(&stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		_, err = s.writer.ExecContext(ctx, s.q(`INSERT INTO settings (name, value) VALUES ('key_check', ?) ON CONFLICT (name) DO NOTHING`), check)
+		if err != nil {
+			return fmt.Errorf("record key check: %w", err)
+		}
+		return s.checkKey(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("read key check: %w", err)
+	}
+	if stored != check {
+		return errors.New("open store: the secret key is not the one this database was created with")
+	}
+	return nil
+}
+
+// q rebinds a query for the engine, once per distinct text.
+func (s *Store) q(query string) string {
+	if v, ok := s.stmts.Load(query); ok {
+		return v.(string)
+	}
+	r := s.eng.rebind(query)
+	s.stmts.Store(query, r)
+	return r
+}
+
+// Tx is a write transaction. Licensing changes and the events they fire share
+// one, so an event is never lost and never sent for a change that rolled back.
+type Tx struct {
+	s        *Store
+	tx       *sql.Tx
+	fired    bool
+	onCommit []func()
+}
+
+// InTx runs fn in a write transaction, committing when fn returns nil.
+func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
+	sqltx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	tx := &Tx{s: s, tx: sqltx}
+	if err := fn(tx); err != nil {
+		sqltx.Rollback()
+		return err
+	}
+	if tx.fired {
+		if err := s.eng.notify(ctx, sqltx); err != nil {
+			sqltx.Rollback()
+			return fmt.Errorf("notify: %w", err)
+		}
+	}
+	if err := sqltx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if tx.fired {
+		s.wake()
+	}
+	for _, f := range tx.onCommit {
+		f()
+	}
+	return nil
+}
+
+// Exec runs a statement written with ? placeholders.
+func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return tx.tx.ExecContext(ctx, tx.s.q(query), args...)
+}
+
+// Query runs a query written with ? placeholders.
+func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return tx.tx.QueryContext(ctx, tx.s.q(query), args...)
+}
+
+// QueryRow runs a one-row query written with ? placeholders.
+func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return tx.tx.QueryRowContext(ctx, tx.s.q(query), args...)
+}
+
+// ForUpdate is the engine's row-lock suffix for a SELECT in this transaction.
+func (tx *Tx) ForUpdate() string { return tx.s.eng.forUpdate() }
+
+// Now is the store's clock.
+func (tx *Tx) Now() time.Time { return tx.s.now() }
+
+// Query runs a read query written with ? placeholders outside a transaction.
+func (s *Store) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return s.db.QueryContext(ctx, s.q(query), args...)
+}
+
+// QueryRow runs a one-row read query outside a transaction.
+func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.db.QueryRowContext(ctx, s.q(query), args...)
+}
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.now() }
+
+// Wait returns a channel closed the next time this process commits an event
+// or another process notifies that logs are due.
+func (s *Store) Wait() <-chan struct{} {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.waiters = append(s.waiters, ch)
+	s.mu.Unlock()
+	return ch
+}
+
+func (s *Store) wake() {
+	s.mu.Lock()
+	ws := s.waiters
+	s.waiters = nil
+	s.mu.Unlock()
+	for _, ch := range ws {
+		close(ch)
+	}
+}
+
+// NewID returns a new time-ordered id (UUIDv7), so ids sort by creation and
+// serve as list cursors.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// ms converts a time to the stored Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS converts stored Unix milliseconds to a UTC time.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// optTime converts a nullable stored time.
+func optTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+// MS and FromMS expose the stored time representation to packages that
+// write their own SQL through a Tx.
+func MS(t time.Time) int64               { return ms(t) }
+func FromMS(v int64) time.Time           { return fromMS(v) }
+func OptTime(v sql.NullInt64) *time.Time { return optTime(v) }
+
+// placeholders returns "?, ?, …" for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

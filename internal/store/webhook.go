@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+)
+
+// Health is a webhook's operational state.
+type Health string
+
+// The states of the specification's health table.
+const (
+	Healthy   Health = "Healthy"
+	Unhealthy Health = "Unhealthy"
+	Suspended Health = "Suspended"
+)
+
+// Valid reports whether h is a known state.
+func (h Health) Valid() bool { return h == Healthy || h == Unhealthy || h == Suspended }
+
+// Webhook is a receiver an account configured.
+type Webhook struct {
+	ID        string
+	AccountID string
+	Name      string
+	URL       string
+	Events    []event.Kind
+	Enabled   bool
+	Status    Health
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Subscribes reports whether w wants events of kind k.
+func (w Webhook) Subscribes(k event.Kind) bool {
+	for _, e := range w.Events {
+		if e == k {
+			return true
+		}
+	}
+	return false
+}
+
+// NewWebhook holds what creating a webhook takes; the caller validates.
+type NewWebhook struct {
+	Name    string
+	URL     string
+	Events  []event.Kind
+	Enabled bool
+	Token   string
+}
+
+// CreateWebhook stores a new, Healthy webhook with its token sealed.
+func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhook) (Webhook, error) {
+	now := s.now()
+	w := Webhook{ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
+		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now))}
+	events, _ := json.Marshal(n.Events)
+	err := s.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, account_id, name, url, events, enabled, status, token_sealed, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			w.ID, accountID, w.Name, w.URL, string(events), w.Enabled, string(Healthy),
+			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now))
+		return err
+	})
+	if err != nil {
+		return Webhook{}, fmt.Errorf("create webhook: %w", err)
+	}
+	return w, nil
+}
+
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at`
+
+func scanWebhook(sc interface{ Scan(...any) error }) (Webhook, error) {
+	var w Webhook
+	var events, status string
+	var c, u int64
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u); err != nil {
+		return Webhook{}, err
+	}
+	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
+		return Webhook{}, fmt.Errorf("webhook %s events: %w", w.ID, err)
+	}
+	w.Status, w.CreatedAt, w.UpdatedAt = Health(status), fromMS(c), fromMS(u)
+	return w, nil
+}
+
+// Webhook returns one of an account's webhooks.
+func (s *Store) Webhook(ctx context.Context, accountID, id string) (Webhook, error) {
+	w, err := scanWebhook(s.QueryRow(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Webhook{}, ErrNotFound
+	}
+	if err != nil {
+		return Webhook{}, fmt.Errorf("read webhook: %w", err)
+	}
+	return w, nil
+}
+
+// WebhookFilter narrows a webhook list.
+type WebhookFilter struct {
+	Status Health // "" for any
+	Page
+}
+
+// Page is a keyset page: Limit rows with ids below Cursor, newest first.
+type Page struct {
+	Limit  int
+	Cursor string
+}
+
+// Webhooks lists an account's webhooks, newest first. next is the cursor of
+// the following page, "" on the last.
+func (s *Store) Webhooks(ctx context.Context, accountID string, f WebhookFilter) (list []Webhook, next string, err error) {
+	q := `SELECT ` + webhookColumns + ` FROM webhooks WHERE account_id = ?`
+	args := []any{accountID}
+	if f.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, string(f.Status))
+	}
+	q, args = f.Page.apply(q, args)
+	rows, err := s.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list webhooks: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list webhooks: %w", err)
+		}
+		list = append(list, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list webhooks: %w", err)
+	}
+	list, next = cut(list, f.Limit, func(w Webhook) string { return w.ID })
+	return list, next, nil
+}
+
+// apply adds the keyset condition, order and limit (one extra row tells
+// whether a next page exists).
+func (p Page) apply(q string, args []any) (string, []any) {
+	if p.Cursor != "" {
+		q += ` AND id < ?`
+		args = append(args, p.Cursor)
+	}
+	return q + ` ORDER BY id DESC LIMIT ?`, append(args, p.Limit+1)
+}
+
+// cut trims the extra row Page.apply asked for and returns the next cursor.
+func cut[T any](list []T, limit int, id func(T) string) ([]T, string) {
+	if len(list) <= limit {
+		return list, ""
+	}
+	list = list[:limit]
+	return list, id(list[limit-1])
+}
+
+// WebhookPatch holds the fields to change; nil leaves a field as it is.
+type WebhookPatch struct {
+	Name    *string
+	URL     *string
+	Events  []event.Kind // nil: unchanged
+	Enabled *bool
+	Token   *string
+}
+
+// UpdateWebhook changes a webhook.
+func (s *Store) UpdateWebhook(ctx context.Context, accountID, id string, p WebhookPatch) (Webhook, error) {
+	var events *string
+	if p.Events != nil {
+		b, _ := json.Marshal(p.Events)
+		e := string(b)
+		events = &e
+	}
+	var sealed []byte
+	if p.Token != nil {
+		sealed = s.box.Seal([]byte(*p.Token), []byte(id))
+	}
+	err := s.InTx(ctx, func(tx *Tx) error {
+		res, err := tx.Exec(ctx, `UPDATE webhooks SET name = COALESCE(?, name), url = COALESCE(?, url), events = COALESCE(?, events),
+enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed), updated_at = ? WHERE account_id = ? AND id = ?`,
+			p.Name, p.URL, events, p.Enabled, sealed, ms(s.now()), accountID, id)
+		if err != nil {
+			return fmt.Errorf("update webhook: %w", err)
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return Webhook{}, err
+	}
+	return s.Webhook(ctx, accountID, id)
+}
+
+// DeleteWebhook removes a webhook and its event logs.
+func (s *Store) DeleteWebhook(ctx context.Context, accountID, id string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		res, err := tx.Exec(ctx, `DELETE FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id)
+		if err != nil {
+			return fmt.Errorf("delete webhook: %w", err)
+		}
+		return mustAffect(res)
+	})
+}
+
+// WebhookToken returns a webhook's signing token.
+func (s *Store) WebhookToken(ctx context.Context, accountID, id string) (string, error) {
+	var sealed []byte
+	err := s.QueryRow(ctx, `SELECT token_sealed FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id).Scan(&sealed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("read webhook token: %w", err)
+	}
+	return s.openToken(id, sealed)
+}
+
+func (s *Store) openToken(webhookID string, sealed []byte) (string, error) {
+	tok, err := s.box.Open(sealed, []byte(webhookID))
+	if err != nil {
+		return "", fmt.Errorf("webhook %s token: %w", webhookID, err)
+	}
+	return string(tok), nil
+}
