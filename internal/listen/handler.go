@@ -25,12 +25,11 @@ import (
 // the forward fails). An unverified request is answered 401 and is never
 // forwarded.
 func Handler(cfg Config) http.Handler {
-	return &handler{cfg: cfg.withDefaults(), now: time.Now}
+	return &handler{cfg: cfg.withDefaults()}
 }
 
 type handler struct {
 	cfg Config
-	now func() time.Time
 	mu  sync.Mutex // keeps each printed delivery in one piece
 }
 
@@ -41,7 +40,7 @@ type answer struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	at := h.now()
+	at := time.Now()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhook.MaxBodyBytes))
 	if err != nil {
 		status, problem := http.StatusBadRequest, "cannot read the body: "+err.Error()
