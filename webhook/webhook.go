@@ -8,7 +8,13 @@
 // Receivers must verify over the body exactly as it arrived, before any JSON
 // parsing: re-serialising parsed JSON changes key order, whitespace and escapes,
 // and so the bytes. [Verify] does the comparison in constant time, and
-// [Middleware] does the whole job for a net/http receiver.
+// [Middleware] does the whole job for a net/http receiver. [Parse] then
+// decodes the verified body into a [Payload].
+//
+// Delivery is at least once: a timed-out or failed attempt is retried, and an
+// event log can be resent by hand. Every attempt carries the same body, so
+// de-duplicate on [Payload.ID], answer 2xx quickly (herald waits 15 seconds per
+// attempt) and do slow work after answering.
 package webhook
 
 import (

@@ -1,0 +1,99 @@
+package webhook_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/heraldhq/herald/webhook"
+)
+
+// body is a delivery as herald sends it: raw UTF-8, no \u escapes.
+var body = []byte(`{"id":"0f8fad5b-d9cb-469f-a165-70867728950e","event":"license.created","data":{"key":"HRLD-7Q4M-2KX9","name":"Zoë – 日本語 – 🚀"},"triggeredAt":"2026-11-21T08:07:13.120Z"}`)
+
+const token = "whsec_example"
+
+func ExampleSign() {
+	fmt.Println(webhook.Sign(token, body))
+	// Output: QerX8+QjhXF/DwRGQlzweve5Q/eXHgma+fx9W5j9FqU=
+}
+
+func ExampleVerify() {
+	signature := webhook.Sign(token, body)
+
+	fmt.Println(webhook.Verify(token, body, signature))
+
+	// The same document with "ë" escaped as \u00eb is different bytes, so
+	// the signature no longer matches: verify the body exactly as received.
+	escaped := bytes.Replace(body, []byte("ë"), []byte(`\u00eb`), 1)
+	fmt.Println(webhook.Verify(token, escaped, signature))
+
+	fmt.Println(webhook.Verify(token, body, ""))
+	// Output:
+	// <nil>
+	// webhook: signature does not match the body
+	// webhook: missing webhook-signature header
+}
+
+func ExampleMiddleware() {
+	receiver := webhook.Middleware(token, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := webhook.Parse(webhook.RawBody(r))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Println("received", p.Event, p.ID)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv := httptest.NewServer(receiver)
+	defer srv.Close()
+
+	send := func(body []byte, signature string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json; charset=utf-8")
+		req.Header.Set(webhook.SignatureHeader, signature)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(resp.Body)
+		fmt.Println(strings.TrimSpace(fmt.Sprintf("%d %s", resp.StatusCode, answer)))
+	}
+
+	signature := webhook.Sign(token, body)
+	send(body, signature)
+
+	tampered := bytes.Replace(body, []byte("HRLD-7Q4M"), []byte("HRLD-7Q4N"), 1)
+	send(tampered, signature)
+	// Output:
+	// received license.created 0f8fad5b-d9cb-469f-a165-70867728950e
+	// 204
+	// 401 webhook: signature does not match the body
+}
+
+func ExampleParse() {
+	// Verify first; Parse trusts the bytes it is given.
+	if err := webhook.Verify(token, body, webhook.Sign(token, body)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := webhook.Parse(body)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(p.ID)
+	fmt.Println(p.Event)
+	fmt.Println(p.TriggeredAt.Format("2006-01-02 15:04:05.000 MST"))
+	fmt.Println(string(p.Data))
+	// Output:
+	// 0f8fad5b-d9cb-469f-a165-70867728950e
+	// license.created
+	// 2026-11-21 08:07:13.120 UTC
+	// {"key":"HRLD-7Q4M-2KX9","name":"Zoë – 日本語 – 🚀"}
+}
