@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/listen"
+	"github.com/heraldhq/herald/internal/secret"
+	"github.com/heraldhq/herald/internal/server"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+func version() string {
+	if server.Version != "dev" {
+		return server.Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// envFlags registers flags whose defaults come from environment variables,
+// so a flag on the command line beats the variable, which beats the default.
+type envFlags struct {
+	fs   *flag.FlagSet
+	errs []error
+}
+
+func (e *envFlags) env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func (e *envFlags) String(name, env, def, help string) *string {
+	return e.fs.String(name, e.env(env, def), help+" ($"+env+")")
+}
+
+func (e *envFlags) Duration(name, env string, def time.Duration, help string) *time.Duration {
+	d := def
+	if v, ok := os.LookupEnv(env); ok {
+		p, err := time.ParseDuration(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s: %w", env, err))
+		}
+		d = p
+	}
+	return e.fs.Duration(name, d, help+" ($"+env+")")
+}
+
+func (e *envFlags) Int(name, env string, def int, help string) *int {
+	n := def
+	if v, ok := os.LookupEnv(env); ok {
+		p, err := strconv.Atoi(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s: not a whole number", env))
+		}
+		n = p
+	}
+	return e.fs.Int(name, n, help+" ($"+env+")")
+}
+
+func (e *envFlags) Bool(name, env string, def bool, help string) *bool {
+	b := def
+	if v, ok := os.LookupEnv(env); ok {
+		p, err := strconv.ParseBool(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s: not true or false", env))
+		}
+		b = p
+	}
+	return e.fs.Bool(name, b, help+" ($"+env+")")
+}
+
+// storeFlags are the flags every command that opens the database takes.
+type storeFlags struct {
+	database, secretKey, secretKeyFile *string
+}
+
+func addStoreFlags(e *envFlags) storeFlags {
+	return storeFlags{
+		database:      e.String("database", "HERALD_DATABASE_URL", "sqlite:herald.db", "database URL: sqlite:PATH, or postgres://… for PostgreSQL"),
+		secretKey:     e.String("secret-key", "HERALD_SECRET_KEY", "", "base64 32-byte key sealing webhook tokens at rest (default: read or create the key file)"),
+		secretKeyFile: e.String("secret-key-file", "HERALD_SECRET_KEY_FILE", "", "key file used when no key is given (default: the SQLite file's path + .key, or ./herald.key)"),
+	}
+}
+
+// key returns the server key: given, or read from (or created in) a file.
+func (f storeFlags) key(stderr io.Writer) ([]byte, error) {
+	if *f.secretKey != "" {
+		return secret.ParseKey(*f.secretKey)
+	}
+	path := *f.secretKeyFile
+	if path == "" {
+		path = "herald.key"
+		if p, ok := strings.CutPrefix(*f.database, "sqlite:"); ok {
+			path = p + ".key"
+		}
+	}
+	key, created, err := secret.LoadOrCreateKeyFile(filepath.Clean(path))
+	if created {
+		fmt.Fprintf(stderr, "herald: created secret key file %s; keep it with the database (back it up), or set HERALD_SECRET_KEY\n", path)
+	}
+	return key, err
+}
+
+func parse(e *envFlags, args []string) error {
+	if err := e.fs.Parse(args); err != nil {
+		return err
+	}
+	if e.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", e.fs.Arg(0))
+	}
+	return errors.Join(e.errs...)
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	e := &envFlags{fs: flag.NewFlagSet("herald serve", flag.ContinueOnError)}
+	e.fs.SetOutput(stderr)
+	addr := e.String("addr", "HERALD_ADDR", "127.0.0.1:8080", "address the API listens on")
+	sf := addStoreFlags(e)
+	timeout := e.Duration("attempt-timeout", "HERALD_ATTEMPT_TIMEOUT", 15*time.Second, "time-out of one delivery attempt")
+	maxAttempts := e.Int("max-attempts", "HERALD_MAX_ATTEMPTS", 5, "attempts per event, the first included")
+	interval := e.Duration("retry-interval", "HERALD_RETRY_INTERVAL", 5*time.Minute, "time between attempts")
+	suspendAfter := e.Int("suspend-after", "HERALD_SUSPEND_AFTER", 50, "most recent completed events that must all have failed to suspend a webhook")
+	smtpURL := e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
+	mailFrom := e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
+	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private, link-local or metadata addresses")
+	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight in this process")
+	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "attempts in flight to one webhook in this process")
+	lease := e.Duration("lease", "HERALD_LEASE", 0, "how long a claimed attempt is held before another claim may take it (default 2×attempt-timeout+10s)")
+	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error")
+	if err := parse(e, args); err != nil {
+		return err
+	}
+	var v []string
+	if *timeout <= 0 {
+		v = append(v, "--attempt-timeout must be positive")
+	}
+	if *maxAttempts < 1 {
+		v = append(v, "--max-attempts must be at least 1")
+	}
+	if *interval < 0 {
+		v = append(v, "--retry-interval must not be negative")
+	}
+	if *suspendAfter < 1 {
+		v = append(v, "--suspend-after must be at least 1")
+	}
+	if *concurrency < 1 || *perWebhook < 1 {
+		v = append(v, "--concurrency and --per-webhook-concurrency must be at least 1")
+	}
+	if len(v) > 0 {
+		return errors.New(strings.Join(v, "; "))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	key, err := sf.key(stderr)
+	if err != nil {
+		return err
+	}
+	srv, err := server.Open(ctx, server.Config{
+		Addr: *addr, DatabaseURL: *sf.database, SecretKey: key,
+		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
+			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease},
+		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate,
+		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
+		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout,
+	})
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx, nil)
+}
+
+func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	e := &envFlags{fs: flag.NewFlagSet("herald migrate", flag.ContinueOnError)}
+	e.fs.SetOutput(stderr)
+	sf := addStoreFlags(e)
+	if err := parse(e, args); err != nil {
+		return err
+	}
+	key, err := sf.key(stderr)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, *sf.database, store.Options{Key: key})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	v, err := st.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "herald: %s schema at version %d\n", st.Engine(), v)
+	return nil
+}
+
+func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("herald listen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	token := fs.String("token", os.Getenv("HERALD_WEBHOOK_TOKEN"), "the webhook's token, to verify signatures ($HERALD_WEBHOOK_TOKEN)")
+	port := fs.Int("port", 9000, "port to listen on, on 127.0.0.1")
+	forward := fs.String("forward", "", "URL of your app to pass verified deliveries on to, unchanged")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return listen.Run(ctx, listen.Config{Token: *token, Addr: fmt.Sprintf("127.0.0.1:%d", *port), Forward: *forward, Out: stdout})
+}

@@ -1,0 +1,60 @@
+// Command herald is the webhook notification service: `herald serve` runs the
+// API and delivers events; `herald listen` is a local receiver for people
+// building an integration; `herald migrate` applies schema migrations;
+// `herald version` prints the version.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "herald:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `herald: webhook notifications for a licensing account
+
+Usage:
+  herald serve   [flags]   run the API and deliver events
+  herald listen  --token T [--port P] [--forward URL]
+                           a local receiver that verifies and prints deliveries
+  herald migrate [flags]   apply database migrations and exit
+  herald version           print the version
+
+Run "herald COMMAND -h" for a command's flags. Every serve flag can also be
+set by the environment variable shown with it.
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("name a command")
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return serve(ctx, rest, stdout, stderr)
+	case "migrate":
+		return migrate(ctx, rest, stdout, stderr)
+	case "listen":
+		return listenCmd(ctx, rest, stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "herald", version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}

@@ -1,0 +1,299 @@
+// Package heraldtest starts real herald servers and real receivers for tests:
+// a herald on a loopback port over a real database (a fresh SQLite file, or a
+// fresh PostgreSQL schema), and HTTP receivers that record every request's
+// raw bytes. Everything it starts is stopped with t.Cleanup.
+package heraldtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/server"
+)
+
+// Options configure Start. Zero fields take test-friendly defaults: attempt
+// time-out 2s, retry interval 50ms, 5 attempts, suspend after 50.
+type Options struct {
+	DatabaseURL string // default: a new SQLite file in t.TempDir()
+	Key         []byte // default: random
+	Delivery    delivery.Config
+	SMTPURL     string
+	Email       string // bootstrap owner email, default owner@example.com
+	Password    string // default "correct horse battery staple"
+	Token       string // default: a new API token
+	Transport   func(http.RoundTripper) http.RoundTripper // wraps the client's transport, e.g. to validate against OpenAPI
+	// Setup runs on the opened server before it starts serving, to mount more
+	// handlers (e.g. the portal) or adjust it.
+	Setup func(*server.Server)
+}
+
+// Herald is a running herald.
+type Herald struct {
+	URL      string
+	Token    string
+	Email    string
+	Password string
+	Server   *server.Server
+	Client   *http.Client
+	Options  Options
+	t        testing.TB
+	stop     func()
+}
+
+// Start opens and runs a herald; it stops at the end of the test.
+func Start(t testing.TB, o Options) *Herald {
+	t.Helper()
+	if o.DatabaseURL == "" {
+		o.DatabaseURL = "sqlite:" + filepath.Join(t.TempDir(), "herald.db")
+	}
+	if o.Key == nil {
+		o.Key = make([]byte, 32)
+		rand.Read(o.Key)
+	}
+	if o.Delivery.AttemptTimeout == 0 {
+		o.Delivery.AttemptTimeout = 2 * time.Second
+	}
+	if o.Delivery.RetryInterval == 0 {
+		o.Delivery.RetryInterval = 50 * time.Millisecond
+	}
+	if o.Email == "" {
+		o.Email = "owner@example.com"
+	}
+	if o.Password == "" {
+		o.Password = "correct horse battery staple"
+	}
+	if o.Token == "" {
+		o.Token = auth.NewAPIToken()
+	}
+	h := &Herald{Token: o.Token, Email: o.Email, Password: o.Password, Options: o, t: t}
+	h.run()
+	t.Cleanup(h.Stop)
+	return h
+}
+
+func (h *Herald) run() {
+	t, o := h.t, h.Options
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.Open(context.Background(), server.Config{
+		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, SMTPURL: o.SMTPURL,
+		AllowPrivate: true, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
+		Logger: logger, Out: io.Discard,
+	})
+	if err != nil {
+		t.Fatalf("start herald: %v", err)
+	}
+	if o.Setup != nil {
+		o.Setup(srv)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.URL == "" {
+		h.URL = "http://" + ln.Addr().String()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Run(ctx, ln); err != nil {
+			t.Errorf("herald run: %v", err)
+		}
+	}()
+	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	if o.Transport != nil {
+		rt = o.Transport(rt)
+	}
+	h.Server, h.Client = srv, &http.Client{Transport: rt, Timeout: 30 * time.Second}
+	h.stop = func() { cancel(); <-done }
+}
+
+// Stop shuts the herald down gracefully; Stop twice is fine.
+func (h *Herald) Stop() {
+	if h.stop != nil {
+		h.stop()
+		h.stop = nil
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+// Do calls the API with the account's token and decodes a JSON answer into
+// out (when out is not nil). body may be nil, a []byte/string sent as is, or
+// a value encoded as JSON.
+func (h *Herald) Do(method, path string, body, out any) int {
+	h.t.Helper()
+	return h.DoAs(h.Token, method, path, body, out)
+}
+
+// DoAs is Do with another token.
+func (h *Herald) DoAs(token, method, path string, body, out any) int {
+	h.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		r = bytes.NewReader(b)
+	case string:
+		r = bytes.NewReader([]byte(b))
+	default:
+		enc, err := json.Marshal(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		r = bytes.NewReader(enc)
+	}
+	req, err := http.NewRequest(method, h.URL+path, r)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			h.t.Fatalf("%s %s: decode %s: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// Must is Do that fails the test unless the status is want.
+func (h *Herald) Must(want int, method, path string, body, out any) {
+	h.t.Helper()
+	var raw json.RawMessage
+	got := h.Do(method, path, body, &raw)
+	if got != want {
+		h.t.Fatalf("%s %s: status %d; want %d; body %s", method, path, got, want, raw)
+	}
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// Webhook is the API's webhook shape.
+type Webhook struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	URL     string   `json:"url"`
+	Events  []string `json:"events"`
+	Enabled bool     `json:"enabled"`
+	Status  string   `json:"status"`
+	Token   string   `json:"token"`
+}
+
+// CreateWebhook creates a webhook subscribed to events at url.
+func (h *Herald) CreateWebhook(name, url string, events ...string) Webhook {
+	h.t.Helper()
+	var w Webhook
+	h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": name, "url": url, "events": events}, &w)
+	return w
+}
+
+// Webhook reads a webhook.
+func (h *Herald) Webhook(id string) Webhook {
+	h.t.Helper()
+	var w Webhook
+	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &w)
+	return w
+}
+
+// Log is the API's event log shape.
+type Log struct {
+	ID           string    `json:"id"`
+	WebhookID    string    `json:"webhookId"`
+	EventID      string    `json:"eventId"`
+	Event        string    `json:"event"`
+	Status       string    `json:"status"`
+	Payload      string    `json:"payload"`
+	StatusCode   *int      `json:"statusCode"`
+	RetryReason  *string   `json:"retryReason"`
+	AttemptCount int       `json:"attemptCount"`
+	Attempts     []Attempt `json:"attempts"`
+}
+
+// Attempt is the API's attempt shape.
+type Attempt struct {
+	Number       int     `json:"number"`
+	Trigger      string  `json:"trigger"`
+	SentAt       string  `json:"sentAt"`
+	ReceivedAt   *string `json:"receivedAt"`
+	StatusCode   *int    `json:"statusCode"`
+	DurationMS   int64   `json:"durationMs"`
+	Error        *string `json:"error"`
+	ResponseBody string  `json:"responseBody"`
+}
+
+// Logs lists event logs with a raw query string such as "webhookId=…".
+func (h *Herald) Logs(query string) []Log {
+	h.t.Helper()
+	var out struct{ Data []Log }
+	h.Must(200, "GET", "/v3/webhook-event-logs?limit=500&"+query, nil, &out)
+	return out.Data
+}
+
+// Log reads one log with its attempts.
+func (h *Herald) Log(id string) Log {
+	h.t.Helper()
+	var l Log
+	h.Must(200, "GET", "/v3/webhook-event-logs/"+id, nil, &l)
+	return l
+}
+
+// Eventually polls cond every 10ms until it holds or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// CreateLicense creates a product and a license whose metadata holds data,
+// firing license.created, and returns the license id.
+func (h *Herald) CreateLicense(metadata map[string]any) string {
+	h.t.Helper()
+	var p, l struct{ ID string }
+	h.Must(201, "POST", "/v3/products", map[string]any{"name": "Product " + fmt.Sprint(time.Now().UnixNano())}, &p)
+	h.Must(201, "POST", "/v3/licenses", map[string]any{"productId": p.ID, "metadata": metadata}, &l)
+	return l.ID
+}
+
+// Env is os.Getenv; here so tests read configuration in one place.
+func Env(name string) string { return os.Getenv(name) }
