@@ -1,0 +1,251 @@
+package openapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/heraldhq/herald/internal/api/openapi"
+)
+
+func load(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func TestDocumentValidates(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	if err := doc.Validate(t.Context()); err != nil {
+		t.Fatalf("document does not validate: %v", err)
+	}
+	if got, want := doc.OpenAPI, "3.0.3"; got != want {
+		t.Errorf("openapi = %q; want %q", got, want)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	t.Parallel()
+	var doc map[string]any
+	if err := json.Unmarshal(openapi.JSON(), &doc); err != nil {
+		t.Fatalf("JSON() is not JSON: %v", err)
+	}
+	if got := doc["openapi"]; got != "3.0.3" {
+		t.Errorf("openapi = %v; want 3.0.3", got)
+	}
+	if _, ok := doc["x-webhooks"]; !ok {
+		t.Error("x-webhooks (the delivery format) is missing from the JSON")
+	}
+	a := openapi.JSON()
+	a[0] = 'X'
+	if b := openapi.JSON(); b[0] == 'X' {
+		t.Error("JSON() returned a shared slice; want a fresh copy")
+	}
+}
+
+type operation struct {
+	method, path string
+	op           *openapi3.Operation
+	item         *openapi3.PathItem
+}
+
+func operations(doc *openapi3.T) []operation {
+	var ops []operation
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops = append(ops, operation{method, path, op, item})
+		}
+	}
+	return ops
+}
+
+func (o operation) String() string { return o.method + " " + o.path }
+
+func (o operation) responds(status int) bool {
+	return o.op.Responses.Status(status) != nil
+}
+
+// TestOperationsConsistent checks the rules the API reference states once
+// for all calls, so that a call added later cannot quietly break them.
+func TestOperationsConsistent(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	if len(doc.Security) != 1 || doc.Security[0]["bearerAuth"] == nil {
+		t.Fatalf("top-level security = %v; want bearerAuth", doc.Security)
+	}
+	public := map[string]bool{
+		"GET /v3/openapi.json": true,
+		"GET /healthz":         true,
+		"GET /readyz":          true,
+		"GET /metrics":         true,
+	}
+	ids := map[string]string{}
+	for _, o := range operations(doc) {
+		if o.op.OperationID == "" || o.op.Summary == "" || len(o.op.Tags) == 0 {
+			t.Errorf("%s: want an operationId, a summary and a tag", o)
+		}
+		if prev, ok := ids[o.op.OperationID]; ok {
+			t.Errorf("%s: operationId %q already used by %s", o, o.op.OperationID, prev)
+		}
+		ids[o.op.OperationID] = o.String()
+
+		isPublic := o.op.Security != nil && len(*o.op.Security) == 0
+		if isPublic != public[o.String()] {
+			t.Errorf("%s: needs no token = %v; want %v", o, isPublic, public[o.String()])
+		}
+		if !strings.HasPrefix(o.path, "/v3/") || isPublic {
+			continue
+		}
+		if !o.responds(http.StatusUnauthorized) {
+			t.Errorf("%s: want a 401 answer", o)
+		}
+		if strings.Contains(o.path, "{") && !o.responds(http.StatusNotFound) {
+			t.Errorf("%s: has a path id; want a 404 answer", o)
+		}
+		if o.op.RequestBody != nil {
+			for _, s := range []int{400, 413, 415, 422} {
+				if !o.responds(s) {
+					t.Errorf("%s: takes a body; want a %d answer", o, s)
+				}
+			}
+		}
+		if o.method == http.MethodGet && !strings.Contains(o.path, "{") && o.path != "/v3/account" {
+			params := o.op.Parameters
+			if params.GetByInAndName("query", "limit") == nil || params.GetByInAndName("query", "cursor") == nil {
+				t.Errorf("%s: is a list; want limit and cursor", o)
+			}
+			if !o.responds(http.StatusUnprocessableEntity) {
+				t.Errorf("%s: is a list; want a 422 answer for bad query parameters", o)
+			}
+		}
+		for code, ref := range o.op.Responses.Map() {
+			for mt := range ref.Value.Content {
+				want := "application/json"
+				if code[0] == '4' {
+					want = "application/problem+json"
+				}
+				if mt != want {
+					t.Errorf("%s: answer %s is %s; want %s", o, code, mt, want)
+				}
+			}
+		}
+	}
+}
+
+// TestObjectSchemasClosed checks that every object schema with a fixed
+// shape refuses fields it does not define.
+func TestObjectSchemasClosed(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	open := map[string]bool{"Metadata": true}
+	for name, ref := range doc.Components.Schemas {
+		s := ref.Value
+		if open[name] || !s.Type.Is("object") {
+			continue
+		}
+		if s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has {
+			t.Errorf("schema %s: want additionalProperties: false", name)
+		}
+		for prop, p := range s.Properties {
+			if p.Value.Type.Is("object") && len(p.Value.Properties) > 0 &&
+				(p.Value.AdditionalProperties.Has == nil || *p.Value.AdditionalProperties.Has) {
+				t.Errorf("schema %s, property %s: want additionalProperties: false", name, prop)
+			}
+		}
+	}
+}
+
+func TestEventKinds(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	var got []string
+	for _, v := range doc.Components.Schemas["EventKind"].Value.Enum {
+		got = append(got, v.(string))
+	}
+	want := []string{
+		"license.created", "license.updated", "license.renewed", "license.expiresAt.updated",
+		"license.deleted", "license.first-activated", "activation.created", "activation.deleted",
+		"product.created", "product.updated", "product.deleted",
+		"user.created", "user.updated", "user.deleted",
+		"release.created", "release.deleted",
+		"trial-activation.created", "trial-activation.deleted",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("EventKind = %v; want %v", got, want)
+	}
+}
+
+// TestSchemaInstances pins down the shapes the document promises where a
+// reader could misread it: which fields are nullable, where attempts appear,
+// what a problem carries.
+func TestSchemaInstances(t *testing.T) {
+	t.Parallel()
+	doc := load(t)
+	const (
+		id   = "01937a4e-8f2b-7c3d-9e4f-5a6b7c8d9e0f"
+		when = "2026-11-21T08:07:13.120Z"
+	)
+	eventLog := func(extra string) string {
+		return `{"id":"` + id + `","webhookId":"` + id + `","eventId":"` + id + `","event":"license.created",
+			"status":"queued","payload":"{}","statusCode":null,"sentAt":null,"receivedAt":null,
+			"retryReason":null,"attemptCount":0,"nextAttemptAt":"` + when + `","createdAt":"` + when + `",
+			"updatedAt":"` + when + `"` + extra + `}`
+	}
+	attempt := `{"number":1,"trigger":"automatic","sentAt":"` + when + `","receivedAt":null,"statusCode":null,
+		"durationMs":15000,"error":"timed out after 15s","responseBody":""}`
+	testResult := func(response, check string) string {
+		return `{"event":"license.created","request":{"url":"https://example.com/h","headers":{"webhook-id":"` + id + `"},
+			"body":"{}","signature":"c2ln"},"response":` + response + `,"error":null,"succeeded":true,
+			"verificationCheck":` + check + `}`
+	}
+	tests := []struct {
+		schema, value string
+		ok            bool
+	}{
+		{"EventLogListItem", eventLog(""), true},
+		{"EventLogListItem", eventLog(`,"attempts":[]`), false},
+		{"EventLogWithAttempts", eventLog(`,"attempts":[` + attempt + `]`), true},
+		{"EventLogWithAttempts", eventLog(""), false},
+		{"EventLog", eventLog(`,"extra":1`), false},
+		{"WebhookTestResult", testResult("null", "null"), true},
+		{"WebhookTestResult", testResult(`{"statusCode":204,"headers":{},"body":"","durationMs":12}`,
+			`{"sent":true,"statusCode":401,"rejected":true,"error":null}`), true},
+		{"WebhookTestResult", testResult(`{"statusCode":204}`, "null"), false},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","createdAt":"` + when + `","updatedAt":"` + when + `","token":"0123456789abcdef"}`, false},
+		{"ValidationProblem", `{"type":"https://herald.dev/problems/validation","title":"Validation failed","status":422,"detail":"d","errors":[]}`, false},
+		{"ValidationProblem", `{"type":"https://herald.dev/problems/validation","title":"Validation failed","status":422,"detail":"d","errors":[{"field":"name","detail":"d"}]}`, true},
+		{"Problem", `{"type":"about:blank","title":"Not found","status":404,"detail":"d"}`, true},
+		{"Problem", `{"type":"about:blank","title":"Not found","status":404}`, false},
+		{"WebhookUpdate", `{}`, false},
+		{"LicenseExpiresAtUpdate", `{"expiresAt":null}`, true},
+		{"LicenseExpiresAtUpdate", `{}`, false},
+		{"LicenseCreate", `{"productId":"` + id + `","key":"bad key!"}`, false},
+		{"WebhookCreate", `{"name":"n","url":"ftp://e.com","events":["license.created"]}`, false},
+		{"WebhookCreate", `{"name":"n","url":"https://e.com","events":["license.created","license.created"]}`, false},
+	}
+	for _, tt := range tests {
+		var v any
+		if err := json.Unmarshal([]byte(tt.value), &v); err != nil {
+			t.Fatalf("%s: bad test value: %v", tt.schema, err)
+		}
+		ref := doc.Components.Schemas[tt.schema]
+		if ref == nil {
+			t.Fatalf("no schema %s", tt.schema)
+		}
+		err := ref.Value.VisitJSON(v, openapi3.MultiErrors())
+		if (err == nil) != tt.ok {
+			t.Errorf("%s accepts %s = %v; want %v (%v)", tt.schema, tt.value, err == nil, tt.ok, err)
+		}
+	}
+}
