@@ -38,7 +38,7 @@ func (a *API) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	}
 	var v Invalid
 	if in.Name == nil && in.NotificationEmail == nil {
-		return problem(http.StatusUnprocessableEntity, "validation", "Invalid request", "send name or notificationEmail")
+		return Invalid{{"body", "send name or notificationEmail"}}.Err()
 	}
 	if in.Name != nil {
 		if *in.Name = strings.TrimSpace(*in.Name); *in.Name == "" || len(*in.Name) > 200 {

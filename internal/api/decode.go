@@ -33,16 +33,16 @@ func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error 
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return problem(http.StatusRequestEntityTooLarge, "too-large", "Body too large",
+			return problem(http.StatusRequestEntityTooLarge, "body-too-large", "Body too large",
 				fmt.Sprintf("the body must be at most %d bytes", MaxBody))
 		}
-		return problem(http.StatusBadRequest, "malformed", "Malformed request", "the body could not be read")
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body could not be read")
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		if optional {
 			return nil
 		}
-		return problem(http.StatusBadRequest, "malformed", "Malformed JSON", "the body must be a JSON object")
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body must be a JSON object")
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
@@ -50,7 +50,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error 
 		return jsonProblem(err)
 	}
 	if dec.More() {
-		return problem(http.StatusBadRequest, "malformed", "Malformed JSON", "the body must hold one JSON object and nothing after it")
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body must hold one JSON object and nothing after it")
 	}
 	return nil
 }
@@ -60,20 +60,20 @@ func jsonProblem(err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syntax):
-		return problem(http.StatusBadRequest, "malformed", "Malformed JSON", fmt.Sprintf("invalid JSON at byte %d: %v", syntax.Offset, syntax))
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", fmt.Sprintf("invalid JSON at byte %d: %v", syntax.Offset, syntax))
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {
-			return problem(http.StatusBadRequest, "malformed", "Malformed JSON", "the body must be a JSON object")
+			return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body must be a JSON object")
 		}
 		return Invalid{{field, "must be " + jsonType(typ.Type.String())}}.Err()
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return Invalid{{field, "is not a known field"}}.Err()
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return problem(http.StatusBadRequest, "malformed", "Malformed JSON", "the JSON ends too early")
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the JSON ends too early")
 	}
-	return problem(http.StatusBadRequest, "malformed", "Malformed JSON", err.Error())
+	return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", err.Error())
 }
 
 func jsonType(goType string) string {

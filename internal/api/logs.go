@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -100,10 +99,8 @@ func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("event log")
 	case errors.Is(err, store.ErrConflict):
-		return problem(http.StatusConflict, "attempt-in-flight", "Attempt in flight",
+		return problem(http.StatusConflict, "conflict", "Conflict",
 			"an automatic attempt of this log is in flight; resend once it completes")
-	case errors.Is(err, delivery.ErrWebhookDisabled):
-		return problem(http.StatusConflict, "webhook-disabled", "Webhook disabled", err.Error())
 	case err != nil:
 		return err
 	}

@@ -46,7 +46,7 @@ func (v Invalid) Err() error {
 	if len(v) == 0 {
 		return nil
 	}
-	p := problem(http.StatusUnprocessableEntity, "validation", "Invalid request",
+	p := problem(http.StatusUnprocessableEntity, "validation", "Validation failed",
 		fmt.Sprintf("%s: %s", v[0].Field, v[0].Detail))
 	if len(v) > 1 {
 		p.Detail = fmt.Sprintf("%d fields are invalid; see errors", len(v))

@@ -146,8 +146,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in == (webhookInput{}) {
-		return problem(http.StatusUnprocessableEntity, "validation", "Invalid request",
-			"send at least one of name, url, events, enabled, token")
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token"}}.Err()
 	}
 	if err := a.validate(&in, false); err != nil {
 		return err

@@ -2,10 +2,9 @@ package delivery
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/internal/auth"
@@ -14,21 +13,16 @@ import (
 	"github.com/heraldhq/herald/webhook"
 )
 
-// ErrWebhookDisabled refuses a resend to a disabled webhook: disabled means
-// no POST for its events, until it is enabled again.
-var ErrWebhookDisabled = errors.New("the webhook is disabled; enable it to resend")
-
 // Resend attempts a log's delivery now, with the same bytes, and records the
-// attempt on the same log with trigger "resend". A 2xx completes the log as
-// succeeded and makes the webhook Healthy at once, suspended or not; a
-// failure is recorded and changes neither the log's status nor health.
+// attempt on the same log with trigger "resend". It is an explicit request of
+// the account owner, so it goes out whether the webhook is enabled, disabled
+// or suspended. A 2xx completes the log as succeeded and makes the webhook
+// Healthy at once; a failure changes no health and leaves a log that still
+// has an automatic attempt coming as it is (see store.ResendFailed).
 func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store.EventLog, error) {
 	c, err := d.store.ResendTarget(ctx, accountID, logID)
 	if err != nil {
 		return store.EventLog{}, err
-	}
-	if !c.Enabled {
-		return store.EventLog{}, ErrWebhookDisabled
 	}
 	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
 	d.cfg.Metrics.attempted(res)
@@ -115,7 +109,11 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	if res.Err != "" {
 		out.Error = &res.Err
 	}
-	if checkVerification {
+	switch {
+	case checkVerification && !res.OK():
+		reason := "not sent: the correctly signed sample was not accepted, so a rejection would prove nothing"
+		out.VerificationCheck = &VerificationCheck{Error: &reason}
+	case checkVerification:
 		// Signed with a token the receiver cannot hold: well-formed, and wrong.
 		forged := d.sender.Send(ctx, Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body)})
 		vc := &VerificationCheck{Sent: true, StatusCode: forged.StatusCode}
@@ -130,18 +128,11 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	return out, nil
 }
 
+// flatten shows headers with lowercase names and repeated values joined.
 func flatten(h http.Header) map[string]string {
 	out := make(map[string]string, len(h))
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		out[k] = h.Get(k)
-		if len(h[k]) > 0 {
-			out[k] = h[k][0]
-		}
+	for k, v := range h {
+		out[strings.ToLower(k)] = strings.Join(v, ", ")
 	}
 	return out
 }

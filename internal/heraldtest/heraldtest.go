@@ -31,9 +31,9 @@ type Options struct {
 	Key         []byte // default: random
 	Delivery    delivery.Config
 	SMTPURL     string
-	Email       string // bootstrap owner email, default owner@example.com
-	Password    string // default "correct horse battery staple"
-	Token       string // default: a new API token
+	Email       string                                    // bootstrap owner email, default owner@example.com
+	Password    string                                    // default "correct horse battery staple"
+	Token       string                                    // default: a new API token
 	Transport   func(http.RoundTripper) http.RoundTripper // wraps the client's transport, e.g. to validate against OpenAPI
 	// Setup runs on the opened server before it starts serving, to mount more
 	// handlers (e.g. the portal) or adjust it.

@@ -128,7 +128,9 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 	case Cancel:
 		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = ?`, []any{ms(now), reason}
 	case ResendFailed:
-		set, args = `retry_reason = ?`, []any{reason}
+		// A log still waiting for an automatic attempt keeps waiting; any
+		// other now shows that its latest delivery failed.
+		set, args = `status = CASE WHEN status IN ('queued', 'retrying') THEN status ELSE 'failed' END, retry_reason = ?`, []any{reason}
 	default:
 		return false, fmt.Errorf("outcome of log %s: unknown result %d", o.LogID, o.Result)
 	}
