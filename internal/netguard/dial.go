@@ -1,0 +1,101 @@
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// ErrBlocked matches, with errors.Is, every connection the policy refuses.
+var ErrBlocked = errors.New("address refused by policy")
+
+// BlockedError is the error a refused connection carries. Retrieve it with
+// errors.As to show which address was refused and why.
+type BlockedError struct {
+	Addr   string // The address the dial was about to connect to.
+	Reason string // Why it is refused, such as "loopback" or "private".
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("address %s refused by policy (%s)", e.Addr, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrBlocked) true for a *BlockedError.
+func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
+
+// DialContext returns a dial function for http.Transport.DialContext that
+// refuses every connection to an address [Blocked] reports, unless
+// p.AllowPrivate.
+//
+// The check runs in the dialer's ControlContext hook, after resolution and
+// just before connect, on the very IP address being connected to. Checking a
+// name's addresses before dialing would leave a gap: the resolver may answer
+// differently the second time (DNS rebinding). When a name resolves to several
+// addresses, the dialer tries each, so a blocked one is skipped rather than
+// aborting the dial; the error is returned only when none is allowed.
+//
+// d is copied and not changed; nil means a zero net.Dialer. A Control or
+// ControlContext hook already set on d still runs, after the policy check.
+// The guard only sees connections this dialer makes: a transport that sends
+// requests through a proxy lets the proxy connect anywhere, so use
+// [Policy.Transport] or set Proxy to nil.
+func (p Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var guarded net.Dialer
+	if d != nil {
+		guarded = *d
+	}
+	if p.AllowPrivate {
+		return guarded.DialContext
+	}
+	control, controlContext := guarded.Control, guarded.ControlContext
+	guarded.Control = nil // Ignored anyway once ControlContext is set.
+	guarded.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
+		if err := checkDialAddr(address); err != nil {
+			return err
+		}
+		switch {
+		case controlContext != nil:
+			return controlContext(ctx, network, address, c)
+		case control != nil:
+			return control(network, address, c)
+		}
+		return nil
+	}
+	return guarded.DialContext
+}
+
+// checkDialAddr applies the policy to the "ip:port" a dialer connects to. An
+// address that is not an IP and port (a Unix socket path, say) is refused:
+// deliveries only ever go over TCP to IP addresses.
+func checkDialAddr(address string) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return &BlockedError{Addr: address, Reason: "not an IP address"}
+	}
+	if reason := blockReason(ap.Addr()); reason != "" {
+		return &BlockedError{Addr: ap.Addr().String(), Reason: reason}
+	}
+	return nil
+}
+
+// Transport returns an http.Transport for deliveries: the standard library's
+// default settings, dialing through [Policy.DialContext], with no proxy. The
+// environment's HTTP_PROXY is ignored on purpose: a proxy makes the final
+// connection itself, out of the guard's sight.
+func (p Policy) Transport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           p.DialContext(dialer),
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
+	}
+}

@@ -1,0 +1,121 @@
+package netguard
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startReceiver starts a real HTTP server on 127.0.0.1 that answers 204, and
+// closes it when the test ends.
+func startReceiver(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// clientFor returns an http.Client that dials only through p's guard.
+func clientFor(t *testing.T, p Policy) *http.Client {
+	t.Helper()
+	tr := p.Transport()
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 5 * time.Second}
+}
+
+func TestDialContextRefusesLoopback(t *testing.T) {
+	t.Parallel()
+	srv := startReceiver(t)
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "localhost" goes through the resolver, showing that names are checked
+	// after resolution, not only IP literals.
+	for _, url := range []string{srv.URL, "http://localhost:" + port + "/"} {
+		t.Run(url, func(t *testing.T) {
+			t.Parallel()
+			resp, err := clientFor(t, Policy{}).Get(url)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("GET %s: got status %d; want an error", url, resp.StatusCode)
+			}
+			if !errors.Is(err, ErrBlocked) {
+				t.Fatalf("GET %s: got error %v; want errors.Is(err, ErrBlocked)", url, err)
+			}
+			var blocked *BlockedError
+			if !errors.As(err, &blocked) || blocked.Reason != "loopback" {
+				t.Errorf("GET %s: got %#v; want a *BlockedError with reason loopback", url, blocked)
+			}
+			if !strings.Contains(err.Error(), "refused by policy") {
+				t.Errorf("GET %s: got message %q; want it to say refused by policy", url, err)
+			}
+		})
+	}
+}
+
+func TestDialContextAllowPrivate(t *testing.T) {
+	t.Parallel()
+	srv := startReceiver(t)
+	resp, err := clientFor(t, Policy{AllowPrivate: true}).Get(srv.URL)
+	if err != nil {
+		t.Fatalf("GET %s: %v", srv.URL, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("GET %s: got status %d; want %d", srv.URL, resp.StatusCode, http.StatusNoContent)
+	}
+}
+
+// TestDialContextKeepsControl checks that a hook already on the caller's
+// dialer still runs for allowed addresses, and never for refused ones.
+func TestDialContextKeepsControl(t *testing.T) {
+	t.Parallel()
+	srv := startReceiver(t)
+	var called []string
+	d := &net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
+		called = append(called, address)
+		return errors.New("stopped by the caller's hook")
+	}}
+	dial := Policy{}.DialContext(d)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+
+	_, err := dial(ctx, "tcp", srv.Listener.Addr().String())
+	if !errors.Is(err, ErrBlocked) {
+		t.Fatalf("dial loopback: got %v; want ErrBlocked", err)
+	}
+	if len(called) != 0 {
+		t.Errorf("caller's hook ran for %v; want it not to run for a refused address", called)
+	}
+	if d.ControlContext != nil {
+		t.Errorf("caller's dialer got a ControlContext; want it left unchanged")
+	}
+
+	_, err = Policy{AllowPrivate: true}.DialContext(d)(ctx, "tcp", srv.Listener.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "stopped by the caller's hook") {
+		t.Errorf("dial with AllowPrivate: got %v; want the caller's hook error", err)
+	}
+}
+
+func TestDialContextRefusesNonIP(t *testing.T) {
+	t.Parallel()
+	sock := t.TempDir() + "/herald.sock"
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Skipf("unix sockets unavailable: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	_, err = Policy{}.DialContext(nil)(t.Context(), "unix", sock)
+	if !errors.Is(err, ErrBlocked) {
+		t.Errorf("dial unix socket: got %v; want ErrBlocked", err)
+	}
+}

@@ -1,0 +1,122 @@
+// Package netguard owns herald's outbound address policy: which webhook URLs
+// may be saved and which IP addresses a delivery may connect to. It guards
+// against server-side request forgery, where a user points a webhook at
+// herald's own host, its private network or a cloud metadata endpoint and reads
+// the answer back from the delivery log.
+//
+// The policy is enforced twice. [Policy.ValidateURL] gives a user a clear
+// refusal when they save a URL, without any DNS lookup. [Policy.DialContext]
+// is the real guard: it checks the IP address each connection is actually
+// made to, after resolution, so a name that resolves differently at delivery
+// time (DNS rebinding) is still refused.
+//
+// netguard does not send anything itself and never reads configuration; the
+// caller decides whether private networks are allowed.
+package netguard
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// MaxURLLength is the longest webhook URL [Policy.ValidateURL] accepts. It is
+// far above any real endpoint and keeps stored URLs bounded.
+const MaxURLLength = 2048
+
+// Policy decides which addresses herald may deliver to. The zero value is the
+// safe default: only public addresses.
+type Policy struct {
+	// AllowPrivate turns the address checks off entirely, for self-hosted
+	// setups whose receivers live on the same host or private network. URL
+	// syntax rules still apply.
+	AllowPrivate bool
+}
+
+// ValidateURL checks a webhook URL when a user saves it. It returns nil or an
+// error whose message is a short fragment meant to follow the field name, such
+// as "must use http or https".
+//
+// The URL must be absolute, http or https, at most [MaxURLLength] bytes, with a
+// host, a port (if any) in 1–65535, no user name or password, and no fragment.
+// A fragment is refused rather than stripped because HTTP never sends it: a URL
+// that has one would not deliver what the user wrote.
+//
+// A host that spells an IPv4 address in a non-standard way (2130706433,
+// 0x7f.1, 127.1) is refused in every mode. Unless p.AllowPrivate, a host that
+// is an IP address blocked by [Blocked], or that is localhost or a name under
+// .localhost, is refused too. Other names are not resolved here: the answer
+// could change before delivery, so [Policy.DialContext] checks them at connect
+// time.
+func (p Policy) ValidateURL(raw string) error {
+	if len(raw) > MaxURLLength {
+		return fmt.Errorf("must be at most %d characters", MaxURLLength)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("must be a valid URL")
+	}
+	if u.Scheme == "" {
+		return errors.New("must be an absolute URL starting with http:// or https://")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return errors.New("must use http or https")
+	}
+	if u.User != nil {
+		return errors.New("must not contain credentials")
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return errors.New("must have a host")
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return errors.New("must not contain a fragment (#)")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return errors.New("must have a port between 1 and 65535")
+		}
+	}
+	return p.checkHost(u.Hostname())
+}
+
+// checkHost applies the address policy to a URL's host without resolving it.
+func (p Policy) checkHost(host string) error {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	ip, err := netip.ParseAddr(host)
+	if err != nil && looksNumeric(host) {
+		// Forms like 2130706433, 0x7f.1 or 127.1 are not IP addresses to Go,
+		// but the C resolver and many other tools read them as 127.0.0.1.
+		// No real name ends in a numeric label, so refuse them outright.
+		return errors.New("must use a standard IP address or host name")
+	}
+	if p.AllowPrivate {
+		return nil
+	}
+	if err == nil {
+		if Blocked(ip) {
+			return errors.New("resolves to a private or loopback address")
+		}
+		return nil
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		// RFC 6761 reserves these names for the loopback interface.
+		return errors.New("resolves to a private or loopback address")
+	}
+	return nil
+}
+
+// looksNumeric reports whether host's last label is a decimal, octal or hex
+// number, which makes the whole host an IPv4 address in inet_aton's eyes.
+func looksNumeric(host string) bool {
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if last == "" {
+		return false
+	}
+	if rest, ok := strings.CutPrefix(last, "0x"); ok {
+		return strings.Trim(rest, "0123456789abcdef") == ""
+	}
+	return strings.Trim(last, "0123456789") == ""
+}
