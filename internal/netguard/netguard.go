@@ -45,9 +45,12 @@ type Policy struct {
 // A fragment is refused rather than stripped because HTTP never sends it: a URL
 // that has one would not deliver what the user wrote.
 //
-// Unless p.AllowPrivate, a host that is an IP address blocked by [Blocked], or
-// that is localhost or a name under .localhost, is refused. Other names are
-// not resolved here; [Policy.DialContext] checks them at connect time.
+// A host that spells an IPv4 address in a non-standard way (2130706433,
+// 0x7f.1, 127.1) is refused in every mode. Unless p.AllowPrivate, a host that
+// is an IP address blocked by [Blocked], or that is localhost or a name under
+// .localhost, is refused too. Other names are not resolved here: the answer
+// could change before delivery, so [Policy.DialContext] checks them at connect
+// time.
 func (p Policy) ValidateURL(raw string) error {
 	if len(raw) > MaxURLLength {
 		return fmt.Errorf("must be at most %d characters", MaxURLLength)

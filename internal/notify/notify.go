@@ -83,10 +83,10 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	// go-mail honours ctx only while connecting; after that each SMTP command
 	// has its own fixed time-out. Closing the connection when ctx ends makes a
 	// cancelled or expired Send return at once, whatever step it is in.
-	var stops []func() bool
+	var cleanups []func()
 	defer func() {
-		for _, stop := range stops {
-			stop()
+		for _, cleanup := range cleanups {
+			cleanup()
 		}
 	}()
 	dial := func(dialCtx context.Context, network, addr string) (net.Conn, error) {
@@ -94,21 +94,41 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 		if err != nil {
 			return nil, err
 		}
-		stops = append(stops, context.AfterFunc(ctx, func() { conn.Close() }))
+		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		cleanups = append(cleanups, func() {
+			stop()
+			// go-mail leaves the connection open when the exchange fails
+			// after the greeting (STARTTLS or AUTH refused, say). After a
+			// QUIT this close does nothing.
+			conn.Close()
+		})
 		return conn, nil
 	}
 	client, err := mail.NewClient(s.srv.host, s.clientOptions(dial)...)
 	if err != nil {
 		return fmt.Errorf("send mail via %s: configure client: %w", s.srv.addr(), err)
 	}
-	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
-		if ctx.Err() != nil {
-			// err is then only the read or write that the close cut short.
-			return fmt.Errorf("send mail via %s: %w", s.srv.addr(), context.Cause(ctx))
-		}
-		return fmt.Errorf("send mail via %s: %w", s.srv.addr(), err)
+	conn, err := client.DialToSMTPClientWithContext(ctx)
+	if err != nil {
+		return s.sendError(ctx, "connect", err)
+	}
+	// Not DialAndSend: it reports a failed QUIT as a failed send, and the
+	// caller might then send again a message the server already accepted.
+	defer client.CloseWithSMTPClient(conn)
+	if err := client.SendWithSMTPClient(conn, msg); err != nil {
+		return s.sendError(ctx, "send", err)
 	}
 	return nil
+}
+
+// sendError wraps an error from step of Send. When ctx has ended, err is only
+// the read or write that closing the connection cut short, so ctx's cause is
+// reported instead.
+func (s *Sender) sendError(ctx context.Context, step string, err error) error {
+	if ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	return fmt.Errorf("send mail via %s: %s: %w", s.srv.addr(), step, err)
 }
 
 // message builds the go-mail message for m, checking what the caller gave.

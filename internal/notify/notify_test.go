@@ -1,9 +1,11 @@
 package notify_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -280,4 +282,44 @@ func startSilentServer(t *testing.T) string {
 		<-done
 	})
 	return ln.Addr().String()
+}
+
+// TestSendClosesRefusedConnection checks that a connection go-mail gives up on
+// mid-handshake is closed, not left open until the server times it out.
+func TestSendClosesRefusedConnection(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	closed := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			closed <- err
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		// Greet and answer EHLO without offering STARTTLS, then wait for
+		// the client to hang up.
+		r := bufio.NewReader(c)
+		fmt.Fprint(c, "220 test\r\n")
+		r.ReadString('\n')
+		fmt.Fprint(c, "250 test\r\n")
+		_, err = io.Copy(io.Discard, r)
+		closed <- err
+	}()
+
+	s, err := notify.NewSender("smtp://"+ln.Addr().String()+"?starttls=required", from)
+	if err != nil {
+		t.Fatalf("NewSender: %v", err)
+	}
+	if err := s.Send(sendCtx(t), notify.Message{To: "zoe@example.com"}); err == nil {
+		t.Fatalf("Send: got nil; want an error, as STARTTLS is not offered")
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("server side: got %v; want the client to close the connection", err)
+	}
 }

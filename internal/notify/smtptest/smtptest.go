@@ -102,6 +102,9 @@ func StartWith(t testing.TB, opts Options) *Server {
 	}()
 	t.Cleanup(func() {
 		srv.Close()
+		// Close only closes listeners Serve has registered; when the test
+		// ends at once, Serve may not have started yet.
+		ln.Close()
 		<-served
 	})
 	return s
