@@ -5,6 +5,7 @@ package receivers_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/heraldhq/herald/internal/heraldtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -203,9 +204,7 @@ func goReceiver(t *testing.T) *exec.Cmd {
 
 func script(t *testing.T, program, language, file string) *exec.Cmd {
 	path, err := exec.LookPath(program)
-	if err != nil {
-		t.Skipf("%s is not installed (no %s on PATH), so the %s receiver is untested; install it to run this test", language, program, language)
-	}
+	heraldtest.SkipUnless(t, err == nil, fmt.Sprintf("%s is not installed (no %s on PATH), so the %s receiver is untested", language, program, language))
 	return exec.Command(path, file)
 }
 
