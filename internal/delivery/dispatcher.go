@@ -126,8 +126,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	<-recorded
 }
 
-// sleep waits for a wake-up, the next due time, a freed slot when the
-// dispatcher is at capacity, or the poll interval, whichever comes first.
+// sleep waits for a wake-up, the next due time, enough freed slots, or the
+// poll interval, whichever comes first. A claim costs about as much for one
+// log as for a batch, so a freed slot alone does not end the sleep: a quarter
+// of a batch must be free, or nothing be in flight.
 func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full bool) {
 	delay := d.cfg.PollInterval
 	if !full {
@@ -137,11 +139,20 @@ func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full bool)
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-wait:
-	case <-d.freed:
-	case <-t.C:
+	worth := max(1, min(d.cfg.BatchSize, d.cfg.Concurrency)/4)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wait:
+			return
+		case <-t.C:
+			return
+		case <-d.freed:
+			if n := d.total(); n == 0 || d.cfg.Concurrency-n >= worth {
+				return
+			}
+		}
 	}
 }
 

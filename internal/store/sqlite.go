@@ -54,26 +54,33 @@ func (sqliteEngine) notify(context.Context, *sql.Tx) error { return nil }
 func (e sqliteEngine) close() error                        { e.read.Close(); return e.write.Close() }
 
 // claim takes due logs in one UPDATE … RETURNING: SQLite has one writer, so
-// no other claim can interleave. The window function caps how many logs of
-// one webhook a single claim takes, so one slow receiver cannot fill a batch.
+// no other claim can interleave. It looks at the oldest Limit×4 due logs only,
+// so its cost is bounded however deep the backlog; of those it passes over
+// webhooks already at their in-flight cap, and the window function caps how
+// many logs of one webhook a single claim takes, so one slow receiver cannot
+// fill a batch. (A backlog of more than Limit×4 logs, all of saturated
+// webhooks, delays the others until it drains below that: a bounded wait,
+// preferred to a claim whose cost grows with the backlog.)
 func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error) {
-	args := []any{p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now)}
+	args := []any{ms(p.Now), p.Limit * 4}
 	exclude := ""
 	if len(p.Exclude) > 0 {
-		exclude = " AND webhook_id NOT IN (" + placeholders(len(p.Exclude)) + ")"
+		exclude = " WHERE webhook_id NOT IN (" + placeholders(len(p.Exclude)) + ")"
 		for _, id := range p.Exclude {
 			args = append(args, id)
 		}
 	}
-	args = append(args, p.Limit*4, p.PerWebhook, p.Limit)
-	q := `UPDATE webhook_event_logs SET status = 'pending', lease = ?, due_at = ?, updated_at = ?
-WHERE id IN (
-  SELECT id FROM (
-    SELECT id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn
-    FROM (SELECT id, webhook_id, due_at FROM webhook_event_logs
-          WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= ?` + exclude + `
-          ORDER BY due_at LIMIT ?)
-  ) WHERE rn <= ? ORDER BY due_at LIMIT ?)
+	args = append(args, p.PerWebhook, p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now))
+	q := `WITH due AS (
+  SELECT id, webhook_id, due_at FROM webhook_event_logs
+  WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= ?
+  ORDER BY due_at LIMIT ?),
+ranked AS (
+  SELECT id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due` + exclude + `),
+picked AS (
+  SELECT id FROM ranked WHERE rn <= ? ORDER BY due_at LIMIT ?)
+UPDATE webhook_event_logs SET status = 'pending', lease = ?, due_at = ?, updated_at = ?
+WHERE id IN (SELECT id FROM picked)
 RETURNING id`
 	rows, err := s.writer.QueryContext(ctx, q, args...)
 	if err != nil {

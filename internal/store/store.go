@@ -146,10 +146,36 @@ func (s *Store) q(query string) string {
 // Tx is a write transaction. Licensing changes and the events they fire share
 // one, so an event is never lost and never sent for a change that rolled back.
 type Tx struct {
-	s        *Store
-	tx       *sql.Tx
-	fired    bool
-	onCommit []func()
+	s     *Store
+	tx    *sql.Tx
+	fired bool
+	// seen counts each statement's uses; from the second use on, the
+	// statement is prepared once and reused, so a batch of a thousand
+	// completions parses its SQL once rather than a thousand times.
+	seen  map[string]int
+	stmts map[string]*sql.Stmt
+}
+
+// stmt returns a prepared statement for query when it has been used before
+// in this transaction, or nil.
+func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st, ok := tx.stmts[query]; ok {
+		return st
+	}
+	if tx.seen == nil {
+		tx.seen = map[string]int{}
+		tx.stmts = map[string]*sql.Stmt{}
+	}
+	tx.seen[query]++
+	if tx.seen[query] < 2 {
+		return nil
+	}
+	st, err := tx.tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil // the plain call reports the error
+	}
+	tx.stmts[query] = st
+	return st
 }
 
 // InTx runs fn in a write transaction, committing when fn returns nil.
@@ -175,25 +201,34 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 	if tx.fired {
 		s.wake()
 	}
-	for _, f := range tx.onCommit {
-		f()
-	}
 	return nil
 }
 
 // Exec runs a statement written with ? placeholders.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return tx.tx.ExecContext(ctx, tx.s.q(query), args...)
+	q := tx.s.q(query)
+	if st := tx.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return tx.tx.ExecContext(ctx, q, args...)
 }
 
 // Query runs a query written with ? placeholders.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return tx.tx.QueryContext(ctx, tx.s.q(query), args...)
+	q := tx.s.q(query)
+	if st := tx.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return tx.tx.QueryContext(ctx, q, args...)
 }
 
 // QueryRow runs a one-row query written with ? placeholders.
 func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return tx.tx.QueryRowContext(ctx, tx.s.q(query), args...)
+	q := tx.s.q(query)
+	if st := tx.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return tx.tx.QueryRowContext(ctx, q, args...)
 }
 
 // ForUpdate is the engine's row-lock suffix for a SELECT in this transaction.

@@ -73,7 +73,7 @@ CREATE TABLE webhook_event_logs (
     updated_at    BIGINT NOT NULL,
     completed_at  BIGINT
 );
-CREATE INDEX webhook_event_logs_due ON webhook_event_logs (due_at)
+CREATE INDEX webhook_event_logs_due ON webhook_event_logs (due_at, webhook_id)
     WHERE status IN ('queued', 'retrying', 'pending');
 CREATE INDEX webhook_event_logs_account ON webhook_event_logs (account_id, id);
 CREATE INDEX webhook_event_logs_webhook ON webhook_event_logs (webhook_id, id);

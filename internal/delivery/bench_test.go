@@ -1,0 +1,111 @@
+package delivery_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// benchStore opens a fresh SQLite store with one account and `hooks`
+// webhooks subscribed to license.created at url.
+func benchStore(b *testing.B, hooks int, url string) (*store.Store, string) {
+	b.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "bench.db"), store.Options{Key: key})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	acct, err := st.CreateAccount(context.Background(), store.Bootstrap{AccountName: "bench", OwnerEmail: "b@example.com", PasswordHash: "x", TokenHash: "x"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range hooks {
+		if _, err := st.CreateWebhook(context.Background(), acct.ID, store.NewWebhook{
+			Name: fmt.Sprint("hook ", i), URL: url, Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_benchmark_token_0123456789",
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return st, acct.ID
+}
+
+var sampleData = event.Sample(event.LicenseCreated, time.Now())
+
+// fire writes n events in transactions of up to 500, as a bulk import would.
+func fire(b *testing.B, st *store.Store, accountID string, n int) {
+	b.Helper()
+	for n > 0 {
+		k := min(n, 500)
+		err := st.InTx(context.Background(), func(tx *store.Tx) error {
+			for range k {
+				if _, err := tx.Fire(context.Background(), accountID, event.LicenseCreated, sampleData); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n -= k
+	}
+}
+
+// BenchmarkFire measures writing events with their logs (the outbox).
+func BenchmarkFire(b *testing.B) {
+	st, acct := benchStore(b, 1, "http://127.0.0.1:1/")
+	b.ResetTimer()
+	fire(b, st, acct, b.N)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkDeliver measures the dispatcher end to end on SQLite: claim,
+// sign, POST to a loopback receiver answering 204, record, for b.N
+// (event, webhook) deliveries already queued.
+func BenchmarkDeliver(b *testing.B) {
+	for _, hooks := range []int{1, 5} {
+		b.Run(fmt.Sprintf("webhooks=%d", hooks), func(b *testing.B) {
+			rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			b.Cleanup(rcv.Close)
+			st, acct := benchStore(b, hooks, rcv.URL)
+			events := max(b.N/hooks, 1)
+			fire(b, st, acct, events)
+			total := events * hooks
+			d := delivery.New(st, delivery.Config{AttemptTimeout: 10 * time.Second})
+			ctx, cancel := context.WithCancel(context.Background())
+			b.ResetTimer()
+			done := make(chan struct{})
+			go func() { d.Run(ctx); close(done) }()
+			for {
+				var n int
+				// Counts through the partial index of waiting logs.
+				if err := st.QueryRow(context.Background(), `SELECT COUNT(*) FROM webhook_event_logs WHERE status IN ('queued', 'retrying', 'pending')`).Scan(&n); err != nil {
+					b.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			b.StopTimer()
+			cancel()
+			<-done
+			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "deliveries/s")
+		})
+	}
+}
