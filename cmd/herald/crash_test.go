@@ -115,8 +115,7 @@ func TestKilledServerLosesNoEvent(t *testing.T) {
 		"HERALD_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"HERALD_BOOTSTRAP_TOKEN=" + token,
 		"HERALD_ALLOW_PRIVATE_NETWORKS=true",
-		"HERALD_ATTEMPT_TIMEOUT=1s",
-		"HERALD_LEASE=2s",
+		"HERALD_ATTEMPT_TIMEOUT=1s", // leases last 2×1s+10s = 12s
 		"HERALD_RETRY_INTERVAL=100ms",
 	}
 	// The receiver holds every request until released: the first process
@@ -160,9 +159,31 @@ func TestKilledServerLosesNoEvent(t *testing.T) {
 		}
 		return ids
 	}
-	heraldtest.Eventually(t, 30*time.Second, "every event delivered after the restart", func() bool {
+	// Within 10s: sooner than the dead process's 12s leases expire, because
+	// on SQLite the restarted process knows they are orphaned and releases them.
+	heraldtest.Eventually(t, 10*time.Second, "every event delivered after the restart", func() bool {
 		var logs struct{ Data []struct{ Status string } }
 		call(t, p.url, token, "GET", "/v3/webhook-event-logs?status=succeeded&limit=500", nil, &logs)
 		return len(logs.Data) == n && len(delivered()) == n
 	})
+}
+
+func TestSecondProcessOnOneSQLiteFileIsRefused(t *testing.T) {
+	t.Parallel()
+	key := make([]byte, 32)
+	rand.Read(key)
+	env := []string{
+		"HERALD_DATABASE_URL=sqlite:" + filepath.Join(t.TempDir(), "herald.db"),
+		"HERALD_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key),
+	}
+	startProc(t, env, freeAddr(t))
+	cmd := exec.Command(binary(t), "serve")
+	cmd.Env = append(os.Environ(), append(env, "HERALD_ADDR="+freeAddr(t))...)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("a second herald on the same SQLite file started; output:\n%s", out)
+	}
+	if !bytes.Contains(out, []byte("another herald process")) {
+		t.Errorf("the refusal does not say why:\n%s", out)
+	}
 }

@@ -72,6 +72,16 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, Store: st, log: log}
+	if st.Engine() == "sqlite" {
+		// This process holds the database's lock, so any lease left is a
+		// crashed predecessor's: its attempts are made again now.
+		if n, err := st.ReleaseLeases(ctx); err != nil {
+			st.Close()
+			return nil, err
+		} else if n > 0 {
+			log.Warn("attempts left in flight by a previous run are due again", "logs", n)
+		}
+	}
 	if err := s.bootstrap(ctx); err != nil {
 		st.Close()
 		return nil, err

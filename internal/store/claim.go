@@ -127,3 +127,23 @@ WHERE l.account_id = ? AND l.id = ?`, accountID, logID))
 	c.Lease = ""
 	return c, nil
 }
+
+// ReleaseLeases makes every pending log due now. Only a process that knows no
+// other process holds leases may call it: herald does on SQLite at start,
+// which one process at a time can open, so that attempts a crashed process
+// left in flight are made again at once rather than when their leases expire.
+func (s *Store) ReleaseLeases(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.InTx(ctx, func(tx *Tx) error {
+		res, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET due_at = ?, lease = NULL WHERE status = 'pending'`, ms(s.now()))
+		if err != nil {
+			return fmt.Errorf("release leases: %w", err)
+		}
+		n, err = res.RowsAffected()
+		if n > 0 {
+			tx.fired = true
+		}
+		return err
+	})
+	return n, err
+}

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
+	"syscall"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -14,11 +16,25 @@ import (
 // the writer, one writer connection so writes never meet SQLITE_BUSY inside
 // the process, and BEGIN IMMEDIATE so a transaction takes the write lock at
 // its start rather than failing to upgrade midway.
-type sqliteEngine struct{ read, write *sql.DB }
+type sqliteEngine struct {
+	read, write *sql.DB
+	lock        *os.File // held for the process's life: one herald per file
+}
 
 func openSQLite(ctx context.Context, s *Store, path string) error {
 	if path == "" {
 		return fmt.Errorf("open sqlite: empty path")
+	}
+	// SQLite serves one herald process. A second one on the same file would
+	// take over the first one's leases at start (see releaseLeases) and
+	// deliver its attempts twice, so it is refused here.
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open sqlite lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return fmt.Errorf("open sqlite %s: another herald process is using it (SQLite serves one process; use PostgreSQL for several)", path)
 	}
 	pragmas := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)", "busy_timeout(10000)"} {
@@ -27,6 +43,7 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	dsn := "file:" + path + "?" + pragmas.Encode()
 	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
+		lock.Close()
 		return fmt.Errorf("open sqlite: %w", err)
 	}
 	write.SetMaxOpenConns(1)
@@ -40,9 +57,10 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	if err := write.PingContext(ctx); err != nil {
 		write.Close()
 		read.Close()
+		lock.Close()
 		return fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s.eng = sqliteEngine{read: read, write: write}
+	s.eng = sqliteEngine{read: read, write: write, lock: lock}
 	s.db, s.writer = read, write
 	return nil
 }
