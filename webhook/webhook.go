@@ -47,12 +47,13 @@ func Sign(token string, body []byte) string {
 // Verify reports whether signature is the signature of body under token. The
 // signature is decoded and compared with hmac.Equal, which checks the lengths
 // first and then compares in constant time, so a mismatch reveals nothing of
-// where it differs.
+// where it differs. Decoding is strict: exactly the text [Sign] returns is
+// accepted, as by a receiver that compares the base64 strings.
 func Verify(token string, body []byte, signature string) error {
 	if signature == "" {
 		return ErrMissingSignature
 	}
-	got, err := base64.StdEncoding.DecodeString(signature)
+	got, err := base64.StdEncoding.Strict().DecodeString(signature)
 	if err != nil {
 		return ErrInvalidSignature
 	}

@@ -213,13 +213,19 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("herald listen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	token := fs.String("token", os.Getenv("HERALD_WEBHOOK_TOKEN"), "the webhook's token, to verify signatures ($HERALD_WEBHOOK_TOKEN)")
-	port := fs.Int("port", 9000, "port to listen on, on 127.0.0.1")
-	forward := fs.String("forward", "", "URL of your app to pass verified deliveries on to, unchanged")
-	if err := fs.Parse(args); err != nil {
+	e := &envFlags{fs: flag.NewFlagSet("herald listen", flag.ContinueOnError)}
+	e.fs.SetOutput(stderr)
+	token := e.String("token", "HERALD_WEBHOOK_TOKEN", "", "the webhook's token, to verify signatures")
+	port := e.fs.Int("port", 9000, "port to listen on, on 127.0.0.1 (0 picks a free one)")
+	forward := e.fs.String("forward", "", "URL of your app to pass verified deliveries on to, unchanged")
+	if err := parse(e, args); err != nil {
 		return err
+	}
+	if *token == "" {
+		return errors.New("listen: --token or $HERALD_WEBHOOK_TOKEN is required: the webhook's token, to verify signatures")
+	}
+	if *port < 0 || *port > 65535 {
+		return fmt.Errorf("--port %d is not a port (0 to 65535)", *port)
 	}
 	return listen.Run(ctx, listen.Config{Token: *token, Addr: fmt.Sprintf("127.0.0.1:%d", *port), Forward: *forward, Out: stdout})
 }

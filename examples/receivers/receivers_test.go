@@ -1,14 +1,13 @@
-// Package receivers_test runs each example receiver as its own process and
-// checks that it verifies deliveries as the specification requires.
+// Package receivers_test runs each example receiver as its own process,
+// points a webhook of a real herald at it, and checks that it verifies
+// deliveries as the specification requires.
 package receivers_test
 
 import (
 	"bytes"
 	"fmt"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +19,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/webhook"
 )
 
+// token is the webhook's token, given to herald when the webhook is created
+// and to the receiver through HERALD_WEBHOOK_TOKEN.
 const token = "whsec_receivers_test"
+
+// nonASCII goes into the data of the real event: accents, a dash, CJK and an
+// emoji, raw multi-byte UTF-8 in the body. A receiver that decodes and
+// re-encodes the body, or hashes re-serialised JSON, computes another
+// signature.
+const nonASCII = "Zoë – 日本語 – 🚀"
+
+// answered is what the examples answer a verified delivery.
+const answered = http.StatusNoContent
 
 // receivers are the examples under test; command returns the command that
 // runs one, or skips the test when its language is not installed.
@@ -42,147 +53,225 @@ func TestReceivers(t *testing.T) {
 		t.Run(rc.name, func(t *testing.T) {
 			t.Parallel()
 			r := start(t, rc.command(t))
-			var accepted []string
+			h := heraldtest.Start(t, heraldtest.Options{})
+			var hook heraldtest.Webhook
+			h.Must(http.StatusCreated, "POST", "/v3/webhooks", map[string]any{
+				"name": "example receiver (" + rc.name + ")", "url": r.url + "/webhooks/herald",
+				"events": []string{"license.created"}, "token": token,
+			}, &hook)
+			// The lines the receiver must print, in order: one per
+			// accepted delivery, none for a rejected one.
+			printed := []string{r.ready}
+			accept := func(eventID string) {
+				t.Helper()
+				printed = append(printed, "license.created "+eventID)
+				r.waitForLines(t, len(printed))
+			}
 
-			for i, tc := range []struct {
+			accept(deliverEvent(t, h, hook.ID))
+
+			sent := testDelivery(t, h, hook.ID)
+			p, err := webhook.Parse([]byte(sent.Body))
+			if err != nil {
+				t.Fatalf("the Test result's body: %v", err)
+			}
+			accept(p.ID)
+
+			// The Test's request, exactly as herald sent it, then altered.
+			for _, tc := range []struct {
 				name   string
-				change func(header http.Header, body []byte) []byte // nil: deliver directly
+				change func(header http.Header, body []byte) []byte // nil: unaltered
 				ok     bool
 			}{
-				{name: "signed delivery with non-ASCII data", ok: true},
-				{name: "one byte changed", change: changeOneByte},
-				{name: "wrong signature", change: signWith("whsec_another_token")},
-				{name: "no signature", change: dropSignature},
+				{name: "replayed unaltered", ok: true},
 				{name: "header as Webhook-Signature", change: signatureHeaderAs("Webhook-Signature"), ok: true},
 				{name: "header as WEBHOOK-SIGNATURE", change: signatureHeaderAs("WEBHOOK-SIGNATURE"), ok: true},
+				{name: "one character of the body changed", change: tamper},
+				{name: "same JSON with non-ASCII escaped", change: escapeNonASCII},
+				{name: "signature under another token", change: signWith("whsec_another_token")},
+				{name: "no signature", change: dropSignature},
 			} {
-				id := fmt.Sprintf("0f8fad5b-d9cb-469f-a165-%012d", i)
-				body := delivery(id)
-				url := r.url
-				if tc.change != nil {
-					url = via(t, r.url, tc.change)
-				}
-
-				resp := deliver(t, url, token, body)
-
-				switch answered := resp.StatusCode; {
-				case tc.ok && answered/100 != 2:
-					t.Errorf("%s: status %d; want 2xx", tc.name, answered)
+				switch status := replay(t, sent, tc.change); {
+				case tc.ok && status != answered:
+					t.Errorf("%s: status %d; want %d", tc.name, status, answered)
 				case tc.ok:
-					accepted = append(accepted, "license.created "+id)
-					r.waitForLine(t, accepted[len(accepted)-1])
-				case answered != http.StatusUnauthorized:
-					t.Errorf("%s: status %d; want 401", tc.name, answered)
+					accept(p.ID)
+				case status != http.StatusUnauthorized:
+					t.Errorf("%s: status %d; want 401", tc.name, status)
 				}
 			}
 
-			// One line per accepted delivery, none for the rejected ones.
-			if got, want := r.lines(), append([]string{r.ready}, accepted...); !slices.Equal(got, want) {
-				t.Errorf("printed %q; want %q", got, want)
+			if got := r.lines(); !slices.Equal(got, printed) {
+				t.Errorf("printed %q; want %q", got, printed)
 			}
 		})
 	}
 }
 
-// deliver sends body to url as herald delivers it, signed under token, and
-// returns the answer with its body already read. It is the only place that
-// signs: the cases that must be rejected alter a correct delivery on its way
-// (see via), so that herald itself can be swapped in here.
-func deliver(t *testing.T, url, token string, body []byte) *http.Response {
+// deliverEvent fires a real license.created with non-ASCII data, waits until
+// herald has delivered it to the webhook, checks that the receiver accepted
+// it at the first attempt, and returns the event's id.
+func deliverEvent(t *testing.T, h *heraldtest.Herald, hookID string) string {
 	t.Helper()
-	p, err := webhook.Parse(body)
+	h.CreateLicense(map[string]any{"customer": nonASCII})
+	var log heraldtest.Log
+	heraldtest.Eventually(t, 20*time.Second, "the event to be delivered", func() bool {
+		logs := h.Logs("webhookId=" + hookID)
+		if len(logs) != 1 {
+			return false
+		}
+		log = logs[0]
+		return log.Status == "succeeded" || log.Status == "failed"
+	})
+	log = h.Log(log.ID)
+	if log.Status != "succeeded" || len(log.Attempts) != 1 || log.StatusCode == nil || *log.StatusCode != answered {
+		t.Fatalf("event log %s after %d attempts (status code %v, reason %v); want succeeded at the first, answered %d",
+			log.Status, len(log.Attempts), deref(log.StatusCode), deref(log.RetryReason), answered)
+	}
+	if !strings.Contains(log.Payload, nonASCII) {
+		t.Errorf("the payload sent lacks the raw UTF-8 of %q: %s", nonASCII, log.Payload)
+	}
+	return log.EventID
+}
+
+// sentRequest is a Test result's request: what herald sent, exactly.
+type sentRequest struct {
+	URL       string            `json:"url"`
+	Headers   map[string]string `json:"headers"` // by lowercase name
+	Body      string            `json:"body"`
+	Signature string            `json:"signature"`
+}
+
+// testDelivery runs the webhook's Test action with the verification check,
+// checks that the receiver accepted the sample and rejected it under a wrong
+// signature, and returns the request herald sent.
+func testDelivery(t *testing.T, h *heraldtest.Herald, hookID string) sentRequest {
+	t.Helper()
+	var res struct {
+		Request  sentRequest `json:"request"`
+		Response *struct {
+			StatusCode int    `json:"statusCode"`
+			Body       string `json:"body"`
+		} `json:"response"`
+		Error             *string `json:"error"`
+		Succeeded         bool    `json:"succeeded"`
+		VerificationCheck *struct {
+			StatusCode *int `json:"statusCode"`
+			Rejected   bool `json:"rejected"`
+		} `json:"verificationCheck"`
+	}
+	h.Must(http.StatusOK, "POST", "/v3/webhooks/"+hookID+"/test",
+		map[string]any{"event": "license.created", "checkVerification": true}, &res)
+	if !res.Succeeded || res.Response == nil || res.Response.StatusCode != answered {
+		t.Fatalf("Test: succeeded %t, response %+v, error %v; want the receiver's %d",
+			res.Succeeded, deref(res.Response), deref(res.Error), answered)
+	}
+	switch vc := res.VerificationCheck; {
+	case vc == nil:
+		t.Errorf("Test: verificationCheck null; want a report")
+	case !vc.Rejected || vc.StatusCode == nil || *vc.StatusCode != http.StatusUnauthorized:
+		t.Errorf("Test: verificationCheck rejected %t, status %v; want the wrongly signed sample rejected with 401",
+			vc.Rejected, deref(vc.StatusCode))
+	}
+	if !strings.ContainsFunc(res.Request.Body, func(c rune) bool { return c > 0x7f }) || strings.Contains(res.Request.Body, `\u`) {
+		t.Errorf("Test: the sample has no raw non-ASCII: %s", res.Request.Body)
+	}
+	if got := res.Request.Headers[webhook.SignatureHeader]; got == "" || got != res.Request.Signature {
+		t.Fatalf("Test: headers sent %v; want %s: %s", res.Request.Headers, webhook.SignatureHeader, res.Request.Signature)
+	}
+	return res.Request
+}
+
+// replay sends sent to its URL again, after change (when not nil) has
+// altered its headers and body, and returns the receiver's status. The
+// headers are keyed by the lowercase names herald sends, and Go's client
+// writes a header map's keys as they are.
+func replay(t *testing.T, sent sentRequest, change func(header http.Header, body []byte) []byte) int {
+	t.Helper()
+	header := http.Header{}
+	for name, value := range sent.Headers {
+		switch name {
+		case "content-length": // from the body, which change may alter
+		case "user-agent":
+			header.Set("User-Agent", value) // Go adds its own unless the key is canonical
+		default:
+			header[name] = []string{value}
+		}
+	}
+	body := []byte(sent.Body)
+	if change != nil {
+		body = change(header, body)
+	}
+	req, err := http.NewRequest(http.MethodPost, sent.URL, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The names as the specification writes them; Go would canonicalise
-	// them through Header.Set.
-	req.Header["content-type"] = []string{"application/json; charset=utf-8"}
-	req.Header["user-agent"] = []string{"herald/test"}
-	req.Header[webhook.IDHeader] = []string{p.ID}
-	req.Header[webhook.SignatureHeader] = []string{webhook.Sign(token, body)}
+	req.Header = header
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// tamper changes the body's first digit below 9 to the next one: one byte,
+// as an attacker editing a captured delivery would (in the event id, it is
+// a replay under a new id to get past de-duplication).
+func tamper(_ http.Header, body []byte) []byte {
+	for i, c := range body {
+		if c >= '0' && c <= '8' {
+			changed := bytes.Clone(body)
+			changed[i]++
+			return changed
+		}
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(answer))
-	return resp
+	panic("no digit in the body to change")
 }
 
-// delivery is a payload with raw multi-byte UTF-8 in its data, as herald
-// sends it: a receiver that decodes and re-encodes, or hashes re-serialised
-// JSON, computes another signature.
-func delivery(id string) []byte {
-	return []byte(`{"id":"` + id + `","event":"license.created","data":{"key":"HRLD-7Q4M-2KX9","user":{"name":"Zoë – 日本語 – 🚀"}},"triggeredAt":"2026-11-21T08:07:13.120Z"}`)
-}
-
-func changeOneByte(_ http.Header, body []byte) []byte {
-	return bytes.Replace(body, []byte("HRLD-7Q4M"), []byte("HRLD-7Q4N"), 1)
+// escapeNonASCII re-encodes every non-ASCII character as a \u escape: the
+// same JSON document, other bytes.
+func escapeNonASCII(_ http.Header, body []byte) []byte {
+	var b strings.Builder
+	for _, c := range string(body) {
+		switch {
+		case c < 0x80:
+			b.WriteRune(c)
+		case c > 0xffff:
+			c -= 0x10000
+			fmt.Fprintf(&b, `\u%04x\u%04x`, 0xd800+(c>>10), 0xdc00+(c&0x3ff))
+		default:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		}
+	}
+	return []byte(b.String())
 }
 
 func signWith(other string) func(http.Header, []byte) []byte {
 	return func(header http.Header, body []byte) []byte {
-		header.Set(webhook.SignatureHeader, webhook.Sign(other, body))
+		header[webhook.SignatureHeader] = []string{webhook.Sign(other, body)}
 		return body
 	}
 }
 
 func dropSignature(header http.Header, body []byte) []byte {
-	header.Del(webhook.SignatureHeader)
+	delete(header, webhook.SignatureHeader)
 	return body
 }
 
 // signatureHeaderAs sends the signature under the header name written as
-// name; Go's client writes a header map's keys as they are.
+// name.
 func signatureHeaderAs(name string) func(http.Header, []byte) []byte {
 	return func(header http.Header, body []byte) []byte {
-		signature := header.Get(webhook.SignatureHeader)
-		header.Del(webhook.SignatureHeader)
-		header[name] = []string{signature}
+		signature := header[webhook.SignatureHeader]
+		delete(header, webhook.SignatureHeader)
+		header[name] = signature
 		return body
 	}
 }
 
-// via returns the URL of a relay that passes each request on to target after
-// change has altered its headers and body, and answers with target's status
-// and body: a delivery tampered with in transit.
-func via(t *testing.T, target string, change func(header http.Header, body []byte) []byte) string {
-	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		header := r.Header.Clone()
-		body = change(header, body)
-		req, err := http.NewRequestWithContext(r.Context(), r.Method, target, bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		req.Header = header
-		resp, err := client.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-	}))
-	t.Cleanup(relay.Close)
-	return relay.URL
-}
-
-// client adds no Accept-Encoding and follows no redirects, as herald.
+// client adds no Accept-Encoding and follows no redirects.
 var client = &http.Client{
 	Transport: &http.Transport{DisableCompression: true},
 	Timeout:   15 * time.Second,
@@ -257,16 +346,14 @@ func (r *running) lines() []string {
 	return strings.Split(strings.TrimSuffix(r.stdout.String(), "\n"), "\n")
 }
 
-func (r *running) waitForLine(t *testing.T, line string) {
+// waitForLines waits until the receiver has printed at least n lines.
+func (r *running) waitForLines(t *testing.T, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, l := range r.lines() {
-			if l == line {
-				return
-			}
+	for deadline := time.Now().Add(10 * time.Second); len(r.lines()) < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("printed %q; want at least %d lines", r.lines(), n)
 		}
 	}
-	t.Errorf("printed %q; want a line %q", r.lines(), line)
 }
 
 // output collects a process's output; safe to read while it is written.
@@ -285,4 +372,11 @@ func (o *output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.buf.String()
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

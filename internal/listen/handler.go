@@ -83,7 +83,7 @@ func (h *handler) verify(r *http.Request, body []byte) (problem string) {
 	case errors.Is(err, webhook.ErrMissingSignature):
 		return "no webhook-signature header"
 	}
-	if _, err := base64.StdEncoding.DecodeString(signature); err != nil {
+	if _, err := base64.StdEncoding.Strict().DecodeString(signature); err != nil {
 		return "webhook-signature is not base64"
 	}
 	return "signature does not match the body under this token"
