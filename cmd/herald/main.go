@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/heraldhq/herald/internal/server"
 )
 
 func main() {
@@ -53,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "listen":
 		return listenCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "herald", version())
+		fmt.Fprintln(stdout, "herald", server.VersionString())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -55,3 +55,19 @@ func TestSampleHasNonASCIIForEveryKind(t *testing.T) {
 		}
 	}
 }
+
+func TestLineSeparatorsAreRawButEscapedBackslashesStay(t *testing.T) {
+	in := map[string]string{"a": "x\u2028y\u2029z", "b": `\u2028`}
+	body, err := Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\"a\":\"x\u2028y\u2029z\",\"b\":\"\\\\u2028\"}"
+	if string(body) != want {
+		t.Errorf("got %q; want %q", body, want)
+	}
+	var back map[string]string
+	if err := json.Unmarshal(body, &back); err != nil || back["a"] != in["a"] || back["b"] != in["b"] {
+		t.Errorf("round trip: %q, %v", back, err)
+	}
+}

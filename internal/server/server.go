@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,8 +28,22 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// Version is herald's version, set at build time with -ldflags.
+// Version is herald's version when set at build time with
+// -ldflags "-X github.com/heraldhq/herald/internal/server.Version=v1.2.3".
 var Version = "dev"
+
+// VersionString is Version, or the module version the binary was built
+// from (go install …@v1.2.3), or "dev". The CLI prints it and every delivery
+// sends it in its user-agent.
+func VersionString() string {
+	if Version != "dev" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
 
 // Config is everything `herald serve` is told.
 type Config struct {
@@ -100,7 +115,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate}
 	dc := cfg.Delivery
 	dc.Dial = policy.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
-	dc.UserAgent = "herald/" + Version
+	dc.UserAgent = "herald/" + VersionString()
 	dc.Logger = log
 	dc.Metrics = delivery.NewMetrics(reg)
 	dc.OnSuspend = func(sp []store.Suspension) {
@@ -187,7 +202,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	go func() { s.outbox.Run(work); done <- struct{}{} }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	s.log.Info("herald serving", "addr", ln.Addr().String(), "database", s.Store.Engine(), "version", Version)
+	s.log.Info("herald serving", "addr", ln.Addr().String(), "database", s.Store.Engine(), "version", VersionString())
 	var err error
 	select {
 	case <-ctx.Done():
