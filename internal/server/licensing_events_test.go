@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -327,4 +329,56 @@ func listLen(t *testing.T, h *heraldtest.Herald, path string) int {
 	var out struct{ Data []any }
 	h.Must(200, "GET", path, nil, &out)
 	return len(out.Data)
+}
+
+// TestConcurrentActivationsKeepTheLimit: machines activating one license at
+// once never exceed allowedActivations, and license.first-activated fires
+// once.
+func TestConcurrentActivationsKeepTheLimit(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, func(t *testing.T, h *heraldtest.Herald) {
+		_, hook := watch(t, h, "license.first-activated", "activation.created")
+		var product, license resource
+		h.Must(201, "POST", "/v3/products", map[string]any{"name": "App"}, &product)
+		h.Must(201, "POST", "/v3/licenses", map[string]any{"productId": idOf(product), "allowedActivations": 5}, &license)
+		const machines = 20
+		codes := make(chan int, machines)
+		logs := fired(t, h, hook.ID, func() {
+			var wg sync.WaitGroup
+			for i := range machines {
+				wg.Go(func() {
+					codes <- h.Do("POST", "/v3/activations", map[string]any{"licenseKey": license["key"], "fingerprint": fmt.Sprint("fp-", i)}, nil)
+				})
+			}
+			wg.Wait()
+			close(codes)
+		})
+		count := map[int]int{}
+		for c := range codes {
+			count[c]++
+		}
+		if count[201] != 5 || count[422] != machines-5 {
+			t.Errorf("answers %v; want 5 × 201 and %d × 422", count, machines-5)
+		}
+		if n := countLogs(logs, "license.first-activated"); n != 1 {
+			t.Errorf("%d license.first-activated; want 1", n)
+		}
+		if n := countLogs(logs, "activation.created"); n != 5 {
+			t.Errorf("%d activation.created; want 5", n)
+		}
+		h.Must(200, "GET", "/v3/licenses/"+idOf(license), nil, &license)
+		if license["totalActivations"] != 5.0 {
+			t.Errorf("totalActivations %v; want 5", license["totalActivations"])
+		}
+	})
+}
+
+func countLogs(logs []heraldtest.Log, kind string) int {
+	n := 0
+	for _, l := range logs {
+		if l.Event == kind {
+			n++
+		}
+	}
+	return n
 }
