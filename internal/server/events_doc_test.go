@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/internal/api/openapi"
 	"github.com/heraldhq/herald/internal/event"
@@ -192,4 +193,26 @@ func fireEveryKind(t *testing.T) map[string]delivered {
 		out[d.Event] = d
 	}
 	return out
+}
+
+// TestTestSamplesMatchTheReference: the synthetic data the Test action
+// sends for each kind has the shape of the kind's resource in the API
+// reference, so a receiver built against the reference accepts it.
+func TestTestSamplesMatchTheReference(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range event.Kinds {
+		b, err := json.Marshal(event.Sample(k, time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		json.Unmarshal(b, &v)
+		if err := doc.Components.Schemas[schemaOf(string(k))].Value.VisitJSON(v); err != nil {
+			t.Errorf("sample of %s is not a %s: %v", k, schemaOf(string(k)), err)
+		}
+	}
 }
