@@ -57,7 +57,8 @@ func (a *API) createReleaseFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return licensingError(err, "release")
 	}
-	return created(w, "/v3/releases/"+id+"/files/"+f.ID, f)
+	// No Location: a file is read as part of its release.
+	return writeJSON(w, http.StatusCreated, f)
 }
 
 // deleteReleaseFile fires nothing.
