@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -99,6 +101,13 @@ func page(r *http.Request) (store.Page, error) {
 			return p, Invalid{{"limit", "must be a whole number from 1 to 500"}}.Err()
 		}
 		p.Limit = n
+	}
+	// Cursors are ids herald issued (lowercase UUIDs); anything else is
+	// refused rather than quietly read as the first page.
+	if c := p.Cursor; c != "" {
+		if u, err := uuid.Parse(c); err != nil || u.String() != c {
+			return p, Invalid{{"cursor", "is not a cursor herald issued; pass the nextCursor of the previous page"}}.Err()
+		}
 	}
 	return p, nil
 }

@@ -23,7 +23,7 @@ type logJSON struct {
 	NextAttemptAt *string         `json:"nextAttemptAt"`
 	CreatedAt     string          `json:"createdAt"`
 	UpdatedAt     string          `json:"updatedAt"`
-	Attempts      []attemptJSON   `json:"attempts,omitempty"`
+	Attempts      *[]attemptJSON  `json:"attempts,omitempty"` // absent from lists; present, even empty, for one log
 }
 
 type attemptJSON struct {
@@ -44,9 +44,10 @@ func toLogJSON(l store.EventLog, withAttempts bool) logJSON {
 		CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
 	out.AttemptCount = l.AttemptCount
 	if withAttempts {
-		out.Attempts = make([]attemptJSON, len(l.Attempts))
+		attempts := make([]attemptJSON, len(l.Attempts))
+		out.Attempts = &attempts
 		for i, a := range l.Attempts {
-			out.Attempts[i] = attemptJSON{Number: a.Number, Trigger: a.Trigger, SentAt: ts(a.SentAt), ReceivedAt: optTS(a.ReceivedAt),
+			attempts[i] = attemptJSON{Number: a.Number, Trigger: a.Trigger, SentAt: ts(a.SentAt), ReceivedAt: optTS(a.ReceivedAt),
 				StatusCode: a.StatusCode, DurationMS: a.DurationMS, Error: a.Error, ResponseBody: a.ResponseBody}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/heraldhq/herald/internal/api/openapi"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/licensing"
 	"github.com/heraldhq/herald/internal/netguard"
@@ -66,5 +67,17 @@ func New(c Config) http.Handler {
 	h("/v3/", func(w http.ResponseWriter, r *http.Request) error {
 		return problem(http.StatusNotFound, "not-found", "Not found", "no API call at "+r.Method+" "+r.URL.Path)
 	})
-	return a.authenticate(mux)
+
+	// The API reference needs no token; everything else does.
+	root := http.NewServeMux()
+	root.HandleFunc("GET /v3/openapi.json", serveOpenAPI)
+	root.Handle("/", a.authenticate(mux))
+	return root
+}
+
+// serveOpenAPI answers the API reference as JSON.
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Write(openapi.JSON())
 }

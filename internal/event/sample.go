@@ -14,7 +14,7 @@ func Sample(kind Kind, now time.Time) map[string]any {
 	expires := now.UTC().AddDate(1, 0, 0).Format(TimeFormat)
 	license := map[string]any{
 		"id":                 "00000000-0000-7000-8000-000000000001",
-		"key":                "TEST-ZOË-0000-0000",
+		"key":                "TEST0-00000-00000-00000-00001", // in the shape of a real key; the metadata carries the non-ASCII
 		"productId":          "00000000-0000-7000-8000-000000000002",
 		"userId":             "00000000-0000-7000-8000-000000000003",
 		"expiresAt":          expires,

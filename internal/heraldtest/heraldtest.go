@@ -285,13 +285,17 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	}
 }
 
-// CreateLicense creates a product and a license whose metadata holds data,
-// firing license.created, and returns the license id.
+// CreateLicense creates a product and a license whose metadata holds data
+// (none when nil), firing license.created, and returns the license id.
 func (h *Herald) CreateLicense(metadata map[string]any) string {
 	h.t.Helper()
 	var p, l struct{ ID string }
 	h.Must(201, "POST", "/v3/products", map[string]any{"name": "Product " + fmt.Sprint(time.Now().UnixNano())}, &p)
-	h.Must(201, "POST", "/v3/licenses", map[string]any{"productId": p.ID, "metadata": metadata}, &l)
+	body := map[string]any{"productId": p.ID}
+	if metadata != nil {
+		body["metadata"] = metadata
+	}
+	h.Must(201, "POST", "/v3/licenses", body, &l)
 	return l.ID
 }
 

@@ -13,145 +13,348 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// License grants use of a product.
+// License grants use of a product, as the API answers it and every
+// license.* event carries it.
 type License struct {
-	ID                 string
-	Key                string
-	ProductID          string
-	UserID             *string
-	ExpiresAt          *time.Time
-	Validity           *int64
-	AllowedActivations *int
-	TotalActivations   int
-	Metadata           map[string]any
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-}
+	ID                 string          `json:"id"`
+	Key                string          `json:"key"`
+	ProductID          string          `json:"productId"`
+	UserID             *string         `json:"userId"`
+	ExpiresAt          *Time           `json:"expiresAt"`
+	Validity           *int64          `json:"validity"`
+	AllowedActivations *int64          `json:"allowedActivations"`
+	TotalActivations   int64           `json:"totalActivations"`
+	Metadata           json.RawMessage `json:"metadata"`
+	CreatedAt          Time            `json:"createdAt"`
+	UpdatedAt          Time            `json:"updatedAt"`
 
-// View is the license as the API returns it and license events carry it.
-func (l License) View() map[string]any {
-	var expires any
-	if l.ExpiresAt != nil {
-		expires = l.ExpiresAt.UTC().Format(event.TimeFormat)
-	}
-	meta := l.Metadata
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	return map[string]any{
-		"id": l.ID, "key": l.Key, "productId": l.ProductID, "userId": l.UserID, "expiresAt": expires,
-		"validity": l.Validity, "allowedActivations": l.AllowedActivations, "totalActivations": l.TotalActivations,
-		"metadata": meta, "createdAt": l.CreatedAt.UTC().Format(event.TimeFormat), "updatedAt": l.UpdatedAt.UTC().Format(event.TimeFormat),
-	}
+	// firstActivated is whether the license was ever activated; it is not
+	// shown, and keeps license.first-activated to once per license, ever.
+	firstActivated bool
 }
 
 // LicenseInput creates a license.
 type LicenseInput struct {
-	ProductID          *string        `json:"productId"`
-	UserID             *string        `json:"userId"`
-	Key                *string        `json:"key"`
-	Validity           *int64         `json:"validity"`
-	ExpiresAt          *time.Time     `json:"expiresAt"`
-	AllowedActivations *int           `json:"allowedActivations"`
-	Metadata           map[string]any `json:"metadata"`
+	ProductID          Optional[string]          `json:"productId"`
+	UserID             Optional[string]          `json:"userId"`
+	Key                Optional[string]          `json:"key"`
+	Validity           Optional[int64]           `json:"validity"`
+	ExpiresAt          Optional[string]          `json:"expiresAt"`
+	AllowedActivations Optional[int64]           `json:"allowedActivations"`
+	Metadata           Optional[json.RawMessage] `json:"metadata"`
+}
+
+// LicensePatch changes a license; null clears userId, validity and
+// allowedActivations.
+type LicensePatch struct {
+	UserID             Optional[string]          `json:"userId"`
+	Validity           Optional[int64]           `json:"validity"`
+	AllowedActivations Optional[int64]           `json:"allowedActivations"`
+	Metadata           Optional[json.RawMessage] `json:"metadata"`
+}
+
+// ExpiresAtInput sets a license's expiry; null makes it perpetual.
+type ExpiresAtInput struct {
+	ExpiresAt Optional[string] `json:"expiresAt"`
+}
+
+// LicenseFilter narrows a license list; "" matches any.
+type LicenseFilter struct {
+	ProductID, UserID string
+	store.Page
 }
 
 var keyPattern = regexp.MustCompile(`^[A-Za-z0-9-]{4,128}$`)
 
-// CreateLicense creates a license, generating its key when none is given, and
-// fires license.created.
-func (s *Service) CreateLicense(ctx context.Context, accountID string, in LicenseInput) (License, error) {
-	var v InvalidError
-	if in.ProductID == nil || *in.ProductID == "" {
-		v.add("productId", "is required")
-	}
-	if in.Key != nil && !keyPattern.MatchString(*in.Key) {
-		v.add("key", "must be 4 to 128 letters, digits or dashes")
-	}
-	if in.Validity != nil && *in.Validity <= 0 {
-		v.add("validity", "must be a positive number of seconds")
-	}
-	if in.AllowedActivations != nil && *in.AllowedActivations < 0 {
-		v.add("allowedActivations", "must not be negative")
-	}
-	if err := v.err(); err != nil {
-		return License{}, err
-	}
-	if in.Metadata == nil {
-		in.Metadata = map[string]any{}
-	}
-	meta, _ := json.Marshal(in.Metadata)
-	var l License
-	err := s.store.InTx(ctx, func(tx *store.Tx) error {
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM products WHERE account_id = ? AND id = ?`, accountID, *in.ProductID).Scan(&n); err != nil {
-			return fmt.Errorf("check product: %w", err)
-		}
-		if n == 0 {
-			return InvalidError{{"productId", "no such product"}}
-		}
-		now := store.FromMS(store.MS(tx.Now()))
-		l = License{ID: store.NewID(), Key: NewKey(), ProductID: *in.ProductID, UserID: in.UserID, Validity: in.Validity,
-			AllowedActivations: in.AllowedActivations, Metadata: in.Metadata, CreatedAt: now, UpdatedAt: now}
-		if in.Key != nil {
-			l.Key = *in.Key
-		}
-		if in.ExpiresAt != nil {
-			t := store.FromMS(store.MS(*in.ExpiresAt))
-			l.ExpiresAt = &t
-		} else if in.Validity != nil {
-			t := now.Add(time.Duration(*in.Validity) * time.Second)
-			l.ExpiresAt = &t
-		}
-		var expires any
-		if l.ExpiresAt != nil {
-			expires = store.MS(*l.ExpiresAt)
-		}
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM licenses WHERE account_id = ? AND key = ?`, accountID, l.Key).Scan(&n); err != nil {
-			return fmt.Errorf("check key: %w", err)
-		}
-		if n > 0 {
-			return fmt.Errorf("key: a license with this key exists: %w", store.ErrConflict)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity, allowed_activations, metadata, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.ID, accountID, l.ProductID, l.UserID, l.Key, expires, l.Validity, l.AllowedActivations,
-			string(meta), store.MS(now), store.MS(now)); err != nil {
-			return fmt.Errorf("insert license: %w", err)
-		}
-		_, err := tx.Fire(ctx, accountID, event.LicenseCreated, l.View())
-		return err
-	})
-	return l, err
-}
+const licenseColumns = `id, key, product_id, user_id, expires_at, validity, allowed_activations, total_activations,
+first_activated_at, metadata, created_at, updated_at`
 
-// License returns one license.
-func (s *Service) License(ctx context.Context, accountID, id string) (License, error) {
+func scanLicense(sc scanner) (License, error) {
 	var l License
 	var user sql.NullString
-	var expires, validity, allowed sql.NullInt64
+	var expires, validity, allowed, first sql.NullInt64
 	var meta string
 	var c, u int64
-	err := s.store.QueryRow(ctx, `SELECT id, key, product_id, user_id, expires_at, validity, allowed_activations, total_activations, metadata, created_at, updated_at
-FROM licenses WHERE account_id = ? AND id = ?`, accountID, id).
-		Scan(&l.ID, &l.Key, &l.ProductID, &user, &expires, &validity, &allowed, &l.TotalActivations, &meta, &c, &u)
+	if err := sc.Scan(&l.ID, &l.Key, &l.ProductID, &user, &expires, &validity, &allowed, &l.TotalActivations,
+		&first, &meta, &c, &u); err != nil {
+		return License{}, err
+	}
+	if user.Valid {
+		l.UserID = &user.String
+	}
+	l.ExpiresAt = optFromMS(nullInt(expires))
+	l.Validity, l.AllowedActivations = nullInt(validity), nullInt(allowed)
+	l.firstActivated = first.Valid
+	l.Metadata, l.CreatedAt, l.UpdatedAt = json.RawMessage(meta), fromMS(c), fromMS(u)
+	return l, nil
+}
+
+func nullInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
+}
+
+func getLicense(ctx context.Context, q querier, accountID, id, lock string) (License, error) {
+	l, err := scanLicense(q.QueryRow(ctx, `SELECT `+licenseColumns+` FROM licenses WHERE account_id = ? AND id = ?`+lock, accountID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return License{}, notFound("license")
 	}
 	if err != nil {
 		return License{}, fmt.Errorf("read license: %w", err)
 	}
-	if user.Valid {
-		l.UserID = &user.String
-	}
-	l.ExpiresAt = store.OptTime(expires)
-	if validity.Valid {
-		l.Validity = &validity.Int64
-	}
-	if allowed.Valid {
-		n := int(allowed.Int64)
-		l.AllowedActivations = &n
-	}
-	json.Unmarshal([]byte(meta), &l.Metadata)
-	l.CreatedAt, l.UpdatedAt = store.FromMS(c), store.FromMS(u)
 	return l, nil
+}
+
+// validity checks a validity field: null, or 1 second to 100 years.
+func (e *InvalidError) validity(o Optional[int64]) {
+	if o.Value != nil && (*o.Value < 1 || *o.Value > maxValidity) {
+		e.add("validity", fmt.Sprintf("must be a number of seconds from 1 to %d, or null", maxValidity))
+	}
+}
+
+// allowed checks an allowedActivations field: null (no limit) or at least 1.
+func (e *InvalidError) allowed(o Optional[int64]) {
+	if o.Value != nil && *o.Value < 1 {
+		e.add("allowedActivations", "must be at least 1, or null for no limit")
+	}
+}
+
+// userRef checks a userId field and that it names a user of the account.
+func userRef(ctx context.Context, tx *store.Tx, accountID string, o Optional[string], v *InvalidError) (*string, error) {
+	if o.Value == nil {
+		return nil, nil
+	}
+	id := v.id("userId", *o.Value)
+	if id == "" {
+		return nil, nil
+	}
+	ok, err := exists(ctx, tx, "users", accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		v.add("userId", "names no user of this account")
+	}
+	return &id, nil
+}
+
+// CreateLicense creates a license, generating its key when none is given,
+// and fires license.created. Without expiresAt a license with a validity
+// expires validity seconds from now, and one without never does.
+func (s *Service) CreateLicense(ctx context.Context, accountID string, in LicenseInput) (License, error) {
+	var v InvalidError
+	var productID string
+	if v.present("productId", in.ProductID.Set, in.ProductID.Value != nil, true) {
+		productID = v.id("productId", *in.ProductID.Value)
+	}
+	if v.present("key", in.Key.Set, in.Key.Value != nil, false) && !keyPattern.MatchString(*in.Key.Value) {
+		v.add("key", "must be 4 to 128 letters, digits or hyphens")
+	}
+	v.validity(in.Validity)
+	v.allowed(in.AllowedActivations)
+	var expires *Time
+	if in.ExpiresAt.Value != nil {
+		expires = v.when("expiresAt", *in.ExpiresAt.Value)
+	}
+	meta := v.metadata(in.Metadata)
+	if err := v.err(); err != nil {
+		return License{}, err
+	}
+	var l License
+	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+		if ok, err := exists(ctx, tx, "products", accountID, productID); err != nil {
+			return err
+		} else if !ok {
+			v.add("productId", "names no product of this account")
+		}
+		user, err := userRef(ctx, tx, accountID, in.UserID, &v)
+		if err != nil {
+			return err
+		}
+		if err := v.err(); err != nil {
+			return err
+		}
+		now := fromMS(store.MS(tx.Now()))
+		l = License{ID: store.NewID(), ProductID: productID, UserID: user, ExpiresAt: expires,
+			Validity: in.Validity.Value, AllowedActivations: in.AllowedActivations.Value, Metadata: meta, CreatedAt: now, UpdatedAt: now}
+		if !in.ExpiresAt.Set && l.Validity != nil {
+			t := Time{now.Add(time.Duration(*l.Validity) * time.Second)}
+			l.ExpiresAt = &t
+		}
+		if l.Key, err = s.freeKey(ctx, tx, accountID, in.Key.Value); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity, allowed_activations,
+metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			l.ID, accountID, l.ProductID, l.UserID, l.Key, optMS(l.ExpiresAt), l.Validity, l.AllowedActivations,
+			string(l.Metadata), store.MS(now.Time), store.MS(now.Time)); err != nil {
+			return uniqueOr(fmt.Errorf("insert license: %w", err), errKeyTaken)
+		}
+		_, err = tx.Fire(ctx, accountID, event.LicenseCreated, l)
+		return err
+	})
+	return l, err
+}
+
+var errKeyTaken = ConflictError{"a license with this key already exists in the account"}
+
+// freeKey returns the key asked for, or a new one, when no license of the
+// account has it.
+func (s *Service) freeKey(ctx context.Context, tx *store.Tx, accountID string, asked *string) (string, error) {
+	for range 3 {
+		key := NewKey()
+		if asked != nil {
+			key = *asked
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM licenses WHERE account_id = ? AND key = ?`, accountID, key).Scan(&n); err != nil {
+			return "", fmt.Errorf("check key: %w", err)
+		}
+		if n == 0 {
+			return key, nil
+		}
+		if asked != nil {
+			return "", errKeyTaken
+		}
+	}
+	// 125 random bits colliding three times means a broken random source.
+	return "", errors.New("generate license key: every key generated was taken")
+}
+
+// License returns one license.
+func (s *Service) License(ctx context.Context, accountID, id string) (License, error) {
+	return getLicense(ctx, s.store, accountID, id, "")
+}
+
+// Licenses lists an account's licenses, newest first.
+func (s *Service) Licenses(ctx context.Context, accountID string, f LicenseFilter) ([]License, string, error) {
+	q := `SELECT ` + licenseColumns + ` FROM licenses WHERE account_id = ?`
+	args := []any{accountID}
+	if f.ProductID != "" {
+		q, args = q+` AND product_id = ?`, append(args, f.ProductID)
+	}
+	if f.UserID != "" {
+		q, args = q+` AND user_id = ?`, append(args, f.UserID)
+	}
+	out, next, err := list(ctx, s, q, args, f.Page, scanLicense, func(l License) string { return l.ID })
+	if err != nil {
+		return nil, "", fmt.Errorf("list licenses: %w", err)
+	}
+	return out, next, nil
+}
+
+// changeLicense runs change on a locked license, writes the fields a change
+// may touch, and fires kind with the license as it is afterwards.
+func (s *Service) changeLicense(ctx context.Context, accountID, id string, kind event.Kind,
+	change func(tx *store.Tx, l *License, now time.Time) error) (License, error) {
+	var l License
+	err := s.store.InTx(ctx, func(tx *store.Tx) (err error) {
+		if l, err = getLicense(ctx, tx, accountID, id, tx.ForUpdate()); err != nil {
+			return err
+		}
+		now := fromMS(store.MS(tx.Now()))
+		if err := change(tx, &l, now.Time); err != nil {
+			return err
+		}
+		l.UpdatedAt = now
+		if _, err := tx.Exec(ctx, `UPDATE licenses SET user_id = ?, expires_at = ?, validity = ?, allowed_activations = ?, metadata = ?,
+updated_at = ? WHERE account_id = ? AND id = ?`, l.UserID, optMS(l.ExpiresAt), l.Validity, l.AllowedActivations, string(l.Metadata),
+			store.MS(now.Time), accountID, id); err != nil {
+			return fmt.Errorf("update license: %w", err)
+		}
+		_, err = tx.Fire(ctx, accountID, kind, l)
+		return err
+	})
+	return l, err
+}
+
+// UpdateLicense changes a license's user, validity, activation limit or
+// metadata and fires license.updated, the generic license change. It never
+// moves expiresAt: validity is what the next renewal adds.
+func (s *Service) UpdateLicense(ctx context.Context, accountID, id string, in LicensePatch) (License, error) {
+	return s.changeLicense(ctx, accountID, id, event.LicenseUpdated, func(tx *store.Tx, l *License, _ time.Time) error {
+		if !in.UserID.Set && !in.Validity.Set && !in.AllowedActivations.Set && !in.Metadata.Set {
+			return invalid("body", "send at least one of userId, validity, allowedActivations, metadata")
+		}
+		var v InvalidError
+		v.validity(in.Validity)
+		v.allowed(in.AllowedActivations)
+		meta := v.metadata(in.Metadata)
+		user, err := userRef(ctx, tx, accountID, in.UserID, &v)
+		if err != nil {
+			return err
+		}
+		if err := v.err(); err != nil {
+			return err
+		}
+		if in.UserID.Set {
+			l.UserID = user
+		}
+		if in.Validity.Set {
+			l.Validity = in.Validity.Value
+		}
+		if in.AllowedActivations.Set {
+			l.AllowedActivations = in.AllowedActivations.Value
+		}
+		if in.Metadata.Set {
+			l.Metadata = meta
+		}
+		return nil
+	})
+}
+
+// RenewLicense extends expiresAt by the license's validity, counted from
+// the current expiry, or from now when the license has none or it has
+// passed, and fires license.renewed.
+func (s *Service) RenewLicense(ctx context.Context, accountID, id string) (License, error) {
+	return s.changeLicense(ctx, accountID, id, event.LicenseRenewed, func(_ *store.Tx, l *License, now time.Time) error {
+		if l.Validity == nil {
+			return invalid("validity", "the license has no validity, so it cannot be renewed; set one with PATCH /v3/licenses/{id}")
+		}
+		from := now
+		if l.ExpiresAt != nil && l.ExpiresAt.After(now) {
+			from = l.ExpiresAt.Time
+		}
+		next := from.Add(time.Duration(*l.Validity) * time.Second)
+		if next.After(maxTime) {
+			return invalid("validity", "renewing would move expiresAt past 9999-12-31")
+		}
+		l.ExpiresAt = &Time{next}
+		return nil
+	})
+}
+
+// SetLicenseExpiresAt sets expiresAt directly (null: never expires) and
+// fires license.expiresAt.updated.
+func (s *Service) SetLicenseExpiresAt(ctx context.Context, accountID, id string, in ExpiresAtInput) (License, error) {
+	return s.changeLicense(ctx, accountID, id, event.LicenseExpiresAtUpdated, func(_ *store.Tx, l *License, _ time.Time) error {
+		if !in.ExpiresAt.Set {
+			return invalid("expiresAt", "is required (null for never)")
+		}
+		l.ExpiresAt = nil
+		if in.ExpiresAt.Value != nil {
+			var v InvalidError
+			l.ExpiresAt = v.when("expiresAt", *in.ExpiresAt.Value)
+			return v.err()
+		}
+		return nil
+	})
+}
+
+// DeleteLicense deletes a license and fires license.deleted with the
+// license as it was. Its activations go with it by cascade, firing nothing.
+func (s *Service) DeleteLicense(ctx context.Context, accountID, id string) error {
+	return s.store.InTx(ctx, func(tx *store.Tx) error {
+		l, err := getLicense(ctx, tx, accountID, id, tx.ForUpdate())
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM licenses WHERE account_id = ? AND id = ?`, accountID, id); err != nil {
+			return fmt.Errorf("delete license: %w", err)
+		}
+		_, err = tx.Fire(ctx, accountID, event.LicenseDeleted, l)
+		return err
+	})
 }
