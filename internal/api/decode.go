@@ -25,10 +25,14 @@ const MaxBody = 1 << 20
 // the field where one is at fault. An empty body decodes as {} when optional.
 func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
+		mt, params, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
 				"send the body as application/json")
+		}
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
+				"send the body as UTF-8 (charset="+cs+" is not accepted)")
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))

@@ -7,6 +7,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/heraldhq/herald/internal/api/openapi"
 	"github.com/heraldhq/herald/internal/delivery"
@@ -65,6 +66,11 @@ func New(c Config) http.Handler {
 	a.licensingRoutes(h)
 
 	h("/v3/", func(w http.ResponseWriter, r *http.Request) error {
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed",
+				r.Method+" is not an API call at "+r.URL.Path+"; allowed: "+strings.Join(allow, ", "))
+		}
 		return problem(http.StatusNotFound, "not-found", "Not found", "no API call at "+r.Method+" "+r.URL.Path)
 	})
 
@@ -80,4 +86,19 @@ func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.Write(openapi.JSON())
+}
+
+// allowed lists the methods the API answers at r's path. The catch-all
+// pattern answers for every method, so ServeMux's own 405 never happens;
+// this restores it.
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "/v3/" && pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -176,3 +176,32 @@ func TestWebhookLifecycle(t *testing.T) {
 		t.Errorf("after delete: %d; want 404", got)
 	}
 }
+
+func TestWrongMethodAndCharsetAreRefused(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	req, _ := http.NewRequest("PUT", h.URL+"/v3/webhooks", nil)
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, POST" {
+		t.Errorf("PUT /v3/webhooks: %d, Allow %q; want 405 with Allow: GET, POST", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	if got := h.Do("GET", "/v3/nothing-here", nil, nil); got != 404 {
+		t.Errorf("unknown path: %d; want 404", got)
+	}
+	req, _ = http.NewRequest("POST", h.URL+"/v3/webhooks", strings.NewReader(`{"name":"n"}`))
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	req.Header.Set("Content-Type", "application/json; charset=latin1")
+	resp, err = h.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 415 {
+		t.Errorf("latin1 body: %d; want 415", resp.StatusCode)
+	}
+}
