@@ -74,8 +74,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	case errors.Is(err, store.ErrConflict):
 		p = problem(http.StatusConflict, "conflict", "Conflict", err.Error())
 	default:
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		p = problem(http.StatusInternalServerError, "internal", "Internal error", "the request could not be completed; see the server log")
+		id := w.Header().Get(RequestIDHeader)
+		log.Error("request failed", "request", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		p = problem(http.StatusInternalServerError, "internal", "Internal error",
+			"the request could not be completed; the server log has the cause under request id "+id)
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)

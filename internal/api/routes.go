@@ -78,7 +78,19 @@ func New(c Config) http.Handler {
 	root := http.NewServeMux()
 	root.HandleFunc("GET /v3/openapi.json", serveOpenAPI)
 	root.Handle("/", a.authenticate(mux))
-	return root
+	return withRequestID(root)
+}
+
+// RequestIDHeader carries the id of each API request in its answer, and the
+// server log names the same id beside any failure, so a client reporting a
+// 500 can point an operator to its cause without the answer revealing it.
+const RequestIDHeader = "X-Request-Id"
+
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(RequestIDHeader, store.NewID())
+		next.ServeHTTP(w, r)
+	})
 }
 
 // serveOpenAPI answers the API reference as JSON.
