@@ -24,7 +24,9 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 	if err != nil {
 		return store.EventLog{}, err
 	}
-	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+	// A client that hangs up does not cut the attempt short: it is made and
+	// recorded whole, within the attempt time-out.
+	res := d.sender.Send(context.WithoutCancel(ctx), Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
 	d.cfg.Metrics.attempted(res)
 	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: store.TriggerResend, Attempt: attemptRecord(res), Result: store.Delivered}
 	if !res.OK() {

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -198,9 +200,11 @@ func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAf
 		var streak int
 		err := tx.QueryRow(ctx, `SELECT account_id, name, status, failure_streak FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 			Scan(&accountID, &name, &status, &streak)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // deleted since the attempt: no health to keep
+		}
 		if err != nil {
-			// Deleted since the attempt: nothing to keep healthy.
-			continue
+			return nil, fmt.Errorf("read health of webhook %s: %w", id, err)
 		}
 		h := Health(status)
 		next, nextStreak, becameSuspended := h, streak, false
