@@ -1,6 +1,6 @@
 // Package server assembles a running herald: the store, the delivery
-// dispatcher, the email outbox, and the HTTP server with the API, health
-// checks and metrics. cmd/herald builds a Config and calls Open and Run; tests
+// dispatcher, the email outbox, and the HTTP server with the API, the admin
+// portal, health checks and metrics. cmd/herald builds a Config and calls Open and Run; tests
 // do the same in-process.
 package server
 
@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/portal"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	SMTPURL      string // "": emails are logged and kept
 	MailFrom     string // herald@localhost
 	AllowPrivate bool   // deliver to loopback and private addresses
+	// SecureCookies marks portal cookies Secure over plain HTTP too, for
+	// herald behind a proxy that terminates TLS.
+	SecureCookies bool
 
 	BootstrapEmail    string
 	BootstrapPassword string
@@ -103,6 +107,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 
 	mux := http.NewServeMux()
 	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log}))
+	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, SecureCookies: cfg.SecureCookies}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
