@@ -18,9 +18,9 @@ const (
 	latencyPoints = 50                 // attempts in the latency chart, at most
 	latencyWindow = 7 * 24 * time.Hour // how far back the latency chart looks
 
-	chartW, chartH          = 720, 220
-	plotLeft, plotTop       = 56, 12
-	plotRight, plotBottom   = 8, 32
+	chartW, chartH          = 480, 200
+	plotLeft, plotTop       = 48, 10
+	plotRight, plotBottom   = 6, 26
 	plotWidth, plotHeight   = chartW - plotLeft - plotRight, chartH - plotTop - plotBottom
 	plotBase                = plotTop + plotHeight
 	minLatencySlots         = 12
@@ -72,10 +72,10 @@ func newSuccessChart(since time.Time, hours []store.HourOfAttempts) successChart
 		span := start.UTC().Format("15:04") + "–" + start.Add(time.Hour).UTC().Format("15:04") + " UTC"
 		h, ok := byStart[start.Unix()]
 		if !ok || h.Attempts == 0 {
-			c.Bars = append(c.Bars, bar{X: x, Y: plotBase - 2, Width: slot * barFill, Height: 2, Class: "none", Label: span + ": no attempts"})
+			c.Bars = append(c.Bars, bar{X: x, Y: plotBase - 3, Width: slot * barFill, Height: 3, Class: "none", Label: span + ": no attempts"})
 		} else {
 			rate := percent(h.Succeeded, h.Attempts)
-			height := math.Max(2, float64(plotHeight)*float64(h.Succeeded)/float64(h.Attempts))
+			height := math.Max(3, float64(plotHeight)*float64(h.Succeeded)/float64(h.Attempts))
 			c.Bars = append(c.Bars, bar{X: x, Y: plotBase - height, Width: slot * barFill, Height: height, Class: rateClass(rate),
 				Label: fmt.Sprintf("%s: %d of %d attempts succeeded (%d%%)", span, h.Succeeded, h.Attempts, rate)})
 			c.Hours = append(c.Hours, successHour{Start: start, Attempts: h.Attempts, Succeeded: h.Succeeded, Rate: rate})
@@ -83,7 +83,7 @@ func newSuccessChart(since time.Time, hours []store.HourOfAttempts) successChart
 			c.Succeeded += h.Succeeded
 		}
 		if i%successLabelEveryNHours == 0 {
-			c.XTicks = append(c.XTicks, tick{X: plotLeft + float64(i)*slot, Y: plotBase + 20, Text: start.UTC().Format("15:04")})
+			c.XTicks = append(c.XTicks, tick{X: plotLeft + float64(i)*slot, Y: plotBase + 18, Text: start.UTC().Format("15:04")})
 		}
 	}
 	for _, p := range []int{0, 50, 100} {
@@ -124,7 +124,8 @@ func newLatencyChart(points []store.AttemptPoint) latencyChart {
 	top := niceCeil(c.Slowest)
 	slot := float64(plotWidth) / float64(max(len(points), minLatencySlots))
 	for i, p := range points {
-		height := math.Max(1, float64(plotHeight)*float64(p.DurationMS)/float64(top))
+		// At least 3 units, so an attempt of 0 ms still shows its colour.
+		height := math.Max(3, float64(plotHeight)*float64(p.DurationMS)/float64(top))
 		class, outcome := "ok", "succeeded"
 		if !p.Succeeded {
 			class, outcome = "bad", "failed"
