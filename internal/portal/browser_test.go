@@ -129,7 +129,7 @@ func (b *tab) value(css string) string {
 
 func (b *tab) count(css string) int {
 	b.t.Helper()
-	return run(b, chromedp.Evaluate[int](`document.querySelectorAll(` + jsString(css) + `).length`))
+	return run(b, chromedp.Evaluate[int](`document.querySelectorAll(`+jsString(css)+`).length`))
 }
 
 func (b *tab) path() string {
@@ -170,6 +170,6 @@ func jsString(s string) string {
 // set sets a field's value as if typed over, firing input and change.
 func (b *tab) set(css, value string) {
 	b.t.Helper()
-	run(b, chromedp.Evaluate[bool](`(() => { const e = document.querySelector(` + jsString(css) + `); e.value = ` + jsString(value) +
+	run(b, chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+jsString(css)+`); e.value = `+jsString(value)+
 		`; e.dispatchEvent(new Event("input", {bubbles: true})); e.dispatchEvent(new Event("change", {bubbles: true})); return true })()`))
 }
