@@ -53,6 +53,7 @@ func TestBrowserFormsEditDisableDelete(t *testing.T) {
 	if a := run(b, chromedp.AttributeValue(chromedp.CSS("#url"), "aria-describedby")); !strings.Contains(a.Value, "url-error") {
 		t.Errorf("#url aria-describedby %q; want it to name its error", a.Value)
 	}
+	b.screenshot("webhook-form-errors")
 	// Each field has a label.
 	if n := b.count("input:not([type=hidden]):not([type=checkbox]), select"); n != b.count("label[for]") {
 		t.Errorf("%d inputs, %d labels", n, b.count("label[for]"))

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -93,7 +94,7 @@ func TestWithoutSessionEveryPageRedirectsToSignIn(t *testing.T) {
 	rcv := heraldtest.NewReceiver(t)
 	hook := h.CreateWebhook("CRM", rcv.URL, "license.created")
 	h.CreateLicense(nil)
-	heraldtest.Eventually(t, 10e9, "a log", func() bool { return len(h.Logs("")) == 1 })
+	heraldtest.Eventually(t, 10e9, "the event delivered", func() bool { return rcv.Count() == 1 && len(h.Logs("")) == 1 })
 	logID := h.Logs("")[0].ID
 	b := newBrowser(t, h)
 	for _, p := range []string{"/", "/webhooks", "/webhooks/new", "/webhooks/" + hook.ID, "/webhooks/" + hook.ID + "/edit",
@@ -409,4 +410,44 @@ func TestSecurityHeadersAndStaticCaching(t *testing.T) {
 	if code := h.DoAs("", "GET", "/v3/webhooks", nil, nil); code != 401 {
 		t.Errorf("/v3/webhooks without a token: %d; want the API's 401", code)
 	}
+}
+
+func TestCookiesOverTLSAreSecureAndHostOnly(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	serve := func(req *http.Request) *http.Response {
+		rec := httptest.NewRecorder()
+		h.Server.Handler().ServeHTTP(rec, req) // an https:// target marks the request as arrived over TLS
+		return rec.Result()
+	}
+	resp := serve(httptest.NewRequest("GET", "https://herald.example/signin", nil))
+	page, _ := io.ReadAll(resp.Body)
+	signin := findCookie(resp, "__Host-herald_signin")
+	if signin == nil || !signin.Secure || !signin.HttpOnly || signin.Path != "/" {
+		t.Fatalf("sign-in cookie over TLS %+v; want __Host-, Secure, HttpOnly", signin)
+	}
+	token := csrfField.FindSubmatch(page)[1]
+	req := httptest.NewRequest("POST", "https://herald.example/signin", strings.NewReader(url.Values{
+		"csrf": {string(token)}, "email": {h.Email}, "password": {h.Password}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(signin)
+	resp = serve(req)
+	session := findCookie(resp, "__Host-herald_session")
+	if resp.StatusCode != http.StatusSeeOther || session == nil || !session.Secure || !session.HttpOnly || session.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("sign in over TLS: %d, session cookie %+v; want Secure, HttpOnly, SameSite=Lax", resp.StatusCode, session)
+	}
+	req = httptest.NewRequest("GET", "https://herald.example/webhooks", nil)
+	req.AddCookie(session)
+	if resp := serve(req); resp.StatusCode != http.StatusOK {
+		t.Errorf("signed in over TLS, /webhooks answers %d", resp.StatusCode)
+	}
+}
+
+func findCookie(resp *http.Response, name string) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == name && c.Value != "" {
+			return c
+		}
+	}
+	return nil
 }

@@ -298,6 +298,11 @@ func TestBrowserJourney(t *testing.T) {
 		t.Errorf("the log page is %dpx wide on a 390px phone", w)
 	}
 	b.screenshot("webhook-event-log-phone")
+	b.open("/webhooks/" + hookID)
+	if w := run(b, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
+		t.Errorf("the webhook page is %dpx wide on a 390px phone", w)
+	}
+	b.screenshot("webhook-phone")
 	b.do(chromedp.EmulateViewport(1280, 900))
 
 	// Sign out: the session is over.

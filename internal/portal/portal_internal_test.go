@@ -127,3 +127,42 @@ func TestCharts(t *testing.T) {
 		t.Errorf("duration: %q, %q", duration(1250), duration(12))
 	}
 }
+
+func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+	if got := expiry(created, created); !got.Equal(created.Add(idleTimeout)) {
+		t.Errorf("fresh session ends %v; want after the idle timeout", got)
+	}
+	late := created.Add(maxLifetime - time.Hour)
+	if got := expiry(created, late); !got.Equal(created.Add(maxLifetime)) {
+		t.Errorf("near its end a session ends %v; want at the absolute limit %v", got, created.Add(maxLifetime))
+	}
+}
+
+func TestSignInLimiter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+	l := newLimiter(func() time.Time { return now })
+	for range maxPerEmail {
+		if l.wait("A@example.com", "192.0.2.1") > 0 {
+			t.Fatal("limited too early")
+		}
+		l.fail("a@example.com", "192.0.2.1")
+	}
+	if w := l.wait("a@EXAMPLE.com", "198.51.100.7"); w != limitWindow {
+		t.Errorf("after %d failures an email waits %v; want %v, from any address, in any case", maxPerEmail, w, limitWindow)
+	}
+	if w := l.wait("b@example.com", "192.0.2.1"); w != 0 {
+		t.Errorf("another email from the same address waits %v", w)
+	}
+	now = now.Add(limitWindow)
+	if w := l.wait("a@example.com", "192.0.2.1"); w != 0 {
+		t.Errorf("after the window the email still waits %v", w)
+	}
+	l.fail("a@example.com", "192.0.2.1")
+	l.reset("a@example.com")
+	if w := l.wait("a@example.com", "192.0.2.1"); w != 0 {
+		t.Errorf("after a sign-in the email waits %v", w)
+	}
+}
