@@ -1,6 +1,6 @@
 // Package server assembles a running herald: the store, the delivery
-// dispatcher, the email outbox, and the HTTP server with the API, the admin
-// portal, health checks and metrics. cmd/herald builds a Config and calls Open and Run; tests
+// dispatcher, the email outbox, and the HTTP server with the API, health
+// checks and metrics. cmd/herald builds a Config and calls Open and Run; tests
 // do the same in-process.
 package server
 
