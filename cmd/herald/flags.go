@@ -127,6 +127,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	suspendAfter := e.Int("suspend-after", "HERALD_SUSPEND_AFTER", 50, "most recent completed events that must all have failed to suspend a webhook")
 	smtpURL := e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
 	mailFrom := e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
+	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
 	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private, link-local or metadata addresses")
 	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight in this process")
 	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "attempts in flight to one webhook in this process")
@@ -167,7 +168,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Addr: *addr, DatabaseURL: *sf.database, SecretKey: key,
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
 			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease},
-		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate,
+		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, SecureCookies: *secureCookies,
 		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
 		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout,
 	})

@@ -2,10 +2,9 @@ package api
 
 import (
 	"net/http"
-	"net/mail"
-	"strings"
 
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 type accountJSON struct {
@@ -36,20 +35,19 @@ func (a *API) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in, false); err != nil {
 		return err
 	}
-	var v Invalid
 	if in.Name == nil && in.NotificationEmail == nil {
 		return Invalid{{"body", "send name or notificationEmail"}}.Err()
 	}
+	var ve validator.Errors
 	if in.Name != nil {
-		if *in.Name = strings.TrimSpace(*in.Name); *in.Name == "" || len(*in.Name) > 200 {
-			v.Add("name", "must be 1 to 200 characters")
-		}
+		validator.CheckAccountName(&ve, "name", in.Name)
 	}
 	if in.NotificationEmail != nil {
-		*in.NotificationEmail = strings.TrimSpace(*in.NotificationEmail)
-		if !ValidEmail(*in.NotificationEmail) {
-			v.Add("notificationEmail", "must be an email address such as ops@example.com")
-		}
+		validator.CheckEmail(&ve, "notificationEmail", in.NotificationEmail)
+	}
+	var v Invalid
+	for _, e := range ve {
+		v.Add(e.Field, e.Detail)
 	}
 	if err := v.Err(); err != nil {
 		return err
@@ -62,7 +60,4 @@ func (a *API) updateAccount(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ValidEmail reports whether s is a bare address (no display name).
-func ValidEmail(s string) bool {
-	addr, err := mail.ParseAddress(s)
-	return err == nil && addr.Address == s && strings.Contains(s, "@")
-}
+func ValidEmail(s string) bool { return validator.Email(s) }

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 type webhookJSON struct {
@@ -37,49 +36,12 @@ type webhookInput struct {
 	Token   *string       `json:"token"`
 }
 
-// validate checks the fields present; create requires name, url and events.
+// validate checks the fields present with the rules the portal shares;
+// create requires name, url and events.
 func (a *API) validate(in *webhookInput, create bool) error {
 	var v Invalid
-	if in.Name != nil {
-		*in.Name = strings.TrimSpace(*in.Name)
-		switch n := utf8.RuneCountInString(*in.Name); {
-		case n == 0:
-			v.Add("name", "must not be empty")
-		case n > 200:
-			v.Add("name", "must be at most 200 characters")
-		}
-	} else if create {
-		v.Add("name", "is required")
-	}
-	if in.URL != nil {
-		*in.URL = strings.TrimSpace(*in.URL)
-		if err := a.policy.ValidateURL(*in.URL); err != nil {
-			v.Add("url", err.Error())
-		}
-	} else if create {
-		v.Add("url", "is required")
-	}
-	if in.Events != nil {
-		seen := map[event.Kind]bool{}
-		if len(*in.Events) == 0 {
-			v.Add("events", "must name at least one event kind")
-		}
-		for i, k := range *in.Events {
-			switch {
-			case !k.Valid():
-				v.Add(fmt.Sprintf("events[%d]", i), fmt.Sprintf("%q is not a known event kind", k))
-			case seen[k]:
-				v.Add(fmt.Sprintf("events[%d]", i), fmt.Sprintf("%q is listed twice", k))
-			}
-			seen[k] = true
-		}
-	} else if create {
-		v.Add("events", "is required")
-	}
-	if in.Token != nil {
-		if n := len(*in.Token); n < 16 || n > 256 {
-			v.Add("token", "must be 16 to 256 characters")
-		}
+	for _, e := range validator.CheckWebhook(a.policy, validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token}, create) {
+		v.Add(e.Field, e.Detail)
 	}
 	return v.Err()
 }

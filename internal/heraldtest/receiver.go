@@ -1,6 +1,7 @@
 package heraldtest
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,6 +36,7 @@ func NewReceiver(t testing.TB) *Receiver {
 		r.got = append(r.got, Request{Header: req.Header.Clone(), Body: body, At: time.Now()})
 		respond := r.respond
 		r.mu.Unlock()
+		req.Body = io.NopCloser(bytes.NewReader(body)) // respond may read it too, e.g. to verify the signature
 		respond(w, req)
 	}))
 	t.Cleanup(srv.Close)

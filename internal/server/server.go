@@ -25,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/portal"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	SMTPURL      string // "": emails are logged and kept
 	MailFrom     string // herald@localhost
 	AllowPrivate bool   // deliver to loopback and private addresses
+	// SecureCookies marks portal cookies Secure over plain HTTP too, for
+	// herald behind a proxy that terminates TLS.
+	SecureCookies bool
 
 	BootstrapEmail    string
 	BootstrapPassword string
@@ -128,6 +132,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 
 	mux := http.NewServeMux()
 	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log}))
+	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, SecureCookies: cfg.SecureCookies}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

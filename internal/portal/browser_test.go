@@ -1,0 +1,175 @@
+package portal_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/heraldhq/herald/internal/heraldtest"
+)
+
+// chromiumPath is Debian's Chromium, or the browser HERALD_TEST_CHROMIUM
+// names; without one the browser tests skip (and fail under CI=true).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	path := heraldtest.Env("HERALD_TEST_CHROMIUM")
+	if path == "" {
+		for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+			if _, err := os.Stat(p); err == nil {
+				path = p
+				break
+			}
+		}
+	}
+	heraldtest.SkipUnless(t, path != "", "no Chromium found: install chromium or set HERALD_TEST_CHROMIUM")
+	return path
+}
+
+// tab is one headless Chromium tab on a herald, with helpers that fail the
+// test on error.
+type tab struct {
+	t     *testing.T
+	ctx   context.Context
+	base  string
+	shots string // where screenshots go
+}
+
+func newTab(t *testing.T, h *heraldtest.Herald) *tab {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+		// The machine may have no network: nothing may try to reach out.
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("no-proxy-server", true),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(alloc)
+	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	b := &tab{t: t, ctx: ctx, base: h.URL, shots: heraldtest.Env("HERALD_SCREENSHOTS")}
+	if b.shots == "" {
+		b.shots = t.TempDir()
+	}
+	b.do(chromedp.EmulateViewport(1280, 900))
+	return b
+}
+
+// do runs steps that return nothing.
+func (b *tab) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("browser: %v", err)
+	}
+}
+
+// open loads a page of the herald and returns its status.
+func (b *tab) open(path string) int64 {
+	b.t.Helper()
+	resp, err := chromedp.Run(b.ctx, chromedp.NavigateResponse(b.base+path))
+	if err != nil {
+		b.t.Fatalf("open %s: %v", path, err)
+	}
+	return resp.Status
+}
+
+// follow runs steps that navigate (a click on a link or a submit button)
+// and waits for the new page; it returns the page's status.
+func (b *tab) follow(steps ...chromedp.Action[chromedp.Void]) int64 {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second) // no navigation at all would wait forever
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, steps...)
+	if err != nil {
+		b.t.Fatalf("browser: %v", err)
+	}
+	return resp.Status
+}
+
+// click clicks the element css selects and waits for the page it leads to.
+func (b *tab) click(css string) int64 {
+	b.t.Helper()
+	return b.follow(chromedp.Click(chromedp.CSS(css)))
+}
+
+func run[T any](b *tab, a chromedp.Action[T]) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, a)
+	if err != nil {
+		b.t.Fatalf("browser: %v", err)
+	}
+	return v
+}
+
+// text is the visible text of the first element css selects.
+func (b *tab) text(css string) string {
+	b.t.Helper()
+	return strings.TrimSpace(run(b, chromedp.Text(chromedp.CSS(css))))
+}
+
+// exact is the text content of an element, byte for byte.
+func (b *tab) exact(css string) string {
+	b.t.Helper()
+	return run(b, chromedp.TextContent(chromedp.CSS(css)))
+}
+
+func (b *tab) value(css string) string {
+	b.t.Helper()
+	return run(b, chromedp.Value(chromedp.CSS(css)))
+}
+
+func (b *tab) count(css string) int {
+	b.t.Helper()
+	return run(b, chromedp.Evaluate[int](`document.querySelectorAll(`+jsString(css)+`).length`))
+}
+
+func (b *tab) path() string {
+	b.t.Helper()
+	return strings.TrimPrefix(run(b, chromedp.Location()), b.base)
+}
+
+// contains fails the test unless the element's visible text holds each want.
+func (b *tab) contains(css string, want ...string) {
+	b.t.Helper()
+	got := b.text(css)
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			b.t.Errorf("%s reads %q; want it to contain %q", css, got, w)
+		}
+	}
+}
+
+// screenshot saves the whole page as a PNG to $HERALD_SCREENSHOTS (CI keeps
+// that folder), or to the test's temporary folder.
+func (b *tab) screenshot(name string) {
+	b.t.Helper()
+	if err := os.MkdirAll(b.shots, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	png := run(b, chromedp.FullScreenshot(100))
+	path := filepath.Join(b.shots, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s", path)
+}
+
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// set sets a field's value as if typed over, firing input and change.
+func (b *tab) set(css, value string) {
+	b.t.Helper()
+	run(b, chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+jsString(css)+`); e.value = `+jsString(value)+
+		`; e.dispatchEvent(new Event("input", {bubbles: true})); e.dispatchEvent(new Event("change", {bubbles: true})); return true })()`))
+}

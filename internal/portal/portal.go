@@ -1,0 +1,84 @@
+// Package portal owns herald's admin portal: the pages where an account owner
+// signs in, manages webhooks under Developer → Webhooks, reads and resends
+// deliveries under Developer → Webhook Event Logs, and sets the account's
+// notification email. herald serve mounts it at / beside the API.
+//
+// Pages are rendered on the server from embedded html/template files, parsed
+// once at start; static files are embedded and served under checksummed URLs.
+// A little JavaScript (static/app.js) makes some pages nicer, and none of them
+// needs it. Every page and action behind sign-in reads and changes only the
+// signed-in owner's account; every form carries a CSRF token.
+package portal
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/netguard"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Config holds what the portal needs.
+type Config struct {
+	Store *store.Store
+	// Dispatcher makes Test sends and resends.
+	Dispatcher *delivery.Dispatcher
+	// Policy decides which webhook URLs may be saved, as in the API.
+	Policy netguard.Policy
+	Logger *slog.Logger
+	// SecureCookies marks cookies Secure even when a request arrives over
+	// plain HTTP, for herald behind a proxy that terminates TLS. Requests
+	// that arrive over TLS always get Secure cookies.
+	SecureCookies bool
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// deliverer is what the portal asks of the delivery package.
+type deliverer interface {
+	Test(ctx context.Context, accountID, webhookID string, kind event.Kind, checkVerification bool) (delivery.TestResult, error)
+	Resend(ctx context.Context, accountID, logID string) (store.EventLog, error)
+}
+
+// handler holds the portal's dependencies; each page and action is one of
+// its methods, in a file of its own.
+type handler struct {
+	store    *store.Store
+	delivery deliverer
+	policy   netguard.Policy
+	log      *slog.Logger
+	pages    *pages
+	static   *staticFiles
+	secure   bool
+	now      func() time.Time
+	limiter  *limiter
+	// hashing bounds concurrent password checks: each argon2id check takes
+	// 64 MiB and a noticeable slice of a core.
+	hashing chan struct{}
+}
+
+// New returns the portal's handler, to be mounted at /.
+func New(c Config) http.Handler {
+	static := mustLoadStatic()
+	h := &handler{
+		store: c.Store, policy: c.Policy, log: c.Logger, secure: c.SecureCookies, now: c.Now,
+		pages: mustParsePages(static), static: static,
+		hashing: make(chan struct{}, max(2, runtime.NumCPU())),
+	}
+	if c.Dispatcher != nil {
+		h.delivery = c.Dispatcher
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.limiter = newLimiter(h.now)
+	return h.routes()
+}

@@ -1,0 +1,168 @@
+package portal
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// TestTemplatesParseAndRender parses every page, as New does at start, and
+// renders each with typical data, so a broken template fails here and not
+// in front of a user.
+func TestTemplatesParseAndRender(t *testing.T) {
+	t.Parallel()
+	static := mustLoadStatic()
+	p, err := parsePages(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 21, 8, 7, 13, 0, time.UTC)
+	code, errText := 500, "receiver answered 500"
+	hook := store.Webhook{ID: "w1", Name: "CRM", URL: "https://example.com/h", Events: kindsOf("license.created", "license.renewed"),
+		Enabled: true, Status: store.Unhealthy, CreatedAt: now}
+	l := store.EventLog{ID: "l1", WebhookID: "w1", EventID: "e1", Event: "license.created", Status: store.Failed,
+		Payload:    []byte(`{"id":"e1","event":"license.created","data":{"key":"Zoë 🎉"},"triggeredAt":"2026-11-21T08:07:13.120Z"}`),
+		StatusCode: &code, SentAt: &now, CreatedAt: now,
+		Attempts: []store.Attempt{{Number: 1, Trigger: "automatic", SentAt: now, StatusCode: &code, DurationMS: 12, Error: &errText, ResponseBody: "down"}}}
+	ok := 200
+	data := map[string]any{
+		"signin":         signInData{Email: "a@example.com", Errors: fieldErrors{"": "The email address or password is not right."}},
+		"error":          errorPage{Code: 404, Status: "Not Found", Message: "gone"},
+		"webhooks":       webhooksData{Webhooks: []store.Webhook{hook}, Next: "/webhooks?cursor=x"},
+		"webhook_form":   webhookFormData{Editing: true, ID: "w1", Form: webhookForm{Name: "CRM"}, Errors: fieldErrors{"url": "URL must use http or https."}},
+		"webhook_delete": hook,
+		"webhook":        webhookData{Webhook: hook, Token: "whsec_x", Success: newSuccessChart(now.Truncate(time.Hour).Add(-23*time.Hour), []store.HourOfAttempts{{Start: now.Truncate(time.Hour), Attempts: 4, Succeeded: 3}}), Latency: newLatencyChart([]store.AttemptPoint{{SentAt: now, DurationMS: 12, StatusCode: &ok, Succeeded: true}, {SentAt: now, DurationMS: 40}}), Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}},
+		"webhook_test":   testData{Webhook: hook, Event: "license.created", Result: &delivery.TestResult{Event: "license.created", Succeeded: true, Response: &delivery.TestResponse{StatusCode: 200, Body: "ok"}, VerificationCheck: &delivery.VerificationCheck{Sent: true, StatusCode: &ok}}},
+		"logs":           logsData{Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}, Webhooks: []store.Webhook{hook}, Statuses: logStatuses, Next: "/webhook-event-logs?cursor=x"},
+		"log":            logData{Log: l, Webhook: hook, Pretty: "{}", Resent: &l.Attempts[0]},
+		"account":        accountData{Name: "Acme", NotificationEmail: "ops@example.com", OwnerEmail: "a@example.com"},
+	}
+	if len(p.byName) != len(data) {
+		t.Errorf("%d pages parsed; this test renders %d: keep them in step", len(p.byName), len(data))
+	}
+	for name, t2 := range p.byName {
+		d, ok := data[name]
+		if !ok {
+			t.Errorf("page %s is not rendered by this test", name)
+			continue
+		}
+		var buf bytes.Buffer
+		if err := t2.ExecuteTemplate(&buf, "layout", view{Email: "a@example.com", CSRF: "tok", Data: d}); err != nil {
+			t.Errorf("render %s: %v", name, err)
+			continue
+		}
+		if !strings.Contains(buf.String(), "</html>") {
+			t.Errorf("render %s: incomplete page", name)
+		}
+	}
+}
+
+func kindsOf(ks ...string) (out []event.Kind) {
+	for _, k := range ks {
+		out = append(out, event.Kind(k))
+	}
+	return out
+}
+
+func TestLocalPath(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"/webhooks": "/webhooks", "/webhook-event-logs?status=failed": "/webhook-event-logs?status=failed",
+		"": "/x", "//evil.example": "/x", "https://evil.example/": "/x", "/\\evil.example": "/x", "webhooks": "/x",
+	} {
+		if got := localPath(in, "/x"); got != want {
+			t.Errorf("localPath(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+func TestCharts(t *testing.T) {
+	t.Parallel()
+	since := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	c := newSuccessChart(since, []store.HourOfAttempts{
+		{Start: since, Attempts: 4, Succeeded: 4},
+		{Start: since.Add(23 * time.Hour), Attempts: 3, Succeeded: 1},
+	})
+	if len(c.Bars) != successHours {
+		t.Fatalf("%d bars; want %d", len(c.Bars), successHours)
+	}
+	if c.Summary != "Last 24 hours: 7 attempts, 5 succeeded (71%)." {
+		t.Errorf("summary %q", c.Summary)
+	}
+	if c.Bars[0].Class != "ok" || c.Bars[0].Height != plotHeight || c.Bars[23].Class != "bad" || c.Bars[1].Class != "none" {
+		t.Errorf("bars %+v … %+v", c.Bars[0], c.Bars[23])
+	}
+	if !strings.Contains(c.Bars[23].Label, "08:00–09:00 UTC: 1 of 3 attempts succeeded (33%)") {
+		t.Errorf("label %q", c.Bars[23].Label)
+	}
+	if got := newSuccessChart(since, nil).Summary; got != "No attempts in the last 24 hours." {
+		t.Errorf("empty summary %q", got)
+	}
+
+	var pts []store.AttemptPoint
+	for i := 1; i <= 20; i++ {
+		pts = append(pts, store.AttemptPoint{DurationMS: int64(i * 10), Succeeded: i != 20})
+	}
+	l := newLatencyChart(pts)
+	if l.Median != 100 || l.P95 != 190 || l.Slowest != 200 {
+		t.Errorf("median %d, p95 %d, slowest %d; want 100, 190, 200", l.Median, l.P95, l.Slowest)
+	}
+	if l.Summary != "Last 20 attempts: median 100 ms, 95th percentile 190 ms, slowest 200 ms." {
+		t.Errorf("summary %q", l.Summary)
+	}
+	if last := l.Bars[19]; last.Class != "bad" || last.Height != plotHeight {
+		t.Errorf("slowest bar %+v; want full height, failed", last)
+	}
+	for v, want := range map[int64]int64{0: 10, 7: 10, 11: 20, 150: 200, 201: 500, 1500: 2000, 15000: 20000} {
+		if got := niceCeil(v); got != want {
+			t.Errorf("niceCeil(%d) = %d; want %d", v, got, want)
+		}
+	}
+	if duration(1250) != "1.25 s" || duration(12) != "12 ms" {
+		t.Errorf("duration: %q, %q", duration(1250), duration(12))
+	}
+}
+
+func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+	if got := expiry(created, created); !got.Equal(created.Add(idleTimeout)) {
+		t.Errorf("fresh session ends %v; want after the idle timeout", got)
+	}
+	late := created.Add(maxLifetime - time.Hour)
+	if got := expiry(created, late); !got.Equal(created.Add(maxLifetime)) {
+		t.Errorf("near its end a session ends %v; want at the absolute limit %v", got, created.Add(maxLifetime))
+	}
+}
+
+func TestSignInLimiter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
+	l := newLimiter(func() time.Time { return now })
+	for range maxPerEmail {
+		if l.wait("A@example.com", "192.0.2.1") > 0 {
+			t.Fatal("limited too early")
+		}
+		l.fail("a@example.com", "192.0.2.1")
+	}
+	if w := l.wait("a@EXAMPLE.com", "198.51.100.7"); w != limitWindow {
+		t.Errorf("after %d failures an email waits %v; want %v, from any address, in any case", maxPerEmail, w, limitWindow)
+	}
+	if w := l.wait("b@example.com", "192.0.2.1"); w != 0 {
+		t.Errorf("another email from the same address waits %v", w)
+	}
+	now = now.Add(limitWindow)
+	if w := l.wait("a@example.com", "192.0.2.1"); w != 0 {
+		t.Errorf("after the window the email still waits %v", w)
+	}
+	l.fail("a@example.com", "192.0.2.1")
+	l.reset("a@example.com")
+	if w := l.wait("a@example.com", "192.0.2.1"); w != 0 {
+		t.Errorf("after a sign-in the email waits %v", w)
+	}
+}

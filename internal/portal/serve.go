@@ -1,0 +1,109 @@
+package portal
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// handlerFunc is a page or action that returns its error; serve renders it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// httpError is an error with the status and the message a person sees. Err,
+// when set, goes to the log only: it may hold internals.
+type httpError struct {
+	Code int
+	Msg  string
+	Err  error
+}
+
+func (e *httpError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%d %s: %v", e.Code, e.Msg, e.Err)
+	}
+	return fmt.Sprintf("%d %s", e.Code, e.Msg)
+}
+
+func (e *httpError) Unwrap() error { return e.Err }
+
+// maxForm is the largest form body the portal reads.
+const maxForm = 1 << 20
+
+// serve runs fn and renders its error as a page: the status and message of
+// an httpError, 404 for store.ErrNotFound, and otherwise a 500 whose cause is
+// logged and not shown.
+func (h *handler) serve(fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		}
+		err := fn(w, r)
+		if err == nil {
+			return
+		}
+		var he *httpError
+		switch {
+		case errors.As(err, &he):
+			if he.Code >= 500 {
+				h.log.Error("portal request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+		case errors.Is(err, store.ErrNotFound):
+			he = &httpError{Code: http.StatusNotFound, Msg: "There is nothing here. It may have been deleted."}
+		default:
+			h.log.Error("portal request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			he = &httpError{Code: http.StatusInternalServerError, Msg: "Something went wrong on our side; the server log has the details."}
+		}
+		data := errorPage{Code: he.Code, Status: http.StatusText(he.Code), Message: he.Msg}
+		if rerr := h.render(w, r, he.Code, "error", data); rerr != nil {
+			h.log.Error("render error page", "err", rerr)
+			http.Error(w, he.Msg, he.Code)
+		}
+	})
+}
+
+type errorPage struct {
+	Code    int
+	Status  string
+	Message string
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request, _ store.Session) error {
+	return &httpError{Code: http.StatusNotFound, Msg: "There is no page at this address."}
+}
+
+// home sends a signed-in owner to the webhooks.
+func (h *handler) home(w http.ResponseWriter, r *http.Request, _ store.Session) error {
+	return redirect(w, r, "/webhooks")
+}
+
+// redirect answers 303 See Other, the answer to a POST that worked.
+func redirect(w http.ResponseWriter, r *http.Request, to string) error {
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// localPath returns p when it is a path on this site, else fallback, so a
+// "next" field cannot send anyone elsewhere.
+func localPath(p, fallback string) string {
+	if p == "" || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+		return fallback
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" {
+		return fallback
+	}
+	return p
+}
+
+// withQuery adds key=value to a local path.
+func withQuery(p, key, value string) string {
+	sep := "?"
+	if strings.Contains(p, "?") {
+		sep = "&"
+	}
+	return p + sep + url.QueryEscape(key) + "=" + url.QueryEscape(value)
+}

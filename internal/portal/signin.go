@@ -1,0 +1,128 @@
+package portal
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// dummyHash is an argon2id hash of a password nobody knows, with the same
+// parameters as real ones. Signing in as an unknown email checks against it,
+// so that answer takes as long as a wrong password for a real owner and does
+// not tell which emails have an account.
+const dummyHash = "$argon2id$v=19$m=65536,t=3,p=2$e7BcKfkwB/ZohBzh2B84xg$ldIVr+CuMvokib+qzWU7ncMr+JVkRS8mJE5IvNdlMHE"
+
+type signInData struct {
+	Email  string
+	Next   string
+	Token  string // the sign-in form's CSRF token
+	Notice string
+	Errors fieldErrors
+}
+
+// signInPage shows the sign-in form; a signed-in owner goes straight on.
+func (h *handler) signInPage(w http.ResponseWriter, r *http.Request) error {
+	next := localPath(r.URL.Query().Get("next"), "/webhooks")
+	if _, ok, err := h.currentSession(r); err != nil {
+		return err
+	} else if ok {
+		return redirect(w, r, next)
+	}
+	d := signInData{Next: next, Token: h.signInToken(w, r)}
+	if r.URL.Query().Has("signedout") {
+		d.Notice = "You have signed out."
+	}
+	return h.render(w, r, http.StatusOK, "signin", d)
+}
+
+// signInToken returns the CSRF token of the sign-in form, kept in a cookie
+// until the owner signs in (a double-submit token: a page of another site
+// can neither read the cookie nor set the field).
+func (h *handler) signInToken(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(h.cookieName(r, signInCookie)); err == nil && len(c.Value) == 43 {
+		return c.Value
+	}
+	tok := randomToken()
+	h.setCookie(w, r, signInCookie, tok, h.now().Add(24*time.Hour))
+	return tok
+}
+
+// signIn checks the owner's email and password and starts a session.
+func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return &httpError{Code: http.StatusBadRequest, Msg: "The form could not be read.", Err: err}
+	}
+	c, err := r.Cookie(h.cookieName(r, signInCookie))
+	if err != nil || !sameToken(r.PostForm.Get("csrf"), c.Value) {
+		return &httpError{Code: http.StatusForbidden, Msg: "This sign-in form has expired or did not come from this portal. Reload the sign-in page and try again."}
+	}
+	d := signInData{Email: strings.TrimSpace(r.PostForm.Get("email")), Next: localPath(r.PostForm.Get("next"), "/webhooks"), Token: c.Value}
+	password := r.PostForm.Get("password")
+	if d.Email == "" {
+		d.Errors.add("email", "Enter your email address.")
+	}
+	if password == "" {
+		d.Errors.add("password", "Enter your password.")
+	}
+	if len(d.Errors) > 0 {
+		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
+	}
+	ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+	if wait := h.limiter.wait(d.Email, ip); wait > 0 {
+		d.Errors.add("", fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", int(math.Ceil(wait.Minutes()))))
+		return h.render(w, r, http.StatusTooManyRequests, "signin", d)
+	}
+	owner, ok, err := h.checkPassword(r, d.Email, password)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		h.limiter.fail(d.Email, ip)
+		d.Errors.add("", "The email address or password is not right.")
+		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
+	}
+	h.limiter.reset(d.Email)
+	if err := h.startSession(w, r, owner); err != nil {
+		return err
+	}
+	h.clearCookie(w, r, signInCookie)
+	return redirect(w, r, d.Next)
+}
+
+// checkPassword finds the owner and checks the password, spending the same
+// time whether or not the owner exists.
+func (h *handler) checkPassword(r *http.Request, email, password string) (store.Owner, bool, error) {
+	select {
+	case h.hashing <- struct{}{}:
+		defer func() { <-h.hashing }()
+	case <-r.Context().Done():
+		return store.Owner{}, false, r.Context().Err()
+	}
+	owner, err := h.store.OwnerByEmail(r.Context(), email)
+	found := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Owner{}, false, err
+	}
+	hash := dummyHash
+	if found {
+		hash = owner.PasswordHash
+	}
+	ok := auth.CheckPassword(hash, password)
+	return owner, ok && found, nil
+}
+
+// signOut ends the session.
+func (h *handler) signOut(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	if err := h.store.DeleteSession(r.Context(), s.IDHash); err != nil {
+		return err
+	}
+	h.clearCookie(w, r, sessionCookie)
+	return redirect(w, r, "/signin?signedout=1")
+}

@@ -1,0 +1,119 @@
+package portal
+
+import (
+	"net/http"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
+)
+
+// webhookForm is the spec's webhook form: name, URL, token, events, enabled.
+type webhookForm struct {
+	Name    string
+	URL     string
+	Token   string
+	Events  []event.Kind
+	Enabled bool
+}
+
+type webhookFormData struct {
+	Editing bool
+	ID      string
+	Form    webhookForm
+	Kinds   []kindOption
+	Errors  fieldErrors
+}
+
+type kindOption struct {
+	Kind    event.Kind
+	Checked bool
+}
+
+func (d *webhookFormData) fillKinds() {
+	d.Kinds = make([]kindOption, len(event.Kinds))
+	for i, k := range event.Kinds {
+		d.Kinds[i] = kindOption{Kind: k, Checked: (store.Webhook{Events: d.Form.Events}).Subscribes(k)}
+	}
+}
+
+// readWebhookForm reads the posted form as the person typed it, so a form
+// that fails validation comes back with nothing lost.
+func readWebhookForm(r *http.Request) webhookForm {
+	f := webhookForm{Name: r.PostForm.Get("name"), URL: r.PostForm.Get("url"), Token: r.PostForm.Get("token"),
+		Enabled: r.PostForm.Get("enabled") == "on"}
+	for _, k := range r.PostForm["events"] {
+		f.Events = append(f.Events, event.Kind(k))
+	}
+	return f
+}
+
+// check applies the API's rules; an empty token is generated on create and
+// left as it is on edit.
+func (h *handler) check(f *webhookForm, create bool) fieldErrors {
+	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events}
+	if f.Token != "" {
+		in.Token = &f.Token
+	}
+	return fromValidator(validator.CheckWebhook(h.policy, in, create))
+}
+
+// newWebhook shows an empty form with a generated token.
+func (h *handler) newWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	d := webhookFormData{Form: webhookForm{Token: auth.NewWebhookToken(), Enabled: true}}
+	d.fillKinds()
+	return h.render(w, r, http.StatusOK, "webhook_form", d)
+}
+
+// createWebhook adds a webhook and opens its page.
+func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	d := webhookFormData{Form: readWebhookForm(r)}
+	if d.Errors = h.check(&d.Form, true); len(d.Errors) > 0 {
+		d.fillKinds()
+		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_form", d)
+	}
+	if d.Form.Token == "" {
+		d.Form.Token = auth.NewWebhookToken()
+	}
+	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
+		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token})
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/webhooks/"+hook.ID+"?done=created")
+}
+
+// editWebhook shows a webhook's form; the token stays hidden and unchanged
+// unless a new one is typed or generated.
+func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	d := webhookFormData{Editing: true, ID: hook.ID,
+		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled}}
+	d.fillKinds()
+	return h.render(w, r, http.StatusOK, "webhook_form", d)
+}
+
+// updateWebhook saves the form over the webhook.
+func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	id := r.PathValue("id")
+	if _, err := h.store.Webhook(r.Context(), s.AccountID, id); err != nil {
+		return err
+	}
+	d := webhookFormData{Editing: true, ID: id, Form: readWebhookForm(r)}
+	if d.Errors = h.check(&d.Form, true); len(d.Errors) > 0 {
+		d.fillKinds()
+		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_form", d)
+	}
+	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled}
+	if d.Form.Token != "" {
+		p.Token = &d.Form.Token
+	}
+	if _, err := h.store.UpdateWebhook(r.Context(), s.AccountID, id, p); err != nil {
+		return err
+	}
+	return redirect(w, r, "/webhooks/"+id+"?done=saved")
+}

@@ -1,0 +1,63 @@
+package portal
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+type testData struct {
+	Webhook           store.Webhook
+	Event             event.Kind
+	Other             []event.Kind // kinds the webhook does not subscribe to
+	CheckVerification bool
+	Errors            fieldErrors
+	Result            *delivery.TestResult
+}
+
+func newTestData(hook store.Webhook) testData {
+	d := testData{Webhook: hook}
+	if len(hook.Events) > 0 {
+		d.Event = hook.Events[0]
+	}
+	for _, k := range event.Kinds {
+		if !hook.Subscribes(k) {
+			d.Other = append(d.Other, k)
+		}
+	}
+	return d
+}
+
+// testPage shows the Test form: the event (by default the first subscribed)
+// and the option to check that the endpoint rejects wrong signatures.
+func (h *handler) testPage(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return h.render(w, r, http.StatusOK, "webhook_test", newTestData(hook))
+}
+
+// sendTest sends the sample now and shows what went and what came back. A
+// test is not logged and never changes the webhook's health.
+func (h *handler) sendTest(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	d := newTestData(hook)
+	d.Event, d.CheckVerification = event.Kind(r.PostForm.Get("event")), r.PostForm.Get("checkVerification") == "on"
+	if !d.Event.Valid() {
+		d.Errors.add("event", fmt.Sprintf("Event %q is not a known event kind.", d.Event))
+		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_test", d)
+	}
+	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, d.Event, d.CheckVerification)
+	if err != nil {
+		return err
+	}
+	d.Result = &res
+	return h.render(w, r, http.StatusOK, "webhook_test", d)
+}

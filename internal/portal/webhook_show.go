@@ -1,0 +1,72 @@
+package portal
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// latestLogs is how many event logs a webhook's page shows.
+const latestLogs = 10
+
+type webhookData struct {
+	Webhook store.Webhook
+	Token   string // shown after Reveal, else ""
+	Success successChart
+	Latency latencyChart
+	Logs    []logRow
+}
+
+// webhook shows a webhook: its settings, charts of its recent attempts, and
+// its latest event logs.
+func (h *handler) webhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	d, err := h.webhookData(r, s)
+	if err != nil {
+		return err
+	}
+	return h.render(w, r, http.StatusOK, "webhook", d)
+}
+
+// revealToken shows the webhook's page with its signing token. It is a POST,
+// so the token never sits in a URL or a history entry, and the page is not
+// cached.
+func (h *handler) revealToken(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	d, err := h.webhookData(r, s)
+	if err != nil {
+		return err
+	}
+	if d.Token, err = h.store.WebhookToken(r.Context(), s.AccountID, d.Webhook.ID); err != nil {
+		return err
+	}
+	return h.render(w, r, http.StatusOK, "webhook", d)
+}
+
+func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, error) {
+	ctx := r.Context()
+	hook, err := h.store.Webhook(ctx, s.AccountID, r.PathValue("id"))
+	if err != nil {
+		return webhookData{}, err
+	}
+	d := webhookData{Webhook: hook}
+	now := h.now()
+	since := now.Truncate(time.Hour).Add(-(successHours - 1) * time.Hour)
+	hours, err := h.store.AttemptsByHour(ctx, s.AccountID, hook.ID, since)
+	if err != nil {
+		return webhookData{}, err
+	}
+	d.Success = newSuccessChart(since, hours)
+	points, err := h.store.LatestAttempts(ctx, s.AccountID, hook.ID, now.Add(-latencyWindow), latencyPoints)
+	if err != nil {
+		return webhookData{}, err
+	}
+	d.Latency = newLatencyChart(points)
+	logs, _, err := h.store.Logs(ctx, s.AccountID, store.LogFilter{WebhookID: hook.ID, Page: store.Page{Limit: latestLogs}})
+	if err != nil {
+		return webhookData{}, err
+	}
+	for _, l := range logs {
+		d.Logs = append(d.Logs, logRow{EventLog: l, WebhookName: hook.Name})
+	}
+	return d, nil
+}

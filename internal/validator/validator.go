@@ -1,0 +1,117 @@
+// Package validator owns the rules for what account owners may save: a
+// webhook's name, URL, events and token, and an account's name and
+// notification email. The API and the portal both apply these rules, so a
+// value one refuses the other refuses too, in the same words.
+//
+// Each rule reports problems as FieldErrors whose Detail is a short fragment
+// meant to follow the field's name ("must not be empty"), and trims
+// surrounding space from the values it checks, in place.
+package validator
+
+import (
+	"fmt"
+	"net/mail"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/netguard"
+)
+
+// FieldError names a field and what is wrong with it. Field is the API's
+// name for it; an element of a list is named like "events[2]".
+type FieldError struct {
+	Field  string
+	Detail string
+}
+
+// Errors collects field errors; an empty Errors means the input is valid.
+type Errors []FieldError
+
+// Add records that field is wrong.
+func (e *Errors) Add(field, detail string) { *e = append(*e, FieldError{field, detail}) }
+
+// Webhook holds the webhook fields being saved; nil means "not given".
+type Webhook struct {
+	Name   *string
+	URL    *string
+	Events *[]event.Kind
+	Token  *string
+}
+
+// Token lengths accepted for a webhook's signing token.
+const (
+	MinTokenLength = 16
+	MaxTokenLength = 256
+)
+
+// MaxNameLength is the longest webhook or account name, in characters.
+const MaxNameLength = 200
+
+// CheckWebhook checks the fields present in w against the URL policy. When
+// create is true, name, url and events are required.
+func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
+	var v Errors
+	if w.Name != nil {
+		*w.Name = strings.TrimSpace(*w.Name)
+		switch n := utf8.RuneCountInString(*w.Name); {
+		case n == 0:
+			v.Add("name", "must not be empty")
+		case n > MaxNameLength:
+			v.Add("name", fmt.Sprintf("must be at most %d characters", MaxNameLength))
+		}
+	} else if create {
+		v.Add("name", "is required")
+	}
+	if w.URL != nil {
+		*w.URL = strings.TrimSpace(*w.URL)
+		if err := policy.ValidateURL(*w.URL); err != nil {
+			v.Add("url", err.Error())
+		}
+	} else if create {
+		v.Add("url", "is required")
+	}
+	if w.Events != nil {
+		seen := map[event.Kind]bool{}
+		if len(*w.Events) == 0 {
+			v.Add("events", "must name at least one event kind")
+		}
+		for i, k := range *w.Events {
+			switch {
+			case !k.Valid():
+				v.Add(fmt.Sprintf("events[%d]", i), fmt.Sprintf("%q is not a known event kind", k))
+			case seen[k]:
+				v.Add(fmt.Sprintf("events[%d]", i), fmt.Sprintf("%q is listed twice", k))
+			}
+			seen[k] = true
+		}
+	} else if create {
+		v.Add("events", "is required")
+	}
+	if w.Token != nil {
+		if n := len(*w.Token); n < MinTokenLength || n > MaxTokenLength {
+			v.Add("token", fmt.Sprintf("must be %d to %d characters", MinTokenLength, MaxTokenLength))
+		}
+	}
+	return v
+}
+
+// CheckAccountName checks an account's name, trimming it in place.
+func CheckAccountName(v *Errors, field string, name *string) {
+	if *name = strings.TrimSpace(*name); *name == "" || utf8.RuneCountInString(*name) > MaxNameLength {
+		v.Add(field, fmt.Sprintf("must be 1 to %d characters", MaxNameLength))
+	}
+}
+
+// CheckEmail checks a notification email address, trimming it in place.
+func CheckEmail(v *Errors, field string, email *string) {
+	if *email = strings.TrimSpace(*email); !Email(*email) {
+		v.Add(field, "must be an email address such as ops@example.com")
+	}
+}
+
+// Email reports whether s is a bare address (no display name).
+func Email(s string) bool {
+	addr, err := mail.ParseAddress(s)
+	return err == nil && addr.Address == s && strings.Contains(s, "@")
+}
