@@ -55,7 +55,8 @@ func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error 
 	if err := dec.Decode(v); err != nil {
 		return jsonProblem(err)
 	}
-	if dec.More() {
+	// More() is false before a stray } or ], so ask for one more value.
+	if _, err := dec.Token(); err != io.EOF {
 		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body must hold one JSON object and nothing after it")
 	}
 	return nil

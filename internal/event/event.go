@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Kind names what happened, e.g. "license.created".
@@ -93,15 +95,19 @@ func Marshal(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return unescapeSeparators(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+	return rawUTF8(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
-// unescapeSeparators writes U+2028 and U+2029 as raw UTF-8. encoding/json
-// escapes them even without HTML escaping (for JavaScript embedding), but a
-// herald body promises raw UTF-8 for every non-ASCII character. Escapes are
-// read in order, so an escaped backslash followed by "u2028" stays as it is.
-func unescapeSeparators(b []byte) []byte {
-	if !bytes.Contains(b, []byte(`\u202`)) {
+// rawUTF8 rewrites every \uXXXX escape of a non-ASCII character as raw
+// UTF-8, surrogate pairs included. encoding/json escapes U+2028 and U+2029
+// even without HTML escaping, and passes json.RawMessage (such as metadata a
+// client sent as "Zo\u00eb") through untouched; a herald body promises raw
+// UTF-8 for every non-ASCII character. ASCII escapes (quotes, backslashes,
+// control characters) and lone surrogates stay escaped, so the JSON means
+// exactly what it meant. Escapes are read in order, so an escaped backslash
+// followed by "u00eb" stays as it is.
+func rawUTF8(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u`)) {
 		return b
 	}
 	out := make([]byte, 0, len(b))
@@ -110,17 +116,61 @@ func unescapeSeparators(b []byte) []byte {
 			out = append(out, b[i])
 			continue
 		}
-		if b[i+1] == 'u' && i+6 <= len(b) && (string(b[i+2:i+6]) == "2028" || string(b[i+2:i+6]) == "2029") {
-			if b[i+5] == '8' {
-				out = append(out, "\u2028"...)
-			} else {
-				out = append(out, "\u2029"...)
-			}
-			i += 5
+		if b[i+1] != 'u' {
+			out = append(out, b[i], b[i+1])
+			i++
 			continue
 		}
-		out = append(out, b[i], b[i+1])
-		i++
+		r, n := decodeEscape(b[i:])
+		if r < 0x80 {
+			out = append(out, b[i:i+n]...)
+		} else {
+			out = utf8.AppendRune(out, r)
+		}
+		i += n - 1
 	}
 	return out
+}
+
+// decodeEscape reads the \uXXXX escape (and a low surrogate's escape after a
+// high one) at the start of b. It returns the character and the bytes read,
+// or a character below 0x80 when the escape must stay as written.
+func decodeEscape(b []byte) (rune, int) {
+	r := hex4(b)
+	if r < 0 {
+		return 0, 2
+	}
+	if utf16.IsSurrogate(r) {
+		if r >= 0xDC00 || len(b) < 12 || b[6] != '\\' || b[7] != 'u' {
+			return 0, 6 // a lone surrogate: keep it escaped
+		}
+		lo := hex4(b[6:])
+		dec := utf16.DecodeRune(r, lo)
+		if lo < 0 || dec == utf8.RuneError {
+			return 0, 6
+		}
+		return dec, 12
+	}
+	return r, 6
+}
+
+// hex4 parses the four hex digits of \uXXXX at the start of b, or -1.
+func hex4(b []byte) rune {
+	if len(b) < 6 {
+		return -1
+	}
+	var r rune
+	for _, c := range b[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return r
 }

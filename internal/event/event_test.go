@@ -3,6 +3,7 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -69,5 +70,44 @@ func TestLineSeparatorsAreRawButEscapedBackslashesStay(t *testing.T) {
 	var back map[string]string
 	if err := json.Unmarshal(body, &back); err != nil || back["a"] != in["a"] || back["b"] != in["b"] {
 		t.Errorf("round trip: %q, %v", back, err)
+	}
+}
+
+func TestRawUTF8(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"accent", `{"a":"Zo\u00eb"}`, `{"a":"Zoë"}`},
+		{"upper hex", `{"a":"Zo\u00EB"}`, `{"a":"Zoë"}`},
+		{"emoji pair", `{"a":"\ud83d\ude80"}`, `{"a":"🚀"}`},
+		{"cjk", `{"a":"\u65e5\u672c"}`, `{"a":"日本"}`},
+		{"ascii escapes stay", `{"a":"\u0022\u005c\u0001\n"}`, `{"a":"\u0022\u005c\u0001\n"}`},
+		{"escaped backslash", `{"a":"\\u00eb"}`, `{"a":"\\u00eb"}`},
+		{"lone high surrogate", `{"a":"\ud83d!"}`, `{"a":"\ud83d!"}`},
+		{"lone low surrogate", `{"a":"\ude80"}`, `{"a":"\ude80"}`},
+		{"in a key", `{"caf\u00e9":1}`, `{"café":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(rawUTF8([]byte(tt.in)))
+			if got != tt.want {
+				t.Errorf("got %s; want %s", got, tt.want)
+			}
+			var a, b any
+			if json.Unmarshal([]byte(tt.in), &a) != nil || json.Unmarshal([]byte(got), &b) != nil {
+				t.Fatal("not JSON")
+			}
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("meaning changed: %v → %v", a, b)
+			}
+		})
+	}
+}
+
+func TestBuildUnescapesRawMessageData(t *testing.T) {
+	body, err := Build("id", LicenseCreated, map[string]any{"metadata": json.RawMessage(`{"customer":"Zo\u00eb \ud83d\ude80"}`)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte("Zoë 🚀")) || bytes.Contains(body, []byte(`\u`)) {
+		t.Errorf("body %s", body)
 	}
 }

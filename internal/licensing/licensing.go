@@ -232,8 +232,18 @@ func (e *InvalidError) metadata(o Optional[json.RawMessage]) json.RawMessage {
 		e.add("metadata", "must be a JSON object")
 		return nil
 	}
+	if buf.Len() > MaxMetadata {
+		e.add("metadata", fmt.Sprintf("must be at most %d bytes of compact JSON", MaxMetadata))
+		return nil
+	}
 	return buf.Bytes()
 }
+
+// MaxMetadata caps a resource's metadata. A license event's body carries its
+// metadata, and receivers (herald's examples and the webhook package among
+// them) commonly refuse bodies over 1 MiB; at 16 KiB per resource every body
+// herald sends stays far below that.
+const MaxMetadata = 16 << 10
 
 // email checks a bare address such as ada@example.com.
 func (e *InvalidError) email(field, s string) bool {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -65,6 +66,11 @@ func TestValidationHelpers(t *testing.T) {
 	if len(v) != 0 {
 		t.Errorf("unexpected errors %v", v)
 	}
+	huge := json.RawMessage(`{"n":"` + strings.Repeat("x", MaxMetadata) + `"}`)
+	if v.metadata(Optional[json.RawMessage]{Set: true, Value: &huge}) != nil || len(v) != 1 || v[0].Field != "metadata" {
+		t.Errorf("metadata over %d bytes accepted: %v", MaxMetadata, v)
+	}
+	v = nil
 	for _, s := range []string{"a@b.c", "Zoë <z@example.com>", "nope", " a@example.com"} {
 		var v InvalidError
 		if ok := v.email("email", s); ok != (s == "a@b.c") {

@@ -97,6 +97,8 @@ func TestBadWebhookInputNamesTheFieldAndChangesNothing(t *testing.T) {
 		{"short token", with("token", "abc"), 422, "token"},
 		{"malformed JSON", `{"name": "n",`, 400, ""},
 		{"not an object", `[1,2]`, 400, ""},
+		{"trailing brace", `{"name": "n", "url": "https://example.com/h", "events": ["license.created"]}}`, 400, ""},
+		{"two objects", `{"name": "n"} {"name": "m"}`, 400, ""},
 		{"oversize body", `{"name":"` + strings.Repeat("x", 2<<20) + `"}`, 413, ""},
 	}
 	for _, tt := range tests {
