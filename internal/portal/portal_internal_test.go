@@ -3,6 +3,8 @@ package portal
 import (
 	"bytes"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,24 +147,44 @@ func TestSignInLimiter(t *testing.T) {
 	now := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
 	l := newLimiter(func() time.Time { return now })
 	for range maxPerEmail {
-		if l.wait("A@example.com", "192.0.2.1") > 0 {
+		if l.take("A@example.com", "192.0.2.1") > 0 {
 			t.Fatal("limited too early")
 		}
-		l.fail("a@example.com", "192.0.2.1")
 	}
-	if w := l.wait("a@EXAMPLE.com", "198.51.100.7"); w != limitWindow {
-		t.Errorf("after %d failures an email waits %v; want %v, from any address, in any case", maxPerEmail, w, limitWindow)
+	if w := l.take("a@EXAMPLE.com", "198.51.100.7"); w != limitWindow {
+		t.Errorf("after %d attempts an email waits %v; want %v, from any address, in any case", maxPerEmail, w, limitWindow)
 	}
-	if w := l.wait("b@example.com", "192.0.2.1"); w != 0 {
+	if w := l.take("b@example.com", "192.0.2.1"); w != 0 {
 		t.Errorf("another email from the same address waits %v", w)
 	}
 	now = now.Add(limitWindow)
-	if w := l.wait("a@example.com", "192.0.2.1"); w != 0 {
+	if w := l.take("a@example.com", "192.0.2.1"); w != 0 {
 		t.Errorf("after the window the email still waits %v", w)
 	}
-	l.fail("a@example.com", "192.0.2.1")
-	l.reset("a@example.com")
-	if w := l.wait("a@example.com", "192.0.2.1"); w != 0 {
-		t.Errorf("after a sign-in the email waits %v", w)
+	l.succeeded("a@example.com", "192.0.2.1")
+	for range maxPerEmail {
+		if w := l.take("a@example.com", "192.0.2.1"); w != 0 {
+			t.Fatalf("after a sign-in the email waits %v", w)
+		}
+	}
+}
+
+func TestSignInLimiterHoldsUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	l := newLimiter(time.Now)
+	var passed atomic.Int32
+	var wg sync.WaitGroup
+	for range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if l.take("a@example.com", "192.0.2.1") == 0 {
+				passed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := passed.Load(); got != maxPerEmail {
+		t.Errorf("%d of 60 concurrent attempts went through; want %d", got, maxPerEmail)
 	}
 }

@@ -37,25 +37,25 @@ func newLimiter(now func() time.Time) *limiter {
 func emailKey(email string) string { return "email:" + strings.ToLower(email) }
 func ipKey(ip string) string       { return "ip:" + ip }
 
-// wait returns how long sign-ins for email from ip must wait; 0 means go.
-func (l *limiter) wait(email, ip string) time.Duration {
+// take counts a sign-in attempt for email from ip and returns 0, or, when
+// either has used its attempts in the current window, counts nothing and
+// returns how long to wait. Counting before the password is checked, in one
+// step under the lock, is what makes the limit hold for concurrent requests:
+// each of sixty parallel attempts takes its own place or is refused.
+func (l *limiter) take(email, ip string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
+	keys := map[string]int{emailKey(email): maxPerEmail, ipKey(ip): maxPerIP}
 	var d time.Duration
-	for key, limit := range map[string]int{emailKey(email): maxPerEmail, ipKey(ip): maxPerIP} {
+	for key, limit := range keys {
 		if w := l.fails[key]; w != nil && now.Sub(w.start) < limitWindow && w.n >= limit {
 			d = max(d, w.start.Add(limitWindow).Sub(now))
 		}
 	}
-	return d
-}
-
-// fail records a failed sign-in.
-func (l *limiter) fail(email, ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
+	if d > 0 {
+		return d
+	}
 	if len(l.fails) >= maxTracked {
 		for k, w := range l.fails {
 			if now.Sub(w.start) >= limitWindow {
@@ -63,7 +63,7 @@ func (l *limiter) fail(email, ip string) {
 			}
 		}
 	}
-	for _, key := range []string{emailKey(email), ipKey(ip)} {
+	for key := range keys {
 		w := l.fails[key]
 		if w == nil || now.Sub(w.start) >= limitWindow {
 			w = &window{start: now}
@@ -71,11 +71,16 @@ func (l *limiter) fail(email, ip string) {
 		}
 		w.n++
 	}
+	return 0
 }
 
-// reset forgets an email's failures after it signs in.
-func (l *limiter) reset(email string) {
+// succeeded gives back the attempt a successful sign-in took: the email's
+// count starts afresh, and the address's attempt is returned.
+func (l *limiter) succeeded(email, ip string) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	delete(l.fails, emailKey(email))
-	l.mu.Unlock()
+	if w := l.fails[ipKey(ip)]; w != nil && w.n > 0 {
+		w.n--
+	}
 }

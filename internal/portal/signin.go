@@ -75,7 +75,7 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
 	}
 	ip, _, _ := net.SplitHostPort(r.RemoteAddr)
-	if wait := h.limiter.wait(d.Email, ip); wait > 0 {
+	if wait := h.limiter.take(d.Email, ip); wait > 0 {
 		d.Errors.add("", fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", int(math.Ceil(wait.Minutes()))))
 		return h.render(w, r, http.StatusTooManyRequests, "signin", d)
 	}
@@ -84,11 +84,10 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !ok {
-		h.limiter.fail(d.Email, ip)
 		d.Errors.add("", "The email address or password is not right.")
 		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
 	}
-	h.limiter.reset(d.Email)
+	h.limiter.succeeded(d.Email, ip)
 	if err := h.startSession(w, r, owner); err != nil {
 		return err
 	}
