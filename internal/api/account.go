@@ -58,6 +58,3 @@ func (a *API) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, toAccountJSON(acct))
 }
-
-// ValidEmail reports whether s is a bare address (no display name).
-func ValidEmail(s string) bool { return validator.Email(s) }

@@ -231,6 +231,8 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	logID := logs.Data[len(logs.Data)-1]["id"].(string)           // cancelled: its webhook is disabled
 	c.call(200, "GET", "/v3/webhook-event-logs/"+logID, nil, nil) // with no attempt
 	c.call(404, "GET", "/v3/webhook-event-logs/"+missing, nil, nil)
+	c.call(409, "POST", "/v3/webhook-event-logs/"+logID+"/resend", nil, nil) // a disabled webhook sends nothing
+	c.call(200, "PATCH", "/v3/webhooks/"+all["id"].(string), map[string]any{"enabled": true}, nil)
 	c.call(200, "POST", "/v3/webhook-event-logs/"+logID+"/resend", nil, nil)
 	c.call(404, "POST", "/v3/webhook-event-logs/"+missing+"/resend", nil, nil)
 

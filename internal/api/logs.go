@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -40,9 +41,8 @@ type attemptJSON struct {
 func toLogJSON(l store.EventLog, withAttempts bool) logJSON {
 	out := logJSON{ID: l.ID, WebhookID: l.WebhookID, EventID: l.EventID, Event: l.Event, Status: l.Status,
 		Payload: string(l.Payload), StatusCode: l.StatusCode, SentAt: optTS(l.SentAt), ReceivedAt: optTS(l.ReceivedAt),
-		RetryReason: l.RetryReason, AttemptCount: len(l.Attempts), NextAttemptAt: optTS(l.NextAttemptAt),
+		RetryReason: l.RetryReason, AttemptCount: l.AttemptCount, NextAttemptAt: optTS(l.NextAttemptAt),
 		CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
-	out.AttemptCount = l.AttemptCount
 	if withAttempts {
 		attempts := make([]attemptJSON, len(l.Attempts))
 		out.Attempts = &attempts
@@ -60,9 +60,9 @@ func (a *API) listLogs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := store.LogFilter{Page: p, WebhookID: q.Get("webhookId"), Status: store.LogStatus(q.Get("status")),
-		Event: event.Kind(q.Get("event")), EventID: q.Get("eventId")}
 	var v Invalid
+	f := store.LogFilter{Page: p, WebhookID: queryID(r, "webhookId", &v), Status: store.LogStatus(q.Get("status")),
+		Event: event.Kind(q.Get("event")), EventID: queryID(r, "eventId", &v)}
 	if f.Status != "" && !f.Status.Valid() {
 		v.Add("status", "must be queued, pending, retrying, succeeded, failed or cancelled")
 	}
@@ -84,7 +84,7 @@ func (a *API) listLogs(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getLog(w http.ResponseWriter, r *http.Request) error {
-	l, err := a.store.Log(r.Context(), accountID(r), r.PathValue("id"))
+	l, err := a.store.Log(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("event log")
 	}
@@ -95,10 +95,12 @@ func (a *API) getLog(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
-	l, err := a.delivery.Resend(r.Context(), accountID(r), r.PathValue("id"))
+	l, err := a.delivery.Resend(r.Context(), accountID(r), pathID(r, "id"))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("event log")
+	case errors.Is(err, delivery.ErrWebhookDisabled):
+		return problem(http.StatusConflict, "conflict", "Conflict", "the webhook is disabled, and a disabled webhook sends nothing; enable it, then resend")
 	case errors.Is(err, store.ErrConflict):
 		return problem(http.StatusConflict, "conflict", "Conflict",
 			"an automatic attempt of this log is in flight; resend once it completes")

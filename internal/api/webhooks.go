@@ -92,7 +92,7 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getWebhook(w http.ResponseWriter, r *http.Request) error {
-	hook, err := a.store.Webhook(r.Context(), accountID(r), r.PathValue("id"))
+	hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")
 	}
@@ -117,7 +117,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if in.Events != nil {
 		p.Events = *in.Events
 	}
-	hook, err := a.store.UpdateWebhook(r.Context(), accountID(r), r.PathValue("id"), p)
+	hook, err := a.store.UpdateWebhook(r.Context(), accountID(r), pathID(r, "id"), p)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")
 	}
@@ -128,7 +128,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
-	err := a.store.DeleteWebhook(r.Context(), accountID(r), r.PathValue("id"))
+	err := a.store.DeleteWebhook(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")
 	}
@@ -140,7 +140,7 @@ func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getWebhookToken(w http.ResponseWriter, r *http.Request) error {
-	tok, err := a.store.WebhookToken(r.Context(), accountID(r), r.PathValue("id"))
+	tok, err := a.store.WebhookToken(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")
 	}
@@ -159,7 +159,7 @@ func (a *API) testWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in, true); err != nil {
 		return err
 	}
-	hook, err := a.store.Webhook(r.Context(), accountID(r), r.PathValue("id"))
+	hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")
 	}

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,16 +14,23 @@ import (
 	"github.com/heraldhq/herald/webhook"
 )
 
+// ErrWebhookDisabled refuses a resend to a disabled webhook: the
+// specification's disabled webhook sends no POST for its events, whoever asks.
+// (A suspended one may be resent to: that is how it recovers.)
+var ErrWebhookDisabled = errors.New("the webhook is disabled; enable it to resend")
+
 // Resend attempts a log's delivery now, with the same bytes, and records the
-// attempt on the same log with trigger "resend". It is an explicit request of
-// the account owner, so it goes out whether the webhook is enabled, disabled
-// or suspended. A 2xx completes the log as succeeded and makes the webhook
-// Healthy at once; a failure changes no health and leaves a log that still
-// has an automatic attempt coming as it is (see store.ResendFailed).
+// attempt on the same log with trigger "resend". It goes out whether the
+// webhook is Healthy, Unhealthy or Suspended, but not while it is disabled. A
+// 2xx completes the log as succeeded and makes the webhook Healthy at once; a
+// failure changes no health (see store.ResendFailed for the log's status).
 func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store.EventLog, error) {
 	c, err := d.store.ResendTarget(ctx, accountID, logID)
 	if err != nil {
 		return store.EventLog{}, err
+	}
+	if !c.Enabled {
+		return store.EventLog{}, ErrWebhookDisabled
 	}
 	// A client that hangs up does not cut the attempt short: it is made and
 	// recorded whole, within the attempt time-out.

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"syscall"
-	"time"
 )
 
 // ErrBlocked matches, with errors.Is, every connection the policy refuses.
@@ -81,21 +79,4 @@ func checkDialAddr(address string) error {
 		return &BlockedError{Addr: ap.Addr().String(), Reason: reason}
 	}
 	return nil
-}
-
-// Transport returns an http.Transport for deliveries: the standard library's
-// default settings, dialing through [Policy.DialContext], with no proxy. The
-// environment's HTTP_PROXY is ignored on purpose: a proxy makes the final
-// connection itself, out of the guard's sight.
-func (p Policy) Transport() *http.Transport {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           p.DialContext(dialer),
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
-	}
 }

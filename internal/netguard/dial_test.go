@@ -26,7 +26,7 @@ func startReceiver(t *testing.T) *httptest.Server {
 // clientFor returns an http.Client that dials only through p's guard.
 func clientFor(t *testing.T, p Policy) *http.Client {
 	t.Helper()
-	tr := p.Transport()
+	tr := &http.Transport{Proxy: nil, DialContext: p.DialContext(&net.Dialer{Timeout: 5 * time.Second})}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 5 * time.Second}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -13,12 +14,15 @@ import (
 func (h *handler) resend(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	id := r.PathValue("id")
 	l, err := h.delivery.Resend(r.Context(), s.AccountID, id)
-	if errors.Is(err, store.ErrConflict) {
-		d, err := h.logData(r, s)
-		if err != nil {
-			return err
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, delivery.ErrWebhookDisabled) {
+		d, derr := h.logData(r, s)
+		if derr != nil {
+			return derr
 		}
 		d.Error = "An automatic attempt of this log is in flight. Resend once it has completed."
+		if errors.Is(err, delivery.ErrWebhookDisabled) {
+			d.Error = "The webhook is disabled, so it sends nothing. Enable it, then resend."
+		}
 		return h.render(w, r, http.StatusConflict, "log", d)
 	}
 	if err != nil {
