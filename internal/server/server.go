@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	SMTPURL      string // "": emails are logged and kept
 	MailFrom     string // herald@localhost
 	AllowPrivate bool   // deliver to loopback and private addresses
+	// Retention removes completed event logs older than Retention.Keep;
+	// Keep 0 keeps them forever.
+	Retention retention.Config
 
 	BootstrapEmail    string
 	BootstrapPassword string
@@ -67,7 +71,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey})
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -172,9 +176,17 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	work, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	go func() { s.Dispatcher.Run(work); done <- struct{}{} }()
 	go func() { s.outbox.Run(work); done <- struct{}{} }()
+	go func() {
+		if s.cfg.Retention.Keep > 0 {
+			rc := s.cfg.Retention
+			rc.Logger = cmp.Or(rc.Logger, s.log)
+			retention.Run(work, s.Store, rc)
+		}
+		done <- struct{}{}
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("herald serving", "addr", ln.Addr().String(), "database", s.Store.Engine(), "version", Version)
@@ -187,6 +199,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	srv.Shutdown(shutdown)
 	stop()
+	<-done
 	<-done
 	<-done
 	s.Store.Close()

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -183,6 +186,11 @@ type healthEffect struct {
 
 // applyHealth folds a batch's completions into each webhook's health, in
 // completion order, reading and writing each webhook once.
+//
+// Webhook rows are locked in id order: two batches recorded at once by two
+// processes may touch the same webhooks, and taking their locks in one
+// global order means neither can hold one lock while waiting for another
+// that the other holds (a deadlock PostgreSQL would break by failing one).
 func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAfter int, now time.Time) ([]Suspension, error) {
 	var order []string
 	byHook := map[string][]bool{}
@@ -192,15 +200,19 @@ func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAf
 		}
 		byHook[e.webhookID] = append(byHook[e.webhookID], e.delivered)
 	}
+	slices.Sort(order)
 	var suspended []Suspension
 	for _, id := range order {
 		var accountID, name, status string
 		var streak int
 		err := tx.QueryRow(ctx, `SELECT account_id, name, status, failure_streak FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 			Scan(&accountID, &name, &status, &streak)
-		if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
 			// Deleted since the attempt: nothing to keep healthy.
 			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock webhook %s: %w", id, err)
 		}
 		h := Health(status)
 		next, nextStreak, becameSuspended := h, streak, false

@@ -50,8 +50,13 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 func (sqliteEngine) name() string                          { return "sqlite" }
 func (sqliteEngine) rebind(q string) string                { return q }
 func (sqliteEngine) forUpdate() string                     { return "" }
+func (sqliteEngine) skipLocked() string                    { return "" }
 func (sqliteEngine) notify(context.Context, *sql.Tx) error { return nil }
 func (e sqliteEngine) close() error                        { e.read.Close(); return e.write.Close() }
+
+// lockMigrations has nothing to do: the writer begins IMMEDIATE transactions,
+// which take SQLite's write lock at once.
+func (sqliteEngine) lockMigrations(context.Context, *sql.Tx) error { return nil }
 
 // claim takes due logs in one UPDATE … RETURNING: SQLite has one writer, so
 // no other claim can interleave. The window function caps how many logs of
