@@ -73,11 +73,30 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 	err := s.InTx(ctx, func(tx *Tx) error {
 		suspended = suspended[:0]
 		now := s.now()
+		// Automatic outcomes, one per log, go in bulk; the rest (resends,
+		// and a log's second outcome in one batch, which only a lease that
+		// expired under its own process makes) one by one.
+		var bulk []Outcome
+		perLog := map[string]int{}
+		for _, o := range outs {
+			perLog[o.LogID]++
+		}
+		for _, o := range outs {
+			if o.Trigger == TriggerAutomatic && perLog[o.LogID] == 1 {
+				bulk = append(bulk, o)
+			}
+		}
+		moved, err := tx.recordAutomatic(ctx, bulk, now)
+		if err != nil {
+			return err
+		}
 		var effects []healthEffect
 		for _, o := range outs {
-			applied, err := tx.recordOutcome(ctx, o, now)
-			if err != nil {
-				return err
+			applied := moved[o.LogID]
+			if o.Trigger != TriggerAutomatic || perLog[o.LogID] > 1 {
+				if applied, err = tx.recordOutcome(ctx, o, now); err != nil {
+					return err
+				}
 			}
 			if !applied {
 				continue
@@ -89,7 +108,6 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 				effects = append(effects, healthEffect{o.WebhookID, false})
 			}
 		}
-		var err error
 		suspended, err = tx.applyHealth(ctx, effects, suspendAfter, now)
 		return err
 	})

@@ -2,12 +2,74 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// announcer sends NOTIFY herald_due after commits that fired events, at most
+// once per announceEvery however many commits there were.
+//
+// It does not NOTIFY inside the event's own transaction, as that would cost
+// every such commit: PostgreSQL serialises the commits of all transactions
+// that notified (they queue on one lock while their WAL is flushed), which
+// capped firing at about 400 events/s in the three-process test here, against
+// about 670/s without. Announced after commit, a notification can be lost if
+// the process dies in between; the dispatchers' polling covers that.
+type announcer struct {
+	db     *sql.DB
+	log    *slog.Logger
+	kicks  chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+const announceEvery = 10 * time.Millisecond
+
+func startAnnouncer(db *sql.DB, log *slog.Logger) *announcer {
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &announcer{db: db, log: log, kicks: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go a.run(ctx)
+	return a
+}
+
+// kick asks for an announcement soon; it never blocks.
+func (a *announcer) kick() {
+	select {
+	case a.kicks <- struct{}{}:
+	default:
+	}
+}
+
+func (a *announcer) stop() {
+	a.cancel()
+	<-a.done
+}
+
+func (a *announcer) run(ctx context.Context) {
+	defer close(a.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.kicks:
+		}
+		notify, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := a.db.ExecContext(notify, `SELECT pg_notify('`+notifyChannel+`', current_schema())`)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			a.log.Debug("announce due event logs; other processes will find them by polling", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(announceEvery):
+		}
+	}
+}
 
 // listener holds one connection of its own in LISTEN herald_due and wakes the
 // store's waiters whenever another process (or this one) commits new due logs.

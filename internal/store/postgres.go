@@ -14,12 +14,13 @@ import (
 
 // postgresEngine runs herald on PostgreSQL through pgx v5, for several herald
 // processes sharing one database: claims skip rows other processes hold
-// locked, a NOTIFY at commit announces new due logs, and a listener on its own
-// connection wakes this process's dispatcher when another process's NOTIFY
-// arrives.
+// locked, a NOTIFY after commit announces new due logs, and a listener on its
+// own connection wakes this process's dispatcher when another process's
+// NOTIFY arrives.
 type postgresEngine struct {
-	db       *sql.DB
-	listener *listener
+	db        *sql.DB
+	listener  *listener
+	announcer *announcer
 }
 
 // notifyChannel is the LISTEN/NOTIFY channel on which due logs are announced.
@@ -55,7 +56,7 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 		db.Close()
 		return fmt.Errorf("open postgres: %w", err)
 	}
-	e := &postgresEngine{db: db}
+	e := &postgresEngine{db: db, announcer: startAnnouncer(db, s.log)}
 	e.listener = startListener(cfg, s.wake, s.log)
 	s.eng = e
 	s.db, s.writer = db, db
@@ -95,14 +96,11 @@ func (*postgresEngine) skipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
 func (e *postgresEngine) close() error {
 	e.listener.stop()
+	e.announcer.stop()
 	return e.db.Close()
 }
 
-func (*postgresEngine) notify(ctx context.Context, tx *sql.Tx) error {
-	// Delivered at commit, once per transaction however many events fire.
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify('"+notifyChannel+"', current_schema())")
-	return err
-}
+func (e *postgresEngine) announce() { e.announcer.kick() }
 
 // lockMigrations makes migrators of one schema take turns: several herald
 // processes started at once on an empty database would otherwise race to

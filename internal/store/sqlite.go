@@ -47,12 +47,12 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	return nil
 }
 
-func (sqliteEngine) name() string                          { return "sqlite" }
-func (sqliteEngine) rebind(q string) string                { return q }
-func (sqliteEngine) forUpdate() string                     { return "" }
-func (sqliteEngine) skipLocked() string                    { return "" }
-func (sqliteEngine) notify(context.Context, *sql.Tx) error { return nil }
-func (e sqliteEngine) close() error                        { e.read.Close(); return e.write.Close() }
+func (sqliteEngine) name() string           { return "sqlite" }
+func (sqliteEngine) rebind(q string) string { return q }
+func (sqliteEngine) forUpdate() string      { return "" }
+func (sqliteEngine) skipLocked() string     { return "" }
+func (sqliteEngine) announce()              {}
+func (e sqliteEngine) close() error         { e.read.Close(); return e.write.Close() }
 
 // lockMigrations has nothing to do: the writer begins IMMEDIATE transactions,
 // which take SQLite's write lock at once.

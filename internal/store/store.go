@@ -49,8 +49,9 @@ type engine interface {
 	lockMigrations(ctx context.Context, tx *sql.Tx) error
 	// claim moves due logs to pending under a lease; see Store.Claim.
 	claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error)
-	// notify tells other processes that logs became due (no-op for SQLite).
-	notify(ctx context.Context, tx *sql.Tx) error
+	// announce tells other processes, after a commit, that logs became due
+	// (no-op for SQLite).
+	announce()
 	close() error
 }
 
@@ -178,17 +179,12 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 		sqltx.Rollback()
 		return err
 	}
-	if tx.fired {
-		if err := s.eng.notify(ctx, sqltx); err != nil {
-			sqltx.Rollback()
-			return fmt.Errorf("notify: %w", err)
-		}
-	}
 	if err := sqltx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	if tx.fired {
 		s.wake()
+		s.eng.announce()
 	}
 	for _, f := range tx.onCommit {
 		f()

@@ -154,9 +154,24 @@ func testExpiredLeaseTakenOver(t *testing.T, b *bundle) {
 	if h, streak := b.health(t, w.ID); h != store.Healthy || streak != 0 {
 		t.Fatalf("stale outcomes moved health to %s/%d", h, streak)
 	}
-	b.complete(t, other, 1, outcome(second[0], store.Delivered, 200, now))
-	if l := b.log(t, first[0].LogID); l.Status != store.Succeeded || len(l.Attempts) != 1 {
+
+	// One batch with a stale and the current outcome of that log, and
+	// another log's: only the current ones count.
+	b.fire(t, b.st, 1)
+	third := b.claim(t, other, 6*time.Second, 5*time.Second, 10, 10)
+	if len(third) != 1 {
+		t.Fatalf("claimed %d; want the new log", len(third))
+	}
+	b.complete(t, other, 1, outcome(first[0], store.Exhausted, 500, now), outcome(second[0], store.Delivered, 200, now),
+		outcome(third[0], store.Retry, 503, now))
+	if l := b.log(t, first[0].LogID); l.Status != store.Succeeded || len(l.Attempts) != 1 || *l.Attempts[0].StatusCode != 200 {
 		t.Errorf("the current lease's outcome: %s with %d attempts", l.Status, len(l.Attempts))
+	}
+	if l := b.log(t, third[0].LogID); l.Status != store.Retrying || len(l.Attempts) != 1 || l.AttemptCount != 1 {
+		t.Errorf("the other log: %s with %d attempts", l.Status, len(l.Attempts))
+	}
+	if h, streak := b.health(t, w.ID); h != store.Healthy || streak != 0 {
+		t.Errorf("after the batch: %s/%d; want Healthy/0", h, streak)
 	}
 }
 
