@@ -67,7 +67,7 @@ func NewSchema(t testing.TB, base string) string {
 	b := make([]byte, 8)
 	rand.Read(b)
 	schema := "herald_test_" + hex.EncodeToString(b)
-	exec(t, base, `CREATE SCHEMA `+schema)
+	execSQL(t, base, `CREATE SCHEMA `+schema)
 	t.Cleanup(func() {
 		// Another test's leftovers must not fail this one.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -95,8 +95,8 @@ func NewSchema(t testing.TB, base string) string {
 	return u.String()
 }
 
-// exec runs one statement on the server at dbURL.
-func exec(t testing.TB, dbURL, statement string) {
+// execSQL runs one statement on the server at dbURL.
+func execSQL(t testing.TB, dbURL, statement string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
