@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/listen"
+	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/secret"
 	"github.com/heraldhq/herald/internal/server"
 	"github.com/heraldhq/herald/internal/store"
@@ -129,9 +130,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mailFrom := e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
 	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
 	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private, link-local or metadata addresses")
-	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight in this process")
-	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "attempts in flight to one webhook in this process")
+	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")
+	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "of those, attempts to one webhook")
 	lease := e.Duration("lease", "HERALD_LEASE", 0, "how long a claimed attempt is held before another claim may take it (default 2×attempt-timeout+10s)")
+	keep := e.String("retention", "HERALD_RETENTION", "0", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
 	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error")
 	if err := parse(e, args); err != nil {
 		return err
@@ -152,6 +154,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *concurrency < 1 || *perWebhook < 1 {
 		v = append(v, "--concurrency and --per-webhook-concurrency must be at least 1")
 	}
+	retain, err := retention.ParseDuration(*keep)
+	if err != nil {
+		v = append(v, "--retention: "+err.Error())
+	}
 	if len(v) > 0 {
 		return errors.New(strings.Join(v, "; "))
 	}
@@ -169,6 +175,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
 			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease},
 		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, SecureCookies: *secureCookies,
+		Retention:      retention.Config{Keep: retain},
 		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
 		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout,
 	})

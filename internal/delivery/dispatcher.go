@@ -21,8 +21,8 @@ type Config struct {
 	MaxAttempts    int           // 5: attempts per event, the first included
 	RetryInterval  time.Duration // 5m: between attempts
 	SuspendAfter   int           // 50: completed events that must all have failed to suspend
-	Concurrency    int           // 512: attempts in flight in this process
-	PerWebhook     int           // 64: attempts in flight to one webhook in this process
+	Concurrency    int           // 512: attempts in flight or not yet recorded, in this process
+	PerWebhook     int           // 64: of those, to one webhook
 	BatchSize      int           // 256: logs per claim
 	Lease          time.Duration // 2×AttemptTimeout+10s: how long a claim holds a log
 	PollInterval   time.Duration // 1s: longest sleep when nothing wakes the dispatcher
@@ -107,12 +107,15 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			got = len(claims)
 			d.cfg.Metrics.claimed(got)
 			for _, c := range claims {
+				// The slot is released once the outcome is recorded, not
+				// when the attempt ends: an attempt sent but not recorded
+				// is sent again if this process dies, so Concurrency also
+				// bounds how many deliveries a crash can repeat.
 				d.acquire(c.WebhookID)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					outcomes <- d.attempt(attemptCtx, c)
-					d.release(c.WebhookID)
 				}()
 			}
 		}
@@ -250,6 +253,9 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 			}
 		}
 		d.complete(batch)
+		for _, o := range batch {
+			d.release(o.WebhookID)
+		}
 	}
 }
 

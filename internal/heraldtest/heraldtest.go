@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/server"
 )
 
@@ -30,6 +31,7 @@ type Options struct {
 	DatabaseURL string // default: a new SQLite file in t.TempDir()
 	Key         []byte // default: random
 	Delivery    delivery.Config
+	Retention   retention.Config // Keep 0: keep logs forever
 	SMTPURL     string
 	Email       string                                    // bootstrap owner email, default owner@example.com
 	Password    string                                    // default "correct horse battery staple"
@@ -89,7 +91,7 @@ func (h *Herald) run() {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := server.Open(context.Background(), server.Config{
-		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, SMTPURL: o.SMTPURL,
+		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, Retention: o.Retention, SMTPURL: o.SMTPURL,
 		AllowPrivate: true, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard,
 	})

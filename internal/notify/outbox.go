@@ -33,6 +33,8 @@ func (o *Outbox) Wake() {
 
 // Run sends queued emails until ctx is done, looking when woken and every few
 // seconds, so an email queued by another process or before a crash goes too.
+// Each email is claimed before it is sent, so of several processes sharing
+// the database only one sends it.
 func (o *Outbox) Run(ctx context.Context) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
@@ -47,29 +49,41 @@ func (o *Outbox) Run(ctx context.Context) {
 	}
 }
 
+// emailLease is how long a claimed email is this process's to send; another
+// process takes it after that (if this one died before marking it).
+const emailLease = 5 * time.Minute
+
 func (o *Outbox) flush(ctx context.Context) {
-	emails, err := o.store.UnsentEmails(ctx, 50)
-	if err != nil {
-		if ctx.Err() == nil {
-			o.log.Error("read email outbox", "err", err)
+	// One at a time: a slow SMTP server cannot keep other processes waiting
+	// on a batch of leased emails.
+	for ctx.Err() == nil {
+		emails, err := o.store.ClaimEmails(ctx, 1, emailLease)
+		if err != nil {
+			if ctx.Err() == nil {
+				o.log.Error("read email outbox", "err", err)
+			}
+			return
 		}
-		return
-	}
-	for _, e := range emails {
+		if len(emails) == 0 {
+			return
+		}
+		e := emails[0]
 		if o.sender == nil {
 			o.log.Info("email kept, not sent: no SMTP server configured", "to", e.To, "subject", e.Subject)
 			if err := o.store.MarkEmail(ctx, e.ID, "not sent: no SMTP server configured"); err != nil {
 				o.log.Error("mark email", "err", err)
+				return
 			}
 			continue
 		}
 		if err := o.sender.Send(ctx, Message{To: e.To, Subject: e.Subject, Text: e.Body}); err != nil {
 			o.log.Warn("send email; will retry", "to", e.To, "err", err)
-			o.store.FailEmail(ctx, e.ID, err.Error())
+			o.store.FailEmail(context.WithoutCancel(ctx), e.ID, err.Error())
 			return
 		}
-		if err := o.store.MarkEmail(ctx, e.ID, ""); err != nil {
+		if err := o.store.MarkEmail(context.WithoutCancel(ctx), e.ID, ""); err != nil {
 			o.log.Error("mark email sent", "err", err)
+			return
 		}
 	}
 }

@@ -13,7 +13,11 @@ import (
 
 func TestAnotherAccountsTokenSeesNothing(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{})
+	heraldtest.ForEachStore(t, testAnotherAccountsTokenSeesNothing)
+}
+
+func testAnotherAccountsTokenSeesNothing(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
 	rcv := heraldtest.NewReceiver(t)
 	hook := h.CreateWebhook("mine", rcv.URL, "license.created")
 	h.CreateLicense(nil)
@@ -66,7 +70,11 @@ func TestAnotherAccountsTokenSeesNothing(t *testing.T) {
 
 func TestBadWebhookInputNamesTheFieldAndChangesNothing(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{})
+	heraldtest.ForEachStore(t, testBadWebhookInputNamesTheFieldAndChangesNothing)
+}
+
+func testBadWebhookInputNamesTheFieldAndChangesNothing(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
 	ok := map[string]any{"name": "n", "url": "https://example.com/hook", "events": []string{"license.created"}}
 	with := func(k string, v any) map[string]any {
 		m := map[string]any{}
@@ -135,7 +143,11 @@ func TestBadWebhookInputNamesTheFieldAndChangesNothing(t *testing.T) {
 
 func TestWebhookLifecycle(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{})
+	heraldtest.ForEachStore(t, testWebhookLifecycle)
+}
+
+func testWebhookLifecycle(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
 	hook := h.CreateWebhook("crm", "https://example.com/a", "license.created", "license.deleted")
 	if hook.Status != "Healthy" || !hook.Enabled || !strings.HasPrefix(hook.Token, "whsec_") {
 		t.Fatalf("new webhook %+v", hook)

@@ -18,7 +18,11 @@ const nonASCII = "Zoë – 日本語 – 🚀"
 
 func TestDeliveryIsRawUTF8AndSignedOverTheRawBytes(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{})
+	heraldtest.ForEachStore(t, testDeliveryIsRawUTF8AndSignedOverTheRawBytes)
+}
+
+func testDeliveryIsRawUTF8AndSignedOverTheRawBytes(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
 	rcv := heraldtest.NewReceiver(t)
 	hook := h.CreateWebhook("orders", rcv.URL, "license.created")
 	h.CreateLicense(map[string]any{"customer": nonASCII})
@@ -71,8 +75,12 @@ func TestDeliveryIsRawUTF8AndSignedOverTheRawBytes(t *testing.T) {
 
 func TestFailingReceiverGetsFiveAttemptsOfTheSameBytes(t *testing.T) {
 	t.Parallel()
+	heraldtest.ForEachStore(t, testFailingReceiverGetsFiveAttemptsOfTheSameBytes)
+}
+
+func testFailingReceiverGetsFiveAttemptsOfTheSameBytes(t *testing.T, db string) {
 	const interval = 150 * time.Millisecond
-	h := heraldtest.Start(t, heraldtest.Options{Delivery: delivery.Config{RetryInterval: interval}})
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Delivery: delivery.Config{RetryInterval: interval}})
 	rcv := heraldtest.NewReceiver(t)
 	rcv.Status(500, "boom")
 	hook := h.CreateWebhook("failing", rcv.URL, "license.created")
@@ -113,7 +121,11 @@ func TestFailingReceiverGetsFiveAttemptsOfTheSameBytes(t *testing.T) {
 
 func TestTimeoutAndRedirectFailTheAttempt(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{Delivery: delivery.Config{AttemptTimeout: 300 * time.Millisecond, MaxAttempts: 1}})
+	heraldtest.ForEachStore(t, testTimeoutAndRedirectFailTheAttempt)
+}
+
+func testTimeoutAndRedirectFailTheAttempt(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Delivery: delivery.Config{AttemptTimeout: 300 * time.Millisecond, MaxAttempts: 1}})
 	slow := heraldtest.NewReceiver(t)
 	slow.SetRespond(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -152,7 +164,11 @@ func TestTimeoutAndRedirectFailTheAttempt(t *testing.T) {
 
 func TestDisabledWebhookLogsCancelledAndSendsNothing(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{})
+	heraldtest.ForEachStore(t, testDisabledWebhookLogsCancelledAndSendsNothing)
+}
+
+func testDisabledWebhookLogsCancelledAndSendsNothing(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
 	rcv := heraldtest.NewReceiver(t)
 	var hook heraldtest.Webhook
 	h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": "off", "url": rcv.URL, "events": []string{"license.created"}, "enabled": false}, &hook)

@@ -27,8 +27,12 @@ func failEvents(t *testing.T, h *heraldtest.Herald, hookID string, n int) {
 
 func TestFiftyFailedEventsSuspendAndEmailOnce(t *testing.T) {
 	t.Parallel()
+	heraldtest.ForEachStore(t, testFiftyFailedEventsSuspendAndEmailOnce)
+}
+
+func testFiftyFailedEventsSuspendAndEmailOnce(t *testing.T, db string) {
 	mail := smtptest.Start(t)
-	h := heraldtest.Start(t, heraldtest.Options{SMTPURL: mail.URL(), Delivery: delivery.Config{MaxAttempts: 1}})
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, SMTPURL: mail.URL(), Delivery: delivery.Config{MaxAttempts: 1}})
 	h.Must(200, "PATCH", "/v3/account", map[string]any{"notificationEmail": "alerts@example.com"}, nil)
 	rcv := heraldtest.NewReceiver(t)
 	rcv.Status(503, "down")
@@ -67,7 +71,11 @@ func TestFiftyFailedEventsSuspendAndEmailOnce(t *testing.T) {
 
 func TestSuccessfulResendMakesSuspendedWebhookHealthy(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{Delivery: delivery.Config{MaxAttempts: 1, SuspendAfter: 2}})
+	heraldtest.ForEachStore(t, testSuccessfulResendMakesSuspendedWebhookHealthy)
+}
+
+func testSuccessfulResendMakesSuspendedWebhookHealthy(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Delivery: delivery.Config{MaxAttempts: 1, SuspendAfter: 2}})
 	rcv := heraldtest.NewReceiver(t)
 	rcv.Status(500, "")
 	hook := h.CreateWebhook("recovering", rcv.URL, "license.created")
@@ -102,7 +110,11 @@ func TestSuccessfulResendMakesSuspendedWebhookHealthy(t *testing.T) {
 
 func TestTestDeliveryIsNeverLoggedAndNeverTouchesHealth(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{})
+	heraldtest.ForEachStore(t, testTestDeliveryIsNeverLoggedAndNeverTouchesHealth)
+}
+
+func testTestDeliveryIsNeverLoggedAndNeverTouchesHealth(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
 	rcv := heraldtest.NewReceiver(t)
 	rcv.Status(500, "nope")
 	hook := h.CreateWebhook("tested", rcv.URL, "license.renewed", "license.created")

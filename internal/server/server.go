@@ -26,6 +26,7 @@ import (
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/portal"
+	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -58,6 +59,9 @@ type Config struct {
 	// SecureCookies marks portal cookies Secure over plain HTTP too, for
 	// herald behind a proxy that terminates TLS.
 	SecureCookies bool
+	// Retention removes completed event logs older than Retention.Keep;
+	// Keep 0 keeps them forever.
+	Retention retention.Config
 
 	BootstrapEmail    string
 	BootstrapPassword string
@@ -86,7 +90,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey})
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -202,9 +206,17 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	work, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	go func() { s.Dispatcher.Run(work); done <- struct{}{} }()
 	go func() { s.outbox.Run(work); done <- struct{}{} }()
+	go func() {
+		if s.cfg.Retention.Keep > 0 {
+			rc := s.cfg.Retention
+			rc.Logger = cmp.Or(rc.Logger, s.log)
+			retention.Run(work, s.Store, rc)
+		}
+		done <- struct{}{}
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("herald serving", "addr", ln.Addr().String(), "database", s.Store.Engine(), "version", VersionString())
@@ -217,6 +229,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	srv.Shutdown(shutdown)
 	stop()
+	<-done
 	<-done
 	<-done
 	s.Store.Close()

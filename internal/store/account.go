@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -27,9 +28,23 @@ type Bootstrap struct {
 
 // BootstrapIfEmpty creates the first account, its owner and its API token
 // when the database has no account yet. It reports whether it did.
+//
+// Several processes starting at once on an empty database create one account
+// between them: each first claims the 'bootstrap' setting, and a second
+// claimant waits on the first's uncommitted row, then finds it taken. (Under
+// READ COMMITTED, counting accounts alone would let both see none.)
 func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (bool, error) {
 	created := false
 	err := s.InTx(ctx, func(tx *Tx) error {
+		res, err := tx.Exec(ctx, `INSERT INTO settings (name, value) VALUES ('bootstrap', ?) ON CONFLICT (name) DO NOTHING`,
+			strconv.FormatInt(ms(tx.Now()), 10))
+		if err != nil {
+			return err
+		}
+		if claimed, err := res.RowsAffected(); err != nil || claimed == 0 {
+			return err
+		}
+		// A database bootstrapped before the setting existed has accounts.
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM accounts`).Scan(&n); err != nil {
 			return err
@@ -37,7 +52,7 @@ func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (bool, error)
 		if n > 0 {
 			return nil
 		}
-		_, err := tx.CreateAccount(ctx, b)
+		_, err = tx.CreateAccount(ctx, b)
 		created = err == nil
 		return err
 	})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -72,11 +73,30 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 	err := s.InTx(ctx, func(tx *Tx) error {
 		suspended = suspended[:0]
 		now := s.now()
+		// Automatic outcomes, one per log, go in bulk; the rest (resends,
+		// and a log's second outcome in one batch, which only a lease that
+		// expired under its own process makes) one by one.
+		var bulk []Outcome
+		perLog := map[string]int{}
+		for _, o := range outs {
+			perLog[o.LogID]++
+		}
+		for _, o := range outs {
+			if o.Trigger == TriggerAutomatic && perLog[o.LogID] == 1 {
+				bulk = append(bulk, o)
+			}
+		}
+		moved, err := tx.recordAutomatic(ctx, bulk, now)
+		if err != nil {
+			return err
+		}
 		var effects []healthEffect
 		for _, o := range outs {
-			applied, err := tx.recordOutcome(ctx, o, now)
-			if err != nil {
-				return err
+			applied := moved[o.LogID]
+			if o.Trigger != TriggerAutomatic || perLog[o.LogID] > 1 {
+				if applied, err = tx.recordOutcome(ctx, o, now); err != nil {
+					return err
+				}
 			}
 			if !applied {
 				continue
@@ -88,7 +108,6 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 				effects = append(effects, healthEffect{o.WebhookID, false})
 			}
 		}
-		var err error
 		suspended, err = tx.applyHealth(ctx, effects, suspendAfter, now)
 		return err
 	})
@@ -130,9 +149,10 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 	case Cancel:
 		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = ?`, []any{ms(now), reason}
 	case ResendFailed:
-		// A log still waiting for an automatic attempt keeps waiting; any
-		// other now shows that its latest delivery failed.
-		set, args = `status = CASE WHEN status IN ('queued', 'retrying') THEN status ELSE 'failed' END, retry_reason = ?`, []any{reason}
+		// A log still waiting for an automatic attempt keeps waiting, and a
+		// delivered event stays succeeded; a failed or cancelled log is now
+		// failed, its latest delivery having failed.
+		set, args = `status = CASE WHEN status IN ('queued', 'retrying', 'succeeded') THEN status ELSE 'failed' END, retry_reason = ?`, []any{reason}
 	default:
 		return false, fmt.Errorf("outcome of log %s: unknown result %d", o.LogID, o.Result)
 	}
@@ -185,6 +205,11 @@ type healthEffect struct {
 
 // applyHealth folds a batch's completions into each webhook's health, in
 // completion order, reading and writing each webhook once.
+//
+// Webhook rows are locked in id order: two batches recorded at once by two
+// processes may touch the same webhooks, and taking their locks in one
+// global order means neither can hold one lock while waiting for another
+// that the other holds (a deadlock PostgreSQL would break by failing one).
 func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAfter int, now time.Time) ([]Suspension, error) {
 	var order []string
 	byHook := map[string][]bool{}
@@ -194,6 +219,7 @@ func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAf
 		}
 		byHook[e.webhookID] = append(byHook[e.webhookID], e.delivered)
 	}
+	slices.Sort(order)
 	var suspended []Suspension
 	for _, id := range order {
 		var accountID, name, status string
@@ -201,10 +227,11 @@ func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAf
 		err := tx.QueryRow(ctx, `SELECT account_id, name, status, failure_streak FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 			Scan(&accountID, &name, &status, &streak)
 		if errors.Is(err, sql.ErrNoRows) {
-			continue // deleted since the attempt: no health to keep
+			// Deleted since the attempt: nothing to keep healthy.
+			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read health of webhook %s: %w", id, err)
+			return nil, fmt.Errorf("lock webhook %s: %w", id, err)
 		}
 		h := Health(status)
 		next, nextStreak, becameSuspended := h, streak, false

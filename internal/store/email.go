@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -59,6 +60,37 @@ WHERE sent_at IS NULL ORDER BY created_at LIMIT ?`, limit)
 	return out, rows.Err()
 }
 
+// ClaimEmails leases up to limit unsent emails whose lease (if any) has
+// ended, oldest first, and returns them. Several herald processes share one
+// outbox: a leased email is passed over by the others, so each is sent once;
+// one whose sender died is taken again when its lease ends.
+func (s *Store) ClaimEmails(ctx context.Context, limit int, lease time.Duration) ([]Email, error) {
+	now := s.now()
+	rows, err := s.writer.QueryContext(ctx, s.q(`UPDATE emails SET lease_until = ?
+WHERE id IN (SELECT id FROM emails WHERE sent_at IS NULL AND COALESCE(lease_until, 0) <= ?
+             ORDER BY created_at LIMIT ?`+s.eng.skipLocked()+`)
+RETURNING id, account_id, recipient, subject, body, created_at`), ms(now.Add(lease)), ms(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim emails: %w", err)
+	}
+	defer rows.Close()
+	var out []Email
+	for rows.Next() {
+		var e Email
+		var c int64
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c); err != nil {
+			return nil, fmt.Errorf("claim emails: %w", err)
+		}
+		e.CreatedAt = fromMS(c)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim emails: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Email) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
 // MarkEmail records that an email left the outbox: sent, or kept in the
 // database because no SMTP server is configured (note says so).
 func (s *Store) MarkEmail(ctx context.Context, id, note string) error {
@@ -68,10 +100,11 @@ func (s *Store) MarkEmail(ctx context.Context, id, note string) error {
 	})
 }
 
-// FailEmail records a failed send; the email stays in the outbox.
+// FailEmail records a failed send; the email stays in the outbox, free for
+// the next claim.
 func (s *Store) FailEmail(ctx context.Context, id, reason string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE emails SET error = ? WHERE id = ?`, reason, id)
+		_, err := tx.Exec(ctx, `UPDATE emails SET error = ?, lease_until = NULL WHERE id = ?`, reason, id)
 		return err
 	})
 }

@@ -24,7 +24,7 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 		id, accountID, string(kind), body, ms(now)); err != nil {
 		return "", fmt.Errorf("insert event: %w", err)
 	}
-	rows, err := tx.Query(ctx, `SELECT id, events, enabled, status FROM webhooks WHERE account_id = ?`, accountID)
+	rows, err := tx.Query(ctx, `SELECT id, events, enabled, status FROM webhooks WHERE account_id = ? ORDER BY id`, accountID)
 	if err != nil {
 		return "", fmt.Errorf("match webhooks: %w", err)
 	}

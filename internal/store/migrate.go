@@ -14,8 +14,9 @@ import (
 var migrations embed.FS
 
 // migrate applies, in order and each in its own transaction, the embedded
-// migrations newer than the recorded schema version. Several processes
-// starting at once are serialised by the engine's lock in lockMigrations.
+// migrations not yet recorded. Several processes starting at once are
+// serialised by the engine's lockMigrations, taken first in each transaction,
+// so each migration runs once and none sees a half-made schema.
 func (s *Store) migrate(ctx context.Context) error {
 	dir := "migrations/" + s.eng.name()
 	entries, err := fs.ReadDir(migrations, dir)
@@ -23,9 +24,6 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("read migrations: %w", err)
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	if _, err := s.writer.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
-	}
 	for _, e := range entries {
 		version, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
 		if err != nil {
@@ -48,11 +46,13 @@ func (s *Store) applyMigration(ctx context.Context, version int, text string) er
 		return err
 	}
 	defer tx.Rollback()
-	if s.eng.name() == "postgres" {
-		// One migrator at a time across processes; the lock ends with the transaction.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(8675309)`); err != nil {
-			return err
-		}
+	if err := s.eng.lockMigrations(ctx, tx); err != nil {
+		return err
+	}
+	// Inside the lock: two processes creating it at once can collide even
+	// with IF NOT EXISTS.
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), version).Scan(&n); err != nil {

@@ -4,51 +4,122 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
+	"strconv"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // postgresEngine runs herald on PostgreSQL through pgx v5, for several herald
 // processes sharing one database: claims skip rows other processes hold
-// locked, and a NOTIFY at commit wakes the idle ones.
-type postgresEngine struct{ db *sql.DB }
+// locked, a NOTIFY after commit announces new due logs, and a listener on its
+// own connection wakes this process's dispatcher when another process's
+// NOTIFY arrives.
+type postgresEngine struct {
+	db        *sql.DB
+	listener  *listener
+	announcer *announcer
+}
 
 // notifyChannel is the LISTEN/NOTIFY channel on which due logs are announced.
+// Its payload is the announcing transaction's schema, so herald deployments in
+// different schemas of one database do not wake each other.
 const notifyChannel = "herald_due"
 
-func openPostgres(ctx context.Context, s *Store, url string) error {
-	db, err := sql.Open("pgx", url)
+// defaultPoolSize is how many connections one herald process opens at most
+// unless the URL says otherwise with pool_max_conns (pgxpool's name for it).
+const defaultPoolSize = 16
+
+func openPostgres(ctx context.Context, s *Store, dbURL string) error {
+	dbURL, poolSize, err := poolMaxConns(dbURL)
 	if err != nil {
 		return fmt.Errorf("open postgres: %w", err)
 	}
-	db.SetMaxOpenConns(16)
-	db.SetMaxIdleConns(16)
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return fmt.Errorf("open postgres: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		// Without it a connect to an unreachable address waits as long as
+		// the operating system lets it; /readyz and reconnects need an answer.
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(poolSize)
+	db.SetMaxIdleConns(poolSize)
+	// Connections are replaced now and then so that a failover behind a
+	// stable address, or a pooler's rebalancing, reaches every connection.
+	db.SetConnMaxLifetime(30 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return fmt.Errorf("open postgres: %w", err)
 	}
-	s.eng = postgresEngine{db: db}
+	e := &postgresEngine{db: db, announcer: startAnnouncer(db, s.log)}
+	e.listener = startListener(cfg, s.wake, s.log)
+	s.eng = e
 	s.db, s.writer = db, db
 	return nil
 }
 
-var _ = stdlib.GetDefaultDriver // the pgx driver is registered by importing stdlib
+// poolMaxConns takes pool_max_conns out of a URL (PostgreSQL itself would
+// refuse it as an unknown setting) and returns it, or the default.
+func poolMaxConns(dbURL string) (string, int, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", 0, fmt.Errorf("database URL: %w", err)
+	}
+	q := u.Query()
+	v := q.Get("pool_max_conns")
+	if v == "" {
+		return dbURL, defaultPoolSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return "", 0, fmt.Errorf("database URL: pool_max_conns must be a whole number above 0")
+	}
+	q.Del("pool_max_conns")
+	u.RawQuery = q.Encode()
+	return u.String(), n, nil
+}
 
-func (postgresEngine) name() string           { return "postgres" }
-func (postgresEngine) rebind(q string) string { return rebindDollar(q) }
-func (postgresEngine) forUpdate() string      { return " FOR UPDATE" }
-func (e postgresEngine) close() error         { return e.db.Close() }
+func (*postgresEngine) name() string           { return "postgres" }
+func (*postgresEngine) rebind(q string) string { return rebindDollar(q) }
 
-func (postgresEngine) notify(ctx context.Context, tx *sql.Tx) error {
-	// Delivered at commit, and only once per transaction however many fire.
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify('"+notifyChannel+"', '')")
+// forUpdate takes FOR NO KEY UPDATE, not FOR UPDATE: herald never changes a
+// locked row's key, and the weaker lock does not conflict with the KEY SHARE
+// locks that inserting event logs takes on their webhook (a foreign key), so
+// recording outcomes never waits for, or deadlocks with, events being fired.
+func (*postgresEngine) forUpdate() string  { return " FOR NO KEY UPDATE" }
+func (*postgresEngine) skipLocked() string { return " FOR UPDATE SKIP LOCKED" }
+
+func (e *postgresEngine) close() error {
+	e.listener.stop()
+	e.announcer.stop()
+	return e.db.Close()
+}
+
+func (e *postgresEngine) announce() { e.announcer.kick() }
+
+// lockMigrations makes migrators of one schema take turns: several herald
+// processes started at once on an empty database would otherwise race to
+// create the same tables. The lock ends with the transaction.
+func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(8675309, hashtext(current_schema()))`)
 	return err
 }
 
-// claim locks due rows with FOR UPDATE SKIP LOCKED, so concurrent claims by
+// claim locks due rows with FOR NO KEY UPDATE SKIP LOCKED, so concurrent claims by
 // other processes pass over them instead of waiting, then caps each
 // webhook's share with a window function and leases what it keeps.
-func (postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error) {
+//
+// Under READ COMMITTED a row that another claim changed and committed after
+// this statement's snapshot is re-checked against the WHERE clause once
+// locked (PostgreSQL's EvalPlanQual), so a log another process has just
+// leased (pending, due only when its lease ends) is not taken twice. Rows
+// locked but not picked are released when the statement ends.
+func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error) {
 	exclude := p.Exclude
 	if exclude == nil {
 		exclude = []string{}
@@ -58,7 +129,7 @@ WITH due AS (
   SELECT id, webhook_id, due_at FROM webhook_event_logs
   WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= $4 AND NOT (webhook_id = ANY($5))
   ORDER BY due_at LIMIT $6
-  FOR UPDATE SKIP LOCKED),
+  FOR NO KEY UPDATE SKIP LOCKED),
 ranked AS (
   SELECT id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
 picked AS (

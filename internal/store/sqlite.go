@@ -51,6 +51,7 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	read, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		write.Close()
+		lock.Close()
 		return fmt.Errorf("open sqlite: %w", err)
 	}
 	read.SetMaxOpenConns(8)
@@ -65,11 +66,21 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	return nil
 }
 
-func (sqliteEngine) name() string                          { return "sqlite" }
-func (sqliteEngine) rebind(q string) string                { return q }
-func (sqliteEngine) forUpdate() string                     { return "" }
-func (sqliteEngine) notify(context.Context, *sql.Tx) error { return nil }
-func (e sqliteEngine) close() error                        { e.read.Close(); return e.write.Close() }
+func (sqliteEngine) name() string           { return "sqlite" }
+func (sqliteEngine) rebind(q string) string { return q }
+func (sqliteEngine) forUpdate() string      { return "" }
+func (sqliteEngine) skipLocked() string     { return "" }
+func (sqliteEngine) announce()              {}
+func (e sqliteEngine) close() error {
+	e.read.Close()
+	err := e.write.Close()
+	e.lock.Close() // releases the flock: the file may be opened again
+	return err
+}
+
+// lockMigrations has nothing to do: the writer begins IMMEDIATE transactions,
+// which take SQLite's write lock at once.
+func (sqliteEngine) lockMigrations(context.Context, *sql.Tx) error { return nil }
 
 // claim takes due logs in one UPDATE … RETURNING: SQLite has one writer, so
 // no other claim can interleave. It looks at the oldest Limit×4 due logs only,

@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -39,10 +40,18 @@ type engine interface {
 	// forUpdate is the suffix that locks selected rows until the transaction
 	// ends ("" where the engine serialises writers anyway).
 	forUpdate() string
+	// skipLocked is the suffix that locks selected rows and passes over rows
+	// another transaction holds, so concurrent workers take disjoint rows
+	// ("" where the engine serialises writers anyway).
+	skipLocked() string
+	// lockMigrations makes concurrent migrators take turns; it is called
+	// first in each migration's transaction.
+	lockMigrations(ctx context.Context, tx *sql.Tx) error
 	// claim moves due logs to pending under a lease; see Store.Claim.
 	claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error)
-	// notify tells other processes that logs became due (no-op for SQLite).
-	notify(ctx context.Context, tx *sql.Tx) error
+	// announce tells other processes, after a commit, that logs became due
+	// (no-op for SQLite).
+	announce()
 	close() error
 }
 
@@ -53,6 +62,7 @@ type Store struct {
 	writer *sql.DB // the one connection SQLite writes through
 	box    *secret.Box
 	now    func() time.Time
+	log    *slog.Logger
 
 	mu      sync.Mutex
 	waiters []chan struct{}
@@ -65,6 +75,9 @@ type Options struct {
 	Key []byte
 	// Now is the clock; time.Now when nil. Tests pass a fixed clock.
 	Now func() time.Time
+	// Logger reports trouble in the store's own background work (the
+	// PostgreSQL listener); slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Open connects to the database named by url ("sqlite:PATH" or
@@ -75,9 +88,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{box: box, now: opts.Now}
+	s := &Store{box: box, now: opts.Now, log: opts.Logger}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
 	}
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):
@@ -189,17 +205,12 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 		sqltx.Rollback()
 		return err
 	}
-	if tx.fired {
-		if err := s.eng.notify(ctx, sqltx); err != nil {
-			sqltx.Rollback()
-			return fmt.Errorf("notify: %w", err)
-		}
-	}
 	if err := sqltx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	if tx.fired {
 		s.wake()
+		s.eng.announce()
 	}
 	return nil
 }

@@ -1,0 +1,372 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/webhook"
+)
+
+// The fleet tests run several real herald processes on one PostgreSQL
+// database, as an operator who outgrew SQLite would.
+const (
+	fleetSize     = 3
+	fleetEvents   = 10_000
+	fleetWebhooks = 5
+	// Attempts in flight or unrecorded per process (HERALD_CONCURRENCY):
+	// what a killed process can leave to be sent again.
+	fleetConcurrency = 512
+)
+
+// TestFleetDeliversEveryPair: three processes on one database, 10,000 events
+// to 5 webhooks on local receivers. Every (event, webhook) pair arrives, with
+// no duplicate when no process dies; then the same with one process killed
+// (SIGKILL) halfway: still nothing lost, and duplicates only of attempts the
+// killed process had made before it died.
+func TestFleetDeliversEveryPair(t *testing.T) {
+	t.Run("all live", func(t *testing.T) { runFleet(t, false) })
+	t.Run("one killed halfway", func(t *testing.T) { runFleet(t, true) })
+}
+
+func runFleet(t *testing.T, kill bool) {
+	dbURL := heraldtest.PostgresURL(t)
+	key := make([]byte, 32)
+	rand.Read(key)
+	token := auth.NewAPIToken()
+	env := []string{
+		"HERALD_DATABASE_URL=" + dbURL,
+		"HERALD_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key),
+		"HERALD_BOOTSTRAP_TOKEN=" + token,
+		"HERALD_ALLOW_PRIVATE_NETWORKS=true",
+		"HERALD_ATTEMPT_TIMEOUT=2s",
+		"HERALD_LEASE=5s",
+		"HERALD_RETRY_INTERVAL=200ms",
+		"HERALD_LOG_LEVEL=warn",
+		fmt.Sprintf("HERALD_CONCURRENCY=%d", fleetConcurrency),
+	}
+	// Started together: migrations and the first account must come out once.
+	fleet := make([]*fleetProc, fleetSize)
+	for i := range fleet {
+		fleet[i] = launch(t, env)
+	}
+	for _, p := range fleet {
+		p.waitReady(t)
+	}
+
+	rcvs := make([]*pairReceiver, fleetWebhooks)
+	for i := range rcvs {
+		rcvs[i] = newPairReceiver(t)
+		var hook struct{ ID, Token string }
+		call(t, fleet[0].url, token, "POST", "/v3/webhooks", map[string]any{
+			"name": fmt.Sprintf("receiver %d", i), "url": rcvs[i].url, "events": []string{"license.created"}}, &hook)
+		rcvs[i].token.Store(&hook.Token)
+	}
+	var product struct{ ID string }
+	call(t, fleet[0].url, token, "POST", "/v3/products", map[string]any{"name": "Fleet"}, &product)
+
+	var killedAt atomic.Pointer[time.Time]
+	stopKill := make(chan struct{})
+	if kill {
+		go func() {
+			// Halfway through the deliveries, the second process dies mid-attempt.
+			for received(rcvs) < fleetEvents*fleetWebhooks/2 {
+				select {
+				case <-stopKill:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			fleet[1].cmd.Process.Signal(syscall.SIGKILL)
+			now := time.Now()
+			killedAt.Store(&now)
+		}()
+	}
+	defer close(stopKill)
+
+	start := time.Now()
+	acked := fire(t, fleet, token, product.ID, &killedAt)
+	fired := time.Since(start)
+
+	st, err := store.Open(context.Background(), dbURL, store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	count := func(q string) int {
+		var n int
+		if err := st.QueryRow(context.Background(), q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	var events int
+	lastReport := time.Now()
+	heraldtest.Eventually(t, 4*time.Minute, "every pair delivered and every log succeeded", func() bool {
+		events = count(`SELECT COUNT(*) FROM events WHERE kind = 'license.created'`)
+		if time.Since(lastReport) > 2*time.Second {
+			lastReport = time.Now()
+			t.Logf("after %s: %d events, %d logs not succeeded, %d pending, %d pairs received",
+				time.Since(start).Round(time.Second), events, count(`SELECT COUNT(*) FROM webhook_event_logs WHERE status <> 'succeeded'`),
+				count(`SELECT COUNT(*) FROM webhook_event_logs WHERE status = 'pending'`), distinct(rcvs))
+		}
+		return count(`SELECT COUNT(*) FROM webhook_event_logs WHERE status <> 'succeeded'`) == 0 &&
+			count(`SELECT COUNT(*) FROM webhook_event_logs`) == events*fleetWebhooks &&
+			distinct(rcvs) == events*fleetWebhooks
+	})
+	elapsed := time.Since(start)
+	t.Logf("%d processes: %d events fired in %s (%.0f/s); %d deliveries done in %s: %.0f events/s, %.0f deliveries/s",
+		fleetSize, len(acked), fired.Round(time.Millisecond), float64(len(acked))/fired.Seconds(),
+		events*fleetWebhooks, elapsed.Round(time.Millisecond), float64(events)/elapsed.Seconds(), float64(events*fleetWebhooks)/elapsed.Seconds())
+
+	// Every acknowledged license fired its event, and the event went to every
+	// webhook (events counts acknowledged ones and any whose answer was lost
+	// with the killed process).
+	if n := count(`SELECT COUNT(*) FROM licenses`); n != events || events < fleetEvents {
+		t.Errorf("%d licenses, %d events; want equal and at least %d", n, events, fleetEvents)
+	}
+	if len(acked) != fleetEvents {
+		t.Errorf("%d licenses acknowledged; want %d", len(acked), fleetEvents)
+	}
+	for _, r := range rcvs {
+		if r.bad.Load() > 0 {
+			t.Errorf("%d deliveries failed signature verification", r.bad.Load())
+		}
+	}
+	dups, late := 0, 0
+	var cut time.Time
+	if p := killedAt.Load(); p != nil {
+		cut = *p
+	}
+	for _, r := range rcvs {
+		r.mu.Lock()
+		for _, times := range r.got {
+			if len(times) > 1 {
+				dups++
+				// Requests the killed process wrote just before it died
+				// may be read a little after; a second is ample.
+				if cut.IsZero() || times[0].After(cut.Add(time.Second)) {
+					late++
+				}
+			}
+		}
+		r.mu.Unlock()
+	}
+	switch {
+	case !kill && dups > 0:
+		t.Errorf("%d pairs delivered more than once with no process killed", dups)
+	case kill && killedAt.Load() == nil:
+		t.Errorf("the kill never happened")
+	case kill && late > 0:
+		t.Errorf("%d of %d duplicated pairs were first delivered after the kill; only attempts the killed process made may repeat", late, dups)
+	case kill && dups > fleetConcurrency:
+		t.Errorf("%d pairs delivered twice; the killed process could have at most %d attempts unrecorded", dups, fleetConcurrency)
+	case kill:
+		t.Logf("one process killed: %d pairs delivered twice (attempts it made but had not recorded)", dups)
+	}
+	for i, p := range fleet {
+		if kill && i == 1 {
+			continue
+		}
+		if !p.running() {
+			t.Errorf("process %d exited: %s", i, p.output())
+		}
+	}
+}
+
+// fire creates fleetEvents licenses through the live processes, 24 at a
+// time, and returns the ids acknowledged. A call that fails because its
+// process was killed is made again on another.
+func fire(t *testing.T, fleet []*fleetProc, token, productID string, killedAt *atomic.Pointer[time.Time]) []string {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	var (
+		next  atomic.Int64
+		mu    sync.Mutex
+		acked []string
+		wg    sync.WaitGroup
+	)
+	body, _ := json.Marshal(map[string]any{"productId": productID})
+	for w := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= fleetEvents; i = next.Add(1) {
+				for try := w; ; try++ {
+					p := fleet[try%len(fleet)]
+					if killedAt.Load() != nil && p == fleet[1] {
+						continue
+					}
+					req, _ := http.NewRequest("POST", p.url+"/v3/licenses", bytes.NewReader(body))
+					req.Header.Set("Authorization", "Bearer "+token)
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := client.Do(req)
+					if err != nil {
+						if try > w+20 {
+							t.Errorf("create license: %v", err)
+							return
+						}
+						continue
+					}
+					var l struct{ ID string }
+					json.NewDecoder(resp.Body).Decode(&l)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusCreated {
+						t.Errorf("create license: status %d", resp.StatusCode)
+						return
+					}
+					mu.Lock()
+					acked = append(acked, l.ID)
+					mu.Unlock()
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return acked
+}
+
+// pairReceiver counts deliveries per event id, verifying each signature.
+type pairReceiver struct {
+	url   string
+	token atomic.Pointer[string]
+	bad   atomic.Int64
+	mu    sync.Mutex
+	got   map[string][]time.Time
+	n     atomic.Int64
+}
+
+func newPairReceiver(t *testing.T) *pairReceiver {
+	r := &pairReceiver{got: map[string][]time.Time{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		at := time.Now()
+		body, _ := io.ReadAll(req.Body)
+		if tok := r.token.Load(); tok == nil || webhook.Verify(*tok, body, req.Header.Get("webhook-signature")) != nil {
+			r.bad.Add(1)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		// Long enough that a killed process dies with attempts in flight.
+		time.Sleep(time.Millisecond)
+		id := req.Header.Get("webhook-id")
+		r.mu.Lock()
+		r.got[id] = append(r.got[id], at)
+		r.mu.Unlock()
+		r.n.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL
+	return r
+}
+
+func received(rs []*pairReceiver) int {
+	n := 0
+	for _, r := range rs {
+		n += int(r.n.Load())
+	}
+	return n
+}
+
+func distinct(rs []*pairReceiver) int {
+	n := 0
+	for _, r := range rs {
+		r.mu.Lock()
+		n += len(r.got)
+		r.mu.Unlock()
+	}
+	return n
+}
+
+// fleetProc is one herald serve process of a fleet.
+type fleetProc struct {
+	cmd    *exec.Cmd
+	url    string
+	out    *lockedBuffer
+	exited chan struct{}
+}
+
+// running reports whether the process has not exited.
+func (p *fleetProc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// launch starts herald serve on a free port without waiting for it.
+func launch(t *testing.T, env []string) *fleetProc {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(binary(t), "serve")
+	out := &lockedBuffer{}
+	cmd.Env = append(os.Environ(), append(env, "HERALD_ADDR="+addr)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &fleetProc{cmd: cmd, url: "http://" + addr, out: out, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("herald at %s said:\n%s", p.url, p.output())
+		}
+	})
+	return p
+}
+
+func (p *fleetProc) waitReady(t *testing.T) {
+	t.Helper()
+	heraldtest.Eventually(t, 30*time.Second, "herald to be ready", func() bool {
+		if !p.running() {
+			t.Fatalf("herald exited: %s", p.output())
+		}
+		resp, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
+
+func (p *fleetProc) output() string { return p.out.String() }
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,131 @@
+// Package retention keeps event logs from growing without bound: it removes
+// logs that completed (succeeded, failed or cancelled) longer ago than the
+// configured retention, with their attempts, and then the events no log
+// refers to any more. It never removes a queued, pending or retrying log, and
+// it deletes in small batches, each its own short transaction with a pause
+// after it, so that delivery and the API never wait long behind it.
+package retention
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Config tunes a Run. Zero fields take the defaults shown.
+type Config struct {
+	Keep     time.Duration // required: completed logs older than this go
+	Interval time.Duration // 1m: how often to look for logs to remove
+	Batch    int           // 1000: rows per transaction
+	Pause    time.Duration // 20ms: between batches
+	Logger   *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.Interval = cmp.Or(c.Interval, time.Minute)
+	c.Batch = cmp.Or(c.Batch, 1000)
+	c.Pause = cmp.Or(c.Pause, 20*time.Millisecond)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Run removes expired logs and events every cfg.Interval until ctx is done.
+// Several processes may run it on one database at once: on PostgreSQL they
+// split the work.
+func Run(ctx context.Context, st *store.Store, cfg Config) {
+	cfg = cfg.withDefaults()
+	t := time.NewTicker(cfg.Interval)
+	defer t.Stop()
+	for {
+		logs, events, err := Purge(ctx, st, cfg)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			cfg.Logger.Warn("retention: will try again", "err", err)
+		case logs > 0 || events > 0:
+			cfg.Logger.Info("retention: removed expired event logs", "logs", logs, "events", events)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Purge removes, batch by batch, every log that completed before now minus
+// cfg.Keep, then the events left without logs, and reports how many of each.
+func Purge(ctx context.Context, st *store.Store, cfg Config) (logs, events int, err error) {
+	cfg = cfg.withDefaults()
+	if cfg.Keep <= 0 {
+		return 0, 0, fmt.Errorf("retention: Keep must be positive")
+	}
+	before := st.Now().Add(-cfg.Keep)
+	for {
+		n, err := st.PurgeLogs(ctx, before, cfg.Batch)
+		logs += n
+		if err != nil {
+			return logs, events, err
+		}
+		if n < cfg.Batch {
+			break
+		}
+		if !pause(ctx, cfg.Pause) {
+			return logs, events, ctx.Err()
+		}
+	}
+	var cursor store.EventCursor
+	for {
+		n, next, done, err := st.PurgeEvents(ctx, before, cursor, cfg.Batch)
+		events += n
+		if err != nil || done {
+			return logs, events, err
+		}
+		cursor = next
+		if !pause(ctx, cfg.Pause) {
+			return logs, events, ctx.Err()
+		}
+	}
+}
+
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// ParseDuration reads a retention such as "30d", "12h", "1d12h" or "90m":
+// Go's durations plus a leading whole number of days. "0" means keep
+// forever.
+func ParseDuration(text string) (time.Duration, error) {
+	bad := fmt.Errorf("retention %q: want a duration such as 30d, 12h or 0", text)
+	s := strings.TrimSpace(text)
+	var days time.Duration
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 {
+			return 0, bad
+		}
+		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
+		if s == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, bad
+	}
+	return days + d, nil
+}

@@ -1,0 +1,119 @@
+package server_test
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/notify/smtptest"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// startFleet starts n heralds on one new PostgreSQL schema, sharing key and
+// token as an operator's processes would.
+func startFleet(t *testing.T, n int, o heraldtest.Options) []*heraldtest.Herald {
+	t.Helper()
+	o.DatabaseURL = heraldtest.PostgresURL(t)
+	o.Key = make([]byte, 32)
+	rand.Read(o.Key)
+	o.Token = auth.NewAPIToken()
+	fleet := make([]*heraldtest.Herald, n)
+	for i := range fleet {
+		fleet[i] = heraldtest.Start(t, o)
+	}
+	return fleet
+}
+
+// Failures recorded at once by three processes suspend the webhook once, and
+// of the three email outboxes exactly one sends the one email.
+func TestFleetSuspendsOnceAndEmailsOnce(t *testing.T) {
+	t.Parallel()
+	mail := smtptest.Start(t)
+	const events, suspendAfter = 60, 20
+	fleet := startFleet(t, 3, heraldtest.Options{SMTPURL: mail.URL(), Delivery: delivery.Config{MaxAttempts: 1, SuspendAfter: suspendAfter}})
+	h := fleet[0]
+	rcv := heraldtest.NewReceiver(t)
+	rcv.SetRespond(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2 * time.Millisecond) // attempts of the three processes overlap
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	hook := h.CreateWebhook("shared", rcv.URL, "license.created")
+	var product struct{ ID string }
+	h.Must(201, "POST", "/v3/products", map[string]any{"name": "P"}, &product)
+	var wg sync.WaitGroup
+	for i := range events {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fleet[i%len(fleet)].Must(201, "POST", "/v3/licenses", map[string]any{"productId": product.ID}, nil)
+		}()
+	}
+	wg.Wait()
+	heraldtest.Eventually(t, 30*time.Second, "every log to complete", func() bool {
+		n := 0
+		for _, st := range []string{"failed", "cancelled"} {
+			n += len(h.Logs("webhookId=" + hook.ID + "&status=" + st))
+		}
+		return n == events
+	})
+	if got := h.Webhook(hook.ID).Status; got != "Suspended" {
+		t.Fatalf("webhook %s; want Suspended", got)
+	}
+	failed := len(h.Logs("webhookId=" + hook.ID + "&status=failed"))
+	if failed < suspendAfter {
+		t.Errorf("%d failed events; want at least %d", failed, suspendAfter)
+	}
+	mail.WaitFor(t, 1, 10*time.Second)
+	time.Sleep(6 * time.Second) // every outbox has looked at least once more
+	if n := len(mail.Messages()); n != 1 {
+		t.Errorf("%d emails sent; want exactly 1", n)
+	}
+	var queued int
+	if err := h.Server.Store.QueryRow(context.Background(), `SELECT COUNT(*) FROM emails`).Scan(&queued); err != nil || queued != 1 {
+		t.Errorf("%d emails queued (%v); want 1", queued, err)
+	}
+}
+
+// An idle process whose dispatcher would otherwise sleep a minute delivers
+// an event another process fired at once: LISTEN/NOTIFY wakes it.
+func TestIdleProcessIsWokenByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	fleet := startFleet(t, 1, heraldtest.Options{Delivery: delivery.Config{PollInterval: time.Minute}})
+	h := fleet[0]
+	rcv := heraldtest.NewReceiver(t)
+	hook := h.CreateWebhook("woken", rcv.URL, "license.created")
+	time.Sleep(300 * time.Millisecond) // the dispatcher is asleep
+
+	// The other process only fires: a store handle with no dispatcher.
+	other, err := store.Open(context.Background(), h.Options.DatabaseURL, store.Options{Key: h.Options.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	account, err := other.AccountByTokenHash(context.Background(), auth.HashToken(h.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		start := time.Now()
+		if err := other.InTx(context.Background(), func(tx *store.Tx) error {
+			_, err := tx.Fire(context.Background(), account.ID, event.LicenseCreated, map[string]any{"n": i})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		heraldtest.Eventually(t, 5*time.Second, "the idle process to deliver", func() bool { return rcv.Count() == i+1 })
+		t.Logf("fired by another process, delivered %s later", time.Since(start).Round(time.Millisecond))
+		time.Sleep(200 * time.Millisecond)
+	}
+	if logs := h.Logs("webhookId=" + hook.ID + "&status=succeeded"); len(logs) != 3 {
+		t.Errorf("%d logs succeeded; want 3", len(logs))
+	}
+}

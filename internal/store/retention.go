@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PurgeLogs deletes up to limit event logs that completed (succeeded, failed
+// or cancelled) before before, oldest first, with their attempts, then the
+// events among theirs that no log refers to any more. It never touches a
+// queued, pending or retrying log. It returns how many logs went.
+//
+// On PostgreSQL the rows are taken with SKIP LOCKED, so several processes
+// purging at once split the work rather than queue behind each other.
+func (s *Store) PurgeLogs(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int
+	err := s.InTx(ctx, func(tx *Tx) error {
+		rows, err := tx.Query(ctx, `DELETE FROM webhook_event_logs WHERE id IN (
+  SELECT id FROM webhook_event_logs
+  WHERE completed_at < ? AND status IN ('succeeded', 'failed', 'cancelled')
+  ORDER BY completed_at LIMIT ?`+s.eng.skipLocked()+`)
+RETURNING event_id`, ms(before), limit)
+		if err != nil {
+			return err
+		}
+		events, err := scanIDs(rows)
+		if err != nil {
+			return err
+		}
+		n = len(events)
+		_, err = tx.deleteOrphanEvents(ctx, events)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge event logs: %w", err)
+	}
+	return n, nil
+}
+
+// EventCursor is where PurgeEvents goes on from; the zero value starts at
+// the oldest event.
+type EventCursor struct {
+	TriggeredAt int64
+	ID          string
+}
+
+// PurgeEvents looks at up to limit events triggered before before, from
+// after on, and deletes those no log refers to: events that matched no
+// webhook, or whose logs went in an earlier purge. It returns how many it
+// deleted, and the cursor of the next call, or done when it reached the end.
+func (s *Store) PurgeEvents(ctx context.Context, before time.Time, after EventCursor, limit int) (deleted int, next EventCursor, done bool, err error) {
+	rows, err := s.Query(ctx, `SELECT id, triggered_at FROM events
+WHERE triggered_at < ? AND (triggered_at > ? OR (triggered_at = ? AND id > ?))
+ORDER BY triggered_at, id LIMIT ?`, ms(before), after.TriggeredAt, after.TriggeredAt, after.ID, limit)
+	if err != nil {
+		return 0, after, false, fmt.Errorf("purge events: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		if err := rows.Scan(&next.ID, &next.TriggeredAt); err != nil {
+			rows.Close()
+			return 0, after, false, fmt.Errorf("purge events: %w", err)
+		}
+		ids = append(ids, next.ID)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, after, false, fmt.Errorf("purge events: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, after, true, nil
+	}
+	err = s.InTx(ctx, func(tx *Tx) error {
+		deleted, err = tx.deleteOrphanEvents(ctx, ids)
+		return err
+	})
+	if err != nil {
+		return 0, after, false, fmt.Errorf("purge events: %w", err)
+	}
+	return deleted, next, len(ids) < limit, nil
+}
+
+// deleteOrphanEvents deletes those of the given events that no log refers to.
+func (tx *Tx) deleteOrphanEvents(ctx context.Context, ids []string) (int, error) {
+	seen := map[string]bool{}
+	args := make([]any, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			args = append(args, id)
+		}
+	}
+	if len(args) == 0 {
+		return 0, nil
+	}
+	res, err := tx.Exec(ctx, `DELETE FROM events WHERE id IN (`+placeholders(len(args))+`)
+AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

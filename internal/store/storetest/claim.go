@@ -1,0 +1,236 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+func testFireQueuesOrCancels(t *testing.T, b *bundle) {
+	on := b.webhook(t, "on")
+	off := b.webhook(t, "off")
+	off.Enabled = false
+	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, off.ID, store.WebhookPatch{Enabled: &off.Enabled}); err != nil {
+		t.Fatal(err)
+	}
+	suspended := b.webhook(t, "suspended")
+	b.fire(t, b.st, 1)
+	c := b.claim(t, b.st, 0, time.Minute, 10, 10, on.ID, off.ID)
+	if len(c) != 1 || c[0].WebhookID != suspended.ID {
+		t.Fatalf("claimed %+v; want the one log of %s", c, suspended.ID)
+	}
+	if sp := b.complete(t, b.st, 1, outcome(c[0], store.Exhausted, 500, b.clock.Now())); len(sp) != 1 {
+		t.Fatalf("suspensions %+v; want 1", sp)
+	}
+	unsubscribed, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "other", URL: "https://example.com/x",
+		Events: []event.Kind{event.LicenseDeleted}, Enabled: true, Token: "whsec_other_0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ids := b.fire(t, b.st, 1)
+	want := map[string]store.LogStatus{on.ID: store.Queued, off.ID: store.Cancelled, suspended.ID: store.Cancelled}
+	logs := b.logs(t, store.LogFilter{EventID: ids[0]})
+	if len(logs) != len(want) {
+		t.Fatalf("%d logs; want %d", len(logs), len(want))
+	}
+	for _, l := range logs {
+		if l.WebhookID == unsubscribed.ID {
+			t.Errorf("a webhook not subscribed to %s got a log", event.LicenseCreated)
+		}
+		if l.Status != want[l.WebhookID] {
+			t.Errorf("log of webhook %s is %s; want %s", l.WebhookID, l.Status, want[l.WebhookID])
+		}
+		if l.Status == store.Cancelled && (l.RetryReason == nil || *l.RetryReason == "") {
+			t.Errorf("a cancelled log gives no reason")
+		}
+		if l.Status == store.Queued && (l.NextAttemptAt == nil || !l.NextAttemptAt.Equal(b.clock.Now())) {
+			t.Errorf("queued log due at %v; want now", l.NextAttemptAt)
+		}
+	}
+}
+
+func testClaimTakesDueLogsUnderALease(t *testing.T, b *bundle) {
+	w := b.webhook(t, "w")
+	b.fire(t, b.st, 3)
+	c := b.claim(t, b.st, 0, time.Minute, 10, 10)
+	if len(c) != 3 {
+		t.Fatalf("claimed %d; want 3", len(c))
+	}
+	for _, x := range c {
+		if x.WebhookID != w.ID || x.Lease == "" || x.Token != "whsec_w_0123456789" || !x.Enabled || x.Health != store.Healthy || x.AttemptCount != 0 {
+			t.Errorf("claim %+v", x)
+		}
+		if l := b.log(t, x.LogID); l.Status != store.Pending || string(x.Body) != string(l.Payload) {
+			t.Errorf("claimed log is %s, body %q; want pending with its payload", l.Status, x.Body)
+		}
+	}
+	if again := b.claim(t, b.st, 30*time.Second, time.Minute, 10, 10); len(again) != 0 {
+		t.Errorf("leased logs claimed again within their lease: %d", len(again))
+	}
+
+	// A retry is not due before its time.
+	now := b.clock.Now()
+	b.complete(t, b.st, 50, outcome(c[0], store.Retry, 503, now), outcome(c[1], store.Delivered, 200, now), outcome(c[2], store.Exhausted, 500, now))
+	l := b.log(t, c[0].LogID)
+	if l.Status != store.Retrying || l.NextAttemptAt == nil || !l.NextAttemptAt.Equal(now.Add(time.Minute)) || l.AttemptCount != 1 || len(l.Attempts) != 1 {
+		t.Fatalf("after a retry: %s next %v, %d attempts", l.Status, l.NextAttemptAt, l.AttemptCount)
+	}
+	if st := b.log(t, c[1].LogID).Status; st != store.Succeeded {
+		t.Errorf("delivered log is %s", st)
+	}
+	if st := b.log(t, c[2].LogID).Status; st != store.Failed {
+		t.Errorf("exhausted log is %s", st)
+	}
+	if got := b.claim(t, b.st, 59*time.Second, time.Minute, 10, 10); len(got) != 0 {
+		t.Errorf("a retry was claimed before its time")
+	}
+	got := b.claim(t, b.st, time.Minute, time.Minute, 10, 10)
+	if len(got) != 1 || got[0].LogID != c[0].LogID || got[0].AttemptCount != 1 {
+		t.Fatalf("at its time the retry claims as %+v", got)
+	}
+	if next, ok, err := b.st.NextDue(b.ctx); err != nil || !ok || !next.Equal(now.Add(2*time.Minute)) {
+		t.Errorf("NextDue = %v, %v, %v; want the lease's end", next, ok, err)
+	}
+}
+
+func testClaimCapsEachWebhook(t *testing.T, b *bundle) {
+	a, c := b.webhook(t, "a"), b.webhook(t, "c")
+	b.fire(t, b.st, 10)
+	got := b.claim(t, b.st, 0, time.Minute, 100, 3)
+	per := map[string]int{}
+	for _, x := range got {
+		per[x.WebhookID]++
+	}
+	if per[a.ID] != 3 || per[c.ID] != 3 {
+		t.Fatalf("claimed %v; want 3 of each webhook", per)
+	}
+	got = b.claim(t, b.st, 0, time.Minute, 100, 100, a.ID)
+	if len(got) != 7 {
+		t.Fatalf("claimed %d; want the 7 left of the webhook not excluded", len(got))
+	}
+	for _, x := range got {
+		if x.WebhookID != c.ID {
+			t.Errorf("claimed a log of the excluded webhook")
+		}
+	}
+	if got := b.claim(t, b.st, 0, time.Minute, 5, 100); len(got) != 5 {
+		t.Errorf("claimed %d; want the limit, 5", len(got))
+	}
+}
+
+func testExpiredLeaseTakenOver(t *testing.T, b *bundle) {
+	w := b.webhook(t, "w")
+	b.fire(t, b.st, 1)
+	other := b.open(t) // another process
+	first := b.claim(t, b.st, 0, 5*time.Second, 10, 10)
+	if len(first) != 1 {
+		t.Fatalf("claimed %d; want 1", len(first))
+	}
+	if got := b.claim(t, other, 4*time.Second, 5*time.Second, 10, 10); len(got) != 0 {
+		t.Fatalf("another process took a log whose lease runs")
+	}
+	// The first process dies mid-attempt; its lease ends and another takes over.
+	second := b.claim(t, other, 6*time.Second, 5*time.Second, 10, 10)
+	if len(second) != 1 || second[0].LogID != first[0].LogID || second[0].Lease == first[0].Lease {
+		t.Fatalf("after the lease ended another process claimed %+v", second)
+	}
+
+	// The first process's outcome arrives late: dropped, whatever it says.
+	now := b.clock.Now()
+	for _, r := range []store.Result{store.Delivered, store.Exhausted, store.Retry, store.Cancel} {
+		if sp := b.complete(t, b.st, 1, outcome(first[0], r, 500, now)); len(sp) != 0 {
+			t.Fatalf("a stale outcome suspended the webhook")
+		}
+	}
+	l := b.log(t, first[0].LogID)
+	if l.Status != store.Pending || len(l.Attempts) != 0 || l.AttemptCount != 0 {
+		t.Fatalf("after stale outcomes: %s with %d attempts; want pending, none", l.Status, len(l.Attempts))
+	}
+	if h, streak := b.health(t, w.ID); h != store.Healthy || streak != 0 {
+		t.Fatalf("stale outcomes moved health to %s/%d", h, streak)
+	}
+
+	// One batch with a stale and the current outcome of that log, and
+	// another log's: only the current ones count.
+	b.fire(t, b.st, 1)
+	third := b.claim(t, other, 6*time.Second, 5*time.Second, 10, 10)
+	if len(third) != 1 {
+		t.Fatalf("claimed %d; want the new log", len(third))
+	}
+	b.complete(t, other, 1, outcome(first[0], store.Exhausted, 500, now), outcome(second[0], store.Delivered, 200, now),
+		outcome(third[0], store.Retry, 503, now))
+	if l := b.log(t, first[0].LogID); l.Status != store.Succeeded || len(l.Attempts) != 1 || *l.Attempts[0].StatusCode != 200 {
+		t.Errorf("the current lease's outcome: %s with %d attempts", l.Status, len(l.Attempts))
+	}
+	if l := b.log(t, third[0].LogID); l.Status != store.Retrying || len(l.Attempts) != 1 || l.AttemptCount != 1 {
+		t.Errorf("the other log: %s with %d attempts", l.Status, len(l.Attempts))
+	}
+	if h, streak := b.health(t, w.ID); h != store.Healthy || streak != 0 {
+		t.Errorf("after the batch: %s/%d; want Healthy/0", h, streak)
+	}
+}
+
+// testConcurrentClaims has several handles (processes) claim at once, in
+// small batches, until nothing is left: every log is claimed exactly once.
+func testConcurrentClaims(t *testing.T, b *bundle) {
+	for _, name := range []string{"a", "c", "d", "e"} {
+		b.webhook(t, name)
+	}
+	b.fire(t, b.st, 60) // 240 logs
+	handles := []*store.Store{b.st, b.open(t), b.open(t)}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	parallel(6, func(i int) {
+		st := handles[i%len(handles)]
+		for {
+			now := b.clock.Now()
+			cs, err := st.Claim(b.ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 7, PerWebhook: 3})
+			if err != nil {
+				t.Errorf("claim: %v", err)
+				return
+			}
+			if len(cs) == 0 {
+				return
+			}
+			mu.Lock()
+			for _, c := range cs {
+				seen[c.LogID]++
+			}
+			mu.Unlock()
+		}
+	})
+	if len(seen) != 240 {
+		t.Errorf("%d logs claimed; want 240", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("log %s claimed %d times", id, n)
+		}
+	}
+}
+
+func testResendTarget(t *testing.T, b *bundle) {
+	b.webhook(t, "w")
+	b.fire(t, b.st, 1)
+	logID := b.logs(t, store.LogFilter{})[0].ID
+	if c, err := b.st.ResendTarget(b.ctx, b.account.ID, logID); err != nil || c.Lease != "" || len(c.Body) == 0 {
+		t.Fatalf("resend of a queued log: %+v, %v", c, err)
+	}
+	claimed := b.claim(t, b.st, 0, time.Minute, 10, 10)
+	if _, err := b.st.ResendTarget(b.ctx, b.account.ID, logID); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("resend while an attempt is in flight: %v; want ErrConflict", err)
+	}
+	other := b.newAccount(t, "b@example.com")
+	if _, err := b.st.ResendTarget(b.ctx, other.ID, logID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another account's resend: %v; want ErrNotFound", err)
+	}
+	b.complete(t, b.st, 50, outcome(claimed[0], store.Exhausted, 500, b.clock.Now()))
+	if _, err := b.st.ResendTarget(b.ctx, b.account.ID, logID); err != nil {
+		t.Fatalf("resend of a failed log: %v", err)
+	}
+}

@@ -1,0 +1,317 @@
+package storetest
+
+import (
+	"crypto/rand"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/retention"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// testEmailsClaimedOnce has several handles (processes) empty one outbox at
+// once: each email is handed to exactly one; one left unsent goes again when
+// its lease ends, and a failed one at once.
+func testEmailsClaimedOnce(t *testing.T, b *bundle) {
+	const n = 12
+	for i := range n {
+		b.webhook(t, string(rune('a'+i)))
+	}
+	b.fire(t, b.st, 1)
+	var outs []store.Outcome
+	for _, c := range b.claim(t, b.st, 0, time.Minute, 100, 100) {
+		outs = append(outs, outcome(c, store.Exhausted, 500, b.clock.Now()))
+	}
+	if sp := b.complete(t, b.st, 1, outs...); len(sp) != n {
+		t.Fatalf("%d suspensions; want %d", len(sp), n)
+	}
+	handles := []*store.Store{b.st, b.open(t), b.open(t)}
+	var mu sync.Mutex
+	got := map[string]int{}
+	parallel(6, func(i int) {
+		for {
+			es, err := handles[i%len(handles)].ClaimEmails(b.ctx, 2, time.Minute)
+			if err != nil {
+				t.Errorf("claim emails: %v", err)
+				return
+			}
+			if len(es) == 0 {
+				return
+			}
+			mu.Lock()
+			for _, e := range es {
+				got[e.ID]++
+			}
+			mu.Unlock()
+		}
+	})
+	if len(got) != n {
+		t.Fatalf("%d emails claimed; want %d", len(got), n)
+	}
+	var ids []string
+	for id, k := range got {
+		if k != 1 {
+			t.Errorf("email %s claimed %d times", id, k)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids[:n/2] {
+		if err := b.st.MarkEmail(b.ctx, id, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if es, _ := b.st.ClaimEmails(b.ctx, 100, time.Minute); len(es) != 0 {
+		t.Fatalf("%d emails claimed again within their lease", len(es))
+	}
+	b.clock.Add(2 * time.Minute)
+	again, err := b.st.ClaimEmails(b.ctx, 100, time.Minute)
+	if err != nil || len(again) != n/2 {
+		t.Fatalf("after the lease: %d emails, %v; want the %d unsent", len(again), err, n/2)
+	}
+	if err := b.st.FailEmail(b.ctx, again[0].ID, "smtp down"); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := b.st.ClaimEmails(b.ctx, 100, time.Minute); len(es) != 1 || es[0].ID != again[0].ID {
+		t.Fatalf("after a failed send: %+v; want that email free at once", es)
+	}
+}
+
+// testRetention fills logs of every status, lets 40 days pass, and purges
+// with a 30-day retention in batches of 2: completed logs older than that go
+// with their attempts and the events left without logs; queued, pending and
+// retrying logs stay, however old, and so do their events.
+func testRetention(t *testing.T, b *bundle) {
+	ok, bad, off, slow, idle, busy := b.webhook(t, "ok"), b.webhook(t, "bad"), b.webhook(t, "off"), b.webhook(t, "slow"), b.webhook(t, "idle"), b.webhook(t, "busy")
+	disabled := false
+	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, off.ID, store.WebhookPatch{Enabled: &disabled}); err != nil {
+		t.Fatal(err)
+	}
+	settle := func() {
+		t.Helper()
+		now := b.clock.Now()
+		var outs []store.Outcome
+		for _, c := range b.claim(t, b.st, 0, 100*24*time.Hour, 1000, 1000, idle.ID) {
+			switch c.WebhookID {
+			case ok.ID:
+				outs = append(outs, outcome(c, store.Delivered, 200, now))
+			case bad.ID:
+				outs = append(outs, outcome(c, store.Exhausted, 500, now))
+			case slow.ID:
+				o := outcome(c, store.Retry, 503, now)
+				o.NextAt = now.Add(1000 * time.Hour)
+				outs = append(outs, o)
+			case busy.ID: // left pending: its attempt is in flight
+			}
+		}
+		b.complete(t, b.st, 1000, outs...)
+	}
+	old := b.fire(t, b.st, 5)
+	settle()
+	fireKind := func(kind event.Kind) {
+		t.Helper()
+		if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+			_, err := tx.Fire(b.ctx, b.account.ID, kind, map[string]any{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fireKind(event.LicenseDeleted) // no webhook subscribes: an event without logs
+	b.clock.Add(40 * 24 * time.Hour)
+	fireKind(event.LicenseDeleted)
+	b.fire(t, b.st, 1)
+	settle()
+
+	active := `SELECT COUNT(*) FROM webhook_event_logs WHERE status IN ('queued', 'pending', 'retrying')`
+	activeBefore := b.count(t, active)
+	if activeBefore != 3*6 {
+		t.Fatalf("%d active logs before; want 18", activeBefore)
+	}
+	logs, events, err := retention.Purge(b.ctx, b.st, retention.Config{Keep: 30 * 24 * time.Hour, Batch: 2, Pause: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logs != 3*5 || events != 1 {
+		t.Errorf("purged %d logs and %d events; want 15 and 1", logs, events)
+	}
+	if n := b.count(t, active); n != activeBefore {
+		t.Errorf("%d active logs after; want %d", n, activeBefore)
+	}
+	cutoff := store.MS(b.clock.Now().Add(-30 * 24 * time.Hour))
+	if n := b.count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE completed_at < ?`, cutoff); n != 0 {
+		t.Errorf("%d expired completed logs left", n)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE completed_at >= ?`, cutoff); n != 3 {
+		t.Errorf("%d recent completed logs; want the 3 of the recent event", n)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM webhook_attempts a WHERE NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.id = a.log_id)`); n != 0 {
+		t.Errorf("%d attempts of removed logs left", n)
+	}
+	for _, id := range old {
+		if n := b.count(t, `SELECT COUNT(*) FROM events WHERE id = ?`, id); n != 1 {
+			t.Errorf("event %s with active logs was removed", id)
+		}
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM events`); n != 5+1+1 {
+		t.Errorf("%d events left; want the 5 with active logs and the 2 recent", n)
+	}
+	if logs, events, err := retention.Purge(b.ctx, b.st, retention.Config{Keep: 30 * 24 * time.Hour}); logs != 0 || events != 0 || err != nil {
+		t.Errorf("a second purge: %d logs, %d events, %v; want nothing", logs, events, err)
+	}
+}
+
+// testConcurrentOpens starts several processes at once on an empty database:
+// migrations run once, and one first account is created between them. On
+// SQLite, which serves one process, exactly one open succeeds and the others
+// are refused with the reason.
+func testConcurrentOpens(t *testing.T, b *bundle) {
+	url := b.newURL(t)
+	const n = 5
+	stores := make([]*store.Store, n)
+	var created, refused atomic.Int32
+	sqlite := strings.HasPrefix(url, "sqlite:")
+	parallel(n, func(i int) {
+		st, err := store.Open(b.ctx, url, store.Options{Key: b.key})
+		if sqlite && err != nil && strings.Contains(err.Error(), "another herald process") {
+			refused.Add(1)
+			return
+		}
+		if err != nil {
+			t.Errorf("open %d: %v", i, err)
+			return
+		}
+		stores[i] = st
+		ok, err := st.BootstrapIfEmpty(b.ctx, store.Bootstrap{AccountName: "first", OwnerEmail: "owner@example.com",
+			PasswordHash: "x", TokenHash: store.NewID()})
+		if err != nil {
+			t.Errorf("bootstrap %d: %v", i, err)
+		}
+		if ok {
+			created.Add(1)
+		}
+	})
+	for _, st := range stores {
+		if st != nil {
+			defer st.Close()
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	if got := created.Load(); got != 1 {
+		t.Errorf("%d processes created the first account; want 1", got)
+	}
+	if sqlite && refused.Load() != n-1 {
+		t.Errorf("%d of %d other opens of one SQLite file were refused; want all", refused.Load(), n-1)
+	}
+	want, _ := b.st.SchemaVersion(b.ctx)
+	for _, st := range stores {
+		if st == nil {
+			continue
+		}
+		var accounts int
+		if err := st.QueryRow(b.ctx, `SELECT COUNT(*) FROM accounts`).Scan(&accounts); err != nil || accounts != 1 {
+			t.Errorf("%d accounts (%v); want 1", accounts, err)
+		}
+		if v, err := st.SchemaVersion(b.ctx); err != nil || v != want {
+			t.Errorf("schema version %d (%v); want %d", v, err, want)
+		}
+	}
+}
+
+func testWrongKey(t *testing.T, b *bundle) {
+	other := make([]byte, 32)
+	rand.Read(other)
+	b.st.Close() // SQLite admits one process at a time
+	st, err := store.Open(b.ctx, b.url, store.Options{Key: other})
+	if err == nil {
+		st.Close()
+		t.Fatal("a database opened under another key")
+	}
+	if !strings.Contains(err.Error(), "secret key") {
+		t.Errorf("refused for another reason: %v", err)
+	}
+}
+
+// testWake: a commit that fires an event wakes this handle's waiters at
+// once; on PostgreSQL it also wakes every other process on the database
+// (LISTEN/NOTIFY), and none on another database.
+func testWake(t *testing.T, b *bundle) {
+	b.webhook(t, "w")
+	ch := b.st.Wait()
+	b.fire(t, b.st, 1)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("a commit that fired an event did not wake this handle's waiter")
+	}
+	if b.st.Engine() != "postgres" {
+		return // one process per SQLite file: nothing else to wake
+	}
+	other := b.open(t)
+	elsewhere := b.openAt(t, b.newURL(t))
+	quiet(other)
+	quiet(b.st)
+	wOther, wHere := other.Wait(), b.st.Wait()
+	start := time.Now()
+	b.fireOn(t, elsewhere)
+	select {
+	case <-wOther:
+		t.Fatal("an event in another database woke this one's processes")
+	case <-time.After(500 * time.Millisecond):
+	}
+	b.fire(t, b.st, 1)
+	select {
+	case <-wOther:
+		t.Logf("another process woke %s after the commit", time.Since(start)-500*time.Millisecond)
+	case <-time.After(5 * time.Second):
+		t.Fatal("another process was not woken within 5s of a commit")
+	}
+	<-wHere
+}
+
+// quiet waits until st has not been woken for 300ms (a listener wakes its
+// store once when it connects).
+func quiet(st *store.Store) {
+	for {
+		select {
+		case <-st.Wait():
+		case <-time.After(300 * time.Millisecond):
+			return
+		}
+	}
+}
+
+// openAt opens a store on another database, with an account and a webhook.
+func (b *bundle) openAt(t testing.TB, url string) *store.Store {
+	t.Helper()
+	st, err := store.Open(b.ctx, url, store.Options{Key: b.key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// fireOn fires one event in the database of st, in an account of its own.
+func (b *bundle) fireOn(t testing.TB, st *store.Store) {
+	t.Helper()
+	a, err := st.CreateAccount(b.ctx, store.Bootstrap{AccountName: "x", OwnerEmail: "x@example.com", PasswordHash: "x", TokenHash: store.NewID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateWebhook(b.ctx, a.ID, store.NewWebhook{Name: "x", URL: "https://example.com/x",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_x_0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.InTx(b.ctx, func(tx *store.Tx) error {
+		_, err := tx.Fire(b.ctx, a.ID, event.LicenseCreated, map[string]any{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,241 @@
+// Package storetest is the behaviour suite every store engine runs:
+// Exercise(t, newURL) checks claims and leases, outcomes and health,
+// concurrency across several store handles on one database (as several
+// herald processes would hold), the email outbox, retention, migrations and
+// wake-ups. A behaviour is tested here, across engines, never in one engine's
+// test alone. It drives the store directly, with a clock the test moves.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Exercise runs the suite; newURL returns a new, empty database of the
+// engine under test for each test.
+func Exercise(t *testing.T, newURL func(testing.TB) string) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, *bundle)
+	}{
+		{"FireQueuesOrCancels", testFireQueuesOrCancels},
+		{"ClaimTakesDueLogsUnderALease", testClaimTakesDueLogsUnderALease},
+		{"ClaimCapsEachWebhookAndPassesOverExcluded", testClaimCapsEachWebhook},
+		{"ExpiredLeaseIsTakenOverAndStaleOutcomeDropped", testExpiredLeaseTakenOver},
+		{"ConcurrentClaimsTakeEachLogOnce", testConcurrentClaims},
+		{"ResendTargetConflictsWhileAnAttemptIsInFlight", testResendTarget},
+		{"HealthFollowsTheFailureStreak", testHealthStreak},
+		{"ConcurrentFailuresSuspendOnceAndQueueOneEmail", testConcurrentFailuresSuspendOnce},
+		{"ConcurrentDeliveryIsNeverALostTransition", testConcurrentDeliveryNotLost},
+		{"BatchesTouchingWebhooksInAnyOrderDoNotDeadlock", testBatchesDoNotDeadlock},
+		{"EmailsAreClaimedOnce", testEmailsClaimedOnce},
+		{"RetentionRemovesOnlyCompletedLogs", testRetention},
+		{"ConcurrentOpensMigrateAndBootstrapOnce", testConcurrentOpens},
+		{"WrongKeyIsRefused", testWrongKey},
+		{"CommitWakesWaitersOfEveryHandle", testWake},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, setup(t, newURL))
+		})
+	}
+}
+
+// bundle is one test's database: its URL, key and clock, a first store
+// handle, and an account in it.
+type bundle struct {
+	ctx     context.Context
+	newURL  func(testing.TB) string // another new database
+	url     string
+	key     []byte
+	clock   *clock
+	st      *store.Store
+	account store.Account
+}
+
+func setup(t *testing.T, newURL func(testing.TB) string) *bundle {
+	t.Helper()
+	b := &bundle{ctx: context.Background(), newURL: newURL, url: newURL(t), key: make([]byte, 32), clock: &clock{t: time.UnixMilli(time.Now().UnixMilli()).UTC()}}
+	rand.Read(b.key)
+	b.st = b.open(t)
+	b.account = b.newAccount(t, "a@example.com")
+	return b
+}
+
+// open returns another handle on the test's database, as another herald
+// process would hold; it closes at the end of the test. SQLite serves one
+// process (a second open is refused), so there it returns the one handle,
+// which concurrent goroutines share as one process's would.
+func (b *bundle) open(t testing.TB) *store.Store {
+	t.Helper()
+	if b.st != nil && b.st.Engine() == "sqlite" {
+		return b.st
+	}
+	st, err := store.Open(b.ctx, b.url, store.Options{Key: b.key, Now: b.clock.Now})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func (b *bundle) newAccount(t testing.TB, email string) store.Account {
+	t.Helper()
+	a, err := b.st.CreateAccount(b.ctx, store.Bootstrap{AccountName: email, OwnerEmail: email, PasswordHash: "x", TokenHash: store.NewID()})
+	if err != nil {
+		t.Fatalf("create account: %v", err)
+	}
+	return a
+}
+
+// webhook creates an enabled webhook of the test's account subscribed to
+// license.created.
+func (b *bundle) webhook(t testing.TB, name string) store.Webhook {
+	t.Helper()
+	w, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: name, URL: "https://example.com/" + name,
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_" + name + "_0123456789"})
+	if err != nil {
+		t.Fatalf("create webhook: %v", err)
+	}
+	return w
+}
+
+// fire fires n license.created events of the test's account through st and
+// returns their ids.
+func (b *bundle) fire(t testing.TB, st *store.Store, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := range n {
+		err := st.InTx(b.ctx, func(tx *store.Tx) error {
+			id, err := tx.Fire(b.ctx, b.account.ID, event.LicenseCreated, map[string]any{"n": i})
+			ids = append(ids, id)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("fire: %v", err)
+		}
+	}
+	return ids
+}
+
+// claim claims through st at the clock's time plus at, under a lease of
+// lease, and returns the claims.
+func (b *bundle) claim(t testing.TB, st *store.Store, at, lease time.Duration, limit, perWebhook int, exclude ...string) []store.Claim {
+	t.Helper()
+	now := b.clock.Now().Add(at)
+	cs, err := st.Claim(b.ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(lease), Lease: store.NewID(),
+		Limit: limit, PerWebhook: perWebhook, Exclude: exclude})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	return cs
+}
+
+// logs lists the account's logs (up to 500) by status.
+func (b *bundle) logs(t testing.TB, f store.LogFilter) []store.EventLog {
+	t.Helper()
+	f.Limit = 500
+	list, _, err := b.st.Logs(b.ctx, b.account.ID, f)
+	if err != nil {
+		t.Fatalf("list logs: %v", err)
+	}
+	return list
+}
+
+func (b *bundle) log(t testing.TB, id string) store.EventLog {
+	t.Helper()
+	l, err := b.st.Log(b.ctx, b.account.ID, id)
+	if err != nil {
+		t.Fatalf("read log %s: %v", id, err)
+	}
+	return l
+}
+
+func (b *bundle) health(t testing.TB, webhookID string) (store.Health, int) {
+	t.Helper()
+	var status string
+	var streak int
+	if err := b.st.QueryRow(b.ctx, `SELECT status, failure_streak FROM webhooks WHERE id = ?`, webhookID).Scan(&status, &streak); err != nil {
+		t.Fatalf("read health: %v", err)
+	}
+	return store.Health(status), streak
+}
+
+func (b *bundle) count(t testing.TB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.st.QueryRow(b.ctx, query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// complete records outcomes through st.
+func (b *bundle) complete(t testing.TB, st *store.Store, suspendAfter int, outs ...store.Outcome) []store.Suspension {
+	t.Helper()
+	sp, err := st.Complete(b.ctx, outs, suspendAfter)
+	if err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	return sp
+}
+
+// outcome is an automatic attempt's outcome for a claim.
+func outcome(c store.Claim, r store.Result, code int, at time.Time) store.Outcome {
+	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic, Result: r}
+	if r == store.Cancel {
+		o.Reason = "cancelled in a test"
+		return o
+	}
+	recv := at.Add(5 * time.Millisecond)
+	o.Attempt = &store.AttemptRecord{SentAt: at, ReceivedAt: &recv, StatusCode: &code, Duration: 5 * time.Millisecond, ResponseBody: []byte(fmt.Sprint(code))}
+	switch r {
+	case store.Retry:
+		o.NextAt, o.Reason = at.Add(time.Minute), fmt.Sprintf("receiver answered %d", code)
+	case store.Exhausted:
+		o.Reason = fmt.Sprintf("receiver answered %d; no attempts left", code)
+	}
+	return o
+}
+
+// clock is a test's time, moved by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// parallel runs fn(i) for i in [0, n) at once and waits for all.
+func parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
