@@ -151,6 +151,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *suspendAfter < 1 {
 		v = append(v, "--suspend-after must be at least 1")
 	}
+	if *lease != 0 && *lease <= *timeout {
+		v = append(v, "--lease must be longer than --attempt-timeout, or another claim takes over attempts still in flight")
+	}
 	if *concurrency < 1 || *perWebhook < 1 {
 		v = append(v, "--concurrency and --per-webhook-concurrency must be at least 1")
 	}

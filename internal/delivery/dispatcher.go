@@ -58,8 +58,9 @@ type Dispatcher struct {
 	cfg    Config
 
 	mu       sync.Mutex
-	inflight map[string]int // webhook id → attempts in flight here
-	freed    chan struct{}  // signalled when an attempt ends
+	inflight map[string]int   // webhook id → attempts claimed here and not yet recorded
+	gates    map[string]*gate // webhook id → its requests in flight here
+	freed    chan struct{}    // signalled when an attempt ends
 }
 
 // New returns a Dispatcher over st.
@@ -70,6 +71,7 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 		sender:   NewSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent),
 		cfg:      cfg,
 		inflight: map[string]int{},
+		gates:    map[string]*gate{},
 		freed:    make(chan struct{}, 1),
 	}
 }
@@ -122,7 +124,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		if got > 0 && got == want {
 			continue // a full batch: more may be due now
 		}
-		d.sleep(ctx, wait, free <= 0)
+		// A short claim took all this process may take now: whatever is
+		// still due belongs to webhooks at their cap here, or is held by
+		// another process, and must not be polled for every millisecond.
+		d.sleep(ctx, wait, free <= 0, want > 0 && got < want)
 	}
 	wg.Wait()
 	close(outcomes)
@@ -133,11 +138,15 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // poll interval, whichever comes first. A claim costs about as much for one
 // log as for a batch, so a freed slot alone does not end the sleep: a quarter
 // of a batch must be free, or nothing be in flight.
-func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full bool) {
+func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full, short bool) {
 	delay := d.cfg.PollInterval
 	if !full {
 		if due, ok, err := d.store.NextDue(ctx); err == nil && ok {
-			delay = min(delay, max(time.Until(due), time.Millisecond))
+			if until := time.Until(due); until > 0 {
+				delay = min(delay, until)
+			} else if !short {
+				delay = min(delay, time.Millisecond)
+			}
 		}
 	}
 	t := time.NewTimer(delay)
@@ -181,6 +190,36 @@ func (d *Dispatcher) saturated() []string {
 	return ids
 }
 
+// gate waits until fewer than PerWebhook requests to the webhook are in
+// flight in this process, and returns the function that ends this one. A
+// claim passes over webhooks at their cap, but one claim may still take a
+// few more logs of a webhook just below it; they wait here, well within their
+// lease, so the cap holds for requests actually sent.
+func (d *Dispatcher) gate(webhookID string) (release func()) {
+	d.mu.Lock()
+	g := d.gates[webhookID]
+	if g == nil {
+		g = &gate{slots: make(chan struct{}, d.cfg.PerWebhook)}
+		d.gates[webhookID] = g
+	}
+	g.users++
+	d.mu.Unlock()
+	g.slots <- struct{}{}
+	return func() {
+		<-g.slots
+		d.mu.Lock()
+		if g.users--; g.users == 0 {
+			delete(d.gates, webhookID)
+		}
+		d.mu.Unlock()
+	}
+}
+
+type gate struct {
+	slots chan struct{}
+	users int // attempts holding or waiting for a slot
+}
+
 func (d *Dispatcher) acquire(webhookID string) {
 	d.mu.Lock()
 	d.inflight[webhookID]++
@@ -210,7 +249,9 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim) store.Outcome {
 		o.Result, o.Reason = store.Cancel, "webhook suspended before this attempt; no automatic delivery (resend to deliver)"
 		return o
 	}
+	release := d.gate(c.WebhookID)
 	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+	release()
 	d.cfg.Metrics.attempted(res)
 	o.Attempt = attemptRecord(res)
 	number := c.AttemptCount + 1

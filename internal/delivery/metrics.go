@@ -7,6 +7,7 @@ type Metrics struct {
 	attempts *prometheus.CounterVec
 	duration prometheus.Histogram
 	claims   prometheus.Counter
+	queries  prometheus.Counter
 	records  prometheus.Counter
 }
 
@@ -21,9 +22,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
 		}),
 		claims:  prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_claimed_total", Help: "Event logs claimed for an attempt."}),
+		queries: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_claim_queries_total", Help: "Claim queries made, whether or not they found due logs."}),
 		records: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_outcomes_recorded_total", Help: "Attempt outcomes written to the database."}),
 	}
-	reg.MustRegister(m.attempts, m.duration, m.claims, m.records)
+	reg.MustRegister(m.attempts, m.duration, m.claims, m.queries, m.records)
 	return m
 }
 
@@ -40,9 +42,11 @@ func (m *Metrics) attempted(r Result) {
 }
 
 func (m *Metrics) claimed(n int) {
-	if m != nil && n > 0 {
-		m.claims.Add(float64(n))
+	if m == nil {
+		return
 	}
+	m.queries.Inc()
+	m.claims.Add(float64(n))
 }
 
 func (m *Metrics) recorded(n int) {

@@ -64,9 +64,9 @@ type Store struct {
 	now    func() time.Time
 	log    *slog.Logger
 
-	mu      sync.Mutex
-	waiters []chan struct{}
-	stmts   sync.Map // query text → rebound text
+	mu     sync.Mutex
+	waiter chan struct{} // closed by wake; nil until someone waits
+	stmts  sync.Map      // query text → rebound text
 }
 
 // Options configures Open.
@@ -262,21 +262,23 @@ func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Ro
 func (s *Store) Now() time.Time { return s.now() }
 
 // Wait returns a channel closed the next time this process commits an event
-// or another process notifies that logs are due.
+// or another process notifies that logs are due. Every caller until then
+// shares one channel, so waiting costs nothing however often it is asked.
 func (s *Store) Wait() <-chan struct{} {
-	ch := make(chan struct{})
 	s.mu.Lock()
-	s.waiters = append(s.waiters, ch)
-	s.mu.Unlock()
-	return ch
+	defer s.mu.Unlock()
+	if s.waiter == nil {
+		s.waiter = make(chan struct{})
+	}
+	return s.waiter
 }
 
 func (s *Store) wake() {
 	s.mu.Lock()
-	ws := s.waiters
-	s.waiters = nil
+	ch := s.waiter
+	s.waiter = nil
 	s.mu.Unlock()
-	for _, ch := range ws {
+	if ch != nil {
 		close(ch)
 	}
 }
