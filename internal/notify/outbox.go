@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -77,13 +78,40 @@ func (o *Outbox) flush(ctx context.Context) {
 			continue
 		}
 		if err := o.sender.Send(ctx, Message{To: e.To, Subject: e.Subject, Text: e.Body}); err != nil {
-			o.log.Warn("send email; will retry", "to", e.To, "err", err)
-			o.store.FailEmail(context.WithoutCancel(ctx), e.ID, err.Error())
-			return
+			o.failed(ctx, e, err)
+			continue // the others are not held up by this one
 		}
 		if err := o.store.MarkEmail(context.WithoutCancel(ctx), e.ID, ""); err != nil {
 			o.log.Error("mark email sent", "err", err)
 			return
 		}
 	}
+}
+
+// Failed sends of one email back off, doubling from a minute to an hour, and
+// stop after maxEmailAttempts (about half a day): the email is then kept,
+// marked with why it was not sent.
+const maxEmailAttempts = 12
+
+func (o *Outbox) failed(ctx context.Context, e store.Email, err error) {
+	ctx = context.WithoutCancel(ctx)
+	attempts, ferr := o.store.FailEmail(ctx, e.ID, err.Error(), time.Now().Add(emailBackoff(e.Attempts+1)))
+	if ferr != nil {
+		o.log.Error("record failed email", "err", ferr)
+		return
+	}
+	if attempts >= maxEmailAttempts {
+		o.log.Error("email not sent; giving up", "to", e.To, "attempts", attempts, "err", err)
+		if merr := o.store.MarkEmail(ctx, e.ID, fmt.Sprintf("not sent after %d attempts: %v", attempts, err)); merr != nil {
+			o.log.Error("mark email", "err", merr)
+		}
+		return
+	}
+	o.log.Warn("send email; will retry", "to", e.To, "attempts", attempts, "err", err)
+}
+
+// emailBackoff is the wait after the nth failed send: 1m, 2m, 4m … 1h.
+func emailBackoff(n int) time.Duration {
+	d := time.Minute << min(n-1, 6)
+	return min(d, time.Hour)
 }

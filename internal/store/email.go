@@ -18,6 +18,7 @@ type Email struct {
 	CreatedAt time.Time
 	SentAt    *time.Time
 	Error     string
+	Attempts  int // failed sends so far
 }
 
 func (tx *Tx) queueSuspensionEmail(ctx context.Context, sp Suspension, suspendAfter int, now time.Time) error {
@@ -39,27 +40,6 @@ SELECT ?, id, notification_email, ?, ?, ? FROM accounts WHERE id = ?`, NewID(), 
 	return nil
 }
 
-// UnsentEmails returns up to limit emails waiting to be sent, oldest first.
-func (s *Store) UnsentEmails(ctx context.Context, limit int) ([]Email, error) {
-	rows, err := s.Query(ctx, `SELECT id, account_id, recipient, subject, body, created_at FROM emails
-WHERE sent_at IS NULL ORDER BY created_at LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("unsent emails: %w", err)
-	}
-	defer rows.Close()
-	var out []Email
-	for rows.Next() {
-		var e Email
-		var c int64
-		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c); err != nil {
-			return nil, fmt.Errorf("unsent emails: %w", err)
-		}
-		e.CreatedAt = fromMS(c)
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
 // ClaimEmails leases up to limit unsent emails whose lease (if any) has
 // ended, oldest first, and returns them. Several herald processes share one
 // outbox: a leased email is passed over by the others, so each is sent once;
@@ -69,7 +49,7 @@ func (s *Store) ClaimEmails(ctx context.Context, limit int, lease time.Duration)
 	rows, err := s.writer.QueryContext(ctx, s.q(`UPDATE emails SET lease_until = ?
 WHERE id IN (SELECT id FROM emails WHERE sent_at IS NULL AND COALESCE(lease_until, 0) <= ?
              ORDER BY created_at LIMIT ?`+s.eng.skipLocked()+`)
-RETURNING id, account_id, recipient, subject, body, created_at`), ms(now.Add(lease)), ms(now), limit)
+RETURNING id, account_id, recipient, subject, body, created_at, attempts`), ms(now.Add(lease)), ms(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim emails: %w", err)
 	}
@@ -78,7 +58,7 @@ RETURNING id, account_id, recipient, subject, body, created_at`), ms(now.Add(lea
 	for rows.Next() {
 		var e Email
 		var c int64
-		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c); err != nil {
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c, &e.Attempts); err != nil {
 			return nil, fmt.Errorf("claim emails: %w", err)
 		}
 		e.CreatedAt = fromMS(c)
@@ -100,13 +80,18 @@ func (s *Store) MarkEmail(ctx context.Context, id, note string) error {
 	})
 }
 
-// FailEmail records a failed send; the email stays in the outbox, free for
-// the next claim.
-func (s *Store) FailEmail(ctx context.Context, id, reason string) error {
-	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE emails SET error = ?, lease_until = NULL WHERE id = ?`, reason, id)
-		return err
+// FailEmail records a failed send and keeps the email in the outbox, not to
+// be claimed again before retryAt. It returns how many sends have failed.
+func (s *Store) FailEmail(ctx context.Context, id, reason string, retryAt time.Time) (int, error) {
+	var attempts int
+	err := s.InTx(ctx, func(tx *Tx) error {
+		return tx.QueryRow(ctx, `UPDATE emails SET error = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ? RETURNING attempts`,
+			reason, ms(retryAt), id).Scan(&attempts)
 	})
+	if err != nil {
+		return 0, fmt.Errorf("record failed email: %w", err)
+	}
+	return attempts, nil
 }
 
 // Emails lists an account's emails, newest first.

@@ -72,11 +72,28 @@ func testEmailsClaimedOnce(t *testing.T, b *bundle) {
 	if err != nil || len(again) != n/2 {
 		t.Fatalf("after the lease: %d emails, %v; want the %d unsent", len(again), err, n/2)
 	}
-	if err := b.st.FailEmail(b.ctx, again[0].ID, "smtp down"); err != nil {
-		t.Fatal(err)
+	// A failed send backs that email off; the others are not held up.
+	for _, e := range again {
+		if _, err := b.st.FailEmail(b.ctx, e.ID, "smtp down", b.clock.Now().Add(time.Duration(len(e.ID)%3+1)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if es, _ := b.st.ClaimEmails(b.ctx, 100, time.Minute); len(es) != 1 || es[0].ID != again[0].ID {
-		t.Fatalf("after a failed send: %+v; want that email free at once", es)
+	n2, err := b.st.FailEmail(b.ctx, again[0].ID, "smtp down", b.clock.Now().Add(10*time.Minute))
+	if err != nil || n2 != 2 {
+		t.Fatalf("second failure of one email: attempts %d, %v; want 2", n2, err)
+	}
+	if es, _ := b.st.ClaimEmails(b.ctx, 100, time.Minute); len(es) != 0 {
+		t.Fatalf("%d emails claimed before their retry time", len(es))
+	}
+	b.clock.Add(5 * time.Minute)
+	es, _ := b.st.ClaimEmails(b.ctx, 100, time.Minute)
+	if len(es) != n/2-1 {
+		t.Fatalf("after 5 minutes: %d emails claimable; want %d (all but the one backed off for 10)", len(es), n/2-1)
+	}
+	for _, e := range es {
+		if e.ID == again[0].ID || e.Attempts != 1 {
+			t.Errorf("claimed %s with %d attempts", e.ID, e.Attempts)
+		}
 	}
 }
 
