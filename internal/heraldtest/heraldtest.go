@@ -37,6 +37,9 @@ type Options struct {
 	Password    string                                    // default "correct horse battery staple"
 	Token       string                                    // default: a new API token
 	Transport   func(http.RoundTripper) http.RoundTripper // wraps the client's transport, e.g. to validate against OpenAPI
+	// DenyPrivate keeps herald's default outbound policy: no deliveries to
+	// loopback or private addresses (so none to test receivers).
+	DenyPrivate bool
 	// Setup runs on the opened server before it starts serving, to mount more
 	// handlers (e.g. the portal) or adjust it.
 	Setup func(*server.Server)
@@ -92,7 +95,7 @@ func (h *Herald) run() {
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := server.Open(context.Background(), server.Config{
 		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, Retention: o.Retention, SMTPURL: o.SMTPURL,
-		AllowPrivate: true, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
+		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard,
 	})
 	if err != nil {

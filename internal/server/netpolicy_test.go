@@ -1,0 +1,68 @@
+package server_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// By default herald refuses to deliver to loopback, private, link-local and
+// metadata addresses: when a URL is saved, and again when it connects, so a
+// name that resolves to such an address later (DNS rebinding) is refused too.
+func TestDefaultPolicyRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{DenyPrivate: true})
+	for _, u := range []string{
+		"http://127.0.0.1:8080/hook", "http://localhost/hook", "http://10.0.0.7/hook",
+		"http://169.254.169.254/latest/meta-data", "http://[::1]/hook", "http://192.168.1.1/hook",
+	} {
+		var p struct {
+			Errors []struct{ Field, Detail string }
+		}
+		if got := h.Do("POST", "/v3/webhooks", map[string]any{"name": "n", "url": u, "events": []string{"license.created"}}, &p); got != 422 || len(p.Errors) == 0 || p.Errors[0].Field != "url" {
+			t.Errorf("%s: %d %+v; want 422 naming url", u, got, p)
+		}
+	}
+
+	// A URL that passed validation but leads to loopback at connect time.
+	rcv := heraldtest.NewReceiver(t)
+	hook := h.CreateWebhook("rebound", "https://example.com/hook", "license.created")
+	setURL(t, h, hook.ID, rcv.URL)
+	h.CreateLicense(nil)
+	heraldtest.Eventually(t, 10*time.Second, "the attempt", func() bool {
+		logs := h.Logs("webhookId=" + hook.ID)
+		return len(logs) == 1 && logs[0].AttemptCount >= 1
+	})
+	l := h.Log(h.Logs("webhookId=" + hook.ID)[0].ID)
+	if rcv.Count() != 0 {
+		t.Errorf("a delivery reached a loopback receiver under the default policy")
+	}
+	if l.RetryReason == nil || !strings.Contains(*l.RetryReason, "refused by policy") {
+		t.Errorf("retry reason %v; want the policy named", l.RetryReason)
+	}
+	var res struct {
+		Succeeded bool
+		Error     *string
+	}
+	h.Must(200, "POST", "/v3/webhooks/"+hook.ID+"/test", nil, &res)
+	if res.Succeeded || res.Error == nil || !strings.Contains(*res.Error, "refused by policy") || rcv.Count() != 0 {
+		t.Errorf("Test to a loopback address: %+v", res)
+	}
+}
+
+// setURL changes a webhook's URL in the database, past the API's validation,
+// as a DNS name that later resolves elsewhere would.
+func setURL(t *testing.T, h *heraldtest.Herald, id, url string) {
+	t.Helper()
+	err := h.Server.Store.InTx(context.Background(), func(tx *store.Tx) error {
+		_, err := tx.Exec(context.Background(), `UPDATE webhooks SET url = ? WHERE id = ?`, url, id)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
