@@ -105,6 +105,17 @@ func TestPostgresRestartLosesNothing(t *testing.T) {
 			return readyz(p) == http.StatusServiceUnavailable
 		})
 	}
+	// An API call meanwhile is told to come back, not given a bare 500.
+	req, _ := http.NewRequest("GET", fleet[0].url+"/v3/webhooks", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req); err != nil {
+		t.Errorf("API call with the database down: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("API call with the database down: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
 	// Longer than the lease (5s): outcomes that could not be recorded by
 	// then are given up, and their logs delivered again once it is back.
 	time.Sleep(7 * time.Second)

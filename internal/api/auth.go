@@ -24,18 +24,18 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || token == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald"`)
-			writeError(w, r, a.log, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
+			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 				"send an API token as Authorization: Bearer <token>"))
 			return
 		}
 		acct, err := a.store.AccountByTokenHash(r.Context(), auth.HashToken(strings.TrimSpace(token)))
 		if errors.Is(err, store.ErrNotFound) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
-			writeError(w, r, a.log, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", "the API token is not valid"))
+			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", "the API token is not valid"))
 			return
 		}
 		if err != nil {
-			writeError(w, r, a.log, err)
+			a.writeError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, acct)))

@@ -1,11 +1,12 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
@@ -63,9 +64,10 @@ func notFound(what string) *Problem {
 type handler func(w http.ResponseWriter, r *http.Request) error
 
 // writeError renders err as a problem document. Errors that are not problems
-// are logged with the request and answered with a bare 500: their text may
-// hold internals a client must not see.
-func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+// are logged with the request id and answered without their text, which may
+// hold internals a client must not see: 503 with Retry-After while the
+// database does not answer (the client should try again), 500 otherwise.
+func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var p *Problem
 	switch {
 	case errors.As(err, &p):
@@ -75,7 +77,15 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		p = problem(http.StatusConflict, "conflict", "Conflict", err.Error())
 	default:
 		id := w.Header().Get(RequestIDHeader)
-		log.Error("request failed", "request", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		a.log.Error("request failed", "request", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
+		defer cancel()
+		if a.store.Ping(ctx) != nil {
+			w.Header().Set("Retry-After", "5")
+			p = problem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
+				"the database is not answering; retry shortly (request id "+id+")")
+			break
+		}
 		p = problem(http.StatusInternalServerError, "internal", "Internal error",
 			"the request could not be completed; the server log has the cause under request id "+id)
 	}

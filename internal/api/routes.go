@@ -43,7 +43,7 @@ func New(c Config) http.Handler {
 	h := func(pattern string, fn handler) {
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := fn(w, r); err != nil {
-				writeError(w, r, a.log, err)
+				a.writeError(w, r, err)
 			}
 		}))
 	}
