@@ -178,12 +178,17 @@ func (d *Dispatcher) total() int {
 	return n
 }
 
+// saturated lists the webhooks a claim passes over: those with two rounds
+// of PerWebhook logs claimed here and not yet recorded. The gate holds the
+// requests actually sent to PerWebhook; the second round keeps the pipeline
+// full (sending while the previous round is recorded), and waits at the gate
+// at most one attempt, well within its lease (2×attempt time-out+10s).
 func (d *Dispatcher) saturated() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var ids []string
 	for id, n := range d.inflight {
-		if n >= d.cfg.PerWebhook {
+		if n >= 2*d.cfg.PerWebhook {
 			ids = append(ids, id)
 		}
 	}

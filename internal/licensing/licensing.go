@@ -259,13 +259,14 @@ func (e *InvalidError) email(field, s string) bool {
 	return false
 }
 
-// exists reports whether the account has a row with id in table, and locks
-// it until the transaction ends, so that a parent cannot be deleted between
-// this check and the insert of its child. table is one of this package's
-// table names, never input.
+// exists reports whether the account has a row with id in table, and keeps
+// it from being deleted until the transaction ends, so that a parent cannot go
+// between this check and the insert of its child. The lock is a shared one:
+// children of one parent are created concurrently. table is one of this
+// package's table names, never input.
 func exists(ctx context.Context, tx *store.Tx, table, accountID, id string) (bool, error) {
 	var got string
-	err := tx.QueryRow(ctx, `SELECT id FROM `+table+` WHERE account_id = ? AND id = ?`+tx.ForUpdate(), accountID, id).Scan(&got)
+	err := tx.QueryRow(ctx, `SELECT id FROM `+table+` WHERE account_id = ? AND id = ?`+tx.ForKeyShare(), accountID, id).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/heraldhq/herald/internal/event"
 )
@@ -62,20 +64,26 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 	if err := rows.Err(); err != nil {
 		return "", fmt.Errorf("match webhooks: %w", err)
 	}
-	for _, t := range targets {
-		var due any
-		var completed any
-		if t.status == Queued {
-			due = ms(now)
-			tx.fired = true
-		} else {
-			completed = ms(now)
+	// One statement for all the event's logs (chunks keep SQLite's limit
+	// on bound values far away).
+	for chunk := range slices.Chunk(targets, 200) {
+		rows := make([]string, 0, len(chunk))
+		args := make([]any, 0, 11*len(chunk))
+		for _, t := range chunk {
+			var due, completed any
+			if t.status == Queued {
+				due = ms(now)
+				tx.fired = true
+			} else {
+				completed = ms(now)
+			}
+			rows = append(rows, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, NewID(), accountID, t.webhookID, id, string(kind), string(t.status), due, t.reason, ms(now), ms(now), completed)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs
 (id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			NewID(), accountID, t.webhookID, id, string(kind), string(t.status), due, t.reason, ms(now), ms(now), completed); err != nil {
-			return "", fmt.Errorf("insert event log: %w", err)
+VALUES `+strings.Join(rows, ", "), args...); err != nil {
+			return "", fmt.Errorf("insert event logs: %w", err)
 		}
 	}
 	return id, nil

@@ -94,6 +94,11 @@ func (*postgresEngine) rebind(q string) string { return rebindDollar(q) }
 func (*postgresEngine) forUpdate() string  { return " FOR NO KEY UPDATE" }
 func (*postgresEngine) skipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
+// keyShare keeps a row from being deleted (or its key changed) until the
+// transaction ends, and nothing more: any number of transactions may hold it
+// at once, so children inserted under one parent do not queue behind each other.
+func (*postgresEngine) keyShare() string { return " FOR KEY SHARE" }
+
 func (e *postgresEngine) close() error {
 	e.listener.stop()
 	e.announcer.stop()

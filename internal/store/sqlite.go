@@ -70,6 +70,7 @@ func (sqliteEngine) name() string           { return "sqlite" }
 func (sqliteEngine) rebind(q string) string { return q }
 func (sqliteEngine) forUpdate() string      { return "" }
 func (sqliteEngine) skipLocked() string     { return "" }
+func (sqliteEngine) keyShare() string       { return "" }
 func (sqliteEngine) announce()              {}
 func (e sqliteEngine) close() error {
 	e.read.Close()

@@ -44,6 +44,9 @@ type engine interface {
 	// another transaction holds, so concurrent workers take disjoint rows
 	// ("" where the engine serialises writers anyway).
 	skipLocked() string
+	// keyShare is the suffix that keeps selected rows from being deleted
+	// until the transaction ends, while others may do the same.
+	keyShare() string
 	// lockMigrations makes concurrent migrators take turns; it is called
 	// first in each migration's transaction.
 	lockMigrations(ctx context.Context, tx *sql.Tx) error
@@ -244,6 +247,10 @@ func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row 
 
 // ForUpdate is the engine's row-lock suffix for a SELECT in this transaction.
 func (tx *Tx) ForUpdate() string { return tx.s.eng.forUpdate() }
+
+// ForKeyShare is the engine's suffix for a SELECT whose rows must not be
+// deleted before this transaction ends, e.g. a parent a child is inserted under.
+func (tx *Tx) ForKeyShare() string { return tx.s.eng.keyShare() }
 
 // Now is the store's clock.
 func (tx *Tx) Now() time.Time { return tx.s.now() }
