@@ -28,7 +28,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error 
 		mt, params, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
-				"send the body as application/json")
+				"send the body as JSON, with Content-Type: application/json")
 		}
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
 			return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
