@@ -42,7 +42,9 @@ func (c Config) withDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 512)
 	c.PerWebhook = cmp.Or(c.PerWebhook, 64)
 	c.BatchSize = cmp.Or(c.BatchSize, 256)
-	c.Lease = cmp.Or(c.Lease, 2*c.AttemptTimeout+10*time.Second)
+	if c.Lease <= c.AttemptTimeout { // too short to cover one attempt: the default
+		c.Lease = 2*c.AttemptTimeout + 10*time.Second
+	}
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	c.UserAgent = cmp.Or(c.UserAgent, "herald")
 	if c.Logger == nil {
@@ -108,6 +110,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			}
 			got = len(claims)
 			d.cfg.Metrics.claimed(got)
+			leaseUntil := now.Add(d.cfg.Lease)
 			for _, c := range claims {
 				// The slot is released once the outcome is recorded, not
 				// when the attempt ends: an attempt sent but not recorded
@@ -117,7 +120,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					outcomes <- d.attempt(attemptCtx, c)
+					outcomes <- d.attempt(attemptCtx, c, leaseUntil)
 				}()
 			}
 		}
@@ -168,6 +171,12 @@ func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full, shor
 	}
 }
 
+// recordMargin is the time an attempt leaves itself, after its time-out and
+// before its lease ends, to have its outcome recorded.
+func (d *Dispatcher) recordMargin() time.Duration {
+	return min(5*time.Second, (d.cfg.Lease-d.cfg.AttemptTimeout)/2)
+}
+
 func (d *Dispatcher) total() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -178,17 +187,17 @@ func (d *Dispatcher) total() int {
 	return n
 }
 
-// saturated lists the webhooks a claim passes over: those with two rounds
-// of PerWebhook logs claimed here and not yet recorded. The gate holds the
-// requests actually sent to PerWebhook; the second round keeps the pipeline
-// full (sending while the previous round is recorded), and waits at the gate
-// at most one attempt, well within its lease (2×attempt time-out+10s).
+// saturated lists the webhooks a claim passes over: those with PerWebhook
+// logs claimed here and not yet recorded. A claim may still take up to
+// PerWebhook more of a webhook just below that, so at most two rounds wait
+// for its gate: one attempt of waiting, then one of sending, which the lease
+// (2×attempt time-out+10s by default) covers; attempt checks it all the same.
 func (d *Dispatcher) saturated() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var ids []string
 	for id, n := range d.inflight {
-		if n >= 2*d.cfg.PerWebhook {
+		if n >= d.cfg.PerWebhook {
 			ids = append(ids, id)
 		}
 	}
@@ -243,8 +252,12 @@ func (d *Dispatcher) release(webhookID string) {
 	}
 }
 
-// attempt makes one automatic attempt of a claimed log and says what it means.
-func (d *Dispatcher) attempt(ctx context.Context, c store.Claim) store.Outcome {
+// attempt makes one automatic attempt of a claimed log and says what it
+// means. An attempt that could no longer be made and recorded before its
+// lease ends (it waited too long for its webhook's gate) is not made: another
+// process may take the log once the lease ends, and the same delivery would
+// go out twice. The log is released to be claimed again instead.
+func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time.Time) store.Outcome {
 	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic}
 	switch {
 	case !c.Enabled:
@@ -255,6 +268,11 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim) store.Outcome {
 		return o
 	}
 	release := d.gate(c.WebhookID)
+	if time.Now().Add(d.cfg.AttemptTimeout + d.recordMargin()).After(leaseUntil) {
+		release()
+		o.Result = store.Release
+		return o
+	}
 	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
 	release()
 	d.cfg.Metrics.attempted(res)

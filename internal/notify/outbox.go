@@ -89,7 +89,7 @@ func (o *Outbox) flush(ctx context.Context) {
 }
 
 // Failed sends of one email back off, doubling from a minute to an hour, and
-// stop after maxEmailAttempts (about half a day): the email is then kept,
+// stop after maxEmailAttempts (about six hours of trying): the email is then kept,
 // marked with why it was not sent.
 const maxEmailAttempts = 12
 

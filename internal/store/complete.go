@@ -20,7 +20,8 @@ const (
 	Retry                          // failed with attempts left: log retrying until NextAttemptAt
 	Exhausted                      // failed on the last attempt: log failed, webhook Unhealthy or Suspended
 	Cancel                         // webhook disabled or suspended when its turn came: log cancelled, no attempt
-	ResendFailed                   // a manual resend failed: recorded, the log's status unchanged
+	ResendFailed                   // a manual resend failed: recorded; a failed or cancelled log becomes failed, others keep their status
+	Release                        // not attempted after all (its lease was running out): the log waits again, due now
 )
 
 // Outcome is one attempt's result, ready to record.
@@ -86,6 +87,9 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 				bulk = append(bulk, o)
 			}
 		}
+		if err := tx.lockWebhooks(ctx, outs); err != nil {
+			return err
+		}
 		moved, err := tx.recordAutomatic(ctx, bulk, now)
 		if err != nil {
 			return err
@@ -115,6 +119,31 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 		return nil, fmt.Errorf("record outcomes: %w", err)
 	}
 	return suspended, nil
+}
+
+// lockWebhooks locks the batch's webhooks, in id order, before any of their
+// logs: the order a webhook's deletion takes too (the webhook, then its logs
+// by cascade), and the order every other batch takes, so recording deadlocks
+// with neither. (SQLite's one writer needs no row locks.)
+func (tx *Tx) lockWebhooks(ctx context.Context, outs []Outcome) error {
+	if tx.ForUpdate() == "" {
+		return nil
+	}
+	ids := make([]string, 0, len(outs))
+	for _, o := range outs {
+		ids = append(ids, o.WebhookID)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := tx.Query(ctx, `SELECT id FROM webhooks WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`+tx.ForUpdate(), args...)
+	if err != nil {
+		return fmt.Errorf("lock webhooks: %w", err)
+	}
+	return rows.Close()
 }
 
 // recordOutcome writes one outcome's log transition and attempt. It reports
@@ -148,6 +177,8 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 		set, args = `status = 'failed', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = ?`, []any{ms(now), reason}
 	case Cancel:
 		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = ?`, []any{ms(now), reason}
+	case Release:
+		set, args = `status = CASE WHEN attempt_count = 0 THEN 'queued' ELSE 'retrying' END, due_at = ?, lease = NULL`, []any{ms(now)}
 	case ResendFailed:
 		// A log still waiting for an automatic attempt keeps waiting, and a
 		// delivered event stays succeeded; a failed or cancelled log is now
@@ -179,6 +210,17 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 	}
 	if n == 0 && o.Trigger == TriggerAutomatic {
 		return false, nil
+	}
+	if n == 0 {
+		// A resend of a log that is gone (purged by retention, or its
+		// webhook deleted) while the request was in flight.
+		var left int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM webhook_event_logs WHERE id = ?`, o.LogID).Scan(&left); err != nil {
+			return false, fmt.Errorf("look up log %s: %w", o.LogID, err)
+		}
+		if left == 0 {
+			return false, fmt.Errorf("log %s: %w", o.LogID, ErrNotFound)
+		}
 	}
 	if a == nil {
 		return true, nil

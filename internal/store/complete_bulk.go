@@ -54,6 +54,10 @@ func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, appli
 			status = string(Failed)
 		case Cancel:
 			status = string(Cancelled)
+		case Release:
+			// No attempt was made: waiting again, queued or retrying as
+			// its attempt count says (status NULL: decided in the UPDATE).
+			status, due, completes = "", ms(now), 0
 		default:
 			return fmt.Errorf("outcome of log %s: result %d is not an automatic one", o.LogID, o.Result)
 		}
@@ -72,14 +76,14 @@ func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, appli
 			}
 		}
 		rows = append(rows, `(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS BIGINT))`)
-		args = append(args, o.LogID, o.Lease, status, due, completes, reason, attempted, code, sent, recv)
+		args = append(args, o.LogID, o.Lease, nilIfEmpty(status), due, completes, reason, attempted, code, sent, recv)
 	}
 	q := `UPDATE webhook_event_logs AS l SET
-  status = v.new_status,
+  status = COALESCE(v.new_status, CASE WHEN l.attempt_count = 0 THEN 'queued' ELSE 'retrying' END),
   due_at = v.new_due,
   lease = NULL,
   completed_at = CASE WHEN v.completes = 1 THEN ? ELSE l.completed_at END,
-  retry_reason = v.reason,
+  retry_reason = CASE WHEN v.new_status IS NULL THEN l.retry_reason ELSE v.reason END,
   status_code = CASE WHEN v.attempted = 1 THEN v.code ELSE l.status_code END,
   sent_at = CASE WHEN v.attempted = 1 THEN v.sent ELSE l.sent_at END,
   received_at = CASE WHEN v.attempted = 1 THEN v.recv ELSE l.received_at END,

@@ -26,7 +26,9 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 		id, accountID, string(kind), body, ms(now)); err != nil {
 		return "", fmt.Errorf("insert event: %w", err)
 	}
-	rows, err := tx.Query(ctx, `SELECT id, events, enabled, status FROM webhooks WHERE account_id = ? ORDER BY id`, accountID)
+	// FOR KEY SHARE: a webhook deleted meanwhile is waited for and then
+	// left out, rather than failing this change on its logs' foreign key.
+	rows, err := tx.Query(ctx, `SELECT id, events, enabled, status FROM webhooks WHERE account_id = ? ORDER BY id`+tx.ForKeyShare(), accountID)
 	if err != nil {
 		return "", fmt.Errorf("match webhooks: %w", err)
 	}

@@ -1,0 +1,114 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// pgRace opens a store on a fresh PostgreSQL schema with one webhook, and a
+// second, raw connection to the same schema to race it with.
+func pgRace(t *testing.T) (*store.Store, *sql.DB, string, string) {
+	t.Helper()
+	url := heraldtest.PostgresURL(t)
+	key := make([]byte, 32)
+	rand.Read(key)
+	st, err := store.Open(context.Background(), url, store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1)) // same schema (search_path in URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	acct, err := st.CreateAccount(context.Background(), store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.CreateWebhook(context.Background(), acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, raw, acct.ID, w.ID
+}
+
+func fireOne(st *store.Store, acct string) error {
+	return st.InTx(context.Background(), func(tx *store.Tx) error {
+		_, err := tx.Fire(context.Background(), acct, event.LicenseCreated, map[string]any{"k": 1})
+		return err
+	})
+}
+
+// Deleting a webhook locks it, then its logs (by cascade); recording an
+// outcome must take the same order, or the two deadlock.
+func TestRecordingAndDeletingAWebhookDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	st, raw, acct, hook := pgRace(t)
+	if err := fireOne(st, acct); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	cs, err := st.Claim(context.Background(), store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %v %d", err, len(cs))
+	}
+	// Something holding a share lock on the webhook for a moment (any
+	// reader FOR SHARE) lines the two up; in production it is just timing.
+	t0, err := raw.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t0.Exec(`SELECT id FROM webhooks WHERE id = $1 FOR SHARE`, hook); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- st.DeleteWebhook(context.Background(), acct, hook) }()
+	time.Sleep(300 * time.Millisecond)
+	code := 500
+	go func() {
+		_, err := st.Complete(context.Background(), []store.Outcome{{LogID: cs[0].LogID, WebhookID: hook, Lease: cs[0].Lease,
+			Trigger: store.TriggerAutomatic, Result: store.Exhausted, Reason: "x",
+			Attempt: &store.AttemptRecord{SentAt: now, StatusCode: &code}}}, 50)
+		errs <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	t0.Commit()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+}
+
+// An event fired while one of its webhooks is being deleted leaves that
+// webhook out; the change that fired it must not fail on the foreign key.
+func TestFiringWhileAWebhookIsDeletedSucceeds(t *testing.T) {
+	t.Parallel()
+	st, raw, acct, hook := pgRace(t)
+	t1, err := raw.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t1.Exec(`DELETE FROM webhooks WHERE id = $1`, hook); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- fireOne(st, acct) }()
+	time.Sleep(300 * time.Millisecond)
+	t1.Commit()
+	if err := <-errs; err != nil {
+		t.Errorf("firing an event while a webhook is deleted: %v", err)
+	}
+}
