@@ -73,7 +73,7 @@ func TestNoDeliveryOutlivesItsLease(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); delivery.New(st, cfg).Run(ctx) }() // process A
-	go func() { // process B, started later
+	go func() {                                                     // process B, started later
 		defer wg.Done()
 		time.Sleep(2 * time.Second)
 		delivery.New(st, cfg).Run(ctx)
