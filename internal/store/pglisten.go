@@ -91,7 +91,16 @@ const (
 	listenMaxBackoff = 5 * time.Second
 )
 
+// listenerName is the listener connection's application_name, so that an
+// operator reading pg_stat_activity can tell it from the pool's connections.
+const listenerName = "herald-listen"
+
 func startListener(cfg *pgx.ConnConfig, wake func(), log *slog.Logger) *listener {
+	cfg = cfg.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["application_name"] = listenerName
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &listener{cfg: cfg, wake: wake, log: log, cancel: cancel, done: make(chan struct{})}
 	go l.run(ctx)

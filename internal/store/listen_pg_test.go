@@ -1,0 +1,82 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// The LISTEN connection comes back by itself after it drops (a PostgreSQL
+// restart, a failover, a terminated backend), so idle processes keep being
+// woken at once, not only by their poll. On a private server, so that
+// terminating connections disturbs no other test.
+func TestListenerReconnectsAfterItsConnectionDrops(t *testing.T) {
+	t.Parallel()
+	heraldtest.SkipUnless(t, heraldtest.Env(heraldtest.PostgresEnv) != "", heraldtest.PostgresEnv+" is not set, so PostgreSQL is untested")
+	pg := heraldtest.StartPostgres(t)
+	url := heraldtest.NewSchema(t, pg.URL())
+	key := make([]byte, 32)
+	rand.Read(key)
+	open := func() *store.Store {
+		st, err := store.Open(context.Background(), url, store.Options{Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	idle, busy := open(), open()
+	acct, err := busy.CreateAccount(context.Background(), store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := busy.CreateWebhook(context.Background(), acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_listen_test_token_0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	fire := func() {
+		t.Helper()
+		if err := busy.InTx(context.Background(), func(tx *store.Tx) error {
+			_, err := tx.Fire(context.Background(), acct.ID, event.LicenseCreated, map[string]any{"n": 1})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wokenWithin := func(d time.Duration) bool {
+		ch := idle.Wait()
+		fire()
+		select {
+		case <-ch:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	}
+	heraldtest.Eventually(t, 10*time.Second, "the idle handle to be listening", func() bool { return wokenWithin(time.Second) })
+
+	raw, err := sql.Open("pgx", pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var killed int
+	if err := raw.QueryRow(`SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'herald-listen'`).Scan(&killed); err != nil || killed != 2 {
+		t.Fatalf("terminated %d listener connections (%v); want the 2 handles' listeners", killed, err)
+	}
+	// Reconnecting takes a backoff of 100ms; a wake-up within 2s shows the
+	// listener is back (the dispatcher's poll is not in play here).
+	heraldtest.Eventually(t, 10*time.Second, "wake-ups after the listener's connection dropped", func() bool { return wokenWithin(2 * time.Second) })
+	// The first may be the listener's own wake-up on reconnecting; this one
+	// can only come from a notification heard on the new connection.
+	time.Sleep(200 * time.Millisecond)
+	if !wokenWithin(2 * time.Second) {
+		t.Error("no notification heard on the listener's new connection")
+	}
+}
