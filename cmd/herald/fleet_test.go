@@ -299,7 +299,7 @@ func distinct(rs []*pairReceiver) int {
 type fleetProc struct {
 	cmd    *exec.Cmd
 	url    string
-	out    *lockedBuffer
+	out    *heraldtest.Output
 	exited chan struct{}
 }
 
@@ -318,7 +318,7 @@ func launch(t *testing.T, env []string) *fleetProc {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(binary(t), "serve")
-	out := &lockedBuffer{}
+	out := &heraldtest.Output{}
 	cmd.Env = append(os.Environ(), append(env, "HERALD_ADDR="+addr)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -352,21 +352,3 @@ func (p *fleetProc) waitReady(t *testing.T) {
 }
 
 func (p *fleetProc) output() string { return p.out.String() }
-
-// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}

@@ -86,8 +86,8 @@ func serveEnv(t *testing.T) (env []string, apiToken string) {
 type proc struct {
 	cmd    *exec.Cmd
 	url    string
-	out    *output       // stdout and stderr
-	exited chan struct{} // closed once it has exited and cmd.ProcessState is set
+	out    *heraldtest.Output // stdout and stderr
+	exited chan struct{}      // closed once it has exited and cmd.ProcessState is set
 }
 
 // command starts the binary with args and env added to the test's
@@ -95,7 +95,7 @@ type proc struct {
 func command(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary(t), args...)
-	out := new(output)
+	out := new(heraldtest.Output)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
@@ -203,22 +203,4 @@ func call(t *testing.T, base, token, method, path string, body, out any) {
 			t.Fatalf("%s %s: decode %s: %v", method, path, answer, err)
 		}
 	}
-}
-
-// output collects a process's output; safe to read while it is written.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
 }

@@ -15,7 +15,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -301,7 +300,7 @@ func script(t *testing.T, program, language, file string) *exec.Cmd {
 type running struct {
 	url    string
 	ready  string // the line it printed when ready
-	stdout *output
+	stdout *heraldtest.Output
 }
 
 var readyLine = regexp.MustCompile(`(?m)^listening on (127\.0\.0\.1:\d+)$`)
@@ -310,7 +309,7 @@ var readyLine = regexp.MustCompile(`(?m)^listening on (127\.0\.0\.1:\d+)$`)
 // reports), waits until it is listening, and kills it when the test ends.
 func start(t *testing.T, cmd *exec.Cmd) *running {
 	t.Helper()
-	stdout, stderr := new(output), new(output)
+	stdout, stderr := new(heraldtest.Output), new(heraldtest.Output)
 	cmd.Env = append(os.Environ(), "HERALD_WEBHOOK_TOKEN="+token, "PORT=0")
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -354,24 +353,6 @@ func (r *running) waitForLines(t *testing.T, n int) {
 			t.Fatalf("printed %q; want at least %d lines", r.lines(), n)
 		}
 	}
-}
-
-// output collects a process's output; safe to read while it is written.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
 }
 
 func deref[T any](p *T) any {

@@ -3,6 +3,7 @@ package listen_test
 import (
 	"bytes"
 	"context"
+	"github.com/heraldhq/herald/internal/heraldtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -46,29 +47,11 @@ var client = &http.Client{
 	},
 }
 
-// output is an io.Writer safe to read while the handler writes to it.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
 // start serves listen.Handler(cfg) over loopback HTTP and returns its URL
 // and what it prints.
-func start(t *testing.T, cfg listen.Config) (string, *output) {
+func start(t *testing.T, cfg listen.Config) (string, *heraldtest.Output) {
 	t.Helper()
-	out := new(output)
+	out := new(heraldtest.Output)
 	cfg.Token, cfg.Out = token, out
 	srv := httptest.NewServer(listen.Handler(cfg))
 	t.Cleanup(srv.Close)
@@ -293,7 +276,7 @@ func TestOversizedBodyIsAnswered413(t *testing.T) {
 
 func TestRunListensUntilTheContextIsDone(t *testing.T) {
 	t.Parallel()
-	out := new(output)
+	out := new(heraldtest.Output)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- listen.Run(ctx, listen.Config{Token: token, Addr: "127.0.0.1:0", Out: out}) }()
