@@ -72,8 +72,6 @@ func (e ConflictError) Error() string { return e.Detail }
 // Unwrap lets errors.Is(err, store.ErrConflict) see it.
 func (e ConflictError) Unwrap() error { return store.ErrConflict }
 
-func conflict(format string, args ...any) error { return ConflictError{fmt.Sprintf(format, args...)} }
-
 // ErrNotFound is a resource missing from the account.
 var ErrNotFound = store.ErrNotFound
 
