@@ -22,6 +22,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"strings"
 )
 
 // SignatureHeader is the header that carries a delivery's signature. Header
@@ -52,6 +53,11 @@ func Sign(token string, body []byte) string {
 func Verify(token string, body []byte, signature string) error {
 	if signature == "" {
 		return ErrMissingSignature
+	}
+	// Even a strict base64 decoder skips CR and LF anywhere in its input, so
+	// refuse them first: only the text Sign returns may pass.
+	if strings.ContainsAny(signature, "\r\n") {
+		return ErrInvalidSignature
 	}
 	got, err := base64.StdEncoding.Strict().DecodeString(signature)
 	if err != nil {

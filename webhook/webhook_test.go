@@ -30,6 +30,9 @@ func TestVerifyRejects(t *testing.T) {
 		"non-canonical": {token, signature[:len(signature)-2] + "V=", body, webhook.ErrInvalidSignature},
 		"truncated":     {token, signature[:len(signature)-4], body, webhook.ErrInvalidSignature},
 		"doubled":       {token, signature + signature, body, webhook.ErrInvalidSignature},
+		// A base64 decoder, even a strict one, skips line breaks.
+		"a line break inside": {token, signature[:20] + "\r\n" + signature[20:], body, webhook.ErrInvalidSignature},
+		"a trailing newline":  {token, signature + "\n", body, webhook.ErrInvalidSignature},
 	} {
 		if err := webhook.Verify(tc.token, tc.body, tc.signature); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Verify = %v; want %v", name, err, tc.want)
