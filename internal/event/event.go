@@ -95,7 +95,29 @@ func Marshal(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return rawUTF8(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+	return validUTF8(rawUTF8(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))), nil
+}
+
+// validUTF8 writes each byte of invalid UTF-8 as U+FFFD. encoding/json does
+// so for strings but copies a json.RawMessage (such as metadata) as it came,
+// and a body promises UTF-8. In valid JSON such bytes can only sit inside
+// strings, so the JSON keeps its shape, and it means what any parser reading
+// the original bytes would have read.
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 // rawUTF8 rewrites every \uXXXX escape of a non-ASCII character as raw

@@ -111,3 +111,17 @@ func TestBuildUnescapesRawMessageData(t *testing.T) {
 		t.Errorf("body %s", body)
 	}
 }
+
+// Metadata is copied into a body as a json.RawMessage, which encoding/json
+// does not check for UTF-8; the body still is UTF-8, each bad byte U+FFFD.
+func TestBuildWritesInvalidUTF8AsReplacementCharacters(t *testing.T) {
+	body, err := Build("id", LicenseCreated, struct {
+		Metadata json.RawMessage `json:"metadata"`
+	}{json.RawMessage("{\"k\":\"a\xff\xc3b\"}")}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"data":{"metadata":{"k":"a��b"}}`; !bytes.Contains(body, []byte(want)) {
+		t.Errorf("got %s; want it to hold %s", body, want)
+	}
+}
