@@ -62,3 +62,24 @@ func FuzzSignVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParse checks that Parse never panics, and that what it accepts has the
+// id and event a receiver routes and de-duplicates on.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		string(body),
+		`{"id":"e","event":"license.created","data":{"key":"Zoë"},"triggeredAt":"2026-11-21T08:07:13.120Z"}`,
+		`{"id":"e","event":"x","data":null,"triggeredAt":"not a time"}`,
+		`{"id":"","event":"x"}`, `{"id":"e"}`, `{"id":1,"event":"x"}`, `{"id":"e","event":"x","id":""}`,
+		`{}`, `[]`, `null`, ``, `{"id":"e","event":"x"} trailing`, "{\"id\":\"\xff\",\"event\":\"\x00\"}",
+		`{"id":"e","event":"x","data":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := webhook.Parse(b)
+		if err == nil && (p.ID == "" || p.Event == "") {
+			t.Fatalf("Parse accepted %q with id %q and event %q", b, p.ID, p.Event)
+		}
+	})
+}
