@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -126,18 +125,19 @@ type fuzzAPI struct {
 	log     *heraldtest.Output
 }
 
-// openFuzzAPI opens one herald on SQLite for a whole fuzz run, with the
-// outbound guard on, and creates the resources the routes name. Nothing
-// runs in the background: the dispatcher is not started, so no event is
-// delivered, and the one webhook Test is sent to points at loopback, which
-// the guard refuses at connect time, so the fuzzer sends nothing anywhere.
+// openFuzzAPI opens one herald for a whole fuzz run (on SQLite unless
+// heraldtest.FuzzEngineEnv says postgres), with the outbound guard on, and
+// creates the resources the routes name. Nothing runs in the background:
+// the dispatcher is not started, so no event is delivered, and the one
+// webhook Test is sent to points at loopback, which the guard refuses at
+// connect time, so the fuzzer sends nothing anywhere.
 func openFuzzAPI(f *testing.F) *fuzzAPI {
 	f.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
 	h := &fuzzAPI{token: auth.NewAPIToken(), log: &heraldtest.Output{}}
 	srv, err := server.Open(context.Background(), server.Config{
-		DatabaseURL: "sqlite:" + filepath.Join(f.TempDir(), "herald.db"), SecretKey: key,
+		DatabaseURL: heraldtest.FuzzDatabaseURL(f), SecretKey: key,
 		BootstrapEmail: "owner@example.com", BootstrapPassword: "correct horse battery staple", BootstrapToken: h.token,
 		Logger: slog.New(slog.NewTextHandler(h.log, nil)),
 	})

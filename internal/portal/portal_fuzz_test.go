@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,10 +38,11 @@ func FuzzPortalForm(f *testing.F) {
 			"email=a%00b%40example.com&password=x", "email=&password=", "next=%2F%2Fevil.example&email=x&password=y", "email=%ff%fe&password=%00"},
 		{"name=CRM&url=https%3A%2F%2Fexample.com%2Fhooks&events=license.created&enabled=on",
 			"name=CRM&url=http%3A%2F%2F169.254.169.254%2F&events=license.created&events=license.created&token=short",
-			"name=&url=&events=nope", "name=a%00b&url=https%3A%2F%2Fexample.com%2F&events=license.created&token=" + strings.Repeat("t", 300)},
+			"name=&url=&events=nope", "name=%ff&url=https%3A%2F%2Fexample.com%2F%ff&events=license.created&token=%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff%ff",
+			"name=a%00b&url=https%3A%2F%2Fexample.com%2F&events=license.created&token=" + strings.Repeat("t", 300)},
 		{"name=renamed&url=https%3A%2F%2Fexample.com%2Fhooks&events=license.created&events=product.created&enabled=on",
 			"name=%e2%80%a8&url=ftp%3A%2F%2Fx&token="},
-		{"name=Acme&notificationEmail=ops%40example.com", "name=&notificationEmail=not+an+email", "name=%00&notificationEmail=a%00%40b.c"},
+		{"name=Acme&notificationEmail=ops%40example.com", "name=&notificationEmail=not+an+email", "name=%00&notificationEmail=a%00%40b.c", "name=%ff&notificationEmail=%ff%40example.com"},
 		{"event=license.renewed&checkVerification=on", "event=nope", "event=", ""},
 		{"enabled=true", "enabled=false", "enabled=maybe&next=%2Fwebhooks", "enabled=on&next=https%3A%2F%2Fevil.example%2F"},
 		{"", "password=x"},
@@ -83,8 +83,9 @@ type fuzzPortal struct {
 	csrf, signInCSRF      string
 }
 
-// openFuzzPortal opens one herald on SQLite for a whole fuzz run, with the
-// outbound guard on and no dispatcher running, and signs its owner in once.
+// openFuzzPortal opens one herald for a whole fuzz run (on SQLite unless
+// heraldtest.FuzzEngineEnv says postgres), with the outbound guard on and no
+// dispatcher running, and signs its owner in once.
 func openFuzzPortal(f *testing.F) *fuzzPortal {
 	f.Helper()
 	const email, password = "owner@example.com", "correct horse battery staple"
@@ -93,7 +94,7 @@ func openFuzzPortal(f *testing.F) *fuzzPortal {
 	token := auth.NewAPIToken()
 	p := &fuzzPortal{log: &heraldtest.Output{}}
 	srv, err := server.Open(context.Background(), server.Config{
-		DatabaseURL: "sqlite:" + filepath.Join(f.TempDir(), "herald.db"), SecretKey: key,
+		DatabaseURL: heraldtest.FuzzDatabaseURL(f), SecretKey: key,
 		BootstrapEmail: email, BootstrapPassword: password, BootstrapToken: token,
 		Logger: slog.New(slog.NewTextHandler(p.log, nil)),
 	})
