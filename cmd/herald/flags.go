@@ -107,12 +107,34 @@ func (f storeFlags) key(stderr io.Writer) ([]byte, error) {
 	return key, err
 }
 
+// usageError is a command line herald cannot read: main prints it on one
+// line with a hint, not the whole usage, and exits 2.
+type usageError struct {
+	cmd string // "herald serve"
+	err error
+}
+
+func (u usageError) Error() string {
+	return fmt.Sprintf("%s: %v\nRun '%s -h' for usage.", u.cmd, u.err, u.cmd)
+}
+
 func parse(e *envFlags, args []string) error {
-	if err := e.fs.Parse(args); err != nil {
+	// The flag package prints the whole usage after any error; only -h
+	// should, so it prints nothing and the error goes back to main.
+	out := e.fs.Output()
+	e.fs.SetOutput(io.Discard)
+	e.fs.Usage = func() {}
+	err := e.fs.Parse(args)
+	e.fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(out, "Usage of %s:\n", e.fs.Name())
+		e.fs.PrintDefaults()
 		return err
-	}
-	if e.fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", e.fs.Arg(0))
+	case err != nil:
+		return usageError{e.fs.Name(), err}
+	case e.fs.NArg() > 0:
+		return usageError{e.fs.Name(), fmt.Errorf("unexpected argument %q", e.fs.Arg(0))}
 	}
 	return errors.Join(e.errs...)
 }
@@ -166,9 +188,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := store.CheckURL(*sf.database); err != nil {
+		return err
+	}
 	key, err := sf.key(stderr)
 	if err != nil {
 		return err
@@ -193,6 +218,10 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	e.fs.SetOutput(stderr)
 	sf := addStoreFlags(e)
 	if err := parse(e, args); err != nil {
+		return err
+	}
+	// A URL herald cannot open is refused before a key file is created for it.
+	if err := store.CheckURL(*sf.database); err != nil {
 		return err
 	}
 	key, err := sf.key(stderr)
