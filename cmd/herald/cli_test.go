@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/internal/heraldtest"
 )
 
 // exit runs the binary to its end and returns its exit code and output.
@@ -76,6 +78,50 @@ func TestRefusedDatabaseURLCreatesNoKeyFile(t *testing.T) {
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 				t.Errorf("%s holds %d files; want none", dir, len(entries))
+			}
+		})
+	}
+}
+
+// Completed logs are kept 30 days and 4 KiB of each answer unless told
+// otherwise, and the start line says what is in effect.
+func TestServeShowsRetentionAndResponseBodyLimitAtStart(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"defaults", nil, nil, "retention=30d response_body_limit=4096"},
+		{"flags", nil, []string{"--retention", "12h", "--response-body-limit", "1KiB"}, "retention=12h0m0s response_body_limit=1024"},
+		{"environment", []string{"HERALD_RETENTION=0", "HERALD_RESPONSE_BODY_LIMIT=0"}, nil, "retention=forever response_body_limit=0"},
+		{"bytes", nil, []string{"--response-body-limit", "65536"}, "retention=30d response_body_limit=65536"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env, _ := serveEnv(t)
+			p := command(t, append(append(env, "HERALD_ADDR="+freeAddr(t)), tt.env...), append([]string{"serve"}, tt.args...)...)
+			heraldtest.Eventually(t, 20*time.Second, "the start line", func() bool {
+				return strings.Contains(p.out.String(), `msg="herald serving"`)
+			})
+			if out := p.out.String(); !strings.Contains(out, tt.want) {
+				t.Errorf("start printed %q; want it to show %q", out, tt.want)
+			}
+		})
+	}
+}
+
+func TestServeRefusesAResponseBodyLimitOutOfBounds(t *testing.T) {
+	t.Parallel()
+	for _, limit := range []string{"65537", "65KiB", "1MiB", "-1", "4kb", "lots"} {
+		t.Run(limit, func(t *testing.T) {
+			t.Parallel()
+			env, _ := serveEnv(t)
+			code, out := exit(t, env, "serve", "--response-body-limit", limit)
+			if code == 0 || !strings.Contains(out, "--response-body-limit: \""+limit+"\": want a size from 0 to 64KiB") {
+				t.Errorf("exit %d, printed %q; want the limit refused with its bounds", code, out)
 			}
 		})
 	}

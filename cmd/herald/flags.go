@@ -155,7 +155,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")
 	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "of those, attempts to one webhook")
 	lease := e.Duration("lease", "HERALD_LEASE", 0, "how long a claimed attempt is held before another claim may take it (default 2×attempt-timeout+10s)")
-	keep := e.String("retention", "HERALD_RETENTION", "0", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
+	keep := e.String("retention", "HERALD_RETENTION", "30d", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
+	bodyLimit := e.String("response-body-limit", "HERALD_RESPONSE_BODY_LIMIT", "4KiB", "bytes of a receiver's answer kept with each attempt, e.g. 4KiB, 512 or 0 (none); at most 64KiB")
 	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error")
 	if err := parse(e, args); err != nil {
 		return err
@@ -183,6 +184,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		v = append(v, "--retention: "+err.Error())
 	}
+	keepBody, err := parseSize(*bodyLimit, store.MaxResponseBody)
+	if err != nil {
+		v = append(v, "--response-body-limit: "+err.Error())
+	} else if keepBody == 0 {
+		keepBody = -1 // delivery.Config's "none"
+	}
 	if len(v) > 0 {
 		return errors.New(strings.Join(v, "; "))
 	}
@@ -201,7 +208,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	srv, err := server.Open(ctx, server.Config{
 		Addr: *addr, DatabaseURL: *sf.database, SecretKey: key,
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
-			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease},
+			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
+			ResponseBodyLimit: keepBody},
 		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, SecureCookies: *secureCookies,
 		Retention:      retention.Config{Keep: retain},
 		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
@@ -257,4 +265,23 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("--port %d is not a port (0 to 65535)", *port)
 	}
 	return listen.Run(ctx, listen.Config{Token: *token, Addr: fmt.Sprintf("127.0.0.1:%d", *port), Forward: *forward, Out: stdout})
+}
+
+// parseSize reads a byte count such as 4096, 4KiB or 64KiB, from 0 to max.
+func parseSize(text string, max int) (int, error) {
+	s, unit := strings.TrimSpace(text), 1
+	for _, u := range []struct {
+		suffix string
+		n      int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"B", 1}} { // "B" last: it ends the others
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, unit = strings.TrimSpace(rest), u.n
+			break
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > max/unit {
+		return 0, fmt.Errorf("%q: want a size from 0 to %dKiB, such as 4KiB or 4096 (bytes)", text, max>>10)
+	}
+	return n * unit, nil
 }
