@@ -126,3 +126,12 @@ func TestServeRefusesAResponseBodyLimitOutOfBounds(t *testing.T) {
 		})
 	}
 }
+
+func TestAllowMetadataAddressesNeedsPrivateNetworks(t *testing.T) {
+	t.Parallel()
+	env, _ := serveEnv(t)
+	code, out := exit(t, append(env, "HERALD_ALLOW_PRIVATE_NETWORKS=false", "HERALD_ALLOW_METADATA_ADDRESSES=true"), "serve")
+	if code == 0 || !strings.Contains(out, "--allow-metadata-addresses needs --allow-private-networks") {
+		t.Errorf("exit %d, printed %q; want the switch refused alone", code, out)
+	}
+}

@@ -151,7 +151,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	smtpURL := e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
 	mailFrom := e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
 	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
-	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private, link-local or metadata addresses")
+	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private or link-local addresses (not cloud metadata ones)")
+	allowMetadata := e.Bool("allow-metadata-addresses", "HERALD_ALLOW_METADATA_ADDRESSES", false, "with --allow-private-networks, also allow cloud metadata addresses such as 169.254.169.254")
 	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")
 	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "of those, attempts to one webhook")
 	lease := e.Duration("lease", "HERALD_LEASE", 0, "how long a claimed attempt is held before another claim may take it (default 2×attempt-timeout+10s)")
@@ -179,6 +180,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *concurrency < 1 || *perWebhook < 1 {
 		v = append(v, "--concurrency and --per-webhook-concurrency must be at least 1")
+	}
+	if *allowMetadata && !*allowPrivate {
+		v = append(v, "--allow-metadata-addresses needs --allow-private-networks: metadata addresses are private addresses too")
 	}
 	retain, err := retention.ParseDuration(*keep)
 	if err != nil {
@@ -210,7 +214,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
 			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
 			ResponseBodyLimit: keepBody},
-		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, SecureCookies: *secureCookies,
+		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, AllowMetadata: *allowMetadata, SecureCookies: *secureCookies,
 		Retention:      retention.Config{Keep: retain},
 		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
 		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout,

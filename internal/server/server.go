@@ -56,6 +56,9 @@ type Config struct {
 	SMTPURL      string // "": emails are logged and kept
 	MailFrom     string // herald@localhost
 	AllowPrivate bool   // deliver to loopback and private addresses
+	// AllowMetadata, with AllowPrivate, also delivers to cloud metadata
+	// addresses (169.254.169.254 and the like), which are refused otherwise.
+	AllowMetadata bool
 	// SecureCookies marks portal cookies Secure over plain HTTP too, for
 	// herald behind a proxy that terminates TLS.
 	SecureCookies bool
@@ -120,7 +123,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate}
+	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate, AllowMetadata: cfg.AllowMetadata, Resolver: net.DefaultResolver}
 	dc := cfg.Delivery
 	dc.Dial = policy.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
 	dc.UserAgent = "herald/" + VersionString()
