@@ -10,8 +10,8 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
 
-// exit runs the binary to its end and returns its exit code and output.
-func exit(t *testing.T, env []string, args ...string) (int, string) {
+// runToEnd runs the binary to its end and returns its exit code and output.
+func runToEnd(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
 	p := command(t, env, args...)
 	select {
@@ -38,14 +38,14 @@ func TestBadFlagsExitTwoWithAOneLineHint(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()
-			code, out := exit(t, nil, tt.args...)
+			code, out := runToEnd(t, nil, tt.args...)
 			if code != 2 || out != tt.want {
 				t.Errorf("exit %d, printed %q; want exit 2 and %q", code, out, tt.want)
 			}
 		})
 	}
 	// -h still prints every flag, and succeeds.
-	code, out := exit(t, nil, "serve", "-h")
+	code, out := runToEnd(t, nil, "serve", "-h")
 	if code != 0 || !strings.Contains(out, "Usage of herald serve:") || !strings.Contains(out, "-retention") {
 		t.Errorf("serve -h: exit %d, printed %q; want the flags and exit 0", code, out)
 	}
@@ -54,7 +54,7 @@ func TestBadFlagsExitTwoWithAOneLineHint(t *testing.T) {
 func TestUnknownLogLevelNamesTheAllowedValues(t *testing.T) {
 	t.Parallel()
 	env, _ := serveEnv(t)
-	code, out := exit(t, env, "serve", "--log-level", "verbose")
+	code, out := runToEnd(t, env, "serve", "--log-level", "verbose")
 	if code == 0 || !strings.Contains(out, `--log-level "verbose": want debug, info, warn or error`) {
 		t.Errorf("exit %d, printed %q; want a failure naming debug, info, warn and error", code, out)
 	}
@@ -69,7 +69,7 @@ func TestRefusedDatabaseURLCreatesNoKeyFile(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			keyFile := filepath.Join(dir, "herald.key")
-			code, out := exit(t, []string{"HERALD_SECRET_KEY=", "HERALD_SECRET_KEY_FILE=" + keyFile}, cmd, "--database", "mysql://x")
+			code, out := runToEnd(t, []string{"HERALD_SECRET_KEY=", "HERALD_SECRET_KEY_FILE=" + keyFile}, cmd, "--database", "mysql://x")
 			if code == 0 || !strings.Contains(out, "must start with sqlite: or postgres://") {
 				t.Errorf("exit %d, printed %q; want the URL refused", code, out)
 			}
@@ -119,7 +119,7 @@ func TestServeRefusesAResponseBodyLimitOutOfBounds(t *testing.T) {
 		t.Run(limit, func(t *testing.T) {
 			t.Parallel()
 			env, _ := serveEnv(t)
-			code, out := exit(t, env, "serve", "--response-body-limit", limit)
+			code, out := runToEnd(t, env, "serve", "--response-body-limit", limit)
 			if code == 0 || !strings.Contains(out, "--response-body-limit: \""+limit+"\": want a size from 0 to 64KiB") {
 				t.Errorf("exit %d, printed %q; want the limit refused with its bounds", code, out)
 			}
@@ -130,7 +130,7 @@ func TestServeRefusesAResponseBodyLimitOutOfBounds(t *testing.T) {
 func TestAllowMetadataAddressesNeedsPrivateNetworks(t *testing.T) {
 	t.Parallel()
 	env, _ := serveEnv(t)
-	code, out := exit(t, append(env, "HERALD_ALLOW_PRIVATE_NETWORKS=false", "HERALD_ALLOW_METADATA_ADDRESSES=true"), "serve")
+	code, out := runToEnd(t, append(env, "HERALD_ALLOW_PRIVATE_NETWORKS=false", "HERALD_ALLOW_METADATA_ADDRESSES=true"), "serve")
 	if code == 0 || !strings.Contains(out, "--allow-metadata-addresses needs --allow-private-networks") {
 		t.Errorf("exit %d, printed %q; want the switch refused alone", code, out)
 	}
