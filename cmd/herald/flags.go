@@ -107,12 +107,34 @@ func (f storeFlags) key(stderr io.Writer) ([]byte, error) {
 	return key, err
 }
 
+// usageError is a command line herald cannot read: main prints it on one
+// line with a hint, not the whole usage, and exits 2.
+type usageError struct {
+	cmd string // "herald serve"
+	err error
+}
+
+func (u usageError) Error() string {
+	return fmt.Sprintf("%s: %v\nRun '%s -h' for usage.", u.cmd, u.err, u.cmd)
+}
+
 func parse(e *envFlags, args []string) error {
-	if err := e.fs.Parse(args); err != nil {
+	// The flag package prints the whole usage after any error; only -h
+	// should, so it prints nothing and the error goes back to main.
+	out := e.fs.Output()
+	e.fs.SetOutput(io.Discard)
+	e.fs.Usage = func() {}
+	err := e.fs.Parse(args)
+	e.fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(out, "Usage of %s:\n", e.fs.Name())
+		e.fs.PrintDefaults()
 		return err
-	}
-	if e.fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", e.fs.Arg(0))
+	case err != nil:
+		return usageError{e.fs.Name(), err}
+	case e.fs.NArg() > 0:
+		return usageError{e.fs.Name(), fmt.Errorf("unexpected argument %q", e.fs.Arg(0))}
 	}
 	return errors.Join(e.errs...)
 }
@@ -129,11 +151,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	smtpURL := e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
 	mailFrom := e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
 	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
-	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private, link-local or metadata addresses")
+	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private or link-local addresses (not cloud metadata ones)")
+	allowMetadata := e.Bool("allow-metadata-addresses", "HERALD_ALLOW_METADATA_ADDRESSES", false, "with --allow-private-networks, also allow cloud metadata addresses such as 169.254.169.254")
 	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")
 	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "of those, attempts to one webhook")
 	lease := e.Duration("lease", "HERALD_LEASE", 0, "how long a claimed attempt is held before another claim may take it (default 2×attempt-timeout+10s)")
-	keep := e.String("retention", "HERALD_RETENTION", "0", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
+	keep := e.String("retention", "HERALD_RETENTION", "30d", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
+	bodyLimit := e.String("response-body-limit", "HERALD_RESPONSE_BODY_LIMIT", "4KiB", "bytes of a receiver's answer kept with each attempt, e.g. 4KiB, 512 or 0 (none); at most 64KiB")
 	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error")
 	if err := parse(e, args); err != nil {
 		return err
@@ -157,18 +181,30 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *concurrency < 1 || *perWebhook < 1 {
 		v = append(v, "--concurrency and --per-webhook-concurrency must be at least 1")
 	}
+	if *allowMetadata && !*allowPrivate {
+		v = append(v, "--allow-metadata-addresses needs --allow-private-networks: metadata addresses are private addresses too")
+	}
 	retain, err := retention.ParseDuration(*keep)
 	if err != nil {
 		v = append(v, "--retention: "+err.Error())
+	}
+	keepBody, err := parseSize(*bodyLimit, store.MaxResponseBody)
+	if err != nil {
+		v = append(v, "--response-body-limit: "+err.Error())
+	} else if keepBody == 0 {
+		keepBody = -1 // delivery.Config's "none"
 	}
 	if len(v) > 0 {
 		return errors.New(strings.Join(v, "; "))
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := store.CheckURL(*sf.database); err != nil {
+		return err
+	}
 	key, err := sf.key(stderr)
 	if err != nil {
 		return err
@@ -176,8 +212,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	srv, err := server.Open(ctx, server.Config{
 		Addr: *addr, DatabaseURL: *sf.database, SecretKey: key,
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
-			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease},
-		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, SecureCookies: *secureCookies,
+			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
+			ResponseBodyLimit: keepBody},
+		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, AllowMetadata: *allowMetadata, SecureCookies: *secureCookies,
 		Retention:      retention.Config{Keep: retain},
 		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
 		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout,
@@ -193,6 +230,10 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	e.fs.SetOutput(stderr)
 	sf := addStoreFlags(e)
 	if err := parse(e, args); err != nil {
+		return err
+	}
+	// A URL herald cannot open is refused before a key file is created for it.
+	if err := store.CheckURL(*sf.database); err != nil {
 		return err
 	}
 	key, err := sf.key(stderr)
@@ -228,4 +269,23 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("--port %d is not a port (0 to 65535)", *port)
 	}
 	return listen.Run(ctx, listen.Config{Token: *token, Addr: fmt.Sprintf("127.0.0.1:%d", *port), Forward: *forward, Out: stdout})
+}
+
+// parseSize reads a byte count such as 4096, 4KiB or 64KiB, from 0 to max.
+func parseSize(text string, max int) (int, error) {
+	s, unit := strings.TrimSpace(text), 1
+	for _, u := range []struct {
+		suffix string
+		n      int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"B", 1}} { // "B" last: it ends the others
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, unit = strings.TrimSpace(rest), u.n
+			break
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > max/unit {
+		return 0, fmt.Errorf("%q: want a size from 0 to %dKiB, such as 4KiB or 4096 (bytes)", text, max>>10)
+	}
+	return n * unit, nil
 }

@@ -21,8 +21,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var usage usageError
 	switch {
 	case errors.Is(err, flag.ErrHelp): // -h: the flags have been printed
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "herald:", err)
 		os.Exit(1)

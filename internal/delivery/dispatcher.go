@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/webhook"
@@ -32,6 +33,12 @@ type Config struct {
 	Metrics        *Metrics // nil: none
 	// OnSuspend is called after a webhook is suspended (its email is queued).
 	OnSuspend func([]store.Suspension)
+	// ResponseBodyLimit is how many bytes of a receiver's answer each
+	// recorded attempt keeps: 4 KiB by default, at most store.MaxResponseBody
+	// (64 KiB, what a Test shows); negative keeps none. Nobody reads a whole
+	// error page, and a failing receiver's answers add up to most of the
+	// database otherwise.
+	ResponseBodyLimit int
 }
 
 func (c Config) withDefaults() Config {
@@ -47,6 +54,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	c.UserAgent = cmp.Or(c.UserAgent, "herald")
+	c.ResponseBodyLimit = max(-1, min(cmp.Or(c.ResponseBodyLimit, DefaultResponseBodyLimit), store.MaxResponseBody))
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -276,7 +284,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
 	release()
 	d.cfg.Metrics.attempted(res)
-	o.Attempt = attemptRecord(res)
+	o.Attempt = d.attemptRecord(res)
 	number := c.AttemptCount + 1
 	switch {
 	case res.OK():
@@ -290,9 +298,35 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 	return o
 }
 
-func attemptRecord(r Result) *store.AttemptRecord {
+// DefaultResponseBodyLimit is Config.ResponseBodyLimit's default.
+const DefaultResponseBodyLimit = 4 << 10
+
+// attemptRecord is what is stored of an attempt: its answer's body cut at
+// ResponseBodyLimit, before the outcome waits to be recorded.
+func (d *Dispatcher) attemptRecord(r Result) *store.AttemptRecord {
 	return &store.AttemptRecord{SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
-		Duration: r.Duration, Error: r.Err, ResponseBody: r.RespBody}
+		Duration: r.Duration, Error: r.Err, ResponseBody: cut(r.RespBody, d.cfg.ResponseBodyLimit)}
+}
+
+// cut keeps at most n bytes of b (none when n <= 0), without leaving half a
+// UTF-8 character at the end.
+func cut(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	if n <= 0 {
+		return nil
+	}
+	b = b[:n]
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				b = b[:i]
+			}
+			break
+		}
+	}
+	return b
 }
 
 // record writes outcomes in batches: whatever has arrived by the time the

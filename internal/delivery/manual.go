@@ -36,7 +36,7 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 	// recorded whole, within the attempt time-out.
 	res := d.sender.Send(context.WithoutCancel(ctx), Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
 	d.cfg.Metrics.attempted(res)
-	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: store.TriggerResend, Attempt: attemptRecord(res), Result: store.Delivered}
+	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: store.TriggerResend, Attempt: d.attemptRecord(res), Result: store.Delivered}
 	if !res.OK() {
 		o.Result, o.Reason = store.ResendFailed, res.Err
 	}
@@ -70,7 +70,8 @@ type TestRequest struct {
 	Signature string            `json:"signature"`
 }
 
-// TestResponse is the receiver's answer, its body cut at 64 KiB.
+// TestResponse is the receiver's answer, its body cut at 64 KiB: a Test is
+// shown once and never stored, so it shows more than an attempt keeps.
 type TestResponse struct {
 	StatusCode int               `json:"statusCode"`
 	Headers    map[string]string `json:"headers"`

@@ -28,7 +28,7 @@ func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 
 // DialContext returns a dial function for http.Transport.DialContext that
 // refuses every connection to an address [Blocked] reports, unless
-// p.AllowPrivate.
+// p.AllowPrivate, and to a cloud metadata address, unless p.AllowMetadata.
 //
 // The check runs in the dialer's ControlContext hook, after resolution and
 // just before connect, on the very IP address being connected to. Checking a
@@ -47,13 +47,13 @@ func (p Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, ad
 	if d != nil {
 		guarded = *d
 	}
-	if p.AllowPrivate {
+	if p.open() {
 		return guarded.DialContext
 	}
 	control, controlContext := guarded.Control, guarded.ControlContext
 	guarded.Control = nil // Ignored anyway once ControlContext is set.
 	guarded.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
-		if err := checkDialAddr(address); err != nil {
+		if err := p.checkDialAddr(address); err != nil {
 			return err
 		}
 		switch {
@@ -70,12 +70,12 @@ func (p Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, ad
 // checkDialAddr applies the policy to the "ip:port" a dialer connects to. An
 // address that is not an IP and port (a Unix socket path, say) is refused:
 // deliveries only ever go over TCP to IP addresses.
-func checkDialAddr(address string) error {
+func (p Policy) checkDialAddr(address string) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return &BlockedError{Addr: address, Reason: "not an IP address"}
 	}
-	if reason := blockReason(ap.Addr()); reason != "" {
+	if reason, _ := p.refusal(ap.Addr()); reason != "" {
 		return &BlockedError{Addr: ap.Addr().String(), Reason: reason}
 	}
 	return nil

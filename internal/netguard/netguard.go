@@ -5,16 +5,17 @@
 // the answer back from the delivery log.
 //
 // The policy is enforced twice. [Policy.ValidateURL] gives a user a clear
-// refusal when they save a URL, without any DNS lookup. [Policy.DialContext]
-// is the real guard: it checks the IP address each connection is actually
-// made to, after resolution, so a name that resolves differently at delivery
-// time (DNS rebinding) is still refused.
+// refusal when they save a URL (looking its name up when the policy has a
+// Resolver). [Policy.DialContext] is the real guard: it checks the IP address
+// each connection is actually made to, after resolution, so a name that
+// resolves differently at delivery time (DNS rebinding) is still refused.
 //
 // netguard does not send anything itself and never reads configuration; the
 // caller decides whether private networks are allowed.
 package netguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -30,11 +31,40 @@ const MaxURLLength = 2048
 // Policy decides which addresses herald may deliver to. The zero value is the
 // safe default: only public addresses.
 type Policy struct {
-	// AllowPrivate turns the address checks off entirely, for self-hosted
-	// setups whose receivers live on the same host or private network. URL
-	// syntax rules still apply.
+	// AllowPrivate turns the address checks off, for self-hosted setups
+	// whose receivers live on the same host or private network, except for
+	// cloud metadata addresses. URL syntax rules still apply.
 	AllowPrivate bool
+	// AllowMetadata, together with AllowPrivate, allows the cloud metadata
+	// and credential endpoints too (169.254.169.254 and the others listed in
+	// metadata.go). Alone it allows nothing: those are private addresses.
+	AllowMetadata bool
+	// Resolver, when set, looks up a URL's host name when it is saved, so
+	// that a name resolving to a refused address is refused at once rather
+	// than at every delivery. nil: names are checked at connect time only.
+	Resolver Resolver
 }
+
+// Resolver looks up a host name's addresses; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// refusal returns why the policy refuses a connection to ip, or "".
+func (p Policy) refusal(ip netip.Addr) (reason string, metadata bool) {
+	if !p.AllowMetadata {
+		if r := metadataReason(ip); r != "" {
+			return r, true
+		}
+	}
+	if !p.AllowPrivate {
+		return blockReason(ip), false
+	}
+	return "", false
+}
+
+// open reports whether the policy lets every address through.
+func (p Policy) open() bool { return p.AllowPrivate && p.AllowMetadata }
 
 // ValidateURL checks a webhook URL when a user saves it. It returns nil or an
 // error whose message is a short fragment meant to follow the field name, such
@@ -48,9 +78,10 @@ type Policy struct {
 // A host that spells an IPv4 address in a non-standard way (2130706433,
 // 0x7f.1, 127.1) is refused in every mode. Unless p.AllowPrivate, a host that
 // is an IP address blocked by [Blocked], or that is localhost or a name under
-// .localhost, is refused too. Other names are not resolved here: the answer
-// could change before delivery, so [Policy.DialContext] checks them at connect
-// time.
+// .localhost, is refused too; unless p.AllowMetadata, so is a cloud metadata
+// address, however written. Other names are looked up with p.Resolver (see
+// checkName); the answer could change before delivery, so
+// [Policy.DialContext] checks them again at connect time.
 func (p Policy) ValidateURL(raw string) error {
 	if len(raw) > MaxURLLength {
 		return fmt.Errorf("must be at most %d characters", MaxURLLength)
@@ -82,7 +113,12 @@ func (p Policy) ValidateURL(raw string) error {
 	return p.checkHost(u.Hostname())
 }
 
-// checkHost applies the address policy to a URL's host without resolving it.
+var (
+	errPrivate  = errors.New("resolves to a private or loopback address")
+	errMetadata = errors.New("resolves to a cloud metadata address")
+)
+
+// checkHost applies the address policy to a URL's host.
 func (p Policy) checkHost(host string) error {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	ip, err := netip.ParseAddr(host)
@@ -92,18 +128,25 @@ func (p Policy) checkHost(host string) error {
 		// No real name ends in a numeric label, so refuse them outright.
 		return errors.New("must use a standard IP address or host name")
 	}
-	if p.AllowPrivate {
+	if p.open() {
 		return nil
 	}
 	if err == nil {
-		if Blocked(ip) {
-			return errors.New("resolves to a private or loopback address")
-		}
-		return nil
+		return p.checkAddr(ip)
 	}
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+	if !p.AllowPrivate && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
 		// RFC 6761 reserves these names for the loopback interface.
-		return errors.New("resolves to a private or loopback address")
+		return errPrivate
+	}
+	return p.checkName(host)
+}
+
+func (p Policy) checkAddr(ip netip.Addr) error {
+	switch reason, metadata := p.refusal(ip); {
+	case metadata:
+		return errMetadata
+	case reason != "":
+		return errPrivate
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ func TestValidateURL(t *testing.T) {
 	const (
 		ok         = ""
 		private    = "resolves to a private or loopback address"
+		metadata   = "resolves to a cloud metadata address"
 		scheme     = "must use http or https"
 		noHost     = "must have a host"
 		creds      = "must not contain credentials"
@@ -24,7 +25,7 @@ func TestValidateURL(t *testing.T) {
 	tests := []struct {
 		url         string
 		want        string // With AllowPrivate false.
-		wantPrivate string // With AllowPrivate true.
+		wantPrivate string // With AllowPrivate true; with AllowMetadata too, metadata is ok.
 	}{
 		{"https://example.com/hooks/herald", ok, ok},
 		{"http://example.com", ok, ok},
@@ -63,19 +64,40 @@ func TestValidateURL(t *testing.T) {
 		{"http://127.0.0.1:8080/hook", private, ok},
 		{"http://127.0.0.1./hook", private, ok},
 		{"http://10.0.0.5/", private, ok},
-		{"http://169.254.169.254/latest/meta-data/", private, ok},
+		{"http://169.254.169.254/latest/meta-data/", metadata, metadata},
 		{"http://0.0.0.0/", private, ok},
 		{"http://[::1]/", private, ok},
 		{"http://[::ffff:127.0.0.1]/", private, ok},
 		{"http://[::ffff:7f00:1]/", private, ok},
-		{"http://[64:ff9b::a9fe:a9fe]/", private, ok},
-		{"http://[fd00:ec2::254]/", private, ok},
+		{"http://[64:ff9b::a9fe:a9fe]/", metadata, metadata},
+		{"http://[fd00:ec2::254]/", metadata, metadata},
 		{"http://[fe80::1%25eth0]/", private, ok},
 		{"http://%31%32%37.0.0.1/", invalid, invalid}, // Go refuses escapes of ASCII in hosts.
 		{"http://localhost/", private, ok},
 		{"http://LOCALHOST:3000/", private, ok},
 		{"http://localhost./", private, ok},
 		{"http://api.localhost/", private, ok},
+
+		// Cloud metadata addresses are refused even with private networks
+		// allowed, however they are written.
+		{"http://169.254.170.2/v2/credentials", metadata, metadata},
+		{"http://100.100.100.200/latest/meta-data/", metadata, metadata},
+		{"http://192.0.0.192/opc/v2/instance/", metadata, metadata},
+		{"http://168.63.129.16/", metadata, metadata},
+		{"http://169.254.169.254.:80/", metadata, metadata},
+		{"http://[::ffff:169.254.169.254]/", metadata, metadata},
+		{"http://[::ffff:a9fe:a9fe]/", metadata, metadata},
+		{"http://[::169.254.169.254]/", metadata, metadata},
+		{"http://[64:ff9b::169.254.169.254]/", metadata, metadata},
+		{"http://[2002:a9fe:a9fe::1]/", metadata, metadata},
+		{"http://[FD00:EC2:0::254]/", metadata, metadata},
+		{"http://[fd20:ce::254]/", metadata, metadata},
+		{"http://2852039166/", numeric, numeric},          // 169.254.169.254 as one integer.
+		{"http://0xa9fea9fe/", numeric, numeric},          // …in hex.
+		{"http://025177524776/", numeric, numeric},        // …in octal.
+		{"http://0251.0376.0251.0376/", numeric, numeric}, // …octal per byte.
+		{"http://169.254.43518/", numeric, numeric},       // …with the last two bytes as one.
+		{"http://169.254.169.253/", private, ok},          // Link-local, not metadata.
 
 		// Non-standard IPv4 spellings are refused in both modes.
 		{"http://2130706433/", numeric, numeric},
@@ -97,11 +119,22 @@ func TestValidateURL(t *testing.T) {
 					got = err.Error()
 				}
 				if got != want {
-					t.Errorf("Policy{AllowPrivate: %v}.ValidateURL(%q) = %q; want %q", p.AllowPrivate, tt.url, got, want)
+					t.Errorf("%+v.ValidateURL(%q) = %q; want %q", p, tt.url, got, want)
 				}
 			}
 			check(Policy{}, tt.want)
 			check(Policy{AllowPrivate: true}, tt.wantPrivate)
+			// AllowMetadata takes metadata out of the metadata check only;
+			// those addresses are private too.
+			onlyMetadata, open := tt.want, tt.wantPrivate
+			if onlyMetadata == metadata {
+				onlyMetadata = private
+			}
+			if open == metadata {
+				open = ok
+			}
+			check(Policy{AllowMetadata: true}, onlyMetadata)
+			check(Policy{AllowPrivate: true, AllowMetadata: true}, open)
 		})
 	}
 }

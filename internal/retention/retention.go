@@ -129,3 +129,15 @@ func ParseDuration(text string) (time.Duration, error) {
 	}
 	return days + d, nil
 }
+
+// FormatDuration shows a retention as ParseDuration reads it: "30d", "12h0m0s",
+// or "forever" for 0.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "forever"
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}

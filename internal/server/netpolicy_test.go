@@ -66,3 +66,37 @@ func setURL(t *testing.T, h *heraldtest.Herald, id, url string) {
 		t.Fatal(err)
 	}
 }
+
+// Allowing private networks does not allow cloud metadata addresses, however
+// written: saving one is refused naming the url. (No URL outside loopback is
+// ever saved here, so nothing can be sent there.)
+func TestPrivateNetworksAllowedStillRefuseMetadata(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{}) // private networks allowed
+	rcv := heraldtest.NewReceiver(t)
+	hook := h.CreateWebhook("loopback is fine", rcv.URL, "license.created")
+	for _, u := range []string{
+		"http://169.254.169.254/latest/meta-data/", "http://169.254.170.2/v2/credentials",
+		"http://100.100.100.200/latest/meta-data/", "http://192.0.0.192/opc/v2/instance/",
+		"http://[fd00:ec2::254]/", "http://[::ffff:169.254.169.254]/", "http://[64:ff9b::a9fe:a9fe]/",
+		"http://2852039166/", "http://0xa9fea9fe/", "http://0251.0376.0251.0376/",
+	} {
+		for _, c := range []struct{ method, path string }{{"POST", "/v3/webhooks"}, {"PATCH", "/v3/webhooks/" + hook.ID}} {
+			var p struct {
+				Errors []struct{ Field, Detail string }
+			}
+			got := h.Do(c.method, c.path, map[string]any{"name": "n", "url": u, "events": []string{"license.created"}}, &p)
+			if got < 400 || got >= 500 || len(p.Errors) == 0 || p.Errors[0].Field != "url" {
+				t.Errorf("%s %s: %d %+v; want a 4xx naming url", c.method, u, got, p)
+			}
+		}
+	}
+	if w := h.Webhook(hook.ID); w.URL != rcv.URL {
+		t.Errorf("the webhook's URL is now %s; want it unchanged", w.URL)
+	}
+	var list struct{ Data []heraldtest.Webhook }
+	h.Must(200, "GET", "/v3/webhooks", nil, &list)
+	if len(list.Data) != 1 {
+		t.Errorf("%d webhooks; want only the loopback one", len(list.Data))
+	}
+}

@@ -56,6 +56,9 @@ type Config struct {
 	SMTPURL      string // "": emails are logged and kept
 	MailFrom     string // herald@localhost
 	AllowPrivate bool   // deliver to loopback and private addresses
+	// AllowMetadata, with AllowPrivate, also delivers to cloud metadata
+	// addresses (169.254.169.254 and the like), which are refused otherwise.
+	AllowMetadata bool
 	// SecureCookies marks portal cookies Secure over plain HTTP too, for
 	// herald behind a proxy that terminates TLS.
 	SecureCookies bool
@@ -120,7 +123,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate}
+	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate, AllowMetadata: cfg.AllowMetadata, Resolver: net.DefaultResolver}
 	dc := cfg.Delivery
 	dc.Dial = policy.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
 	dc.UserAgent = "herald/" + VersionString()
@@ -219,7 +222,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	s.log.Info("herald serving", "addr", ln.Addr().String(), "database", s.Store.Engine(), "version", VersionString())
+	s.log.Info("herald serving", "addr", ln.Addr().String(), "database", s.Store.Engine(), "version", VersionString(),
+		"retention", retention.FormatDuration(s.cfg.Retention.Keep), "response_body_limit", max(0, s.Dispatcher.Config().ResponseBodyLimit))
 	var err error
 	select {
 	case <-ctx.Done():

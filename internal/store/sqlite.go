@@ -132,18 +132,46 @@ func scanIDs(rows *sql.Rows) ([]string, error) {
 	return ids, rows.Err()
 }
 
-// rebindDollar turns ? placeholders into $1, $2, … for PostgreSQL. Herald's
-// SQL has no ? anywhere else.
+// rebindDollar turns ? placeholders into $1, $2, … for PostgreSQL. A ?
+// inside a string literal ('why?', quotes doubled inside), a quoted
+// identifier ("a?b"), a line comment (-- why?) or a block comment is text,
+// not a placeholder, and is left as written. Herald's SQL uses neither
+// backslash-escaped E strings nor dollar quoting.
 func rebindDollar(q string) string {
 	var b strings.Builder
 	n := 0
 	for i := 0; i < len(q); i++ {
-		if q[i] == '?' {
+		c := q[i]
+		var end string // what closes the quoted text starting at i
+		switch {
+		case c == '\'' || c == '"':
+			end = string(c) // a doubled quote closes and reopens: same result
+		case c == '-' && strings.HasPrefix(q[i:], "--"):
+			end = "\n"
+		case c == '/' && strings.HasPrefix(q[i:], "/*"):
+			end = "*/"
+		case c == '?':
 			n++
 			fmt.Fprintf(&b, "$%d", n)
 			continue
+		default:
+			b.WriteByte(c)
+			continue
 		}
-		b.WriteByte(q[i])
+		j := strings.Index(q[i+1:], end)
+		if c == '/' {
+			j = strings.Index(q[i+2:], end)
+			if j >= 0 {
+				j++
+			}
+		}
+		if j < 0 { // unterminated: the rest is quoted text
+			b.WriteString(q[i:])
+			break
+		}
+		stop := i + 1 + j + len(end)
+		b.WriteString(q[i:stop])
+		i = stop - 1
 	}
 	return b.String()
 }

@@ -98,13 +98,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	switch {
-	case strings.HasPrefix(url, "sqlite:"):
+	if err := CheckURL(url); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(url, "sqlite:") {
 		err = openSQLite(ctx, s, strings.TrimPrefix(url, "sqlite:"))
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+	} else {
 		err = openPostgres(ctx, s, url)
-	default:
-		return nil, fmt.Errorf("open store: database URL must start with sqlite: or postgres://")
 	}
 	if err != nil {
 		return nil, err
@@ -118,6 +118,16 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// CheckURL reports whether url names a database Open can open, without
+// opening it, so that callers can refuse it before doing anything else.
+func CheckURL(url string) error {
+	switch {
+	case strings.HasPrefix(url, "sqlite:"), strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return nil
+	}
+	return fmt.Errorf("open store: database URL must start with sqlite: or postgres://")
 }
 
 // Engine names the database engine: "sqlite" or "postgres".
