@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/store"
@@ -30,8 +31,25 @@ func (e *httpError) Error() string {
 
 func (e *httpError) Unwrap() error { return e.Err }
 
-// maxForm is the largest form body the portal reads.
-const maxForm = 1 << 20
+// The largest form bodies the portal reads: its forms hold a few short
+// fields, and the sign-in form, open to anyone, fewer still.
+const (
+	maxForm       = 64 << 10
+	maxSignInForm = 8 << 10
+)
+
+// formError answers a form that could not be read: too large (413), too
+// slow, cut by the server's read deadline (408), or malformed (400).
+func formError(err error) error {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return &httpError{Code: http.StatusRequestEntityTooLarge, Msg: "The form is too large to read.", Err: err}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &httpError{Code: http.StatusRequestTimeout, Msg: "The form did not arrive in time.", Err: err}
+	}
+	return &httpError{Code: http.StatusBadRequest, Msg: "The form could not be read.", Err: err}
+}
 
 // serve runs fn and renders its error as a page: the status and message of
 // an httpError, 404 for store.ErrNotFound, and otherwise a 500 whose cause is
@@ -39,7 +57,11 @@ const maxForm = 1 << 20
 func (h *handler) serve(fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+			limit := int64(maxForm)
+			if r.URL.Path == "/signin" {
+				limit = maxSignInForm
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		err := fn(w, r)
 		if err == nil {
