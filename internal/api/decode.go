@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 // MaxBody is the largest request body the API reads.
@@ -121,6 +122,25 @@ func jsonType(goType string) string {
 		return "an object"
 	}
 	return "a string"
+}
+
+// checkURL refuses control characters in the path (no id holds one: 404)
+// and in query parameters (422 naming the parameter) before any handler
+// passes them to the store, where PostgreSQL would fail on a NUL.
+func checkURL(r *http.Request) error {
+	if validator.SingleLine(r.URL.Path) != "" {
+		return problem(http.StatusNotFound, "not-found", "Not found", "no resource at this path")
+	}
+	var v Invalid
+	for name, values := range r.URL.Query() {
+		for _, s := range values {
+			if d := validator.SingleLine(s); d != "" {
+				v.Add(name, d)
+				break
+			}
+		}
+	}
+	return v.Err()
 }
 
 // page reads ?limit= and ?cursor=.

@@ -74,3 +74,24 @@ func TestOversizedFormIs413(t *testing.T) {
 		}
 	}
 }
+
+// A control character in a page's address never reaches the store
+// (PostgreSQL fails on a NUL): 404 in the path, 400 in the query.
+func TestControlCharactersInAddressesAreRefused(t *testing.T) {
+	t.Parallel()
+	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
+		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: dbURL})
+		b := mustSignIn(t, h)
+		for _, c := range []struct {
+			path string
+			want int
+		}{
+			{"/webhooks/a%00b", 404}, {"/webhooks/a%00b/edit", 404}, {"/webhook-event-logs/a%00b", 404},
+			{"/webhook-event-logs?webhook=a%00b", 400}, {"/webhook-event-logs?cursor=a%00b", 400}, {"/webhooks?cursor=a%00b", 400},
+		} {
+			if code, _, _ := b.get(c.path); code != c.want {
+				t.Errorf("GET %s: %d; want %d", c.path, code, c.want)
+			}
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 // handlerFunc is a page or action that returns its error; serve renders it.
@@ -63,7 +64,10 @@ func (h *handler) serve(fn handlerFunc) http.Handler {
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
-		err := fn(w, r)
+		err := checkURL(r)
+		if err == nil {
+			err = fn(w, r)
+		}
 		if err == nil {
 			return
 		}
@@ -85,6 +89,23 @@ func (h *handler) serve(fn handlerFunc) http.Handler {
 			http.Error(w, he.Msg, he.Code)
 		}
 	})
+}
+
+// checkURL refuses control characters in the path and the query before any
+// page passes them to the store, where PostgreSQL would fail on a NUL: no
+// page or id holds one.
+func checkURL(r *http.Request) error {
+	if validator.SingleLine(r.URL.Path) != "" {
+		return &httpError{Code: http.StatusNotFound, Msg: "There is no page at this address."}
+	}
+	for _, values := range r.URL.Query() {
+		for _, s := range values {
+			if validator.SingleLine(s) != "" {
+				return &httpError{Code: http.StatusBadRequest, Msg: "This address holds characters no page uses."}
+			}
+		}
+	}
+	return nil
 }
 
 type errorPage struct {

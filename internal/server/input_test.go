@@ -176,3 +176,33 @@ func TestControlCharactersInTextAreRefusedOnBothEngines(t *testing.T) {
 		}
 	})
 }
+
+// A control character in the path or the query never reaches the store
+// (PostgreSQL fails on a NUL): an id with one names nothing (404), and a query
+// parameter with one is invalid (422 naming it), alike on both engines.
+func TestControlCharactersInTheURLAreRefusedOnBothEngines(t *testing.T) {
+	t.Parallel()
+	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
+		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: dbURL})
+		for _, c := range []struct {
+			method, path string
+			want         int
+			field        string
+		}{
+			{"GET", "/v3/products/a%00b", 404, ""},
+			{"GET", "/v3/webhooks/a%00b", 404, ""},
+			{"GET", "/v3/webhook-event-logs/a%00b", 404, ""},
+			{"DELETE", "/v3/webhooks/a%00b", 404, ""},
+			{"POST", "/v3/webhook-event-logs/a%01b/resend", 404, ""},
+			{"GET", "/v3/licenses?productId=a%00b", 422, "productId"},
+			{"GET", "/v3/products?cursor=a%00b", 422, "cursor"},
+			{"GET", "/v3/webhook-event-logs?webhookId=a%00b", 422, "webhookId"},
+			{"GET", "/v3/webhooks?status=%7F", 422, "status"},
+		} {
+			got, prob := send(t, h, c.method, c.path, "")
+			if got != c.want || fieldOf(prob) != c.field {
+				t.Errorf("%s %s: %d naming %q; want %d naming %q (%v)", c.method, c.path, got, fieldOf(prob), c.want, c.field, prob)
+			}
+		}
+	})
+}
