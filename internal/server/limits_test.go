@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
 
@@ -68,7 +69,7 @@ func trickle(t *testing.T, addr, request string) string {
 // given back.
 func TestSlowBodiesAreCut(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{ReadTimeout: 2 * time.Second})
+	h := heraldtest.Start(t, heraldtest.Options{ReadTimeout: 2 * time.Second, Delivery: delivery.Config{AttemptTimeout: 10 * time.Second}})
 	h.Must(200, "GET", "/v3/account", nil, nil) // warm up: the store's connections are open
 	before := openFDs(t)
 	addr := strings.TrimPrefix(h.URL, "http://")
@@ -99,8 +100,11 @@ func TestSlowBodiesAreCut(t *testing.T) {
 	rcv := heraldtest.NewReceiver(t)
 	rcv.SetRespond(func(w http.ResponseWriter, r *http.Request) { time.Sleep(3 * time.Second) })
 	hook := h.CreateWebhook("slow", rcv.URL, "license.created")
-	var res struct{ StatusCode int }
+	var res struct{ Succeeded bool }
 	h.Must(200, "POST", "/v3/webhooks/"+hook.ID+"/test", map[string]any{}, &res)
+	if !res.Succeeded {
+		t.Errorf("a Test answered after the read deadline did not succeed: %+v", res)
+	}
 }
 
 // A body over the route's limit answers 413: 1 MiB at the API, 8 KiB at
