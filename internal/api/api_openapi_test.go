@@ -86,6 +86,9 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(413, "POST", "/v3/products", `{"name":"`+strings.Repeat("x", 1<<20)+`"}`, nil)
 	c.call(400, "POST", "/v3/products", `{"name":`, nil)
 	c.call(400, "POST", "/v3/users", `[1]`, nil)
+	c.call(415, "POST", "/v3/products", "{\"name\":\"\xff\"}", nil)
+	c.call(400, "POST", "/v3/products", `{"name":"a","metadata":{"k":1,"k":2}}`, nil)
+	c.call(422, "POST", "/v3/products", `{"name":"a\u0000b"}`, nil)
 
 	// Account.
 	var acct map[string]any

@@ -21,8 +21,9 @@ func accountID(r *http.Request) string {
 // behind it reads and writes that account's rows only.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" {
+		// The scheme is case-insensitive (RFC 9110, section 11.1).
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald"`)
 			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 				"send an API token as Authorization: Bearer <token>"))

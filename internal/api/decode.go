@@ -1,56 +1,65 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 // MaxBody is the largest request body the API reads.
 const MaxBody = 1 << 20
 
 // decode reads a JSON object into v, refusing unknown fields, trailing data,
-// non-JSON content types and bodies over MaxBody, with a problem that names
-// the field where one is at fault. An empty body decodes as {} when optional.
+// duplicate keys, control characters in text, bodies that are not UTF-8 or
+// not sent as JSON, and bodies over MaxBody, with a problem that names the
+// field where one is at fault. An empty body decodes as {} when optional, and
+// needs no Content-Type.
 func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	ct := r.Header.Get("Content-Type")
+	if ct != "" {
 		mt, params, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
-				"send the body as JSON, with Content-Type: application/json")
+			return unsupported("send the body as JSON, with Content-Type: application/json")
 		}
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
-				"send the body as UTF-8 (charset="+cs+" is not accepted)")
+			return unsupported("send the body as UTF-8 (charset=" + cs + " is not accepted)")
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return problem(http.StatusRequestEntityTooLarge, "body-too-large", "Body too large",
-				fmt.Sprintf("the body must be at most %d bytes", MaxBody))
-		}
-		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body could not be read")
+		return readProblem(err)
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		if optional {
 			return nil
 		}
 		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body must be a JSON object")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	if ct == "" {
+		return unsupported("send the body with Content-Type: application/json")
+	}
+	if !utf8.Valid(body) {
+		return unsupported("the body is not valid UTF-8; send it as UTF-8 JSON")
+	}
+	if err := checkTokens(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonProblem(err)
@@ -60,6 +69,24 @@ func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error 
 		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body must hold one JSON object and nothing after it")
 	}
 	return nil
+}
+
+func unsupported(detail string) error {
+	return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type", detail)
+}
+
+// readProblem answers a body that could not be read: too large (413), or
+// too slow, cut by the server's read deadline (408).
+func readProblem(err error) error {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return problem(http.StatusRequestEntityTooLarge, "body-too-large", "Body too large",
+			fmt.Sprintf("the body must be at most %d bytes", MaxBody))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return problem(http.StatusRequestTimeout, "request-timeout", "Request timeout", "the body did not arrive in time")
+	}
+	return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body could not be read")
 }
 
 func jsonProblem(err error) error {
@@ -95,6 +122,25 @@ func jsonType(goType string) string {
 		return "an object"
 	}
 	return "a string"
+}
+
+// checkURL refuses control characters in the path (no id holds one: 404)
+// and in query parameters (422 naming the parameter) before any handler
+// passes them to the store, where PostgreSQL would fail on a NUL.
+func checkURL(r *http.Request) error {
+	if validator.SingleLine(r.URL.Path) != "" {
+		return problem(http.StatusNotFound, "not-found", "Not found", "no resource at this path")
+	}
+	var v Invalid
+	for name, values := range r.URL.Query() {
+		for _, s := range values {
+			if d := validator.SingleLine(s); d != "" {
+				v.Add(name, d)
+				break
+			}
+		}
+	}
+	return v.Err()
 }
 
 // page reads ?limit= and ?cursor=.

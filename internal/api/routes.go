@@ -42,7 +42,11 @@ func New(c Config) http.Handler {
 	mux := http.NewServeMux()
 	h := func(pattern string, fn handler) {
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := fn(w, r); err != nil {
+			err := checkURL(r)
+			if err == nil {
+				err = fn(w, r)
+			}
+			if err != nil {
 				a.writeError(w, r, err)
 			}
 		}))

@@ -40,6 +40,8 @@ type Options struct {
 	// DenyPrivate keeps herald's default outbound policy: no deliveries to
 	// loopback or private addresses (so none to test receivers).
 	DenyPrivate bool
+	// ReadTimeout bounds reading each request (server.Config.ReadTimeout).
+	ReadTimeout time.Duration
 	// Setup runs on the opened server before it starts serving, to mount more
 	// handlers (e.g. the portal) or adjust it.
 	Setup func(*server.Server)
@@ -96,7 +98,7 @@ func (h *Herald) run() {
 	srv, err := server.Open(context.Background(), server.Config{
 		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, Retention: o.Retention, SMTPURL: o.SMTPURL,
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
-		Logger: logger, Out: io.Discard,
+		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)

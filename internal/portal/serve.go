@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 // handlerFunc is a page or action that returns its error; serve renders it.
@@ -30,8 +32,25 @@ func (e *httpError) Error() string {
 
 func (e *httpError) Unwrap() error { return e.Err }
 
-// maxForm is the largest form body the portal reads.
-const maxForm = 1 << 20
+// The largest form bodies the portal reads: its forms hold a few short
+// fields, and the sign-in form, open to anyone, fewer still.
+const (
+	maxForm       = 64 << 10
+	maxSignInForm = 8 << 10
+)
+
+// formError answers a form that could not be read: too large (413), too
+// slow, cut by the server's read deadline (408), or malformed (400).
+func formError(err error) error {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return &httpError{Code: http.StatusRequestEntityTooLarge, Msg: "The form is too large to read.", Err: err}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &httpError{Code: http.StatusRequestTimeout, Msg: "The form did not arrive in time.", Err: err}
+	}
+	return &httpError{Code: http.StatusBadRequest, Msg: "The form could not be read.", Err: err}
+}
 
 // serve runs fn and renders its error as a page: the status and message of
 // an httpError, 404 for store.ErrNotFound, and otherwise a 500 whose cause is
@@ -39,9 +58,16 @@ const maxForm = 1 << 20
 func (h *handler) serve(fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+			limit := int64(maxForm)
+			if r.URL.Path == "/signin" {
+				limit = maxSignInForm
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
-		err := fn(w, r)
+		err := checkURL(r)
+		if err == nil {
+			err = fn(w, r)
+		}
 		if err == nil {
 			return
 		}
@@ -63,6 +89,23 @@ func (h *handler) serve(fn handlerFunc) http.Handler {
 			http.Error(w, he.Msg, he.Code)
 		}
 	})
+}
+
+// checkURL refuses control characters in the path and the query before any
+// page passes them to the store, where PostgreSQL would fail on a NUL: no
+// page or id holds one.
+func checkURL(r *http.Request) error {
+	if validator.SingleLine(r.URL.Path) != "" {
+		return &httpError{Code: http.StatusNotFound, Msg: "There is no page at this address."}
+	}
+	for _, values := range r.URL.Query() {
+		for _, s := range values {
+			if validator.SingleLine(s) != "" {
+				return &httpError{Code: http.StatusBadRequest, Msg: "This address holds characters no page uses."}
+			}
+		}
+	}
+	return nil
 }
 
 type errorPage struct {

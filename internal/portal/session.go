@@ -55,7 +55,7 @@ func (h *handler) signedIn(fn sessionFunc) handlerFunc {
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := r.ParseForm(); err != nil {
-				return &httpError{Code: http.StatusBadRequest, Msg: "The form could not be read.", Err: err}
+				return formError(err)
 			}
 			if !sameToken(r.PostForm.Get("csrf"), s.CSRFToken) {
 				return &httpError{Code: http.StatusForbidden, Msg: "This form has expired or did not come from this portal, so it was refused. Go back, reload the page and try again."}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 // dummyHash is an argon2id hash of a password nobody knows, with the same
@@ -57,7 +58,7 @@ func (h *handler) signInToken(w http.ResponseWriter, r *http.Request) string {
 // signIn checks the owner's email and password and starts a session.
 func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
-		return &httpError{Code: http.StatusBadRequest, Msg: "The form could not be read.", Err: err}
+		return formError(err)
 	}
 	c, err := r.Cookie(h.cookieName(r, signInCookie))
 	if err != nil || !sameToken(r.PostForm.Get("csrf"), c.Value) {
@@ -72,6 +73,12 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		d.Errors.add("password", "Enter your password.")
 	}
 	if len(d.Errors) > 0 {
+		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
+	}
+	if validator.SingleLine(d.Email) != "" {
+		// No owner has such an email, and PostgreSQL could not look it up.
+		d.Email = ""
+		d.Errors.add("", "The email address or password is not right.")
 		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
 	}
 	ip, _, _ := net.SplitHostPort(r.RemoteAddr)

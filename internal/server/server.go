@@ -62,6 +62,11 @@ type Config struct {
 	// SecureCookies marks portal cookies Secure over plain HTTP too, for
 	// herald behind a proxy that terminates TLS.
 	SecureCookies bool
+	// ReadTimeout bounds the reading of each whole request, headers and
+	// body, so a client that trickles a body cannot hold a connection;
+	// 0 means DefaultReadTimeout. Answers are not bounded by it: a Test may
+	// take up to the attempt time-out to answer.
+	ReadTimeout time.Duration
 	// Retention removes completed event logs older than Retention.Keep;
 	// Keep 0 keeps them forever.
 	Retention retention.Config
@@ -73,6 +78,9 @@ type Config struct {
 	Logger *slog.Logger
 	Out    io.Writer // where first-start credentials are printed
 }
+
+// DefaultReadTimeout is how long a client has to send a whole request.
+const DefaultReadTimeout = 30 * time.Second
 
 // Server is a running herald.
 type Server struct {
@@ -206,7 +214,10 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("listen: %w", err)
 		}
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	// ReadTimeout cuts a request whose body has not arrived in time; Go
+	// lifts the deadline once the body is read, so slow answers are not cut.
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: 120 * time.Second}
 	work, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan struct{}, 3)

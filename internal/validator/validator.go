@@ -1,7 +1,8 @@
 // Package validator owns the rules for what account owners may save: a
 // webhook's name, URL, events and token, and an account's name and
-// notification email. The API and the portal both apply these rules, so a
-// value one refuses the other refuses too, in the same words.
+// notification email; and SingleLine, the rule every single-line text input
+// of the API and the portal passes. The API and the portal both apply these
+// rules, so a value one refuses the other refuses too, in the same words.
 //
 // Each rule reports problems as FieldErrors whose Detail is a short fragment
 // meant to follow the field's name ("must not be empty"), and trims
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/event"
@@ -55,6 +57,8 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 	if w.Name != nil {
 		*w.Name = strings.TrimSpace(*w.Name)
 		switch n := utf8.RuneCountInString(*w.Name); {
+		case SingleLine(*w.Name) != "":
+			v.Add("name", SingleLine(*w.Name))
 		case n == 0:
 			v.Add("name", "must not be empty")
 		case n > MaxNameLength:
@@ -65,8 +69,10 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 	}
 	if w.URL != nil {
 		*w.URL = strings.TrimSpace(*w.URL)
-		if err := policy.ValidateURL(*w.URL); err != nil {
-			v.Add("url", err.Error())
+		if CheckText(&v, "url", *w.URL) {
+			if err := policy.ValidateURL(*w.URL); err != nil {
+				v.Add("url", err.Error())
+			}
 		}
 	} else if create {
 		v.Add("url", "is required")
@@ -89,7 +95,7 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 		v.Add("events", "is required")
 	}
 	if w.Token != nil {
-		if n := len(*w.Token); n < MinTokenLength || n > MaxTokenLength {
+		if n := len(*w.Token); CheckText(&v, "token", *w.Token) && (n < MinTokenLength || n > MaxTokenLength) {
 			v.Add("token", fmt.Sprintf("must be %d to %d characters", MinTokenLength, MaxTokenLength))
 		}
 	}
@@ -98,14 +104,14 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 
 // CheckAccountName checks an account's name, trimming it in place.
 func CheckAccountName(v *Errors, field string, name *string) {
-	if *name = strings.TrimSpace(*name); *name == "" || utf8.RuneCountInString(*name) > MaxNameLength {
+	if *name = strings.TrimSpace(*name); CheckText(v, field, *name) && (*name == "" || utf8.RuneCountInString(*name) > MaxNameLength) {
 		v.Add(field, fmt.Sprintf("must be 1 to %d characters", MaxNameLength))
 	}
 }
 
 // CheckEmail checks a notification email address, trimming it in place.
 func CheckEmail(v *Errors, field string, email *string) {
-	if *email = strings.TrimSpace(*email); !Email(*email) {
+	if *email = strings.TrimSpace(*email); CheckText(v, field, *email) && !Email(*email) {
 		v.Add(field, "must be an email address such as ops@example.com")
 	}
 }
@@ -114,4 +120,30 @@ func CheckEmail(v *Errors, field string, email *string) {
 func Email(s string) bool {
 	addr, err := mail.ParseAddress(s)
 	return err == nil && addr.Address == s && strings.Contains(s, "@")
+}
+
+// SingleLine reports what is wrong with s as a single-line text value (a
+// name, key, email, URL, version), or "" when nothing is: it must be UTF-8
+// and hold no control character (C0, DEL or C1). PostgreSQL cannot store a
+// NUL in text at all, and the other controls have no place in such a value,
+// so both engines refuse them alike, before anything is stored.
+func SingleLine(s string) string {
+	if !utf8.ValidString(s) {
+		return "must be UTF-8 text"
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("must not hold control characters such as %U", r)
+		}
+	}
+	return ""
+}
+
+// CheckText records field as wrong when its value is not SingleLine text.
+func CheckText(v *Errors, field, s string) bool {
+	if d := SingleLine(s); d != "" {
+		v.Add(field, d)
+		return false
+	}
+	return true
 }

@@ -61,3 +61,33 @@ func TestEmail(t *testing.T) {
 		}
 	}
 }
+
+// Control characters are refused in every single-line field the rules
+// check, naming the field; PostgreSQL could not store a NUL at all.
+func TestControlCharactersAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"a\x00b", "a\nb", "a\tb", "a\x7fb", "a\u0085b", "a\u009fb", "a\xffb"} {
+		hook := validator.Webhook{Name: ptr(bad), URL: ptr("https://example.com/" + bad), Token: ptr(strings.Repeat("t", 20) + bad)}
+		got := validator.CheckWebhook(netguard.Policy{}, hook, false)
+		var v validator.Errors
+		name, email := bad, "a"+bad+"@example.com"
+		validator.CheckAccountName(&v, "name", &name)
+		validator.CheckEmail(&v, "notificationEmail", &email)
+		got = append(got, v...)
+		var fields []string
+		for _, e := range got {
+			fields = append(fields, e.Field)
+			if !strings.Contains(e.Detail, "control") && !strings.Contains(e.Detail, "UTF-8") {
+				t.Errorf("%q: %s: %s does not say why", bad, e.Field, e.Detail)
+			}
+		}
+		if want := "name,url,token,name,notificationEmail"; strings.Join(fields, ",") != want {
+			t.Errorf("%q: fields %v; want %s", bad, fields, want)
+		}
+	}
+	for _, good := range []string{"Zoë 日本 🚀", "a b", "a\u00a0b"} {
+		if d := validator.SingleLine(good); d != "" {
+			t.Errorf("%q refused: %s", good, d)
+		}
+	}
+}
