@@ -251,6 +251,8 @@ type pairReceiver struct {
 	mu    sync.Mutex
 	got   map[string][]time.Time
 	n     atomic.Int64
+	delay time.Duration   // before answering; set before the first request
+	hold  <-chan struct{} // if set before the first request, answers wait until it closes
 }
 
 func newPairReceiver(t *testing.T) *pairReceiver {
@@ -263,8 +265,11 @@ func newPairReceiver(t *testing.T) *pairReceiver {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
+		if r.hold != nil {
+			<-r.hold
+		}
 		// Long enough that a killed process dies with attempts in flight.
-		time.Sleep(time.Millisecond)
+		time.Sleep(max(r.delay, time.Millisecond))
 		id := req.Header.Get("webhook-id")
 		r.mu.Lock()
 		r.got[id] = append(r.got[id], at)

@@ -30,6 +30,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ClaimCapsEachWebhookAndPassesOverExcluded", testClaimCapsEachWebhook},
 		{"ExpiredLeaseIsTakenOverAndStaleOutcomeDropped", testExpiredLeaseTakenOver},
 		{"ConcurrentClaimsTakeEachLogOnce", testConcurrentClaims},
+		{"LeasesAreRenewedAndReleased", testLeasesRenewAndRelease},
 		{"ResendTargetConflictsWhileAnAttemptIsInFlight", testResendTarget},
 		{"HealthFollowsTheFailureStreak", testHealthStreak},
 		{"ConcurrentFailuresSuspendOnceAndQueueOneEmail", testConcurrentFailuresSuspendOnce},
