@@ -151,3 +151,7 @@ func (d *DB) each(b *strings.Builder, q string) error {
 	}
 	return rows.Err()
 }
+
+// SQL is the connection itself, for a test that needs a transaction of its
+// own (statements take the engine's placeholders: $1 on PostgreSQL).
+func (d *DB) SQL() *sql.DB { return d.db }
