@@ -51,6 +51,7 @@ func TestFleetDeliversEveryPair(t *testing.T) {
 }
 
 func runFleet(t *testing.T, kill bool) {
+	heraldtest.PostgresHandles(t, fleetSize+1) // the processes and the test's own
 	dbURL := heraldtest.PostgresURL(t)
 	heraldtest.DumpLogsOnFailure(t, dbURL)
 	key := make([]byte, 32)
