@@ -66,7 +66,7 @@ type Dispatcher struct {
 	freed    chan struct{}    // signalled when an attempt ends
 
 	held     map[store.Held]struct{} // logs claimed here and not yet recorded: their leases are renewed
-	orphans  []string                // leases of claims that failed but may have committed
+	orphans  map[string]time.Time    // leases of claims that failed but may have committed → when
 	stopping atomic.Bool             // set when Run's context ends: claims not yet attempted are released
 }
 
@@ -81,6 +81,7 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 		gates:    map[string]*gate{},
 		freed:    make(chan struct{}, 1),
 		held:     map[store.Held]struct{}{},
+		orphans:  map[string]time.Time{},
 	}
 }
 
@@ -169,7 +170,7 @@ func (d *Dispatcher) claim(p store.ClaimParams) []store.Claim {
 	if err != nil {
 		d.cfg.Logger.Error("claim due logs", "err", err)
 		d.mu.Lock()
-		d.orphans = append(d.orphans, p.Lease)
+		d.orphans[p.Lease] = time.Now()
 		d.mu.Unlock()
 		d.releaseOrphans()
 		return nil
@@ -182,27 +183,36 @@ func (d *Dispatcher) claim(p store.ClaimParams) []store.Claim {
 	return claims
 }
 
-// releaseOrphans releases the logs of failed claims, if any committed.
+// releaseOrphans releases the logs of failed claims, if any committed. A
+// failed claim's lease is kept and released again at each renewal (its
+// statement may still commit after the error) until the lease would have
+// ended by itself.
 func (d *Dispatcher) releaseOrphans() {
 	d.mu.Lock()
-	orphans := d.orphans
-	d.orphans = nil
+	leases := make([]string, 0, len(d.orphans))
+	for l := range d.orphans {
+		leases = append(leases, l)
+	}
 	d.mu.Unlock()
-	if len(orphans) == 0 {
+	if len(leases) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 	defer cancel()
-	n, err := d.store.ReleaseHeld(ctx, orphans)
+	n, err := d.store.ReleaseHeld(ctx, leases)
 	if err != nil {
-		d.mu.Lock()
-		d.orphans = append(d.orphans, orphans...) // tried again at the next renewal
-		d.mu.Unlock()
-		return
+		return // tried again at the next renewal
 	}
 	if n > 0 {
-		d.cfg.Logger.Warn("released logs claimed by a claim that reported an error; they are due now", "logs", n)
+		d.cfg.Logger.Warn("released logs taken by a claim that reported an error; they are due now", "logs", n)
 	}
+	d.mu.Lock()
+	for l, at := range d.orphans {
+		if time.Since(at) > d.cfg.Lease {
+			delete(d.orphans, l)
+		}
+	}
+	d.mu.Unlock()
 }
 
 // renew extends, every third of a lease, the leases of the logs held here
