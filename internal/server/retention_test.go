@@ -16,7 +16,7 @@ func TestRetentionRemovesCompletedLogsOnly(t *testing.T) {
 
 func testRetentionRemovesCompletedLogsOnly(t *testing.T, db string) {
 	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db,
-		Delivery:  delivery.Config{RetryInterval: time.Hour},
+		Delivery: delivery.Config{RetryInterval: time.Hour},
 		// Keep is the window in which the test must see the logs succeeded
 		// before they go: wide enough for a busy machine.
 		Retention: retention.Config{Keep: 5 * time.Second, Interval: 100 * time.Millisecond}})
