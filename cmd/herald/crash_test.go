@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,8 +17,10 @@ import (
 func TestKilledServerLosesNoEvent(t *testing.T) {
 	t.Parallel()
 	env, token := serveEnv(t)
+	heraldtest.DumpLogsOnFailure(t, strings.TrimPrefix(env[0], "HERALD_DATABASE_URL="))
 	env = append(env,
-		"HERALD_ATTEMPT_TIMEOUT=1s", // leases last 2×1s+10s = 12s
+		"HERALD_ATTEMPT_TIMEOUT=10s",
+		"HERALD_LEASE=5m", // far beyond the wait below: the restart must release them
 		"HERALD_RETRY_INTERVAL=100ms",
 	)
 	// The receiver holds every request until released: the first process
@@ -60,9 +63,9 @@ func TestKilledServerLosesNoEvent(t *testing.T) {
 		}
 		return ids
 	}
-	// Within 10s: sooner than the dead process's 12s leases expire, because
+	// Within a minute: long before the dead process's 5m leases end, because
 	// on SQLite the restarted process knows they are orphaned and releases them.
-	heraldtest.Eventually(t, 10*time.Second, "every event delivered after the restart", func() bool {
+	heraldtest.Eventually(t, time.Minute, "every event delivered after the restart", func() bool {
 		var logs struct{ Data []struct{ Status string } }
 		call(t, p.url, token, "GET", "/v3/webhook-event-logs?status=succeeded&limit=500", nil, &logs)
 		return len(logs.Data) == n && len(delivered()) == n

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -39,14 +41,19 @@ const (
 // to 5 webhooks on local receivers. Every (event, webhook) pair arrives, with
 // no duplicate when no process dies; then the same with one process killed
 // (SIGKILL) halfway: still nothing lost, and duplicates only of attempts the
-// killed process had made before it died.
+// killed process had made before it died. Each duplicate is explained in the
+// output: a retry after an attempt recorded as failed (a time-out on a busy
+// machine, say, that the receiver did get) is at-least-once and fine; a log
+// taken over from a process still alive is a defect.
 func TestFleetDeliversEveryPair(t *testing.T) {
 	t.Run("all live", func(t *testing.T) { runFleet(t, false) })
 	t.Run("one killed halfway", func(t *testing.T) { runFleet(t, true) })
 }
 
 func runFleet(t *testing.T, kill bool) {
+	heraldtest.PostgresHandles(t, fleetSize+1) // the processes and the test's own
 	dbURL := heraldtest.PostgresURL(t)
+	heraldtest.DumpLogsOnFailure(t, dbURL)
 	key := make([]byte, 32)
 	rand.Read(key)
 	token := auth.NewAPIToken()
@@ -55,8 +62,11 @@ func runFleet(t *testing.T, kill bool) {
 		"HERALD_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"HERALD_BOOTSTRAP_TOKEN=" + token,
 		"HERALD_ALLOW_PRIVATE_NETWORKS=true",
-		"HERALD_ATTEMPT_TIMEOUT=2s",
-		"HERALD_LEASE=5s",
+		// Long enough for a busy machine; a time-out only makes a
+		// duplicate the test explains. The lease is renewed every third
+		// of it, so it ends only for the killed process.
+		"HERALD_ATTEMPT_TIMEOUT=5s",
+		"HERALD_LEASE=15s",
 		"HERALD_RETRY_INTERVAL=200ms",
 		"HERALD_LOG_LEVEL=warn",
 		fmt.Sprintf("HERALD_CONCURRENCY=%d", fleetConcurrency),
@@ -77,6 +87,7 @@ func runFleet(t *testing.T, kill bool) {
 		call(t, fleet[0].url, token, "POST", "/v3/webhooks", map[string]any{
 			"name": fmt.Sprintf("receiver %d", i), "url": rcvs[i].url, "events": []string{"license.created"}}, &hook)
 		rcvs[i].token.Store(&hook.Token)
+		rcvs[i].hookID = hook.ID
 	}
 	var product struct{ ID string }
 	call(t, fleet[0].url, token, "POST", "/v3/products", map[string]any{"name": "Fleet"}, &product)
@@ -149,36 +160,20 @@ func runFleet(t *testing.T, kill bool) {
 			t.Errorf("%d deliveries failed signature verification", r.bad.Load())
 		}
 	}
-	dups, late := 0, 0
 	var cut time.Time
 	if p := killedAt.Load(); p != nil {
 		cut = *p
 	}
-	for _, r := range rcvs {
-		r.mu.Lock()
-		for _, times := range r.got {
-			if len(times) > 1 {
-				dups++
-				// Requests the killed process wrote just before it died
-				// may be read a little after; a second is ample.
-				if cut.IsZero() || times[0].After(cut.Add(time.Second)) {
-					late++
-				}
-			}
-		}
-		r.mu.Unlock()
-	}
+	dups, explained := explainDuplicates(t, st, rcvs, cut)
 	switch {
-	case !kill && dups > 0:
-		t.Errorf("%d pairs delivered more than once with no process killed", dups)
 	case kill && killedAt.Load() == nil:
 		t.Errorf("the kill never happened")
-	case kill && late > 0:
-		t.Errorf("%d of %d duplicated pairs were first delivered after the kill; only attempts the killed process made may repeat", late, dups)
+	case dups-explained > 0:
+		t.Errorf("%d of %d duplicated pairs were sent again while the process that sent them first was alive and recorded no failure", dups-explained, dups)
 	case kill && dups > fleetConcurrency:
 		t.Errorf("%d pairs delivered twice; the killed process could have at most %d attempts unrecorded", dups, fleetConcurrency)
-	case kill:
-		t.Logf("one process killed: %d pairs delivered twice (attempts it made but had not recorded)", dups)
+	default:
+		t.Logf("%d pairs delivered more than once, each explained above", dups)
 	}
 	for i, p := range fleet {
 		if kill && i == 1 {
@@ -243,14 +238,68 @@ func fire(t *testing.T, fleet []*fleetProc, token, productID string, killedAt *a
 	return acked
 }
 
+// explainDuplicates logs each pair delivered more than once with its cause,
+// and returns how many there were and how many are at-least-once by design:
+// every receipt after the first followed an attempt recorded as failed (a
+// time-out or an error the receiver did not see as one), or the first was
+// made by the process killed at cut (zero: none was) before it died, whose
+// outcome was never recorded. Any other is a log taken over from a process
+// still alive.
+func explainDuplicates(t *testing.T, st *store.Store, rcvs []*pairReceiver, cut time.Time) (dups, explained int) {
+	t.Helper()
+	const shown = 40
+	for _, r := range rcvs {
+		r.mu.Lock()
+		got := maps.Clone(r.got)
+		r.mu.Unlock()
+		for id, times := range got {
+			if len(times) < 2 {
+				continue
+			}
+			dups++
+			var failed int
+			var reason sql.NullString
+			err := st.QueryRow(context.Background(), `SELECT COUNT(*), MIN(COALESCE(a.error, 'status ' || CAST(a.status_code AS TEXT)))
+FROM webhook_attempts a JOIN webhook_event_logs l ON l.id = a.log_id
+WHERE l.event_id = ? AND l.webhook_id = ? AND (a.error IS NOT NULL OR a.status_code IS NULL OR a.status_code >= 300)`, id, r.hookID).Scan(&failed, &reason)
+			if err != nil {
+				t.Fatalf("attempts of event %s: %v", id, err)
+			}
+			var why string
+			switch {
+			case failed >= len(times)-1:
+				explained++
+				why = fmt.Sprintf("fine: retried after %d attempt(s) recorded as failed (%s), which the receiver got (at least once)", failed, reason.String)
+			case !cut.IsZero() && times[0].Before(cut.Add(time.Second)):
+				// Requests the killed process wrote just before it died
+				// may be read a little after; a second is ample.
+				explained++
+				why = "fine: first sent by the killed process, which died before recording it"
+			default:
+				why = "DEFECT: sent again while the process that sent it first was alive, with no failure recorded (its lease was taken over)"
+			}
+			if dups <= shown {
+				t.Logf("event %s to webhook %s received %d times, first at %s: %s", id, r.hookID, len(times), times[0].Format("15:04:05.000"), why)
+			}
+		}
+	}
+	if dups > shown {
+		t.Logf("(%d more duplicated pairs not shown)", dups-shown)
+	}
+	return dups, explained
+}
+
 // pairReceiver counts deliveries per event id, verifying each signature.
 type pairReceiver struct {
-	url   string
-	token atomic.Pointer[string]
-	bad   atomic.Int64
-	mu    sync.Mutex
-	got   map[string][]time.Time
-	n     atomic.Int64
+	url    string
+	hookID string // the webhook delivering to it, set before the first event
+	token  atomic.Pointer[string]
+	bad    atomic.Int64
+	mu     sync.Mutex
+	got    map[string][]time.Time
+	n      atomic.Int64
+	delay  time.Duration   // before answering; set before the first request
+	hold   <-chan struct{} // if set before the first request, answers wait until it closes
 }
 
 func newPairReceiver(t *testing.T) *pairReceiver {
@@ -263,8 +312,11 @@ func newPairReceiver(t *testing.T) *pairReceiver {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
+		if r.hold != nil {
+			<-r.hold
+		}
 		// Long enough that a killed process dies with attempts in flight.
-		time.Sleep(time.Millisecond)
+		time.Sleep(max(r.delay, time.Millisecond))
 		id := req.Header.Get("webhook-id")
 		r.mu.Lock()
 		r.got[id] = append(r.got[id], at)

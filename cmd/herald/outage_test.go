@@ -24,6 +24,7 @@ import (
 // before, during or after the outage, reaches every webhook.
 func TestPostgresRestartLosesNothing(t *testing.T) {
 	pg := heraldtest.StartPostgres(t)
+	heraldtest.DumpLogsOnFailure(t, pg.URL())
 	key := make([]byte, 32)
 	rand.Read(key)
 	token := auth.NewAPIToken()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -71,6 +72,10 @@ type Dispatcher struct {
 	inflight map[string]int   // webhook id → attempts claimed here and not yet recorded
 	gates    map[string]*gate // webhook id → its requests in flight here
 	freed    chan struct{}    // signalled when an attempt ends
+
+	held     map[store.Held]struct{} // logs claimed here and not yet recorded: their leases are renewed
+	orphans  map[string]time.Time    // leases of claims that failed but may have committed → when
+	stopping atomic.Bool             // set when Run's context ends: claims not yet attempted are released
 }
 
 // New returns a Dispatcher over st.
@@ -83,6 +88,8 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 		inflight: map[string]int{},
 		gates:    map[string]*gate{},
 		freed:    make(chan struct{}, 1),
+		held:     map[store.Held]struct{}{},
+		orphans:  map[string]time.Time{},
 	}
 }
 
@@ -90,13 +97,24 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 func (d *Dispatcher) Config() Config { return d.cfg }
 
 // Run delivers until ctx is done, then lets attempts in flight finish (each
-// within its time-out) and records their outcomes before returning.
+// within its time-out) and records their outcomes before returning. Logs it
+// claimed but did not attempt (still waiting for their webhook's gate, or
+// taken by a claim the stop cut short) are released, due at once, rather
+// than left to wait out their lease.
 func (d *Dispatcher) Run(ctx context.Context) {
+	d.stopping.Store(false)
+	stopWatch := context.AfterFunc(ctx, func() { d.stopping.Store(true) })
+	defer stopWatch()
 	outcomes := make(chan store.Outcome, d.cfg.Concurrency)
 	recorded := make(chan struct{})
+	renewed := make(chan struct{})
 	go func() {
 		d.record(outcomes)
 		close(recorded)
+	}()
+	go func() {
+		d.renew(recorded) // until every outcome is recorded, the stop's included
+		close(renewed)
 	}()
 	var wg sync.WaitGroup
 	// Attempts outlive shutdown's cancel so that a stop does not turn every
@@ -109,13 +127,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		got := 0
 		if want > 0 {
 			now := time.Now()
-			claims, err := d.store.Claim(ctx, store.ClaimParams{
+			claims := d.claim(store.ClaimParams{
 				Now: now, LeaseUntil: now.Add(d.cfg.Lease), Lease: store.NewID(),
 				Limit: want, PerWebhook: d.cfg.PerWebhook, Exclude: d.saturated(),
 			})
-			if err != nil && ctx.Err() == nil {
-				d.cfg.Logger.Error("claim due logs", "err", err)
-			}
 			got = len(claims)
 			d.cfg.Metrics.claimed(got)
 			leaseUntil := now.Add(d.cfg.Lease)
@@ -143,6 +158,102 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	wg.Wait()
 	close(outcomes)
 	<-recorded
+	<-renewed
+	d.releaseOrphans()
+}
+
+// claimTimeout bounds one claim. A claim does not end with Run's context: one
+// cut short by a stop may still commit on the server while this process sees
+// an error, and the logs it took would then wait out their lease.
+const claimTimeout = 30 * time.Second
+
+// claim claims due logs and holds them (renews their leases) until their
+// outcomes are recorded. A claim that fails may have committed all the same
+// (the error may be the answer's, not the statement's), so whatever it may
+// have taken is released at once, or, the database not answering, later.
+func (d *Dispatcher) claim(p store.ClaimParams) []store.Claim {
+	ctx, cancel := context.WithTimeout(context.Background(), min(claimTimeout, d.cfg.Lease/2))
+	defer cancel()
+	claims, err := d.store.Claim(ctx, p)
+	if err != nil {
+		d.cfg.Logger.Error("claim due logs", "err", err)
+		d.mu.Lock()
+		d.orphans[p.Lease] = time.Now()
+		d.mu.Unlock()
+		d.releaseOrphans()
+		return nil
+	}
+	d.mu.Lock()
+	for _, c := range claims {
+		d.held[store.Held{LogID: c.LogID, Lease: c.Lease}] = struct{}{}
+	}
+	d.mu.Unlock()
+	return claims
+}
+
+// releaseOrphans releases the logs of failed claims, if any committed. A
+// failed claim's lease is kept and released again at each renewal (its
+// statement may still commit after the error) until the lease would have
+// ended by itself.
+func (d *Dispatcher) releaseOrphans() {
+	d.mu.Lock()
+	leases := make([]string, 0, len(d.orphans))
+	for l := range d.orphans {
+		leases = append(leases, l)
+	}
+	d.mu.Unlock()
+	if len(leases) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+	defer cancel()
+	n, err := d.store.ReleaseHeld(ctx, leases)
+	if err != nil {
+		return // tried again at the next renewal
+	}
+	if n > 0 {
+		d.cfg.Logger.Warn("released logs taken by a claim that reported an error; they are due now", "logs", n)
+	}
+	d.mu.Lock()
+	for l, at := range d.orphans {
+		if time.Since(at) > d.cfg.Lease {
+			delete(d.orphans, l)
+		}
+	}
+	d.mu.Unlock()
+}
+
+// renew extends, every third of a lease, the leases of the logs held here
+// (waiting for their gate, in flight, or waiting to be recorded), in one
+// statement, until done. Only a process that stopped renewing (it died, or
+// lost the database for longer than a lease) lets a lease end, so a busy
+// machine's slow attempt is never taken over by another process and sent
+// twice. It also retries releasing the logs of failed claims.
+func (d *Dispatcher) renew(done <-chan struct{}) {
+	every := d.cfg.Lease / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		held := make([]store.Held, 0, len(d.held))
+		for h := range d.held {
+			held = append(held, h)
+		}
+		d.mu.Unlock()
+		if len(held) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			if _, err := d.store.RenewLeases(ctx, held, time.Now().Add(d.cfg.Lease)); err != nil {
+				d.cfg.Logger.Warn("renew leases", "logs", len(held), "err", err)
+			}
+			cancel()
+		}
+		d.releaseOrphans()
+	}
 }
 
 // sleep waits for a wake-up, the next due time, enough freed slots, or the
@@ -275,8 +386,12 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 		o.Result, o.Reason = store.Cancel, "webhook suspended before this attempt; no automatic delivery (resend to deliver)"
 		return o
 	}
+	if d.stopping.Load() { // stopping: not attempted, due again at once
+		o.Result = store.Release
+		return o
+	}
 	release := d.gate(c.WebhookID)
-	if time.Now().Add(d.cfg.AttemptTimeout + d.recordMargin()).After(leaseUntil) {
+	if d.stopping.Load() || time.Now().Add(d.cfg.AttemptTimeout+d.recordMargin()).After(leaseUntil) {
 		release()
 		o.Result = store.Release
 		return o
@@ -351,6 +466,11 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 			}
 		}
 		d.complete(batch)
+		d.mu.Lock()
+		for _, o := range batch {
+			delete(d.held, store.Held{LogID: o.LogID, Lease: o.Lease})
+		}
+		d.mu.Unlock()
 		for _, o := range batch {
 			d.release(o.WebhookID)
 		}

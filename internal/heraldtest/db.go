@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -49,19 +50,22 @@ func SQLiteURL(t testing.TB) string {
 
 // PostgresURL returns a URL of the PostgreSQL server named by
 // HERALD_TEST_POSTGRES_URL that works in a new, empty schema, dropped at the
-// end of the test. Without the variable the test skips (fails under CI).
+// end of the test. Without the variable the test skips (fails under CI). The
+// first call of a test reserves its share of the server's connections (see
+// PostgresHandles), waiting while other tests hold them.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	base := Env(PostgresEnv)
 	SkipUnless(t, base != "", PostgresEnv+" is not set, so the PostgreSQL store is untested")
+	reservePostgres(t)
 	return NewSchema(t, base)
 }
 
 // NewSchema creates a schema herald_test_<random> on the server at base and
 // returns base with search_path set to it (pgx passes unknown URL parameters
 // to the server as settings). The schema is dropped at the end of the test.
-// The URL also caps the herald's pool at 8 connections, so that many tests
-// at once stay within the server's max_connections.
+// The URL also caps the herald's pool at 8 connections (poolPerHandle), so
+// that many tests at once stay within the server's max_connections.
 func NewSchema(t testing.TB, base string) string {
 	t.Helper()
 	b := make([]byte, 8)
@@ -89,7 +93,7 @@ func NewSchema(t testing.TB, base string) string {
 	q := u.Query()
 	q.Set("search_path", schema)
 	if q.Get("pool_max_conns") == "" {
-		q.Set("pool_max_conns", "8")
+		q.Set("pool_max_conns", strconv.Itoa(poolPerHandle))
 	}
 	u.RawQuery = q.Encode()
 	return u.String()

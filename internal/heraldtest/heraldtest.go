@@ -26,7 +26,9 @@ import (
 )
 
 // Options configure Start. Zero fields take test-friendly defaults: attempt
-// time-out 2s, retry interval 50ms, 5 attempts, suspend after 50.
+// time-out 10s (a receiver on a busy machine still answers within it, so no
+// 2xx is taken for a failure and retried), retry interval 50ms, 5 attempts,
+// suspend after 50.
 type Options struct {
 	DatabaseURL string // default: a new SQLite file in t.TempDir()
 	Key         []byte // default: random
@@ -71,7 +73,7 @@ func Start(t testing.TB, o Options) *Herald {
 		rand.Read(o.Key)
 	}
 	if o.Delivery.AttemptTimeout == 0 {
-		o.Delivery.AttemptTimeout = 2 * time.Second
+		o.Delivery.AttemptTimeout = 10 * time.Second
 	}
 	if o.Delivery.RetryInterval == 0 {
 		o.Delivery.RetryInterval = 50 * time.Millisecond
@@ -280,9 +282,19 @@ func (h *Herald) Log(id string) Log {
 	return l
 }
 
-// Eventually polls cond every 10ms until it holds or timeout passes.
+// MinPatience is the least Eventually waits before it fails a test: on a
+// loaded machine (other work on every core) a delivery that takes
+// milliseconds alone can take seconds, and a bound is a failing test's
+// patience, never an assertion about speed. A test whose point is that
+// something happens before some other deadline (a lease, a poll interval)
+// sets that deadline well beyond this.
+const MinPatience = 30 * time.Second
+
+// Eventually polls cond every 10ms until it holds or timeout (at least
+// MinPatience) passes.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	timeout = max(timeout, MinPatience)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {

@@ -125,11 +125,13 @@ func TestTimeoutAndRedirectFailTheAttempt(t *testing.T) {
 }
 
 func testTimeoutAndRedirectFailTheAttempt(t *testing.T, db string) {
-	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Delivery: delivery.Config{AttemptTimeout: 300 * time.Millisecond, MaxAttempts: 1}})
+	// Long enough that the redirect is answered within it on a busy machine
+	// (it must fail for its 302, not a time-out); the slow receiver never answers.
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Delivery: delivery.Config{AttemptTimeout: 3 * time.Second, MaxAttempts: 1}})
 	slow := heraldtest.NewReceiver(t)
 	slow.SetRespond(func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-time.After(3 * time.Second):
+		case <-time.After(time.Minute):
 		case <-r.Context().Done():
 		}
 	})

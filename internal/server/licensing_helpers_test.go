@@ -1,17 +1,11 @@
 package server_test
 
 import (
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
-	"net/url"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, to make a schema per test
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/heraldtest"
@@ -28,42 +22,8 @@ func onEachEngine(t *testing.T, test func(t *testing.T, h *heraldtest.Herald)) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		base := heraldtest.Env("HERALD_TEST_POSTGRES_URL")
-		heraldtest.SkipUnless(t, base != "", "HERALD_TEST_POSTGRES_URL is not set")
-		test(t, heraldtest.Start(t, heraldtest.Options{DatabaseURL: postgresSchema(t, base)}))
+		test(t, heraldtest.Start(t, heraldtest.Options{DatabaseURL: heraldtest.PostgresURL(t)}))
 	})
-}
-
-// postgresSchema creates an empty schema, dropped when the test ends, and
-// returns base with its search_path set to it.
-func postgresSchema(t *testing.T, base string) string {
-	t.Helper()
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "herald_test_" + hex.EncodeToString(b)
-	if _, err := db.ExecContext(t.Context(), `CREATE SCHEMA `+schema); err != nil {
-		db.Close()
-		t.Fatalf("create schema: %v", err)
-	}
-	// Registered before the herald starts, so it runs after the herald stops.
-	t.Cleanup(func() {
-		defer db.Close()
-		if _, err := db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // allKinds is every event kind a webhook may subscribe to.

@@ -3,15 +3,10 @@ package store_test
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/heraldtest"
@@ -28,25 +23,8 @@ func eachEngine(t *testing.T, fn func(t *testing.T, st *store.Store, clock *time
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		url := heraldtest.Env("HERALD_TEST_POSTGRES_URL")
-		heraldtest.SkipUnless(t, url != "", "HERALD_TEST_POSTGRES_URL is not set")
-		db, err := sql.Open("pgx", url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := make([]byte, 6)
-		rand.Read(b)
-		schema := "store_test_" + hex.EncodeToString(b)
-		if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); db.Close() })
-		sep := "?"
-		if strings.Contains(url, "?") {
-			sep = "&"
-		}
 		clock := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
-		fn(t, open(t, url+sep+"search_path="+schema, &clock), &clock)
+		fn(t, open(t, heraldtest.PostgresURL(t), &clock), &clock)
 	})
 }
 

@@ -31,6 +31,7 @@ func pgRace(t *testing.T) (*store.Store, *sql.DB, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw.SetMaxOpenConns(2) // tests share the server's connections
 	t.Cleanup(func() { raw.Close() })
 	acct, err := st.CreateAccount(context.Background(), store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
 	if err != nil {

@@ -54,6 +54,7 @@ func postgresSchema(t *testing.T, base string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	db.SetMaxOpenConns(1)
 	b := make([]byte, 8)
 	rand.Read(b)
 	schema := "herald_test_" + hex.EncodeToString(b)
@@ -64,6 +65,7 @@ func postgresSchema(t *testing.T, base string) string {
 	u, _ := url.Parse(base)
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("pool_max_conns", "2") // tests share the server's connections
 	u.RawQuery = q.Encode()
 	return u.String()
 }

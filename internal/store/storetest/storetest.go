@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -22,28 +23,31 @@ import (
 // engine under test for each test.
 func Exercise(t *testing.T, newURL func(testing.TB) string) {
 	tests := []struct {
-		name string
-		fn   func(*testing.T, *bundle)
+		name    string
+		handles int // store handles open at once: each holds PostgreSQL connections
+		fn      func(*testing.T, *bundle)
 	}{
-		{"FireQueuesOrCancels", testFireQueuesOrCancels},
-		{"ClaimTakesDueLogsUnderALease", testClaimTakesDueLogsUnderALease},
-		{"ClaimCapsEachWebhookAndPassesOverExcluded", testClaimCapsEachWebhook},
-		{"ExpiredLeaseIsTakenOverAndStaleOutcomeDropped", testExpiredLeaseTakenOver},
-		{"ConcurrentClaimsTakeEachLogOnce", testConcurrentClaims},
-		{"ResendTargetConflictsWhileAnAttemptIsInFlight", testResendTarget},
-		{"HealthFollowsTheFailureStreak", testHealthStreak},
-		{"ConcurrentFailuresSuspendOnceAndQueueOneEmail", testConcurrentFailuresSuspendOnce},
-		{"ConcurrentDeliveryIsNeverALostTransition", testConcurrentDeliveryNotLost},
-		{"BatchesTouchingWebhooksInAnyOrderDoNotDeadlock", testBatchesDoNotDeadlock},
-		{"EmailsAreClaimedOnce", testEmailsClaimedOnce},
-		{"RetentionRemovesOnlyCompletedLogs", testRetention},
-		{"ConcurrentOpensMigrateAndBootstrapOnce", testConcurrentOpens},
-		{"WrongKeyIsRefused", testWrongKey},
-		{"CommitWakesWaitersOfEveryHandle", testWake},
+		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
+		{"ClaimTakesDueLogsUnderALease", 1, testClaimTakesDueLogsUnderALease},
+		{"ClaimCapsEachWebhookAndPassesOverExcluded", 1, testClaimCapsEachWebhook},
+		{"ExpiredLeaseIsTakenOverAndStaleOutcomeDropped", 2, testExpiredLeaseTakenOver},
+		{"ConcurrentClaimsTakeEachLogOnce", 3, testConcurrentClaims},
+		{"LeasesAreRenewedAndReleased", 2, testLeasesRenewAndRelease},
+		{"ResendTargetConflictsWhileAnAttemptIsInFlight", 1, testResendTarget},
+		{"HealthFollowsTheFailureStreak", 1, testHealthStreak},
+		{"ConcurrentFailuresSuspendOnceAndQueueOneEmail", 4, testConcurrentFailuresSuspendOnce},
+		{"ConcurrentDeliveryIsNeverALostTransition", 4, testConcurrentDeliveryNotLost},
+		{"BatchesTouchingWebhooksInAnyOrderDoNotDeadlock", 4, testBatchesDoNotDeadlock},
+		{"EmailsAreClaimedOnce", 3, testEmailsClaimedOnce},
+		{"RetentionRemovesOnlyCompletedLogs", 1, testRetention},
+		{"ConcurrentOpensMigrateAndBootstrapOnce", 6, testConcurrentOpens},
+		{"WrongKeyIsRefused", 2, testWrongKey},
+		{"CommitWakesWaitersOfEveryHandle", 3, testWake},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			heraldtest.PostgresHandles(t, tt.handles)
 			tt.fn(t, setup(t, newURL))
 		})
 	}

@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// leaseChunk bounds the lease ids one statement names.
+const leaseChunk = 500
+
+// Held is a log a dispatcher holds under a lease of its own.
+type Held struct {
+	LogID string
+	Lease string
+}
+
+// RenewLeases extends to until the lease of every held log still pending
+// under that lease, in one statement per 500 logs (found by id, so its cost
+// does not grow with the backlog). A dispatcher renews the leases it holds
+// (attempts waiting, in flight or waiting to be recorded) well before they
+// end, so that only a dead process's leases expire: an attempt slowed by a
+// busy machine is never taken over by another process and sent twice. A log
+// whose lease was already taken over carries another lease and is left alone.
+func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (int64, error) {
+	var total int64
+	for len(held) > 0 {
+		chunk := held[:min(len(held), leaseChunk)]
+		held = held[len(chunk):]
+		ids := make([]any, 0, len(chunk))
+		leases := map[string]bool{}
+		for _, h := range chunk {
+			ids = append(ids, h.LogID)
+			leases[h.Lease] = true
+		}
+		args := append([]any{ms(until), ms(s.now())}, ids...)
+		for l := range leases {
+			args = append(args, l)
+		}
+		res, err := s.writer.ExecContext(ctx, s.q(`UPDATE webhook_event_logs SET due_at = ?, updated_at = ?
+WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' AND lease IN (`+placeholders(len(leases))+`)`), args...)
+		if err != nil {
+			return total, fmt.Errorf("renew leases: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, fmt.Errorf("renew leases: %w", err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// ReleaseHeld makes every log still pending under one of leases due now and
+// unleased, queued again (or retrying, once attempted), as a Release outcome
+// does. A stopping dispatcher calls it with the leases it took, once its
+// attempts in flight are recorded: what is left under them was claimed but
+// never attempted (a claim cut short by the stop, or logs still waiting for
+// their webhook's gate), and is due at once, for this process's successor or
+// another process, rather than when the lease would have ended.
+func (s *Store) ReleaseHeld(ctx context.Context, leases []string) (int64, error) {
+	var total int64
+	for len(leases) > 0 {
+		chunk := leases[:min(len(leases), leaseChunk)]
+		leases = leases[len(chunk):]
+		now := ms(s.now())
+		args := []any{now, now}
+		for _, l := range chunk {
+			args = append(args, l)
+		}
+		var n int64
+		err := s.InTx(ctx, func(tx *Tx) error {
+			res, err := tx.Exec(ctx, `UPDATE webhook_event_logs
+SET status = CASE WHEN attempt_count = 0 THEN 'queued' ELSE 'retrying' END, due_at = ?, lease = NULL, updated_at = ?
+WHERE status = 'pending' AND lease IN (`+placeholders(len(chunk))+`)`, args...)
+			if err != nil {
+				return err
+			}
+			if n, err = res.RowsAffected(); n > 0 {
+				tx.fired = true // due now: wake this process's and the others' dispatchers
+			}
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("release held logs: %w", err)
+		}
+		total += n
+	}
+	return total, nil
+}

@@ -1,0 +1,75 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// testLeasesRenewAndRelease: a process renews the leases it still holds, so
+// that another process takes over only a lease that was not renewed (its
+// process died); and a stopping process releases what it holds, due at once,
+// without touching what another process holds.
+func testLeasesRenewAndRelease(t *testing.T, b *bundle) {
+	b.webhook(t, "w")
+	b.fire(t, b.st, 4)
+	other := b.open(t) // another process
+	mine := b.claim(t, b.st, 0, 5*time.Second, 10, 10)
+	if len(mine) != 4 {
+		t.Fatalf("claimed %d; want 4", len(mine))
+	}
+	held := func(cs ...store.Claim) []store.Held {
+		var h []store.Held
+		for _, c := range cs {
+			h = append(h, store.Held{LogID: c.LogID, Lease: c.Lease})
+		}
+		return h
+	}
+	// Renewed before they end, three leases run an hour; the fourth is
+	// left to end.
+	n, err := b.st.RenewLeases(b.ctx, held(mine[:3]...), b.clock.Now().Add(time.Hour))
+	if err != nil || n != 3 {
+		t.Fatalf("renewed %d, %v; want 3", n, err)
+	}
+	taken := b.claim(t, other, 6*time.Second, 5*time.Second, 10, 10)
+	if len(taken) != 1 || taken[0].LogID != mine[3].LogID {
+		t.Fatalf("after 6s another process took %d logs; want only the one whose lease was not renewed", len(taken))
+	}
+	// The lease taken over is another process's now: renewing it does nothing.
+	if n, err := b.st.RenewLeases(b.ctx, held(mine[3]), b.clock.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Fatalf("renewed a lease taken over: %d, %v", n, err)
+	}
+	if b.count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE id = ? AND due_at = ?`,
+		mine[3].LogID, b.clock.Now().Add(11*time.Second).UnixMilli()) != 1 {
+		t.Fatalf("the new holder's lease changed; want it to end when its own claim said")
+	}
+	if n, err := other.RenewLeases(b.ctx, held(taken...), b.clock.Now().Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("the new holder renewed %d, %v; want 1", n, err)
+	}
+
+	// A retrying log released goes back to retrying; the others to queued.
+	now := b.clock.Now()
+	b.complete(t, b.st, 50, outcome(mine[0], store.Retry, 503, now))
+	again := b.claim(t, b.st, time.Minute, 5*time.Minute, 10, 10)
+	if len(again) != 1 || again[0].LogID != mine[0].LogID {
+		t.Fatalf("claimed %d logs a minute later; want the retry", len(again))
+	}
+	n, err = b.st.ReleaseHeld(b.ctx, []string{mine[0].Lease, again[0].Lease, store.NewID()})
+	if err != nil || n != 3 {
+		t.Fatalf("released %d, %v; want the 3 logs still held", n, err)
+	}
+	want := map[string]store.LogStatus{mine[0].LogID: store.Retrying, mine[1].LogID: store.Queued, mine[2].LogID: store.Queued, mine[3].LogID: store.Pending}
+	for id, status := range want {
+		l := b.log(t, id)
+		if l.Status != status {
+			t.Errorf("log %s is %s after the release; want %s", id, l.Status, status)
+		}
+		if status != store.Pending && (l.NextAttemptAt == nil || !l.NextAttemptAt.Equal(b.clock.Now())) {
+			t.Errorf("released log %s due at %v; want now", id, l.NextAttemptAt)
+		}
+	}
+	if got := b.claim(t, other, 0, 5*time.Second, 10, 10); len(got) != 3 {
+		t.Errorf("another process claimed %d logs at once after the release; want 3", len(got))
+	}
+}
