@@ -34,6 +34,7 @@ func TestBadFlagsExitTwoWithAOneLineHint(t *testing.T) {
 		{[]string{"migrate", "--nope"}, "herald migrate: flag provided but not defined: -nope\nRun 'herald migrate -h' for usage.\n"},
 		{[]string{"listen", "--port", "x"}, "herald listen: invalid value \"x\" for flag -port: parse error\nRun 'herald listen -h' for usage.\n"},
 		{[]string{"serve", "extra"}, "herald serve: unexpected argument \"extra\"\nRun 'herald serve -h' for usage.\n"},
+		{[]string{"serv"}, "herald: unknown command \"serv\"\nRun 'herald -h' for usage.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -49,7 +49,7 @@ set by the environment variable shown with it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("name a command")
+		return usageError{cmd: "herald", err: errors.New("name a command")}
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
@@ -65,7 +65,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", cmd)
+		return usageError{cmd: "herald", err: fmt.Errorf("unknown command %q", cmd)}
 	}
 }
