@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/listen"
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/secret"
 	"github.com/heraldhq/herald/internal/server"
@@ -159,10 +160,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	keep := e.String("retention", "HERALD_RETENTION", "30d", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
 	bodyLimit := e.String("response-body-limit", "HERALD_RESPONSE_BODY_LIMIT", "4KiB", "bytes of a receiver's answer kept with each attempt, e.g. 4KiB, 512 or 0 (none); at most 64KiB")
 	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error")
+	rateLimit := e.Int("rate-limit", "HERALD_RATE_LIMIT", server.DefaultRateLimit, "API requests per second one API token (or portal session) may make, with bursts of twice as many; 0: no limit")
+	rateAnon := e.Int("rate-limit-anonymous", "HERALD_RATE_LIMIT_ANONYMOUS", server.DefaultRateLimitAnonymous, "requests per second one client address may make without valid credentials, with bursts of twice as many; 0: no limit")
+	proxies := e.String("trusted-proxies", "HERALD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client (default: none; the connection's address is the client's)")
 	if err := parse(e, args); err != nil {
 		return err
 	}
 	var v []string
+	if *rateLimit < 0 || *rateAnon < 0 {
+		v = append(v, "--rate-limit and --rate-limit-anonymous must not be negative (0 turns a limit off)")
+	}
+	trusted, err := ratelimit.ParseProxies(*proxies)
+	if err != nil {
+		v = append(v, "--trusted-proxies: "+err.Error())
+	}
 	if *timeout <= 0 {
 		v = append(v, "--attempt-timeout must be positive")
 	}
@@ -215,7 +226,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
 			ResponseBodyLimit: keepBody},
 		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, AllowMetadata: *allowMetadata, SecureCookies: *secureCookies,
-		Retention:      retention.Config{Keep: retain},
+		Retention: retention.Config{Keep: retain},
+		RateLimit: offIfZero(*rateLimit), RateLimitAnonymous: offIfZero(*rateAnon), TrustedProxies: trusted,
 		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
 		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout,
 	})
@@ -223,6 +235,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return srv.Run(ctx, nil)
+}
+
+// offIfZero maps a rate flag to server.Config's: the flag's 0 is no limit,
+// the config's is the default.
+func offIfZero(n int) float64 {
+	if n == 0 {
+		return -1
+	}
+	return float64(n)
 }
 
 func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {

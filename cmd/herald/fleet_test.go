@@ -62,6 +62,7 @@ func runFleet(t *testing.T, kill bool) {
 		"HERALD_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"HERALD_BOOTSTRAP_TOKEN=" + token,
 		"HERALD_ALLOW_PRIVATE_NETWORKS=true",
+		"HERALD_RATE_LIMIT=0", // a load test, not a rate-limit one
 		// Long enough for a busy machine; a time-out only makes a
 		// duplicate the test explains. The lease is renewed every third
 		// of it, so it ends only for the killed process.

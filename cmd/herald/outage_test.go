@@ -33,6 +33,7 @@ func TestPostgresRestartLosesNothing(t *testing.T) {
 		"HERALD_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"HERALD_BOOTSTRAP_TOKEN=" + token,
 		"HERALD_ALLOW_PRIVATE_NETWORKS=true",
+		"HERALD_RATE_LIMIT=0", // a load test, not a rate-limit one
 		"HERALD_ATTEMPT_TIMEOUT=2s",
 		"HERALD_LEASE=5s",
 		"HERALD_RETRY_INTERVAL=200ms",

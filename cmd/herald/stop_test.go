@@ -35,6 +35,7 @@ func TestStopLeavesNoClaimBehind(t *testing.T) {
 			"HERALD_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key),
 			"HERALD_BOOTSTRAP_TOKEN=" + token,
 			"HERALD_ALLOW_PRIVATE_NETWORKS=true",
+			"HERALD_RATE_LIMIT=0",       // a load test, not a rate-limit one
 			"HERALD_ATTEMPT_TIMEOUT=1m", // nothing times out, however busy the machine
 			"HERALD_LEASE=5m",
 			"HERALD_RETRY_INTERVAL=100ms",

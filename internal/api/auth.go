@@ -3,10 +3,13 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -18,19 +21,28 @@ func accountID(r *http.Request) string {
 }
 
 // authenticate resolves the bearer token to its account; every handler
-// behind it reads and writes that account's rows only.
+// behind it reads and writes that account's rows only. It also applies the
+// rate limits: a valid token's own, or, for a request without one, its
+// client address's (so that guessing tokens is limited too).
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The scheme is case-insensitive (RFC 9110, section 11.1).
 		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			if !a.allow(w, r, a.limits.ByAddress(r), "address") {
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald"`)
 			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 				"send an API token as Authorization: Bearer <token>"))
 			return
 		}
-		acct, err := a.store.AccountByTokenHash(r.Context(), auth.HashToken(strings.TrimSpace(token)))
+		hash := auth.HashToken(strings.TrimSpace(token))
+		acct, err := a.store.AccountByTokenHash(r.Context(), hash)
 		if errors.Is(err, store.ErrNotFound) {
+			if !a.allow(w, r, a.limits.ByAddress(r), "address") {
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
 			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", "the API token is not valid"))
 			return
@@ -39,6 +51,23 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			a.writeError(w, r, err)
 			return
 		}
+		if !a.allow(w, r, a.limits.ByCredential(hash), "API token") {
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, acct)))
 	})
+}
+
+// allow sets the RateLimit headers of the limit's decision d for the
+// request's who (its API token, or its address), and answers 429 when d
+// refuses it.
+func (a *API) allow(w http.ResponseWriter, r *http.Request, d ratelimit.Decision, who string) bool {
+	d.SetHeaders(w.Header())
+	if d.Allowed {
+		return true
+	}
+	a.writeError(w, r, problem(http.StatusTooManyRequests, "rate-limited", "Too many requests",
+		fmt.Sprintf("this %s has made more requests than its limit of %d at once and %s a second; retry after %s seconds",
+			who, d.Limit, strconv.FormatFloat(d.Rate, 'f', -1, 64), w.Header().Get("Retry-After"))))
+	return false
 }

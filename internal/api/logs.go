@@ -103,7 +103,7 @@ func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
 		return problem(http.StatusConflict, "conflict", "Conflict", "the webhook is disabled, and a disabled webhook sends nothing; enable it, then resend")
 	case errors.Is(err, store.ErrConflict):
 		return problem(http.StatusConflict, "conflict", "Conflict",
-			"an automatic attempt of this log is in flight; resend once it completes")
+			"an attempt of this log (automatic, or another resend) is in flight; resend once it completes")
 	case err != nil:
 		return err
 	}

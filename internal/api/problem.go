@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -75,6 +76,10 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = notFound("resource")
 	case errors.Is(err, store.ErrConflict):
 		p = problem(http.StatusConflict, "conflict", "Conflict", err.Error())
+	case errors.Is(err, delivery.ErrBusy):
+		// Test and Resend take the webhook's slots; none freed in time.
+		w.Header().Set("Retry-After", "1")
+		p = problem(http.StatusTooManyRequests, "busy", "Too many requests", err.Error())
 	default:
 		id := w.Header().Get(RequestIDHeader)
 		a.log.Error("request failed", "request", id, "method", r.Method, "path", r.URL.Path, "err", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/licensing"
 	"github.com/heraldhq/herald/internal/netguard"
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -23,6 +24,7 @@ type API struct {
 	licensing *licensing.Service
 	policy    netguard.Policy
 	log       *slog.Logger
+	limits    ratelimit.Limits
 }
 
 // Config holds what the API needs.
@@ -31,11 +33,14 @@ type Config struct {
 	Dispatcher *delivery.Dispatcher
 	Policy     netguard.Policy
 	Logger     *slog.Logger
+	// Limits limits request rates per token, and per client address for
+	// requests without a valid token; zero limits nothing.
+	Limits ratelimit.Limits
 }
 
 // New returns the API's handler, to be mounted at /.
 func New(c Config) http.Handler {
-	a := &API{store: c.Store, delivery: c.Dispatcher, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger}
+	a := &API{store: c.Store, delivery: c.Dispatcher, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits}
 	if a.log == nil {
 		a.log = slog.Default()
 	}

@@ -68,28 +68,28 @@ type Dispatcher struct {
 	sender *Sender
 	cfg    Config
 
-	mu       sync.Mutex
-	inflight map[string]int   // webhook id → attempts claimed here and not yet recorded
-	gates    map[string]*gate // webhook id → its requests in flight here
-	freed    chan struct{}    // signalled when an attempt ends
+	mu     sync.Mutex
+	hooks  map[string]*hookState // webhook id → its standing here (see share.go)
+	active int                   // of them, those holding slots
+	freed  chan struct{}         // signalled when a slot frees
 
-	held     map[store.Held]struct{} // logs claimed here and not yet recorded: their leases are renewed
-	orphans  map[string]time.Time    // leases of claims that failed but may have committed → when
-	stopping atomic.Bool             // set when Run's context ends: claims not yet attempted are released
+	held      map[store.Held]struct{} // logs claimed here and not yet recorded: their leases are renewed
+	orphans   map[string]time.Time    // leases of claims that failed but may have committed → when
+	stopping  atomic.Bool             // set when Run's context ends: claims not yet attempted are released
+	claimable atomic.Bool             // a webhook's room became worth a claim since the last sleep
 }
 
 // New returns a Dispatcher over st.
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{
-		store:    st,
-		sender:   NewSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent),
-		cfg:      cfg,
-		inflight: map[string]int{},
-		gates:    map[string]*gate{},
-		freed:    make(chan struct{}, 1),
-		held:     map[store.Held]struct{}{},
-		orphans:  map[string]time.Time{},
+		store:   st,
+		sender:  NewSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent),
+		cfg:     cfg,
+		hooks:   map[string]*hookState{},
+		freed:   make(chan struct{}, 1),
+		held:    map[store.Held]struct{}{},
+		orphans: map[string]time.Time{},
 	}
 }
 
@@ -127,9 +127,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		got := 0
 		if want > 0 {
 			now := time.Now()
+			perWebhook, room, exclude := d.room()
 			claims := d.claim(store.ClaimParams{
 				Now: now, LeaseUntil: now.Add(d.cfg.Lease), Lease: store.NewID(),
-				Limit: want, PerWebhook: d.cfg.PerWebhook, Exclude: d.saturated(),
+				Limit: want, PerWebhook: perWebhook, Room: room, Exclude: exclude,
 			})
 			got = len(claims)
 			d.cfg.Metrics.claimed(got)
@@ -253,13 +254,15 @@ func (d *Dispatcher) renew(done <-chan struct{}) {
 			cancel()
 		}
 		d.releaseOrphans()
+		d.sweep()
 	}
 }
 
 // sleep waits for a wake-up, the next due time, enough freed slots, or the
 // poll interval, whichever comes first. A claim costs about as much for one
-// log as for a batch, so a freed slot alone does not end the sleep: a quarter
-// of a batch must be free, or nothing be in flight.
+// log as for a batch, so a freed slot alone does not end the sleep: a
+// webhook must have a quarter of its room free, or a full process a quarter
+// of a batch, or nothing be in flight.
 func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full, short bool) {
 	delay := d.cfg.PollInterval
 	if !full {
@@ -283,7 +286,9 @@ func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full, shor
 		case <-t.C:
 			return
 		case <-d.freed:
-			if n := d.total(); n == 0 || d.cfg.Concurrency-n >= worth {
+			// Worth a claim: nothing in flight, a webhook with room for a
+			// batch, or a full process with a batch's worth free again.
+			if n := d.total(); n == 0 || d.claimable.Swap(false) || (full && d.cfg.Concurrency-n >= worth) {
 				return
 			}
 		}
@@ -296,75 +301,37 @@ func (d *Dispatcher) recordMargin() time.Duration {
 	return min(5*time.Second, (d.cfg.Lease-d.cfg.AttemptTimeout)/2)
 }
 
+// total counts the process's slots in use: logs claimed and not yet
+// recorded, and manual sends.
 func (d *Dispatcher) total() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
-	for _, v := range d.inflight {
-		n += v
+	for _, st := range d.hooks {
+		n += st.held + st.manual
 	}
 	return n
 }
 
-// saturated lists the webhooks a claim passes over: those with PerWebhook
-// logs claimed here and not yet recorded. A claim may still take up to
-// PerWebhook more of a webhook just below that, so at most two rounds wait
-// for its gate: one attempt of waiting, then one of sending, which the lease
-// (2×attempt time-out+10s by default) covers; attempt checks it all the same.
-func (d *Dispatcher) saturated() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var ids []string
-	for id, n := range d.inflight {
-		if n >= d.cfg.PerWebhook {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
-// gate waits until fewer than PerWebhook requests to the webhook are in
-// flight in this process, and returns the function that ends this one. A
-// claim passes over webhooks at their cap, but one claim may still take a
-// few more logs of a webhook just below it; they wait here, well within their
-// lease, so the cap holds for requests actually sent.
-func (d *Dispatcher) gate(webhookID string) (release func()) {
-	d.mu.Lock()
-	g := d.gates[webhookID]
-	if g == nil {
-		g = &gate{slots: make(chan struct{}, d.cfg.PerWebhook)}
-		d.gates[webhookID] = g
-	}
-	g.users++
-	d.mu.Unlock()
-	g.slots <- struct{}{}
-	return func() {
-		<-g.slots
-		d.mu.Lock()
-		if g.users--; g.users == 0 {
-			delete(d.gates, webhookID)
-		}
-		d.mu.Unlock()
-	}
-}
-
-type gate struct {
-	slots chan struct{}
-	users int // attempts holding or waiting for a slot
-}
-
 func (d *Dispatcher) acquire(webhookID string) {
 	d.mu.Lock()
-	d.inflight[webhookID]++
+	d.hold(d.hook(webhookID), 1, 0)
 	d.mu.Unlock()
 }
 
 func (d *Dispatcher) release(webhookID string) {
 	d.mu.Lock()
-	if d.inflight[webhookID]--; d.inflight[webhookID] <= 0 {
-		delete(d.inflight, webhookID)
+	st := d.hook(webhookID)
+	d.hold(st, -1, 0)
+	if n, worth := d.roomOf(st, d.share()); n >= worth || st.held+st.manual == 0 {
+		d.claimable.Store(true) // this webhook is worth a claim again
 	}
+	d.forget(webhookID, st, time.Now())
 	d.mu.Unlock()
+	d.signalFreed()
+}
+
+func (d *Dispatcher) signalFreed() {
 	select {
 	case d.freed <- struct{}{}:
 	default:
@@ -373,7 +340,7 @@ func (d *Dispatcher) release(webhookID string) {
 
 // attempt makes one automatic attempt of a claimed log and says what it
 // means. An attempt that could no longer be made and recorded before its
-// lease ends (it waited too long for its webhook's gate) is not made: another
+// lease ends (it waited too long for a slot of its webhook) is not made: another
 // process may take the log once the lease ends, and the same delivery would
 // go out twice. The log is released to be claimed again instead.
 func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time.Time) store.Outcome {
@@ -390,14 +357,19 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 		o.Result = store.Release
 		return o
 	}
-	release := d.gate(c.WebhookID)
-	if d.stopping.Load() || time.Now().Add(d.cfg.AttemptTimeout+d.recordMargin()).After(leaseUntil) {
-		release()
+	// A claim takes no more than a webhook's room, so a slot is normally
+	// free at once; a Test or Resend may have taken it meanwhile.
+	if !d.take(c.WebhookID, leaseUntil.Add(-d.cfg.AttemptTimeout-d.recordMargin()), nil) {
+		o.Result = store.Release
+		return o
+	}
+	if d.stopping.Load() {
+		d.untake(c.WebhookID)
 		o.Result = store.Release
 		return o
 	}
 	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
-	release()
+	d.done(c.WebhookID, res)
 	d.cfg.Metrics.attempted(res)
 	o.Attempt = d.attemptRecord(res)
 	number := c.AttemptCount + 1

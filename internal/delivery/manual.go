@@ -24,23 +24,39 @@ var ErrWebhookDisabled = errors.New("the webhook is disabled; enable it to resen
 // webhook is Healthy, Unhealthy or Suspended, but not while it is disabled. A
 // 2xx completes the log as succeeded and makes the webhook Healthy at once; a
 // failure changes no health (see store.ResendFailed for the log's status).
+//
+// The log is marked in flight in the database first, so a second resend,
+// from this process or another, answers store.ErrConflict and no claim takes
+// the log meanwhile: one request asks, one POST goes out. The request takes
+// one of the webhook's slots like an automatic attempt; when none frees in
+// time, the resend is not made (ErrBusy).
 func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store.EventLog, error) {
-	c, err := d.store.ResendTarget(ctx, accountID, logID)
+	// A client that hangs up does not cut the resend short: it is made and
+	// recorded whole, within the attempt time-out.
+	ctx = context.WithoutCancel(ctx)
+	// The mark outlives the wait for a slot, the attempt and its recording.
+	until := time.Now().Add(manualWait + d.cfg.AttemptTimeout + 30*time.Second)
+	c, err := d.store.BeginResend(ctx, accountID, logID, until)
 	if err != nil {
 		return store.EventLog{}, err
 	}
 	if !c.Enabled {
+		d.endResend(ctx, logID)
 		return store.EventLog{}, ErrWebhookDisabled
 	}
-	// A client that hangs up does not cut the attempt short: it is made and
-	// recorded whole, within the attempt time-out.
-	res := d.sender.Send(context.WithoutCancel(ctx), Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+	res, err := d.manual(nil, c.WebhookID, func() Result {
+		return d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+	})
+	if err != nil {
+		d.endResend(ctx, logID)
+		return store.EventLog{}, err
+	}
 	d.cfg.Metrics.attempted(res)
 	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: store.TriggerResend, Attempt: d.attemptRecord(res), Result: store.Delivered}
 	if !res.OK() {
 		o.Result, o.Reason = store.ResendFailed, res.Err
 	}
-	suspended, err := d.store.Complete(context.WithoutCancel(ctx), []store.Outcome{o}, d.cfg.SuspendAfter)
+	suspended, err := d.store.Complete(ctx, []store.Outcome{o}, d.cfg.SuspendAfter)
 	if err != nil {
 		return store.EventLog{}, fmt.Errorf("resend: %w", err)
 	}
@@ -48,6 +64,14 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 		d.cfg.OnSuspend(suspended)
 	}
 	return d.store.Log(ctx, accountID, logID)
+}
+
+// endResend ends a resend's mark when nothing was sent; if the database does
+// not answer, the mark ends by itself.
+func (d *Dispatcher) endResend(ctx context.Context, logID string) {
+	if err := d.store.EndResend(ctx, logID); err != nil {
+		d.cfg.Logger.Warn("end resend", "log", logID, "err", err)
+	}
 }
 
 // TestResult is what the Test action shows: the exact request, the
@@ -90,7 +114,8 @@ type VerificationCheck struct {
 }
 
 // Test sends a sample payload of kind to a webhook, signed like a real
-// delivery. It records nothing and never touches health.
+// delivery. It records nothing and never touches health. Its requests take
+// the webhook's slots like any attempt (ErrBusy when none frees in time).
 func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind event.Kind, checkVerification bool) (TestResult, error) {
 	w, err := d.store.Webhook(ctx, accountID, webhookID)
 	if err != nil {
@@ -107,7 +132,12 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		return TestResult{}, err
 	}
 	sig := webhook.Sign(token, body)
-	res := d.sender.Send(ctx, Request{URL: w.URL, EventID: id, Body: body, Signature: sig})
+	res, err := d.manual(ctx.Done(), w.ID, func() Result {
+		return d.sender.Send(ctx, Request{URL: w.URL, EventID: id, Body: body, Signature: sig})
+	})
+	if err != nil {
+		return TestResult{}, err
+	}
 	out := TestResult{
 		Event:     kind,
 		Request:   TestRequest{URL: w.URL, Headers: flatten(res.Headers), Body: string(body), Signature: sig},
@@ -126,9 +156,14 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		out.VerificationCheck = &VerificationCheck{Error: &reason}
 	case checkVerification:
 		// Signed with a token the receiver cannot hold: well-formed, and wrong.
-		forged := d.sender.Send(ctx, Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body)})
-		vc := &VerificationCheck{Sent: true, StatusCode: forged.StatusCode}
+		forged, err := d.manual(ctx.Done(), w.ID, func() Result {
+			return d.sender.Send(ctx, Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body)})
+		})
+		vc := &VerificationCheck{Sent: err == nil, StatusCode: forged.StatusCode}
 		switch {
+		case err != nil:
+			reason := "not sent: " + err.Error()
+			vc.Error = &reason
 		case forged.StatusCode == nil:
 			vc.Error = &forged.Err
 		case *forged.StatusCode < 200 || *forged.StatusCode >= 300:

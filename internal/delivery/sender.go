@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/internal/store"
@@ -45,6 +46,9 @@ func NewSender(timeout time.Duration, dial DialFunc, userAgent string) *Sender {
 		// headers herald shows in a Test result, and a receiver's answer is
 		// kept as it sent it.
 		DisableCompression: true,
+		// A receiver chooses its answer's headers; Go would read up to 10 MiB
+		// of them per attempt, gigabytes across hundreds in flight.
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	return &Sender{
 		client: &http.Client{
@@ -57,6 +61,11 @@ func NewSender(timeout time.Duration, dial DialFunc, userAgent string) *Sender {
 		userAgent: userAgent,
 	}
 }
+
+// MaxResponseHeaderBytes bounds the header bytes read from a receiver's
+// answer (status line included). Real receivers send well under 8 KiB; an
+// answer over the bound fails the attempt with a reason that says so.
+const MaxResponseHeaderBytes = 32 << 10
 
 // Request is one delivery to make.
 type Request struct {
@@ -130,6 +139,11 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 func describe(err error, timeout time.Duration) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("timed out after %s with no response", timeout)
+	}
+	if msg := err.Error(); strings.Contains(msg, "server response headers exceeded") || // HTTP/1
+		strings.Contains(msg, "response header list larger than advertised limit") { // HTTP/2
+		// Go's own words name neither the receiver nor the bound in KiB.
+		return fmt.Sprintf("receiver's response headers exceed %d KiB; the answer was not read", MaxResponseHeaderBytes>>10)
 	}
 	var ue interface{ Unwrap() error }
 	if errors.As(err, &ue) {

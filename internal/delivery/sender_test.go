@@ -90,6 +90,16 @@ func TestSendOutcomes(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		}, false, "timed out after 200ms", 0},
+		{"headers just under the bound", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Big", strings.Repeat("a", MaxResponseHeaderBytes-1024))
+			w.WriteHeader(204)
+		}, true, "", 0},
+		{"headers over the bound", func(w http.ResponseWriter, r *http.Request) {
+			for i := range 40 { // 40 × 1 KiB: over 32 KiB in all, though each is small
+				w.Header().Set("X-Big-"+strconv.Itoa(i), strings.Repeat("a", 1024))
+			}
+			w.WriteHeader(204)
+		}, false, "response headers exceed 32 KiB", -1},
 		{"big body cut at 64 KiB", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }, true, "", store.MaxResponseBody},
 	}
 	for _, tt := range tests {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/server"
 )
@@ -42,6 +43,10 @@ type Options struct {
 	// DenyPrivate keeps herald's default outbound policy: no deliveries to
 	// loopback or private addresses (so none to test receivers).
 	DenyPrivate bool
+	// RateLimit and RateLimitAnonymous are server.Config's: 0 keeps the
+	// production defaults, a negative value turns the limit off.
+	RateLimit, RateLimitAnonymous float64
+	TrustedProxies                ratelimit.Proxies
 	// ReadTimeout bounds reading each request (server.Config.ReadTimeout).
 	ReadTimeout time.Duration
 	// Setup runs on the opened server before it starts serving, to mount more
@@ -101,6 +106,7 @@ func (h *Herald) run() {
 		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, Retention: o.Retention, SMTPURL: o.SMTPURL,
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
+		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)

@@ -6,6 +6,11 @@
 // activations, a product's licenses, releases and trial activations, a
 // release's files) go by foreign-key cascade and fire nothing.
 //
+// It writes its own SQL for its tables (their schema is in the store's
+// migrations), through store.Tx and Store.Query: the store owns the
+// transaction, the engines and the events; this package owns what a license
+// is.
+//
 // The package validates its input and returns errors the API maps to
 // answers: InvalidError (422, naming each field), ErrNotFound (404) and
 // ConflictError (409). The resource types marshal to exactly the JSON the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -208,6 +210,41 @@ func TestSignInIsRateLimited(t *testing.T) {
 	code, _, body := b.signIn(h.Email, h.Password)
 	if code != http.StatusTooManyRequests || !strings.Contains(body, "Too many failed sign-ins") {
 		t.Errorf("11th sign-in: %d; want 429 even with the right password", code)
+	}
+}
+
+// signInFrom signs in through a proxy that says the browser is at addr.
+func (b *browser) signInFrom(addr, email, password string) (int, string, string) {
+	b.t.Helper()
+	b.do("GET", "/signin", nil, "X-Forwarded-For", addr)
+	return b.do("POST", "/signin", url.Values{"email": {email}, "password": {password}, "csrf": {b.csrf}}, "X-Forwarded-For", addr)
+}
+
+// A stranger who knows the owner's email and fails to sign in from their own
+// address is stopped there, even with the right password, but does not keep
+// the owner, elsewhere, out.
+func TestAStrangersFailuresDoNotLockTheOwnerOut(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{TrustedProxies: ratelimit.Proxies{netip.MustParsePrefix("127.0.0.0/8")}})
+	stranger := newBrowser(t, h)
+	for range 10 {
+		stranger.signInFrom("203.0.113.66", h.Email, "guess")
+	}
+	if code, _, _ := stranger.signInFrom("203.0.113.66", h.Email, h.Password); code != http.StatusTooManyRequests {
+		t.Errorf("the stranger's 11th attempt, right password: %d; want 429", code)
+	}
+	owner := newBrowser(t, h)
+	code, loc, body := owner.signInFrom("198.51.100.20", h.Email, h.Password)
+	if code != http.StatusSeeOther || loc != "/webhooks" {
+		t.Fatalf("the owner, from another address: %d to %q; want 303 to /webhooks\n%s", code, loc, body)
+	}
+	u, _ := url.Parse(h.URL)
+	known := false
+	for _, c := range owner.c.Jar.Cookies(u) {
+		known = known || (c.Name == "herald_known" && c.Value != "")
+	}
+	if !known {
+		t.Error("a successful sign-in did not mark the browser as known, so the email's limit would apply to it")
 	}
 }
 

@@ -14,16 +14,22 @@ import (
 func (h *handler) resend(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	id := r.PathValue("id")
 	l, err := h.delivery.Resend(r.Context(), s.AccountID, id)
-	if errors.Is(err, store.ErrConflict) || errors.Is(err, delivery.ErrWebhookDisabled) {
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, delivery.ErrWebhookDisabled) || errors.Is(err, delivery.ErrBusy) {
 		d, derr := h.logData(r, s)
 		if derr != nil {
 			return derr
 		}
-		d.Error = "An automatic attempt of this log is in flight. Resend once it has completed."
-		if errors.Is(err, delivery.ErrWebhookDisabled) {
+		code := http.StatusConflict
+		switch {
+		case errors.Is(err, delivery.ErrWebhookDisabled):
 			d.Error = "The webhook is disabled, so it sends nothing. Enable it, then resend."
+		case errors.Is(err, delivery.ErrBusy):
+			code = http.StatusTooManyRequests
+			d.Error = "The webhook already has as many deliveries in flight as it may take. Nothing was sent; try again in a moment."
+		default:
+			d.Error = "An attempt of this log (automatic, or another resend) is in flight. Resend once it has completed."
 		}
-		return h.render(w, r, http.StatusConflict, "log", d)
+		return h.render(w, r, code, "log", d)
 	}
 	if err != nil {
 		return err

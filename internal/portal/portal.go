@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/netguard"
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -37,6 +38,12 @@ type Config struct {
 	SecureCookies bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Limits limits request rates: per session, and per client address
+	// for requests without one; zero limits nothing.
+	Limits ratelimit.Limits
+	// DeviceKey signs the cookie that marks a browser as having signed in
+	// as an email, which exempts it from that email's sign-in limit.
+	DeviceKey []byte
 }
 
 // deliverer is what the portal asks of the delivery package.
@@ -57,6 +64,7 @@ type handler struct {
 	secure   bool
 	now      func() time.Time
 	limiter  *limiter
+	limits   ratelimit.Limits
 	// hashing bounds concurrent password checks: each argon2id check takes
 	// 64 MiB and a noticeable slice of a core.
 	hashing chan struct{}
@@ -79,6 +87,7 @@ func New(c Config) http.Handler {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	h.limiter = newLimiter(h.now)
+	h.limiter = &limiter{store: c.Store, key: c.DeviceKey}
+	h.limits = c.Limits
 	return h.routes()
 }

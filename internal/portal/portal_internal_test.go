@@ -2,6 +2,9 @@ package portal
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,49 +145,86 @@ func TestSessionExpiry(t *testing.T) {
 	}
 }
 
+// newTestLimiter is a sign-in limiter over a new SQLite store.
+func newTestLimiter(t *testing.T) *limiter {
+	key := make([]byte, 32)
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "herald.db"), store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &limiter{store: st, key: []byte("device key")}
+}
+
 func TestSignInLimiter(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
-	l := newLimiter(func() time.Time { return now })
-	for range maxPerEmail {
-		if l.take("A@example.com", "192.0.2.1") > 0 {
+	ctx := context.Background()
+	l := newTestLimiter(t)
+	take := func(email, addr string, known bool) time.Duration {
+		t.Helper()
+		w, err := l.take(ctx, email, addr, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	for range maxPerPair {
+		if take("A@example.com", "192.0.2.1", false) > 0 {
 			t.Fatal("limited too early")
 		}
 	}
-	if w := l.take("a@EXAMPLE.com", "198.51.100.7"); w != limitWindow {
-		t.Errorf("after %d attempts an email waits %v; want %v, from any address, in any case", maxPerEmail, w, limitWindow)
+	if w := take("a@EXAMPLE.com", "192.0.2.1", false); w <= 0 {
+		t.Errorf("after %d failures the email from the same address, in any case, is not limited", maxPerPair)
 	}
-	if w := l.take("b@example.com", "192.0.2.1"); w != 0 {
-		t.Errorf("another email from the same address waits %v", w)
+	// The owner, elsewhere, is not locked out by a stranger's failures.
+	if w := take("a@example.com", "198.51.100.7", false); w != 0 {
+		t.Errorf("the same email from another address waits %v", w)
 	}
-	now = now.Add(limitWindow)
-	if w := l.take("a@example.com", "192.0.2.1"); w != 0 {
-		t.Errorf("after the window the email still waits %v", w)
+	// A guesser spread over many addresses is stopped by the email's limit,
+	// except in a browser that has signed in as that email before.
+	for i := range maxPerEmail {
+		take("b@example.com", fmt.Sprintf("203.0.113.%d", i%250), false)
 	}
-	l.succeeded("a@example.com", "192.0.2.1")
-	for range maxPerEmail {
-		if w := l.take("a@example.com", "192.0.2.1"); w != 0 {
-			t.Fatalf("after a sign-in the email waits %v", w)
-		}
+	if w := take("b@example.com", "198.51.100.9", false); w <= 0 {
+		t.Errorf("after %d failures from many addresses the email is not limited", maxPerEmail)
+	}
+	if w := take("b@example.com", "198.51.100.9", true); w != 0 {
+		t.Errorf("a browser that signed in as the email before waits %v", w)
+	}
+	if err := l.succeeded(ctx, "b@example.com", "198.51.100.9"); err != nil {
+		t.Fatal(err)
+	}
+	if w := take("b@example.com", "198.51.100.10", false); w != 0 {
+		t.Errorf("after the owner signed in, the email still waits %v", w)
+	}
+}
+
+func TestKnownBrowserMarkIsBoundToTheEmailAndKey(t *testing.T) {
+	t.Parallel()
+	a := &limiter{key: []byte("one key")}
+	b := &limiter{key: []byte("another key")}
+	if a.mark("Owner@Example.com") != a.mark("owner@example.com") {
+		t.Error("the mark depends on the email's case")
+	}
+	if a.mark("owner@example.com") == a.mark("other@example.com") || a.mark("owner@example.com") == b.mark("owner@example.com") {
+		t.Error("the mark is the same for another email or another key")
 	}
 }
 
 func TestSignInLimiterHoldsUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	l := newLimiter(time.Now)
+	l := newTestLimiter(t)
 	var passed atomic.Int32
 	var wg sync.WaitGroup
 	for range 60 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if l.take("a@example.com", "192.0.2.1") == 0 {
+		wg.Go(func() {
+			if w, err := l.take(context.Background(), "a@example.com", "192.0.2.1", false); err == nil && w == 0 {
 				passed.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	if got := passed.Load(); got != maxPerEmail {
-		t.Errorf("%d of 60 concurrent attempts went through; want %d", got, maxPerEmail)
+	if got := passed.Load(); got != maxPerPair {
+		t.Errorf("%d of 60 concurrent attempts went through; want %d", got, maxPerPair)
 	}
 }

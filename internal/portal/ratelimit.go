@@ -1,86 +1,107 @@
 package portal
 
 import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/heraldhq/herald/internal/ratelimit"
+	"github.com/heraldhq/herald/internal/store"
 )
 
-// Sign-in limits: after this many failures within limitWindow, sign-ins for
-// the same email, or from the same address, wait until the window ends. An
-// address gets more room than an email, since people share addresses.
+// Sign-in limits. Failed sign-ins are counted in the database, so every
+// process shares them, in windows of SignInWindow, under three keys:
+//
+//   - one email from one client address: 10 failures, then that pair waits;
+//   - one address, any email: 50 (people share addresses);
+//   - one email from anywhere: 100, so that guessing spread over many
+//     addresses is stopped too; but this one does not apply to a browser
+//     that has signed in as that email before (it carries a cookie signed
+//     with the server's key saying so). A stranger who knows the owner's
+//     email can lock out other strangers, and their own addresses, but not
+//     the owner in a browser the owner has used.
+//
+// Each attempt is counted before the password is checked, in one
+// transaction, so parallel attempts cannot pass a limit; a success gives
+// back its address's attempt and clears its email's counts.
 const (
-	limitWindow = 15 * time.Minute
-	maxPerEmail = 10
-	maxPerIP    = 50
-	// maxTracked bounds the memory kept: past it, finished windows are dropped.
-	maxTracked = 10000
+	SignInWindow = 15 * time.Minute
+	maxPerPair   = 10
+	maxPerAddr   = 50
+	maxPerEmail  = 100
+	knownCookie  = "herald_known" // this browser has signed in as the email it names (signed)
+	knownFor     = 365 * 24 * time.Hour
 )
 
-// limiter counts failed sign-ins per email and per client address, in this
-// process's memory.
+// limiter counts failed sign-ins through the store.
 type limiter struct {
-	now   func() time.Time
-	mu    sync.Mutex
-	fails map[string]*window
+	store *store.Store
+	key   []byte // signs the known-browser cookie
 }
 
-type window struct {
-	start time.Time
-	n     int
+func limitKey(kind string, parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return kind + ":" + hex.EncodeToString(sum[:16]) // no email or address stored as such
 }
 
-func newLimiter(now func() time.Time) *limiter {
-	return &limiter{now: now, fails: map[string]*window{}}
+func (l *limiter) keys(email, addr string) (pair, byAddr, byEmail string) {
+	email = strings.ToLower(email)
+	return limitKey("pair", email, addr), limitKey("addr", addr), limitKey("email", email)
 }
 
-func emailKey(email string) string { return "email:" + strings.ToLower(email) }
-func ipKey(ip string) string       { return "ip:" + ip }
+// take counts an attempt for email from addr and returns 0, or how long to
+// wait when a limit has used its attempts.
+func (l *limiter) take(ctx context.Context, email, addr string, known bool) (time.Duration, error) {
+	pair, byAddr, byEmail := l.keys(email, addr)
+	limits := []store.SignInLimit{{Key: pair, Max: maxPerPair}, {Key: byAddr, Max: maxPerAddr}}
+	if !known {
+		limits = append(limits, store.SignInLimit{Key: byEmail, Max: maxPerEmail})
+	}
+	return l.store.TakeSignIn(ctx, limits, SignInWindow)
+}
 
-// take counts a sign-in attempt for email from ip and returns 0, or, when
-// either has used its attempts in the current window, counts nothing and
-// returns how long to wait. Counting before the password is checked, in one
-// step under the lock, is what makes the limit hold for concurrent requests:
-// each of sixty parallel attempts takes its own place or is refused.
-func (l *limiter) take(email, ip string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	keys := map[string]int{emailKey(email): maxPerEmail, ipKey(ip): maxPerIP}
-	var d time.Duration
-	for key, limit := range keys {
-		if w := l.fails[key]; w != nil && now.Sub(w.start) < limitWindow && w.n >= limit {
-			d = max(d, w.start.Add(limitWindow).Sub(now))
+// succeeded gives back what a successful sign-in took.
+func (l *limiter) succeeded(ctx context.Context, email, addr string) error {
+	pair, byAddr, byEmail := l.keys(email, addr)
+	return l.store.SignInSucceeded(ctx, []string{pair, byEmail}, byAddr)
+}
+
+// mark is the known-browser cookie's value for email.
+func (l *limiter) mark(email string) string {
+	m := hmac.New(sha256.New, l.key)
+	m.Write([]byte(strings.ToLower(email)))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// known reports whether the request's browser has signed in as email before.
+func (h *handler) known(r *http.Request, email string) bool {
+	c, err := r.Cookie(h.cookieName(r, knownCookie))
+	return err == nil && hmac.Equal([]byte(c.Value), []byte(h.limiter.mark(email)))
+}
+
+// anonymous applies the per-address rate limit to a page anyone may ask for.
+func (h *handler) anonymous(fn handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := refuse(w, h.limits.ByAddress(r)); err != nil {
+			return err
 		}
+		return fn(w, r)
 	}
-	if d > 0 {
-		return d
-	}
-	if len(l.fails) >= maxTracked {
-		for k, w := range l.fails {
-			if now.Sub(w.start) >= limitWindow {
-				delete(l.fails, k)
-			}
-		}
-	}
-	for key := range keys {
-		w := l.fails[key]
-		if w == nil || now.Sub(w.start) >= limitWindow {
-			w = &window{start: now}
-			l.fails[key] = w
-		}
-		w.n++
-	}
-	return 0
 }
 
-// succeeded gives back the attempt a successful sign-in took: the email's
-// count starts afresh, and the address's attempt is returned.
-func (l *limiter) succeeded(email, ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.fails, emailKey(email))
-	if w := l.fails[ipKey(ip)]; w != nil && w.n > 0 {
-		w.n--
+// refuse answers 429 with Retry-After when the limit's decision d refuses
+// the request.
+func refuse(w http.ResponseWriter, d ratelimit.Decision) error {
+	if d.Allowed {
+		return nil
 	}
+	d.SetHeaders(w.Header())
+	return &httpError{Code: http.StatusTooManyRequests,
+		Msg: fmt.Sprintf("Too many requests in a short time. Wait %s seconds, then try again.", w.Header().Get("Retry-After"))}
 }

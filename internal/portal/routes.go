@@ -7,7 +7,7 @@ import "net/http"
 // goes through Go's cross-origin protection and the security headers.
 func (h *handler) routes() http.Handler {
 	mux := http.NewServeMux()
-	public := func(pattern string, fn handlerFunc) { mux.Handle(pattern, h.serve(fn)) }
+	public := func(pattern string, fn handlerFunc) { mux.Handle(pattern, h.serve(h.anonymous(fn))) }
 	private := func(pattern string, fn sessionFunc) { mux.Handle(pattern, h.serve(h.signedIn(fn))) }
 
 	mux.Handle("GET /static/{file}", h.static)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -41,6 +42,15 @@ func (h *handler) signedIn(fn sessionFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		s, ok, err := h.currentSession(r)
 		if err != nil {
+			return err
+		}
+		var d ratelimit.Decision
+		if ok {
+			d = h.limits.ByCredential(s.IDHash)
+		} else {
+			d = h.limits.ByAddress(r)
+		}
+		if err := refuse(w, d); err != nil {
 			return err
 		}
 		if !ok {

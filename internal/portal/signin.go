@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -81,8 +80,10 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		d.Errors.add("", "The email address or password is not right.")
 		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
 	}
-	ip, _, _ := net.SplitHostPort(r.RemoteAddr)
-	if wait := h.limiter.take(d.Email, ip); wait > 0 {
+	addr := h.limits.Proxies.ClientAddr(r)
+	if wait, err := h.limiter.take(r.Context(), d.Email, addr, h.known(r, d.Email)); err != nil {
+		return err
+	} else if wait > 0 {
 		d.Errors.add("", fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", int(math.Ceil(wait.Minutes()))))
 		return h.render(w, r, http.StatusTooManyRequests, "signin", d)
 	}
@@ -94,7 +95,10 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		d.Errors.add("", "The email address or password is not right.")
 		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
 	}
-	h.limiter.succeeded(d.Email, ip)
+	if err := h.limiter.succeeded(r.Context(), d.Email, addr); err != nil {
+		return err
+	}
+	h.setCookie(w, r, knownCookie, h.limiter.mark(d.Email), h.now().Add(knownFor))
 	if err := h.startSession(w, r, owner); err != nil {
 		return err
 	}

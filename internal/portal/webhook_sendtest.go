@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -55,6 +56,10 @@ func (h *handler) sendTest(w http.ResponseWriter, r *http.Request, s store.Sessi
 		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_test", d)
 	}
 	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, d.Event, d.CheckVerification)
+	if errors.Is(err, delivery.ErrBusy) {
+		d.Errors.add("", "The webhook already has as many requests in flight as it may take. Nothing was sent; try again in a moment.")
+		return h.render(w, r, http.StatusTooManyRequests, "webhook_test", d)
+	}
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +29,7 @@ import (
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/portal"
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -70,6 +74,17 @@ type Config struct {
 	// Retention removes completed event logs older than Retention.Keep;
 	// Keep 0 keeps them forever.
 	Retention retention.Config
+	// RateLimit is the requests per second one API token or portal session
+	// may make, with bursts of twice as many: 0 means DefaultRateLimit, a
+	// negative value no limit. RateLimitAnonymous is the same per client
+	// address for requests without valid credentials (DefaultRateLimitAnonymous).
+	// Several processes on one PostgreSQL share the counts.
+	RateLimit, RateLimitAnonymous float64
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client.
+	TrustedProxies ratelimit.Proxies
+	// DeviceKey signs the portal's known-browser cookie (see portal.Config);
+	// derived from SecretKey when nil.
+	DeviceKey []byte
 
 	BootstrapEmail    string
 	BootstrapPassword string
@@ -82,12 +97,21 @@ type Config struct {
 // DefaultReadTimeout is how long a client has to send a whole request.
 const DefaultReadTimeout = 30 * time.Second
 
+// Default rate limits, per second: a platform's backend calling the API with
+// its token gets room for its peaks; a client without credentials, what a
+// person in a browser needs and little more.
+const (
+	DefaultRateLimit          = 1000
+	DefaultRateLimitAnonymous = 20
+)
+
 // Server is a running herald.
 type Server struct {
 	cfg        Config
 	Store      *store.Store
 	Dispatcher *delivery.Dispatcher
 	outbox     *notify.Outbox
+	limits     ratelimit.Limits
 	handler    http.Handler
 	log        *slog.Logger
 }
@@ -145,14 +169,46 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Dispatcher = delivery.New(st, dc)
 
+	tokenRate, anonRate := rate(cfg.RateLimit, DefaultRateLimit), rate(cfg.RateLimitAnonymous, DefaultRateLimitAnonymous)
+	s.limits = ratelimit.Limits{
+		Token:     ratelimit.New(tokenRate, max(2, int(2*tokenRate))),
+		Anonymous: ratelimit.New(anonRate, max(2, int(2*anonRate))),
+		Proxies:   cfg.TrustedProxies,
+	}
+	deviceKey := cfg.DeviceKey
+	if deviceKey == nil {
+		m := hmac.New(sha256.New, cfg.SecretKey)
+		m.Write([]byte("herald portal known-browser cookie"))
+		deviceKey = m.Sum(nil)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log}))
-	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, SecureCookies: cfg.SecureCookies}))
+	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, Limits: s.limits}))
+	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log,
+		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	s.handler = mux
 	return s, nil
+}
+
+// rate is a configured rate, or def when it is 0; a negative one is off (0).
+func rate(configured, def float64) float64 {
+	switch {
+	case configured == 0:
+		return def
+	case configured < 0:
+		return 0
+	}
+	return configured
+}
+
+// rateLabel shows a limit in the start line.
+func rateLabel(l *ratelimit.Limiter) string {
+	if l == nil {
+		return "off"
+	}
+	return strconv.FormatFloat(l.Rate(), 'f', -1, 64) + "/s"
 }
 
 // Handler is the whole HTTP surface.
@@ -220,7 +276,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		ReadTimeout: cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: 120 * time.Second}
 	work, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 4)
+	go func() { s.shareLimits(work); done <- struct{}{} }()
 	go func() { s.Dispatcher.Run(work); done <- struct{}{} }()
 	go func() { s.outbox.Run(work); done <- struct{}{} }()
 	go func() {
@@ -234,7 +291,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("herald serving", "addr", ln.Addr().String(), "database", s.Store.Engine(), "version", VersionString(),
-		"retention", retention.FormatDuration(s.cfg.Retention.Keep), "response_body_limit", max(0, s.Dispatcher.Config().ResponseBodyLimit))
+		"retention", retention.FormatDuration(s.cfg.Retention.Keep), "response_body_limit", max(0, s.Dispatcher.Config().ResponseBodyLimit),
+		"rate_limit", rateLabel(s.limits.Token), "rate_limit_anonymous", rateLabel(s.limits.Anonymous))
 	var err error
 	select {
 	case <-ctx.Done():
@@ -244,6 +302,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	srv.Shutdown(shutdown)
 	stop()
+	<-done
 	<-done
 	<-done
 	<-done

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,8 +17,11 @@ type ClaimParams struct {
 	LeaseUntil time.Time // after this, another claim may take the log again
 	Lease      string    // identifies this claim; completion must present it
 	Limit      int       // logs to take at most
-	PerWebhook int       // logs of one webhook to take at most
-	Exclude    []string  // webhooks to pass over (already at their in-flight cap here)
+	PerWebhook int       // logs of one webhook to take at most, unless Room says otherwise
+	// Room overrides PerWebhook for the webhooks it names: what each may
+	// still take in this process without passing its share.
+	Room    map[string]int
+	Exclude []string // webhooks to pass over (no room left here)
 }
 
 // Claim is a log leased for one attempt, with all the attempt needs.
@@ -47,14 +51,10 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
 	rows, err := s.Query(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
 e.body, w.url, w.token_sealed, w.enabled, w.status
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
-WHERE l.id IN (`+placeholders(len(ids))+`)`, args...)
+WHERE l.id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
 	if err != nil {
 		return nil, fmt.Errorf("load claimed logs: %w", err)
 	}
@@ -104,28 +104,72 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return fromMS(due.Int64), true, nil
 }
 
-// ResendTarget loads a log for a manual resend. A log with an attempt in
-// flight (pending) answers ErrConflict: its outcome is not known yet.
-func (s *Store) ResendTarget(ctx context.Context, accountID, logID string) (Claim, error) {
+// roomJSON writes a claim's Room as one JSON object, so the claim statement
+// keeps one shape however many webhooks it names.
+func roomJSON(room map[string]int) string {
+	if len(room) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(room) // a map of strings to ints always marshals
+	return string(b)
+}
+
+// BeginResend marks a log in flight for a manual resend until until, and
+// loads what the resend needs. A log with an attempt in flight (claimed, or
+// marked by another resend whose mark has not ended) answers ErrConflict: one
+// log is never sent twice at once, by one process or several. The mark keeps
+// claims off the log, and ends when the resend is recorded (Complete), by
+// EndResend, or at until if the process died meanwhile.
+func (s *Store) BeginResend(ctx context.Context, accountID, logID string, until time.Time) (Claim, error) {
+	var n int64
+	err := s.InTx(ctx, func(tx *Tx) error {
+		res, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET resend_until = ?
+WHERE account_id = ? AND id = ? AND status <> 'pending' AND COALESCE(resend_until, 0) <= ?`, ms(until), accountID, logID, ms(tx.Now()))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return Claim{}, fmt.Errorf("mark log for resend: %w", err)
+	}
+	if n == 0 {
+		var left int
+		if err := s.QueryRow(ctx, `SELECT COUNT(*) FROM webhook_event_logs WHERE account_id = ? AND id = ?`, accountID, logID).Scan(&left); err != nil {
+			return Claim{}, fmt.Errorf("mark log for resend: %w", err)
+		}
+		if left == 0 {
+			return Claim{}, ErrNotFound
+		}
+		return Claim{}, fmt.Errorf("an attempt is in flight: %w", ErrConflict)
+	}
 	c, err := s.scanClaim(s.QueryRow(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
 e.body, w.url, w.token_sealed, w.enabled, w.status
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.account_id = ? AND l.id = ?`, accountID, logID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Claim{}, ErrNotFound
+		return Claim{}, ErrNotFound // deleted since it was marked
 	}
 	if err != nil {
+		s.EndResend(context.WithoutCancel(ctx), logID)
 		return Claim{}, fmt.Errorf("load log for resend: %w", err)
-	}
-	var status string
-	if err := s.QueryRow(ctx, `SELECT status FROM webhook_event_logs WHERE id = ?`, logID).Scan(&status); err != nil {
-		return Claim{}, fmt.Errorf("load log for resend: %w", err)
-	}
-	if LogStatus(status) == Pending {
-		return Claim{}, fmt.Errorf("an attempt is in flight: %w", ErrConflict)
 	}
 	c.Lease = ""
 	return c, nil
+}
+
+// EndResend ends a resend's mark without recording an attempt: the resend
+// was not sent after all.
+func (s *Store) EndResend(ctx context.Context, logID string) error {
+	err := s.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET resend_until = NULL WHERE id = ?`, logID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("end resend of log %s: %w", logID, err)
+	}
+	return nil
 }
 
 // ReleaseLeases makes every pending log due now. Only a process that knows no

@@ -135,11 +135,7 @@ func (tx *Tx) lockWebhooks(ctx context.Context, outs []Outcome) error {
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	rows, err := tx.Query(ctx, `SELECT id FROM webhooks WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`+tx.ForUpdate(), args...)
+	rows, err := tx.Query(ctx, `SELECT id FROM webhooks WHERE id IN (SELECT value FROM json_texts(?)) ORDER BY id`+tx.ForUpdate(), jsonTexts(ids))
 	if err != nil {
 		return fmt.Errorf("lock webhooks: %w", err)
 	}
@@ -186,6 +182,9 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 		set, args = `status = CASE WHEN status IN ('queued', 'retrying', 'succeeded') THEN status ELSE 'failed' END, retry_reason = ?`, []any{reason}
 	default:
 		return false, fmt.Errorf("outcome of log %s: unknown result %d", o.LogID, o.Result)
+	}
+	if o.Trigger != TriggerAutomatic {
+		set += `, resend_until = NULL` // the resend's mark ends as it is recorded
 	}
 	if a != nil {
 		set += `, status_code = ?, sent_at = ?, received_at = ?`
@@ -315,6 +314,12 @@ func nilIfEmpty(s string) any {
 
 // cleanBody keeps at most MaxResponseBody bytes of a response as valid UTF-8
 // text without NUL bytes, which PostgreSQL's text type refuses.
+// cleanText makes a reason storable on both engines: valid UTF-8, no NUL
+// (PostgreSQL's text and jsonb hold neither).
+func cleanText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
 func cleanBody(b []byte) string {
 	if len(b) > MaxResponseBody {
 		b = b[:MaxResponseBody]

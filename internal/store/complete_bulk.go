@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -13,7 +12,7 @@ const bulkChunk = 200
 
 // recordAutomatic records automatic outcomes, each for a different log, with
 // two statements per chunk instead of two per outcome: one UPDATE … FROM
-// (VALUES …) moves every log still held under its outcome's lease, and one
+// (a JSON row source) moves every log still held under its outcome's lease, and one
 // multi-row INSERT adds the attempts of those it moved. It returns the ids of
 // the logs it moved; an outcome whose lease was taken over is left out.
 //
@@ -36,49 +35,69 @@ func (tx *Tx) recordAutomatic(ctx context.Context, outs []Outcome, now time.Time
 	return applied, nil
 }
 
+// moveRow is one outcome as moveLogs reads it from its JSON argument.
+type moveRow struct {
+	LogID     string  `json:"l"`
+	Lease     string  `json:"h"`
+	Status    *string `json:"s"` // nil: queued or retrying, as the attempt count says
+	Due       *int64  `json:"d"`
+	Completes int     `json:"c"`
+	Reason    *string `json:"r"`
+	Attempted int     `json:"a"`
+	Code      *int    `json:"k"`
+	Sent      *int64  `json:"t"`
+	Received  *int64  `json:"v"`
+}
+
 // moveLogs applies each outcome's transition to its log, where the log is
 // still pending under the outcome's lease, and adds the moved ids to applied.
-// VALUES columns are named column1, column2, … on both engines; every value
-// is cast so that PostgreSQL knows its type.
+// The outcomes go in as one JSON argument, so the statement has one shape
+// (see jsonargs.go).
 func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, applied map[string]bool) error {
-	var rows []string
-	var args []any
+	rows := make([]moveRow, 0, len(outs))
 	for _, o := range outs {
-		status, due, completes := "", any(nil), 1
+		r := moveRow{LogID: o.LogID, Lease: o.Lease, Completes: 1}
+		status := ""
 		switch o.Result {
 		case Delivered:
 			status = string(Succeeded)
 		case Retry:
-			status, due, completes = string(Retrying), ms(o.NextAt), 0
+			due := ms(o.NextAt)
+			status, r.Due, r.Completes = string(Retrying), &due, 0
 		case Exhausted:
 			status = string(Failed)
 		case Cancel:
 			status = string(Cancelled)
 		case Release:
 			// No attempt was made: waiting again, queued or retrying as
-			// its attempt count says (status NULL: decided in the UPDATE).
-			status, due, completes = "", ms(now), 0
+			// its attempt count says (status null: decided in the UPDATE).
+			due := ms(now)
+			r.Due, r.Completes = &due, 0
 		default:
 			return fmt.Errorf("outcome of log %s: result %d is not an automatic one", o.LogID, o.Result)
 		}
-		reason := nilIfEmpty(o.Reason)
-		if o.Result == Delivered {
-			reason = nil
+		if status != "" {
+			r.Status = &status
 		}
-		attempted, code, sent, recv := 0, any(nil), any(nil), any(nil)
+		if o.Reason != "" && o.Result != Delivered {
+			reason := cleanText(o.Reason)
+			r.Reason = &reason
+		}
 		if a := o.Attempt; a != nil {
-			attempted, sent = 1, ms(a.SentAt)
-			if a.StatusCode != nil {
-				code = *a.StatusCode
-			}
+			sent := ms(a.SentAt)
+			r.Attempted, r.Sent, r.Code = 1, &sent, a.StatusCode
 			if a.ReceivedAt != nil {
-				recv = ms(*a.ReceivedAt)
+				recv := ms(*a.ReceivedAt)
+				r.Received = &recv
 			}
 		}
-		rows = append(rows, `(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS BIGINT))`)
-		args = append(args, o.LogID, o.Lease, nilIfEmpty(status), due, completes, reason, attempted, code, sent, recv)
+		rows = append(rows, r)
 	}
-	q := `UPDATE webhook_event_logs AS l SET
+	arg, err := jsonRows(rows)
+	if err != nil {
+		return fmt.Errorf("update %d logs: %w", len(outs), err)
+	}
+	rs, err := tx.Query(ctx, `UPDATE webhook_event_logs AS l SET
   status = COALESCE(v.new_status, CASE WHEN l.attempt_count = 0 THEN 'queued' ELSE 'retrying' END),
   due_at = v.new_due,
   lease = NULL,
@@ -89,13 +108,14 @@ func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, appli
   received_at = CASE WHEN v.attempted = 1 THEN v.recv ELSE l.received_at END,
   attempt_count = l.attempt_count + v.attempted,
   updated_at = ?
-FROM (SELECT column1 AS log_id, column2 AS held, column3 AS new_status, column4 AS new_due, column5 AS completes,
-             column6 AS reason, column7 AS attempted, column8 AS code, column9 AS sent, column10 AS recv
-      FROM (VALUES ` + strings.Join(rows, ", ") + `) AS x) AS v
+FROM (SELECT value ->> 'l' AS log_id, value ->> 'h' AS held, value ->> 's' AS new_status,
+             CAST(value ->> 'd' AS BIGINT) AS new_due, CAST(value ->> 'c' AS INTEGER) AS completes,
+             value ->> 'r' AS reason, CAST(value ->> 'a' AS INTEGER) AS attempted,
+             CAST(value ->> 'k' AS INTEGER) AS code, CAST(value ->> 't' AS BIGINT) AS sent,
+             CAST(value ->> 'v' AS BIGINT) AS recv
+      FROM json_rows(?)) AS v
 WHERE l.id = v.log_id AND l.status = 'pending' AND l.lease = v.held
-RETURNING id`
-	args = append([]any{ms(now), ms(now)}, args...)
-	rs, err := tx.Query(ctx, q, args...)
+RETURNING id`, ms(now), ms(now), arg)
 	if err != nil {
 		return fmt.Errorf("update %d logs: %w", len(outs), err)
 	}
@@ -109,33 +129,53 @@ RETURNING id`
 	return nil
 }
 
-// insertAttempts adds the attempts of the outcomes whose logs moved.
+// attemptRow is one attempt as insertAttempts reads it from its JSON argument.
+type attemptRow struct {
+	LogID    string  `json:"l"`
+	Trigger  string  `json:"g"`
+	Sent     int64   `json:"t"`
+	Received *int64  `json:"v"`
+	Code     *int    `json:"k"`
+	Duration int64   `json:"d"`
+	Error    *string `json:"e"`
+	Body     string  `json:"b"`
+}
+
+// insertAttempts adds the attempts of the outcomes whose logs moved, in one
+// statement of one shape.
 func (tx *Tx) insertAttempts(ctx context.Context, outs []Outcome, applied map[string]bool) error {
-	var rows []string
-	var args []any
+	rows := make([]attemptRow, 0, len(outs))
 	for _, o := range outs {
 		a := o.Attempt
 		if a == nil || !applied[o.LogID] {
 			continue
 		}
-		var code, recv, errText any
-		if a.StatusCode != nil {
-			code = *a.StatusCode
-		}
+		r := attemptRow{LogID: o.LogID, Trigger: o.Trigger, Sent: ms(a.SentAt), Code: a.StatusCode,
+			Duration: a.Duration.Milliseconds(), Body: cleanBody(a.ResponseBody)}
 		if a.ReceivedAt != nil {
-			recv = ms(*a.ReceivedAt)
+			recv := ms(*a.ReceivedAt)
+			r.Received = &recv
 		}
 		if a.Error != "" {
-			errText = a.Error
+			e := cleanText(a.Error)
+			r.Error = &e
 		}
-		rows = append(rows, `(?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = ?), ?, ?, ?, ?, ?, ?, ?)`)
-		args = append(args, o.LogID, o.LogID, o.Trigger, ms(a.SentAt), recv, code, a.Duration.Milliseconds(), errText, cleanBody(a.ResponseBody))
+		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body)
-VALUES `+strings.Join(rows, ", "), args...)
+	arg, err := jsonRows(rows)
+	if err != nil {
+		return fmt.Errorf("insert %d attempts: %w", len(rows), err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body)
+SELECT v.log_id, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = v.log_id),
+       v.trigger, v.sent, v.recv, v.code, v.duration, v.error, v.body
+FROM (SELECT value ->> 'l' AS log_id, value ->> 'g' AS trigger, CAST(value ->> 't' AS BIGINT) AS sent,
+             CAST(value ->> 'v' AS BIGINT) AS recv, CAST(value ->> 'k' AS INTEGER) AS code,
+             CAST(value ->> 'd' AS BIGINT) AS duration, value ->> 'e' AS error, value ->> 'b' AS body
+      FROM json_rows(?)) AS v`, arg)
 	if err != nil {
 		return fmt.Errorf("insert %d attempts: %w", len(rows), err)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/heraldhq/herald/internal/event"
 )
@@ -35,7 +33,7 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 	type target struct {
 		webhookID string
 		status    LogStatus
-		reason    any
+		reason    string
 	}
 	var targets []target
 	for rows.Next() {
@@ -59,34 +57,46 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 		case Health(health) == Suspended:
 			targets = append(targets, target{wid, Cancelled, ReasonSuspended})
 		default:
-			targets = append(targets, target{wid, Queued, nil})
+			targets = append(targets, target{wid, Queued, ""})
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return "", fmt.Errorf("match webhooks: %w", err)
 	}
-	// One statement for all the event's logs (chunks keep SQLite's limit
-	// on bound values far away).
-	for chunk := range slices.Chunk(targets, 200) {
-		rows := make([]string, 0, len(chunk))
-		args := make([]any, 0, 11*len(chunk))
-		for _, t := range chunk {
-			var due, completed any
-			if t.status == Queued {
-				due = ms(now)
-				tx.fired = true
-			} else {
-				completed = ms(now)
-			}
-			rows = append(rows, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, NewID(), accountID, t.webhookID, id, string(kind), string(t.status), due, t.reason, ms(now), ms(now), completed)
+	if len(targets) == 0 {
+		return id, nil
+	}
+	// One statement of one shape for all the event's logs (see jsonargs.go).
+	type logRow struct {
+		ID        string  `json:"i"`
+		WebhookID string  `json:"w"`
+		Status    string  `json:"s"`
+		Reason    *string `json:"r"`
+	}
+	logs := make([]logRow, 0, len(targets))
+	for _, t := range targets {
+		r := logRow{ID: NewID(), WebhookID: t.webhookID, Status: string(t.status)}
+		if t.status == Queued {
+			tx.fired = true
+		} else {
+			reason := t.reason
+			r.Reason = &reason
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs
+		logs = append(logs, r)
+	}
+	arg, err := jsonRows(logs)
+	if err != nil {
+		return "", fmt.Errorf("insert event logs: %w", err)
+	}
+	// A queued log is due now; a cancelled one is complete now.
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs
 (id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at)
-VALUES `+strings.Join(rows, ", "), args...); err != nil {
-			return "", fmt.Errorf("insert event logs: %w", err)
-		}
+SELECT value ->> 'i', CAST(? AS TEXT), value ->> 'w', CAST(? AS TEXT), CAST(? AS TEXT), value ->> 's',
+       CASE WHEN value ->> 's' = 'queued' THEN CAST(? AS BIGINT) END, value ->> 'r', CAST(? AS BIGINT), CAST(? AS BIGINT),
+       CASE WHEN value ->> 's' = 'queued' THEN NULL ELSE CAST(? AS BIGINT) END
+FROM json_rows(?)`, accountID, id, string(kind), ms(now), ms(now), ms(now), ms(now), arg); err != nil {
+		return "", fmt.Errorf("insert event logs: %w", err)
 	}
 	return id, nil
 }

@@ -27,18 +27,19 @@ func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (
 	for len(held) > 0 {
 		chunk := held[:min(len(held), leaseChunk)]
 		held = held[len(chunk):]
-		ids := make([]any, 0, len(chunk))
-		leases := map[string]bool{}
+		ids := make([]string, 0, len(chunk))
+		seen := map[string]bool{}
+		var leases []string
 		for _, h := range chunk {
 			ids = append(ids, h.LogID)
-			leases[h.Lease] = true
-		}
-		args := append([]any{ms(until), ms(s.now())}, ids...)
-		for l := range leases {
-			args = append(args, l)
+			if !seen[h.Lease] {
+				seen[h.Lease] = true
+				leases = append(leases, h.Lease)
+			}
 		}
 		res, err := s.writer.ExecContext(ctx, s.q(`UPDATE webhook_event_logs SET due_at = ?, updated_at = ?
-WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' AND lease IN (`+placeholders(len(leases))+`)`), args...)
+WHERE id IN (SELECT value FROM json_texts(?)) AND status = 'pending' AND lease IN (SELECT value FROM json_texts(?))`),
+			ms(until), ms(s.now()), jsonTexts(ids), jsonTexts(leases))
 		if err != nil {
 			return total, fmt.Errorf("renew leases: %w", err)
 		}
@@ -64,15 +65,11 @@ func (s *Store) ReleaseHeld(ctx context.Context, leases []string) (int64, error)
 		chunk := leases[:min(len(leases), leaseChunk)]
 		leases = leases[len(chunk):]
 		now := ms(s.now())
-		args := []any{now, now}
-		for _, l := range chunk {
-			args = append(args, l)
-		}
 		var n int64
 		err := s.InTx(ctx, func(tx *Tx) error {
 			res, err := tx.Exec(ctx, `UPDATE webhook_event_logs
 SET status = CASE WHEN attempt_count = 0 THEN 'queued' ELSE 'retrying' END, due_at = ?, lease = NULL, updated_at = ?
-WHERE status = 'pending' AND lease IN (`+placeholders(len(chunk))+`)`, args...)
+WHERE status = 'pending' AND lease IN (SELECT value FROM json_texts(?))`, now, now, jsonTexts(chunk))
 			if err != nil {
 				return err
 			}

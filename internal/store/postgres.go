@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,7 +86,13 @@ func poolMaxConns(dbURL string) (string, int, error) {
 }
 
 func (*postgresEngine) name() string           { return "postgres" }
-func (*postgresEngine) rebind(q string) string { return rebindDollar(q) }
+func (*postgresEngine) rebind(q string) string { return rebindDollar(postgresJSON.Replace(q)) }
+
+// postgresJSON spells the portable JSON row sources (see jsonRows) in
+// PostgreSQL: one row per element, its column named value as in SQLite.
+var postgresJSON = strings.NewReplacer(
+	"json_rows(?)", "jsonb_array_elements(CAST(? AS jsonb))",
+	"json_texts(?)", "jsonb_array_elements_text(CAST(? AS jsonb))")
 
 // forUpdate takes FOR NO KEY UPDATE, not FOR UPDATE: herald never changes a
 // locked row's key, and the weaker lock does not conflict with the KEY SHARE
@@ -133,16 +140,17 @@ func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]st
 WITH due AS (
   SELECT id, webhook_id, due_at FROM webhook_event_logs
   WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= $4 AND NOT (webhook_id = ANY($5))
+    AND COALESCE(resend_until, 0) <= $4
   ORDER BY due_at LIMIT $6
   FOR NO KEY UPDATE SKIP LOCKED),
 ranked AS (
-  SELECT id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
+  SELECT id, webhook_id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
 picked AS (
-  SELECT id FROM ranked WHERE rn <= $7 ORDER BY due_at LIMIT $8)
+  SELECT id FROM ranked WHERE rn <= COALESCE(($9::jsonb ->> ranked.webhook_id)::int, $7) ORDER BY due_at LIMIT $8)
 UPDATE webhook_event_logs l SET status = 'pending', lease = $1, due_at = $2, updated_at = $3
 FROM picked WHERE l.id = picked.id
 RETURNING l.id`,
-		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit)
+		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit, roomJSON(p.Room))
 	if err != nil {
 		return nil, err
 	}

@@ -83,19 +83,11 @@ ORDER BY triggered_at, id LIMIT ?`, ms(before), after.TriggeredAt, after.Trigger
 
 // deleteOrphanEvents deletes those of the given events that no log refers to.
 func (tx *Tx) deleteOrphanEvents(ctx context.Context, ids []string) (int, error) {
-	seen := map[string]bool{}
-	args := make([]any, 0, len(ids))
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			args = append(args, id)
-		}
-	}
-	if len(args) == 0 {
+	if len(ids) == 0 {
 		return 0, nil
 	}
-	res, err := tx.Exec(ctx, `DELETE FROM events WHERE id IN (`+placeholders(len(args))+`)
-AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, args...)
+	res, err := tx.Exec(ctx, `DELETE FROM events WHERE id IN (SELECT value FROM json_texts(?))
+AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, jsonTexts(ids))
 	if err != nil {
 		return 0, err
 	}

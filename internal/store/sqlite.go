@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -17,8 +19,27 @@ import (
 // the process, and BEGIN IMMEDIATE so a transaction takes the write lock at
 // its start rather than failing to upgrade midway.
 type sqliteEngine struct {
-	read, write *sql.DB
-	lock        *os.File // held for the process's life: one herald per file
+	read, write     *sql.DB
+	lock            *os.File // held for the process's life: one herald per file
+	stopCheckpoints func()
+}
+
+// checkpoint copies the WAL back into the database file every 200 ms, on a
+// reader connection: a PASSIVE checkpoint never waits for the writer, which
+// goes on appending meanwhile, and once a checkpoint has caught up SQLite
+// writes the WAL from its start again, so it does not grow.
+func checkpoint(db *sql.DB, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			db.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		}
+	}
 }
 
 func openSQLite(ctx context.Context, s *Store, path string) error {
@@ -37,7 +58,10 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 		return fmt.Errorf("open sqlite %s: another herald process is using it (SQLite serves one process; use PostgreSQL for several)", path)
 	}
 	pragmas := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)", "busy_timeout(10000)"} {
+	// No automatic checkpoints: SQLite runs one inside the commit that
+	// crosses 1,000 WAL pages, and that request waits for it (tens of ms).
+	// checkpoint runs them beside the writer instead.
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)", "busy_timeout(10000)", "wal_autocheckpoint(0)"} {
 		pragmas.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + pragmas.Encode()
@@ -61,18 +85,27 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 		lock.Close()
 		return fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s.eng = sqliteEngine{read: read, write: write, lock: lock}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go checkpoint(read, stop, done)
+	s.eng = sqliteEngine{read: read, write: write, lock: lock, stopCheckpoints: sync.OnceFunc(func() { close(stop); <-done })}
 	s.db, s.writer = read, write
 	return nil
 }
 
 func (sqliteEngine) name() string           { return "sqlite" }
-func (sqliteEngine) rebind(q string) string { return q }
-func (sqliteEngine) forUpdate() string      { return "" }
-func (sqliteEngine) skipLocked() string     { return "" }
-func (sqliteEngine) keyShare() string       { return "" }
-func (sqliteEngine) announce()              {}
+func (sqliteEngine) rebind(q string) string { return sqliteJSON.Replace(q) }
+
+// sqliteJSON spells the portable JSON row sources (see jsonRows) in SQLite.
+var sqliteJSON = strings.NewReplacer("json_rows(?)", "json_each(?)", "json_texts(?)", "json_each(?)")
+
+func (sqliteEngine) forUpdate() string  { return "" }
+func (sqliteEngine) skipLocked() string { return "" }
+func (sqliteEngine) keyShare() string   { return "" }
+func (sqliteEngine) announce()          {}
 func (e sqliteEngine) close() error {
+	e.stopCheckpoints()
+	e.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`) // leave the file whole
 	e.read.Close()
 	err := e.write.Close()
 	e.lock.Close() // releases the flock: the file may be opened again
@@ -88,30 +121,33 @@ func (sqliteEngine) lockMigrations(context.Context, *sql.Tx) error { return nil 
 // so its cost is bounded however deep the backlog; of those it passes over
 // webhooks already at their in-flight cap, and the window function caps how
 // many logs of one webhook a single claim takes, so one slow receiver cannot
-// fill a batch. (A backlog of more than Limit×4 logs, all of saturated
-// webhooks, delays the others until it drains below that: a bounded wait,
-// preferred to a claim whose cost grows with the backlog.)
+// fill a batch. Webhooks with no room are passed over inside the scan, before
+// its limit, as on PostgreSQL: passing over them after it let a dead
+// webhook's backlog (its logs stay due while its one request hangs) fill the
+// window and stall every other webhook. The scan then walks past their due
+// logs in the (due_at, webhook_id) index, which needs no table row.
 func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error) {
-	args := []any{ms(p.Now), p.Limit * 4}
-	exclude := ""
-	if len(p.Exclude) > 0 {
-		exclude = " WHERE webhook_id NOT IN (" + placeholders(len(p.Exclude)) + ")"
-		for _, id := range p.Exclude {
-			args = append(args, id)
-		}
-	}
-	args = append(args, p.PerWebhook, p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now))
+	args := []any{ms(p.Now), jsonTexts(p.Exclude), ms(p.Now), p.Limit * 4, roomJSON(p.Room), p.PerWebhook, p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now)}
 	q := `WITH due AS (
   SELECT id, webhook_id, due_at FROM webhook_event_logs
   WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= ?
+    AND webhook_id NOT IN (SELECT value FROM json_texts(?)) AND COALESCE(resend_until, 0) <= ?
   ORDER BY due_at LIMIT ?),
 ranked AS (
-  SELECT id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due` + exclude + `),
+  SELECT id, webhook_id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
 picked AS (
-  SELECT id FROM ranked WHERE rn <= ? ORDER BY due_at LIMIT ?)
+  SELECT id FROM ranked WHERE rn <= COALESCE((SELECT value FROM json_each(?) WHERE key = ranked.webhook_id), ?) ORDER BY due_at LIMIT ?)
 UPDATE webhook_event_logs SET status = 'pending', lease = ?, due_at = ?, updated_at = ?
 WHERE id IN (SELECT id FROM picked)
 RETURNING id`
+	q = s.q(q)
+	if st := s.writeStmts.get(ctx, s.writer, q); st != nil {
+		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return nil, err
+		}
+		return scanIDs(rows)
+	}
 	rows, err := s.writer.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,12 @@
 // Package store owns herald's persistent state: accounts and credentials,
 // webhooks, the outbox of events with one event log per subscribed webhook,
-// delivery attempts, and the licensing resources that fire events. It holds
-// every SQL statement herald runs.
+// delivery attempts, and the schema of the licensing resources that fire
+// events. It holds every SQL statement about its own state and all the
+// migrations; the licensing package, which owns the licensing resources,
+// writes the statements about those through a Tx (or Query for reads), in
+// the same transaction as the events they fire, with the same ? placeholders
+// and stored-time helpers (MS, FromMS), so one SQL text still serves both
+// engines.
 //
 // One SQL text serves both engines: statements are written with ? placeholders
 // and portable SQL, times are Unix milliseconds, and what truly differs
@@ -67,9 +72,14 @@ type Store struct {
 	now    func() time.Time
 	log    *slog.Logger
 
+	group *committer // SQLite: write transactions committed in groups (group.go)
+
 	mu     sync.Mutex
 	waiter chan struct{} // closed by wake; nil until someone waits
 	stmts  sync.Map      // query text → rebound text
+
+	// SQLite: statements prepared once per connection (see prepared).
+	readStmts, writeStmts preparedSet
 }
 
 // Options configures Open.
@@ -117,6 +127,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if s.eng.name() == "sqlite" {
+		s.group = newCommitter(s)
+	}
 	return s, nil
 }
 
@@ -133,8 +146,16 @@ func CheckURL(url string) error {
 // Engine names the database engine: "sqlite" or "postgres".
 func (s *Store) Engine() string { return s.eng.name() }
 
-// Close releases the database.
-func (s *Store) Close() error { return s.eng.close() }
+// Close releases the database, once the write transactions already begun
+// have committed.
+func (s *Store) Close() error {
+	if s.group != nil {
+		s.group.close()
+	}
+	s.readStmts.close()
+	s.writeStmts.close()
+	return s.eng.close()
+}
 
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
@@ -172,43 +193,137 @@ func (s *Store) q(query string) string {
 	return r
 }
 
+// preparedSet holds statements prepared on one *sql.DB, which database/sql
+// prepares on each of its connections once, at first use there. SQLite
+// compiles a statement's text on every unprepared call: 14% of a busy
+// herald's CPU went to parsing. Herald's statements have fixed shapes (lists
+// go in as one JSON argument), so the set stays small; it is bounded all the
+// same, past which statements run unprepared.
+type preparedSet struct {
+	mu     sync.Mutex
+	stmts  map[string]*sql.Stmt
+	wanted map[string]bool // writer statements to prepare once the connection is free
+}
+
+const maxPrepared = 512
+
+// get returns db's prepared statement for query, preparing it the first
+// time; nil when it cannot (the plain call then reports the error).
+func (p *preparedSet) get(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
+	p.mu.Lock()
+	st, ok := p.stmts[query]
+	full := len(p.stmts) >= maxPrepared
+	p.mu.Unlock()
+	if ok || full {
+		return st
+	}
+	// Not under the lock: preparing may wait for a connection, whose holder
+	// may need the lock meanwhile.
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prev, ok := p.stmts[query]; ok { // prepared meanwhile by another caller
+		st.Close()
+		return prev
+	}
+	if p.stmts == nil {
+		p.stmts = map[string]*sql.Stmt{}
+	}
+	p.stmts[query] = st
+	return st
+}
+
+// lookup returns query's prepared statement if there is one, and otherwise
+// notes it, for prepareWanted. The writer's one connection is busy inside a
+// transaction, so its statements are prepared between transactions.
+func (p *preparedSet) lookup(query string) *sql.Stmt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st, ok := p.stmts[query]; ok {
+		return st
+	}
+	if len(p.stmts)+len(p.wanted) < maxPrepared {
+		if p.wanted == nil {
+			p.wanted = map[string]bool{}
+		}
+		p.wanted[query] = true
+	}
+	return nil
+}
+
+// prepareWanted prepares the statements lookup noted; the caller holds no
+// transaction on db.
+func (p *preparedSet) prepareWanted(ctx context.Context, db *sql.DB) {
+	p.mu.Lock()
+	wanted := p.wanted
+	p.wanted = nil
+	p.mu.Unlock()
+	for q := range wanted {
+		p.get(ctx, db, q)
+	}
+}
+
+func (p *preparedSet) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, st := range p.stmts {
+		st.Close()
+	}
+	p.stmts = nil
+}
+
+// prepares says whether this engine gains from database/sql's prepared
+// statements. PostgreSQL's driver (pgx) already prepares and caches each
+// statement text per connection by itself.
+func (s *Store) prepares() bool { return s.eng.name() == "sqlite" }
+
 // Tx is a write transaction. Licensing changes and the events they fire share
 // one, so an event is never lost and never sent for a change that rolled back.
 type Tx struct {
 	s     *Store
 	tx    *sql.Tx
 	fired bool
-	// seen counts each statement's uses; from the second use on, the
-	// statement is prepared once and reused, so a batch of a thousand
-	// completions parses its SQL once rather than a thousand times.
-	seen  map[string]int
-	stmts map[string]*sql.Stmt
+	stmts map[string]*sql.Stmt // this transaction's handles on the store's prepared statements
 }
 
-// stmt returns a prepared statement for query when it has been used before
-// in this transaction, or nil.
+// stmt returns the prepared statement for query within this transaction, or
+// nil where the engine prepares by itself.
 func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if !tx.s.prepares() {
+		return nil
+	}
 	if st, ok := tx.stmts[query]; ok {
 		return st
 	}
-	if tx.seen == nil {
-		tx.seen = map[string]int{}
+	var st *sql.Stmt
+	if shared := tx.s.writeStmts.lookup(query); shared != nil {
+		st = tx.tx.StmtContext(ctx, shared) // prepared once on the writer's connection
+	} else {
+		// Until the committer prepares it for good, prepared for this
+		// transaction: a group shares one, so it is still parsed once.
+		var err error
+		if st, err = tx.tx.PrepareContext(ctx, query); err != nil {
+			return nil // the plain call reports the error
+		}
+	}
+	if tx.stmts == nil {
 		tx.stmts = map[string]*sql.Stmt{}
-	}
-	tx.seen[query]++
-	if tx.seen[query] < 2 {
-		return nil
-	}
-	st, err := tx.tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil // the plain call reports the error
 	}
 	tx.stmts[query] = st
 	return st
 }
 
-// InTx runs fn in a write transaction, committing when fn returns nil.
+// InTx runs fn in a write transaction, committing when fn returns nil. fn
+// must do nothing but its transaction's work (no waiting on other things):
+// on SQLite it runs in the group committer, with other callers' transactions
+// in the same commit, and it returns only after that commit.
 func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
+	if s.group != nil {
+		return s.group.do(ctx, fn)
+	}
 	sqltx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -267,12 +382,24 @@ func (tx *Tx) Now() time.Time { return tx.s.now() }
 
 // Query runs a read query written with ? placeholders outside a transaction.
 func (s *Store) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return s.db.QueryContext(ctx, s.q(query), args...)
+	q := s.q(query)
+	if s.prepares() {
+		if st := s.readStmts.get(ctx, s.db, q); st != nil {
+			return st.QueryContext(ctx, args...)
+		}
+	}
+	return s.db.QueryContext(ctx, q, args...)
 }
 
 // QueryRow runs a one-row read query outside a transaction.
 func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return s.db.QueryRowContext(ctx, s.q(query), args...)
+	q := s.q(query)
+	if s.prepares() {
+		if st := s.readStmts.get(ctx, s.db, q); st != nil {
+			return st.QueryRowContext(ctx, args...)
+		}
+	}
+	return s.db.QueryRowContext(ctx, q, args...)
 }
 
 // Now is the store's clock.

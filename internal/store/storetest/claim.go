@@ -214,23 +214,92 @@ func testConcurrentClaims(t *testing.T, b *bundle) {
 	}
 }
 
-func testResendTarget(t *testing.T, b *bundle) {
+func testBeginResend(t *testing.T, b *bundle) {
 	b.webhook(t, "w")
 	b.fire(t, b.st, 1)
 	logID := b.logs(t, store.LogFilter{})[0].ID
-	if c, err := b.st.ResendTarget(b.ctx, b.account.ID, logID); err != nil || c.Lease != "" || len(c.Body) == 0 {
+	until := func() time.Time { return b.clock.Now().Add(time.Minute) }
+	c, err := b.st.BeginResend(b.ctx, b.account.ID, logID, until())
+	if err != nil || c.Lease != "" || len(c.Body) == 0 {
 		t.Fatalf("resend of a queued log: %+v, %v", c, err)
 	}
-	claimed := b.claim(t, b.st, 0, time.Minute, 10, 10)
-	if _, err := b.st.ResendTarget(b.ctx, b.account.ID, logID); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("resend while an attempt is in flight: %v; want ErrConflict", err)
+	if _, err := b.st.BeginResend(b.ctx, b.account.ID, logID, until()); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a second resend while the first is in flight: %v; want ErrConflict", err)
+	}
+	if got := b.claim(t, b.st, 0, time.Minute, 10, 10); len(got) != 0 {
+		t.Fatalf("a claim took a log a resend holds: %d", len(got))
 	}
 	other := b.newAccount(t, "b@example.com")
-	if _, err := b.st.ResendTarget(b.ctx, other.ID, logID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.st.BeginResend(b.ctx, other.ID, logID, until()); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another account's resend: %v; want ErrNotFound", err)
 	}
+	// Recording the resend ends its mark.
+	failed := store.Outcome{LogID: logID, WebhookID: c.WebhookID, Trigger: store.TriggerResend, Result: store.ResendFailed, Reason: "receiver answered 500"}
+	b.complete(t, b.st, 50, failed)
+	if _, err := b.st.BeginResend(b.ctx, b.account.ID, logID, until()); err != nil {
+		t.Fatalf("resend after the last one was recorded: %v", err)
+	}
+	// A resend that was not sent after all ends its mark without an attempt.
+	if err := b.st.EndResend(b.ctx, logID); err != nil {
+		t.Fatal(err)
+	}
+	claimed := b.claim(t, b.st, 0, time.Minute, 10, 10)
+	if len(claimed) != 1 {
+		t.Fatalf("claimed %d after the resend ended; want 1", len(claimed))
+	}
+	if _, err := b.st.BeginResend(b.ctx, b.account.ID, logID, until()); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("resend while an automatic attempt is in flight: %v; want ErrConflict", err)
+	}
 	b.complete(t, b.st, 50, outcome(claimed[0], store.Exhausted, 500, b.clock.Now()))
-	if _, err := b.st.ResendTarget(b.ctx, b.account.ID, logID); err != nil {
+	// A process that died mid-resend leaves a mark that ends by itself.
+	if _, err := b.st.BeginResend(b.ctx, b.account.ID, logID, b.clock.Now().Add(time.Second)); err != nil {
 		t.Fatalf("resend of a failed log: %v", err)
+	}
+	if _, err := b.st.BeginResend(b.ctx, b.account.ID, logID, until()); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("resend within the first one's mark: %v; want ErrConflict", err)
+	}
+	b.clock.Add(2 * time.Second)
+	if _, err := b.st.BeginResend(b.ctx, b.account.ID, logID, until()); err != nil {
+		t.Fatalf("resend after the last mark ended: %v", err)
+	}
+}
+
+// testClaimGivesEachWebhookItsRoom: Room caps the webhooks it names below
+// or above PerWebhook, and leaves the others at PerWebhook.
+func testClaimGivesEachWebhookItsRoom(t *testing.T, b *bundle) {
+	a, c, d := b.webhook(t, "a"), b.webhook(t, "c"), b.webhook(t, "d")
+	b.fire(t, b.st, 10)
+	now := b.clock.Now()
+	got, err := b.st.Claim(b.ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(),
+		Limit: 100, PerWebhook: 2, Room: map[string]int{a.ID: 1, c.ID: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, x := range got {
+		per[x.WebhookID]++
+	}
+	if per[a.ID] != 1 || per[c.ID] != 5 || per[d.ID] != 2 {
+		t.Fatalf("claimed a=%d c=%d d=%d; want 1, 5 (their room) and 2 (PerWebhook)", per[a.ID], per[c.ID], per[d.ID])
+	}
+}
+
+// testClaimPassesOverExcludedBeforeItsWindow: a webhook with no room is
+// passed over before the claim's window of the oldest due logs is taken, so
+// its backlog (a dead receiver's logs stay due) cannot stall the others.
+func testClaimPassesOverExcludedBeforeItsWindow(t *testing.T, b *bundle) {
+	dead := b.webhook(t, "dead")
+	b.fire(t, b.st, 50) // only the dead webhook subscribes yet: the oldest 50 due logs are its
+	b.clock.Add(time.Second)
+	live := b.webhook(t, "live")
+	b.fire(t, b.st, 5)
+	got := b.claim(t, b.st, time.Second, time.Minute, 10, 10, dead.ID) // a window of 40 logs
+	if len(got) != 5 {
+		t.Fatalf("claimed %d logs; want the live webhook's 5 behind the dead one's 55", len(got))
+	}
+	for _, c := range got {
+		if c.WebhookID != live.ID {
+			t.Errorf("claimed a log of the excluded webhook")
+		}
 	}
 }

@@ -33,7 +33,9 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ExpiredLeaseIsTakenOverAndStaleOutcomeDropped", 2, testExpiredLeaseTakenOver},
 		{"ConcurrentClaimsTakeEachLogOnce", 3, testConcurrentClaims},
 		{"LeasesAreRenewedAndReleased", 2, testLeasesRenewAndRelease},
-		{"ResendTargetConflictsWhileAnAttemptIsInFlight", 1, testResendTarget},
+		{"ClaimGivesEachWebhookItsRoom", 1, testClaimGivesEachWebhookItsRoom},
+		{"ClaimPassesOverExcludedBeforeItsWindow", 1, testClaimPassesOverExcludedBeforeItsWindow},
+		{"ResendMarksItsLogInFlight", 1, testBeginResend},
 		{"HealthFollowsTheFailureStreak", 1, testHealthStreak},
 		{"ConcurrentFailuresSuspendOnceAndQueueOneEmail", 4, testConcurrentFailuresSuspendOnce},
 		{"ConcurrentDeliveryIsNeverALostTransition", 4, testConcurrentDeliveryNotLost},
@@ -43,6 +45,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ConcurrentOpensMigrateAndBootstrapOnce", 6, testConcurrentOpens},
 		{"WrongKeyIsRefused", 2, testWrongKey},
 		{"CommitWakesWaitersOfEveryHandle", 3, testWake},
+		{"RateCountsAddUpAcrossProcesses", 2, testRateCountsAddUp},
+		{"SignInLimitsCountEveryKeyAndRefuseWhenFull", 1, testSignInLimits},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

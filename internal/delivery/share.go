@@ -1,0 +1,222 @@
+package delivery
+
+import (
+	"errors"
+	"time"
+)
+
+// How much of the process each webhook may hold.
+//
+// Concurrency bounds the attempts in flight or unrecorded in this process;
+// the rule below keeps a slow or dead receiver from taking them all:
+//
+//   - A webhook earns its requests in flight: it starts at startLimit, gets
+//     one more for each answer that comes promptly, up to PerWebhook, and
+//     loses half of them for each answer that comes slowly or not at all. A
+//     receiver that never answers is soon down to one request at a time.
+//   - No webhook holds more than a fair share of the process:
+//     Concurrency/(webhooks holding slots + 1), so a webhook with due work
+//     that holds none always finds a share free.
+//   - Webhooks whose latest answer was slow hold at most half of the process
+//     together, however many there are.
+//   - A claim takes no more of a webhook than its room: twice its limit, so
+//     that a second round is claimed while the first is in flight and a fast
+//     receiver does not wait for claims; only its limit for a slow webhook,
+//     whose logs would otherwise wait inside the process for a slot. A
+//     webhook is claimed for again only once a quarter of its room is free,
+//     so claims stay batches rather than one log per answer.
+//   - Test and Resend take the same slots as automatic attempts; when none
+//     frees within manualWait they are refused (ErrBusy, a 429) rather than
+//     open more connections to the receiver.
+const (
+	startLimit  = 4
+	manualWait  = 5 * time.Second
+	forgetAfter = 10 * time.Minute // a slow webhook's standing is kept this long after its last answer
+)
+
+// ErrBusy refuses a Test or Resend while the webhook already has as many
+// requests in flight as it may.
+var ErrBusy = errors.New("the webhook already has as many requests in flight as it may take; try again shortly")
+
+// hookState is one webhook's standing in this process.
+type hookState struct {
+	held    int           // automatic logs claimed here and not yet recorded
+	manual  int           // Tests and Resends in flight or waiting for a slot
+	sending int           // requests in flight, automatic and manual
+	limit   int           // requests in flight it has earned
+	slow    bool          // its latest answer was slow or never came
+	seen    time.Time     // when its latest request ended
+	wake    chan struct{} // closed, and replaced, when a slot frees or limit grows
+}
+
+// hook returns id's standing, new if it has none. d.mu is held.
+func (d *Dispatcher) hook(id string) *hookState {
+	st := d.hooks[id]
+	if st == nil {
+		st = &hookState{limit: min(startLimit, d.cfg.PerWebhook), wake: make(chan struct{})}
+		d.hooks[id] = st
+	}
+	return st
+}
+
+// forget drops a standing nobody needs: nothing held or waiting, and
+// nothing slow to remember. d.mu is held.
+func (d *Dispatcher) forget(id string, st *hookState, now time.Time) {
+	if st.held == 0 && st.manual == 0 && st.sending == 0 && (!st.slow || now.Sub(st.seen) > forgetAfter) {
+		delete(d.hooks, id)
+	}
+}
+
+// sweep forgets the slow webhooks not heard from in forgetAfter.
+func (d *Dispatcher) sweep() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	for id, st := range d.hooks {
+		d.forget(id, st, now)
+	}
+}
+
+// share is what one webhook may hold now: Concurrency/(webhooks holding
+// slots + 1). d.mu is held.
+func (d *Dispatcher) share() int { return max(1, d.cfg.Concurrency/(d.active+1)) }
+
+// hold changes what a webhook holds, automatic and manual, keeping count of
+// the webhooks that hold any (share runs on every recorded outcome, so it
+// must not walk every webhook). d.mu is held.
+func (d *Dispatcher) hold(st *hookState, automatic, manual int) {
+	before := st.held+st.manual > 0
+	st.held += automatic
+	st.manual += manual
+	switch after := st.held+st.manual > 0; {
+	case after && !before:
+		d.active++
+	case before && !after:
+		d.active--
+	}
+}
+
+// signal wakes whoever waits for a slot of the webhook. d.mu is held.
+func (st *hookState) signal() {
+	close(st.wake)
+	st.wake = make(chan struct{})
+}
+
+// roomOf is what a claim may still take of a webhook, and the least worth
+// a claim. d.mu is held.
+func (d *Dispatcher) roomOf(st *hookState, share int) (room, worth int) {
+	hold := 2 * st.limit
+	if st.slow {
+		hold = st.limit
+	}
+	hold = min(hold, share)
+	return hold - st.held - st.manual, max(1, hold/4)
+}
+
+// room says how much a claim may take: the default for webhooks with no
+// standing here, what each webhook with one may still hold, and the
+// webhooks passed over (no room, or too little to be worth a claim while
+// their earlier logs are in flight).
+func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	share := d.share()
+	slowHeld := 0
+	for _, st := range d.hooks {
+		if st.slow {
+			slowHeld += st.held + st.manual
+		}
+	}
+	slowFull := slowHeld >= max(1, d.cfg.Concurrency/2)
+	room = make(map[string]int, len(d.hooks))
+	for id, st := range d.hooks {
+		n, worth := d.roomOf(st, share)
+		if (st.slow && slowFull) || n <= 0 || (n < worth && st.held+st.manual > 0) {
+			exclude = append(exclude, id)
+			continue
+		}
+		room[id] = n
+	}
+	return min(startLimit, share, d.cfg.PerWebhook), room, exclude
+}
+
+// take waits until the webhook has a request slot free, takes it, and
+// reports true; or reports false at deadline (or when stop closes).
+func (d *Dispatcher) take(id string, deadline time.Time, stop <-chan struct{}) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	d.mu.Lock()
+	for {
+		st := d.hook(id)
+		if !time.Now().Before(deadline) {
+			d.mu.Unlock()
+			return false
+		}
+		if st.sending < st.limit {
+			st.sending++
+			d.mu.Unlock()
+			return true
+		}
+		wake := st.wake
+		d.mu.Unlock()
+		select {
+		case <-wake:
+		case <-t.C:
+			return false
+		case <-stop:
+			return false
+		}
+		d.mu.Lock()
+	}
+}
+
+// done ends a request taken with take, and lets its answer move the
+// webhook's limit.
+func (d *Dispatcher) done(id string, res Result) {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.hook(id)
+	st.sending--
+	st.seen = now
+	slowAfter := d.cfg.AttemptTimeout / 3
+	switch {
+	case res.Duration < min(time.Second, slowAfter):
+		st.limit, st.slow = min(st.limit+1, d.cfg.PerWebhook), false
+	case res.Duration >= slowAfter:
+		st.limit, st.slow = max(1, st.limit/2), true
+	}
+	st.signal()
+	d.forget(id, st, now)
+}
+
+// untake gives back a slot taken with take and not used.
+func (d *Dispatcher) untake(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.hook(id)
+	st.sending--
+	st.signal()
+	d.forget(id, st, time.Now())
+}
+
+// manual makes a Test's or Resend's request within the webhook's slots.
+func (d *Dispatcher) manual(stop <-chan struct{}, id string, send func() Result) (Result, error) {
+	d.mu.Lock()
+	d.hold(d.hook(id), 0, 1)
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		st := d.hook(id)
+		d.hold(st, 0, -1)
+		d.forget(id, st, time.Now())
+		d.mu.Unlock()
+		d.signalFreed()
+	}()
+	if !d.take(id, time.Now().Add(manualWait), stop) {
+		return Result{}, ErrBusy
+	}
+	res := send()
+	d.done(id, res)
+	return res, nil
+}

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/internal/portal"
+	"github.com/heraldhq/herald/internal/ratelimit"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// shareLimits runs while herald serves: on PostgreSQL, where several
+// processes may serve one database, the rate limiters share their counts
+// through it; on either engine, old sign-in failures are forgotten.
+func (s *Server) shareLimits(ctx context.Context) {
+	var wg sync.WaitGroup
+	if s.Store.Engine() == "postgres" {
+		shared := sharedCounts{s.Store}
+		wg.Go(func() { s.limits.Token.Run(ctx, shared, "t", s.log) })
+		wg.Go(func() { s.limits.Anonymous.Run(ctx, shared, "a", s.log) })
+	}
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-t.C:
+			if err := s.Store.PruneSignInFailures(ctx, time.Now().Add(-portal.SignInWindow)); err != nil && ctx.Err() == nil {
+				s.log.Warn("prune sign-in failures", "err", err)
+			}
+		}
+	}
+}
+
+// sharedCounts lets the rate limiters share their counts through the store.
+type sharedCounts struct{ st *store.Store }
+
+func (c sharedCounts) AddRateCounts(ctx context.Context, counts []ratelimit.Count) error {
+	rc := make([]store.RateCount, len(counts))
+	for i, x := range counts {
+		rc[i] = store.RateCount(x)
+	}
+	return c.st.AddRateCounts(ctx, rc)
+}
+
+func (c sharedCounts) RateCounts(ctx context.Context, keys []string, since int64) ([]ratelimit.Count, error) {
+	rc, err := c.st.RateCounts(ctx, keys, since)
+	out := make([]ratelimit.Count, len(rc))
+	for i, x := range rc {
+		out[i] = ratelimit.Count(x)
+	}
+	return out, err
+}
+
+func (c sharedCounts) PruneRateCounts(ctx context.Context, before int64) error {
+	return c.st.PruneRateCounts(ctx, before)
+}

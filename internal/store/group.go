@@ -1,0 +1,202 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Group commit, on SQLite.
+//
+// SQLite has one writer, so concurrent write transactions take turns, and
+// each pays for its own BEGIN and COMMIT and writes the pages it touched to
+// the WAL again (the same index pages, transaction after transaction). The
+// committer runs the transactions waiting for the writer as one SQLite
+// transaction: each in a savepoint of its own, so each is still all or
+// nothing (an error rolls back to its savepoint and fails that caller only),
+// and each caller is answered only after the shared COMMIT. Under load a
+// commit covers dozens of API requests; alone, a transaction runs at once
+// and as before (no savepoint, no waiting for company).
+//
+// The committer takes the waiting transactions in arrival order, so the
+// dispatcher's claims and recordings, which go through InTx too, get their
+// turn between the API's rather than behind all of them.
+
+// maxGroup bounds the transactions one commit covers, so that one commit's
+// latency stays bounded however many requests wait.
+const maxGroup = 64
+
+type groupTx struct {
+	ctx  context.Context
+	fn   func(*Tx) error
+	done chan groupResult
+}
+
+type groupResult struct {
+	err      error
+	fired    bool
+	panicked any // re-panicked in the caller's goroutine
+	hasPanic bool
+}
+
+type committer struct {
+	s     *Store
+	queue chan *groupTx
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newCommitter(s *Store) *committer {
+	c := &committer{s: s, queue: make(chan *groupTx, 1024)}
+	c.wg.Add(1)
+	go c.run()
+	return c
+}
+
+// errClosed answers a transaction begun after Close.
+var errClosed = errors.New("store is closed")
+
+// do runs fn in the next group and returns its result once the group has
+// committed (or failed).
+func (c *committer) do(ctx context.Context, fn func(*Tx) error) error {
+	g := &groupTx{ctx: ctx, fn: fn, done: make(chan groupResult, 1)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return errClosed
+	}
+	c.queue <- g
+	c.mu.Unlock()
+	// Answered only once its fate is known, even if ctx ends meanwhile: a
+	// transaction that has begun runs to its commit or rollback.
+	r := <-g.done
+	if r.hasPanic {
+		panic(r.panicked)
+	}
+	return r.err
+}
+
+// close lets the queued transactions run, then stops the committer.
+func (c *committer) close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.queue)
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+func (c *committer) run() {
+	defer c.wg.Done()
+	for first := range c.queue {
+		group := []*groupTx{first}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case g, ok := <-c.queue:
+				if !ok {
+					break more
+				}
+				group = append(group, g)
+			default:
+				break more
+			}
+		}
+		c.commit(group)
+		// Between transactions the writer's connection is free: prepare
+		// for good the statements the group used unprepared.
+		c.s.writeStmts.prepareWanted(context.Background(), c.s.writer)
+	}
+}
+
+// commit runs a group as one transaction and answers each of its callers.
+func (c *committer) commit(group []*groupTx) {
+	live := group[:0]
+	for _, g := range group {
+		if err := g.ctx.Err(); err != nil { // its caller gave up before it began
+			g.done <- groupResult{err: fmt.Errorf("begin: %w", err)}
+			continue
+		}
+		live = append(live, g)
+	}
+	if len(live) == 0 {
+		return
+	}
+	sqltx, err := c.s.writer.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, g := range live {
+			g.done <- groupResult{err: fmt.Errorf("begin: %w", err)}
+		}
+		return
+	}
+	tx := &Tx{s: c.s, tx: sqltx} // shared: statements prepared once serve the whole group
+	results := make([]groupResult, len(live))
+	alone := len(live) == 1
+	var failed error // the group could not go on: every caller gets it
+	for i, g := range live {
+		if !alone {
+			if _, err := sqltx.Exec(`SAVEPOINT grp`); err != nil {
+				failed = fmt.Errorf("savepoint: %w", err)
+				break
+			}
+		}
+		tx.fired = false
+		r := run(g, tx)
+		if r.err != nil || r.hasPanic {
+			if alone {
+				results[i] = r
+				break
+			}
+			if _, err := sqltx.Exec(`ROLLBACK TO grp`); err != nil {
+				failed = fmt.Errorf("roll back to savepoint: %w", err)
+				break
+			}
+		}
+		if !alone {
+			if _, err := sqltx.Exec(`RELEASE grp`); err != nil {
+				failed = fmt.Errorf("release savepoint: %w", err)
+				break
+			}
+		}
+		r.fired = r.err == nil && !r.hasPanic && tx.fired
+		results[i] = r
+	}
+	switch {
+	case alone && (results[0].err != nil || results[0].hasPanic):
+		sqltx.Rollback()
+	case failed != nil:
+		sqltx.Rollback()
+	default:
+		if err := sqltx.Commit(); err != nil {
+			failed = fmt.Errorf("commit: %w", err)
+		}
+	}
+	fired := false
+	for i, g := range live {
+		r := results[i]
+		if failed != nil && r.err == nil && !r.hasPanic {
+			r = groupResult{err: failed}
+		}
+		fired = fired || r.fired
+		g.done <- r
+	}
+	if fired && failed == nil {
+		c.s.wake()
+		c.s.eng.announce()
+	}
+}
+
+// run calls one caller's fn, turning a panic into a result so that the
+// group goes on and the caller panics in its own goroutine.
+func run(g *groupTx, tx *Tx) (r groupResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = groupResult{panicked: p, hasPanic: true}
+		}
+	}()
+	return groupResult{err: g.fn(tx)}
+}
