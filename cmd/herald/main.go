@@ -40,6 +40,7 @@ Usage:
   herald listen  --token T [--port P] [--forward URL]
                            a local receiver that verifies and prints deliveries
   herald migrate [flags]   apply database migrations and exit
+  herald bench   [flags]   measure herald on this machine (loopback only)
   herald version           print the version
 
 Run "herald COMMAND -h" for a command's flags. Every serve flag can also be
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, rest, stdout, stderr)
 	case "migrate":
 		return migrate(ctx, rest, stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, rest, stdout, stderr)
 	case "listen":
 		return listenCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":

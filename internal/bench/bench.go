@@ -1,0 +1,164 @@
+// Package bench owns `herald bench`: it runs herald as a child process on a
+// fresh store, fires events through the real licensing API, receives and
+// verifies every delivery on loopback, and reports per scenario the events
+// accepted and deliveries made per second, the latency from the API call to
+// the verified receipt, herald's CPU time per 1,000 deliveries and its peak
+// memory, lost and duplicated deliveries, and each figure against the
+// no-store ceiling measured in the same run: the same receiver fed by a bare
+// loop that signs and POSTs.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heraldhq/herald/webhook"
+)
+
+// Options bound a run.
+type Options struct {
+	Binary    string        // the herald binary to run as the child
+	Database  string        // "": SQLite; a postgres:// URL: a fresh schema of that database per scenario
+	Scenarios []string      // of a, b, c, d, e, f; all when empty
+	Duration  time.Duration // how long each timed scenario fires
+	Backlog   int           // deliveries queued in scenario e
+	Clients   int           // concurrent API clients when firing as fast as the API allows
+	Log       io.Writer     // progress, one line per step
+}
+
+// Result is one scenario's figures.
+type Result struct {
+	Scenario         string  `json:"scenario"`
+	Title            string  `json:"title"`
+	Webhooks         int     `json:"webhooks"`
+	Events           int     `json:"events"`
+	EventsPerSec     float64 `json:"eventsPerSec"`
+	Deliveries       int     `json:"deliveries"`
+	DeliveriesPerSec float64 `json:"deliveriesPerSec"`
+	CeilingFraction  float64 `json:"ceilingFraction"`
+	P50MS            float64 `json:"p50Ms"`
+	P95MS            float64 `json:"p95Ms"`
+	P99MS            float64 `json:"p99Ms"`
+	APIP99MS         float64 `json:"apiP99Ms"`
+	CPUPer1000       float64 `json:"cpuSecondsPer1000Deliveries"`
+	PeakRSSMB        float64 `json:"peakRssMb"`
+	Lost             int     `json:"lost"`
+	Duplicated       int     `json:"duplicated"`
+	BadSignatures    int     `json:"badSignatures"`
+	Note             string  `json:"note,omitempty"`
+}
+
+// Report is a whole run.
+type Report struct {
+	Started  time.Time `json:"started"`
+	CPUs     int       `json:"cpus"`
+	Database string    `json:"database"`
+	// Ceiling is the no-store deliveries per second: the bench's own loop
+	// signing and POSTing bodies of the same size to the same receiver.
+	Ceiling float64  `json:"ceilingDeliveriesPerSec"`
+	Results []Result `json:"results"`
+}
+
+// AllScenarios in the order they run.
+var AllScenarios = []string{"a", "b", "c", "d", "e", "f"}
+
+// Run runs the scenarios and returns their report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if len(o.Scenarios) == 0 {
+		o.Scenarios = AllScenarios
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	o.Clients = max(1, o.Clients)
+	rcv, err := newReceiver()
+	if err != nil {
+		return nil, err
+	}
+	defer rcv.close()
+	rep := &Report{Started: time.Now().UTC(), CPUs: runtime.NumCPU(), Database: "sqlite"}
+	if o.Database != "" {
+		rep.Database = "postgres"
+	}
+	fmt.Fprintf(o.Log, "bench: measuring the no-store ceiling\n")
+	rep.Ceiling = ceiling(ctx, rcv, min(o.Duration, 5*time.Second))
+	for _, s := range o.Scenarios {
+		run := scenarios[s]
+		if run == nil {
+			return nil, fmt.Errorf("no scenario %q (there are %s)", s, strings.Join(AllScenarios, ", "))
+		}
+		results, err := run(ctx, o, rcv)
+		rcv.reset()
+		if err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", s, err)
+		}
+		for _, r := range results {
+			if rep.Ceiling > 0 {
+				r.CeilingFraction = r.DeliveriesPerSec / rep.Ceiling
+			}
+			fmt.Fprintf(o.Log, "bench: %s: %.0f deliveries/s, p99 %.1f ms, lost %d, duplicated %d\n", r.Scenario, r.DeliveriesPerSec, r.P99MS, r.Lost, r.Duplicated)
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	return rep, nil
+}
+
+// benchBody is a payload of about a license.created's size, for the ceiling.
+var benchBody = []byte(`{"id":"0193a0b1-0000-7000-8000-000000000000","event":"license.created","data":{"id":"0193a0b1-0000-7000-8000-000000000001","productId":"0193a0b1-0000-7000-8000-000000000002","userId":null,"key":"ABCD-EFGH-IJKL-MNOP","expiresAt":null,"maxActivations":null,"suspended":false,"metadata":{"bench":0},"createdAt":"2026-11-23T08:00:00.000Z","updatedAt":"2026-11-23T08:00:00.000Z"},"triggeredAt":"2026-11-23T08:00:00.000Z"}`)
+
+// ceiling measures deliveries per second with no store: 64 workers (herald's
+// per-webhook cap) sign and POST to the receiver for d.
+func ceiling(ctx context.Context, rcv *receiver, d time.Duration) float64 {
+	const token = "whsec_bench_ceiling_token_0123456789"
+	url := rcv.add(-1, token, false)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var n atomic.Int64
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 64 {
+		wg.Go(func() {
+			for time.Now().Before(stop) && ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(benchBody)))
+				req.Header.Set("Content-Type", "application/json; charset=utf-8")
+				req.Header.Set(webhook.SignatureHeader, webhook.Sign(token, benchBody))
+				req.Header.Set(webhook.IDHeader, "ceiling")
+				resp, err := client.Do(req)
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode < 300 {
+					n.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rcv.reset()
+	return float64(n.Load()) / time.Since(start).Seconds()
+}
+
+// percentile of sorted durations, in milliseconds.
+func percentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := min(len(sorted)-1, int(float64(len(sorted))*p))
+	return float64(sorted[i].Microseconds()) / 1000
+}
+
+func sortedCopy(d []time.Duration) []time.Duration {
+	s := append([]time.Duration(nil), d...)
+	slices.Sort(s)
+	return s
+}

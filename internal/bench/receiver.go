@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/webhook"
+)
+
+// receiver is the bench's loopback receiver: one path per webhook, each
+// delivery verified with the public webhook package and counted by event id.
+type receiver struct {
+	url string
+	srv *http.Server
+
+	mu        sync.Mutex
+	hooks     map[int]*endpoint
+	fired     map[int64]time.Time // bench sequence number → when its API call began
+	latencies []time.Duration     // API call → verified receipt, first receipt of each delivery
+	last      time.Time           // when the latest delivery arrived
+}
+
+// endpoint is one webhook's path.
+type endpoint struct {
+	token string
+	got   map[string]int // event id → receipts
+	bad   int            // deliveries whose signature did not verify
+	hold  chan struct{}  // when not nil, requests wait until it closes
+}
+
+func newReceiver() (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &receiver{url: "http://" + ln.Addr().String(), hooks: map[int]*endpoint{}, fired: map[int64]time.Time{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /r/{n}", r.receive)
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go r.srv.Serve(ln)
+	return r, nil
+}
+
+func (r *receiver) close() { r.srv.Close() }
+
+// reset forgets everything counted, for the next scenario.
+func (r *receiver) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.hooks {
+		if e.hold != nil {
+			close(e.hold)
+		}
+	}
+	r.hooks, r.fired, r.latencies, r.last = map[int]*endpoint{}, map[int64]time.Time{}, nil, time.Time{}
+}
+
+// add registers webhook n's path and signing token; hold makes its requests
+// wait until release.
+func (r *receiver) add(n int, token string, hold bool) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := &endpoint{token: token, got: map[string]int{}}
+	if hold {
+		e.hold = make(chan struct{})
+	}
+	r.hooks[n] = e
+	return r.url + "/r/" + strconv.Itoa(n)
+}
+
+// release lets every held request of every path through.
+func (r *receiver) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.hooks {
+		if e.hold != nil {
+			close(e.hold)
+			e.hold = nil
+		}
+	}
+}
+
+// firing notes when the API call for bench sequence number seq began.
+func (r *receiver) firing(seq int64, at time.Time) {
+	r.mu.Lock()
+	r.fired[seq] = at
+	r.mu.Unlock()
+}
+
+func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	now := time.Now()
+	if err != nil {
+		return
+	}
+	n, _ := strconv.Atoi(req.PathValue("n"))
+	r.mu.Lock()
+	e := r.hooks[n]
+	var hold chan struct{}
+	if e != nil {
+		hold = e.hold
+	}
+	r.mu.Unlock()
+	if e == nil {
+		http.Error(w, "unknown webhook", http.StatusNotFound)
+		return
+	}
+	if hold != nil {
+		select {
+		case <-hold:
+			now = time.Now()
+		case <-req.Context().Done():
+			return
+		}
+	}
+	if webhook.Verify(e.token, body, req.Header.Get(webhook.SignatureHeader)) != nil {
+		r.mu.Lock()
+		e.bad++
+		r.mu.Unlock()
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var p struct {
+		ID   string `json:"id"`
+		Data struct {
+			Metadata struct {
+				Bench int64 `json:"bench"`
+			} `json:"metadata"`
+		} `json:"data"`
+	}
+	json.Unmarshal(body, &p)
+	r.mu.Lock()
+	e.got[p.ID]++
+	if e.got[p.ID] == 1 {
+		if at, ok := r.fired[p.Data.Metadata.Bench]; ok {
+			r.latencies = append(r.latencies, now.Sub(at))
+		}
+	}
+	r.last = now
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// counts returns, over the paths in counted, the deliveries received once
+// or more (unique), the receipts beyond the first (duplicated) and the bad
+// signatures.
+func (r *receiver) counts(counted func(n int) bool) (unique, duplicated, bad int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n, e := range r.hooks {
+		if !counted(n) {
+			continue
+		}
+		unique += len(e.got)
+		for _, k := range e.got {
+			duplicated += k - 1
+		}
+		bad += e.bad
+	}
+	return unique, duplicated, bad
+}
+
+func (r *receiver) lastReceipt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+func (r *receiver) latencySample() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.latencies...)
+}

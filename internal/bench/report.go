@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable writes the report as a table a person reads.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "herald bench, %s, %d CPUs, %s\n", r.Started.Format("2006-01-02 15:04 UTC"), r.CPUs, r.Database)
+	fmt.Fprintf(w, "no-store ceiling: %.0f deliveries/s (a bare loop signing and POSTing to the same receiver, 64 at once)\n\n", r.Ceiling)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\twebhooks\tevents/s\tdeliveries/s\tof ceiling\tp50 ms\tp95 ms\tp99 ms\tAPI p99 ms\tCPU s/1k\tpeak RSS MB\tlost\tdup\tbad sig\t")
+	for _, x := range r.Results {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.0f\t%d\t%d\t%d\t\n",
+			x.Scenario, x.Webhooks, x.EventsPerSec, x.DeliveriesPerSec, 100*x.CeilingFraction,
+			x.P50MS, x.P95MS, x.P99MS, x.APIP99MS, x.CPUPer1000, x.PeakRSSMB, x.Lost, x.Duplicated, x.BadSignatures)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, x := range r.Results {
+		fmt.Fprintf(w, "%s: %s", x.Scenario, x.Title)
+		if x.Note != "" {
+			fmt.Fprintf(w, " (%s)", x.Note)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// WriteJSON writes the report as JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteSVG draws the report: each scenario's deliveries per second against
+// the ceiling, and its latency percentiles.
+func (r *Report) WriteSVG(w io.Writer) error {
+	const (
+		left, barW, rowH, top = 260, 420, 28, 60
+		latLeft, latW         = left + barW + 140, 300
+	)
+	rows := len(r.Results)
+	height := top + rows*rowH + 60
+	width := latLeft + latW + 80
+	maxLat := 1.0
+	for _, x := range r.Results {
+		maxLat = max(maxLat, x.P99MS)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#fff"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="15" font-weight="bold">herald bench: %s, %d CPUs, %s</text>`+"\n",
+		html.EscapeString(r.Started.Format("2006-01-02 15:04 UTC")), r.CPUs, html.EscapeString(r.Database))
+	fmt.Fprintf(&b, `<text x="%d" y="45">deliveries/s (bar) against the no-store ceiling of %.0f/s (full width)</text>`+"\n", left, r.Ceiling)
+	fmt.Fprintf(&b, `<text x="%d" y="45">latency p50 · p95 · p99, API call to verified receipt (ms, up to %.0f)</text>`+"\n", latLeft, maxLat)
+	for i, x := range r.Results {
+		y := top + i*rowH
+		fmt.Fprintf(&b, `<text x="10" y="%d">%s</text>`+"\n", y+17, html.EscapeString(x.Scenario+": "+short(x.Title, 38)))
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="18" fill="#eee"/>`+"\n", left, y+4, barW)
+		fw := int(min(1, x.CeilingFraction) * barW)
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="18" fill="#2b6cb0"/>`+"\n", left, y+4, fw)
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%.0f/s (%.1f%%)</text>`+"\n", left+barW+6, y+17, x.DeliveriesPerSec, 100*x.CeilingFraction)
+		scale := func(v float64) int { return latLeft + int(v/maxLat*latW) }
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`+"\n", latLeft, y+13, latLeft+latW, y+13)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#c05621" stroke-width="6"/>`+"\n", scale(x.P50MS), y+13, scale(x.P95MS), y+13)
+		fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="4" fill="#822727"/>`+"\n", scale(x.P99MS), y+13)
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%.1f · %.1f · %.1f</text>`+"\n", latLeft+latW+8, y+17, x.P50MS, x.P95MS, x.P99MS)
+	}
+	fmt.Fprintf(&b, `<text x="10" y="%d">lost %d, duplicated %d, bad signatures %d over every scenario</text>`+"\n",
+		height-20, sum(r.Results, func(x Result) int { return x.Lost }), sum(r.Results, func(x Result) int { return x.Duplicated }),
+		sum(r.Results, func(x Result) int { return x.BadSignatures }))
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func short(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+func sum(rs []Result, f func(Result) int) int {
+	n := 0
+	for _, r := range rs {
+		n += f(r)
+	}
+	return n
+}

@@ -1,0 +1,267 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// scenarios by name; each starts its own herald, so no figure carries over.
+var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, error){
+	"a": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
+		res, err := measure(ctx, o, r, setup{webhooks: 1}, firing{duration: o.Duration}, "a", "one webhook, as fast as the API allows")
+		return []Result{res}, err
+	},
+	"b": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
+		res, err := measure(ctx, o, r, setup{webhooks: 10}, firing{duration: o.Duration}, "b", "fan-out to 10 webhooks, as fast as the API allows")
+		return []Result{res}, err
+	},
+	"c": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
+		var out []Result
+		for _, rate := range []float64{200, 1000} {
+			res, err := measure(ctx, o, r, setup{webhooks: 1}, firing{rate: rate, duration: o.Duration},
+				fmt.Sprintf("c%.0f", rate), fmt.Sprintf("one webhook at %.0f events/s", rate))
+			r.reset()
+			if err != nil {
+				return out, err
+			}
+			out = append(out, res)
+		}
+		return out, nil
+	},
+	"d": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
+		res, err := measure(ctx, o, r, setup{webhooks: 10, dead: 1}, firing{duration: o.Duration},
+			"d", "10 webhooks, one never answers (figures: the nine others)")
+		return []Result{res}, err
+	},
+	"e": backlog,
+	"f": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
+		res, err := measure(ctx, o, r, setup{webhooks: 1}, firing{rate: 500, duration: o.Duration},
+			"f", "POST /v3/licenses at 500 requests/s (apiP99Ms)")
+		return []Result{res}, err
+	},
+}
+
+// setup is a scenario's herald and webhooks.
+type setup struct {
+	webhooks int
+	dead     int  // of them, the last dead never answer
+	hold     bool // every receiver holds its requests until released
+	env      []string
+}
+
+// firing is how a scenario fires events.
+type firing struct {
+	rate     float64       // events per second; 0: as fast as the API allows, with Options.Clients clients
+	duration time.Duration // at most this long
+	events   int           // at most this many accepted; 0: no bound
+}
+
+// session is one scenario's running herald and what it fired.
+type session struct {
+	c         *child
+	rcv       *receiver
+	product   string
+	hooks     int
+	dead      int
+	seq       atomic.Int64
+	mu        sync.Mutex
+	api       []time.Duration
+	accepted  int
+	cpu0      float64
+	fireStart time.Time
+}
+
+func start(ctx context.Context, o Options, rcv *receiver, s setup) (*session, error) {
+	c, err := startChild(ctx, o.Binary, o.Database, s.env...)
+	if err != nil {
+		return nil, err
+	}
+	ss := &session{c: c, rcv: rcv, hooks: s.webhooks, dead: s.dead}
+	var p struct {
+		ID string `json:"id"`
+	}
+	if _, err := c.call(ctx, "POST", "/v3/products", map[string]any{"name": "bench"}, &p); err != nil {
+		c.stop()
+		return nil, err
+	}
+	ss.product = p.ID
+	for i := range s.webhooks {
+		var w struct {
+			Token string `json:"token"`
+		}
+		// The path is registered before the token is known: a delivery
+		// cannot come before the webhook exists, and the token is set next.
+		url := rcv.add(i, "", s.hold || i >= s.webhooks-s.dead)
+		if _, err := c.call(ctx, "POST", "/v3/webhooks", map[string]any{"name": fmt.Sprint("bench ", i), "url": url,
+			"events": []string{"license.created"}}, &w); err != nil {
+			c.stop()
+			return nil, err
+		}
+		rcv.mu.Lock()
+		rcv.hooks[i].token = w.Token
+		rcv.mu.Unlock()
+	}
+	ss.cpu0, _ = c.usage()
+	return ss, nil
+}
+
+// fireOne creates a license, which fires license.created; its metadata
+// carries a sequence number by which the receiver finds when it was fired.
+func (s *session) fireOne(ctx context.Context) bool {
+	seq := s.seq.Add(1)
+	t0 := time.Now()
+	s.rcv.firing(seq, t0)
+	_, err := s.c.call(ctx, "POST", "/v3/licenses", map[string]any{"productId": s.product, "metadata": map[string]any{"bench": seq}}, nil)
+	d := time.Since(t0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.api = append(s.api, d)
+	if err == nil {
+		s.accepted++
+	}
+	return err == nil
+}
+
+// fire fires as f says and returns how long it fired.
+func (s *session) fire(ctx context.Context, f firing, clients int) time.Duration {
+	start := time.Now()
+	if s.fireStart.IsZero() {
+		s.fireStart = start
+	}
+	stop := start.Add(f.duration)
+	full := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return f.events > 0 && s.accepted >= f.events
+	}
+	var wg sync.WaitGroup
+	if f.rate <= 0 {
+		for range clients {
+			wg.Go(func() {
+				for time.Now().Before(stop) && !full() && ctx.Err() == nil {
+					s.fireOne(ctx)
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	// Open loop: calls start on schedule whether or not earlier ones have
+	// answered (up to 1,024 in flight), as real traffic does.
+	inflight := make(chan struct{}, 1024)
+	sent := 0
+	for now := time.Now(); now.Before(stop) && !full() && ctx.Err() == nil; now = time.Now() {
+		for due := int(now.Sub(start).Seconds() * f.rate); sent < due; sent++ {
+			inflight <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-inflight }()
+				s.fireOne(ctx)
+			})
+		}
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// live reports whether webhook n's deliveries count (it is not a dead one).
+func (s *session) live(n int) bool { return n >= 0 && n < s.hooks-s.dead }
+
+// drain waits until every expected delivery has arrived, or none has for
+// idle, or max has passed.
+func (s *session) drain(ctx context.Context, idle, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		unique, _, _ := s.rcv.counts(s.live)
+		if unique >= s.expected() {
+			return
+		}
+		if last := s.rcv.lastReceipt(); !last.IsZero() && time.Since(last) > idle {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *session) expected() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted * (s.hooks - s.dead)
+}
+
+// result computes a scenario's figures; since is when the deliveries
+// measured began (the first call, or the release of a backlog).
+func (s *session) result(name, title string, fired time.Duration, since time.Time, apiFrom int) Result {
+	unique, dup, bad := s.rcv.counts(s.live)
+	cpu, rss := s.c.usage()
+	lat := sortedCopy(s.rcv.latencySample())
+	s.mu.Lock()
+	api := sortedCopy(s.api[min(apiFrom, len(s.api)):])
+	accepted := s.accepted
+	s.mu.Unlock()
+	r := Result{Scenario: name, Title: title, Webhooks: s.hooks, Events: accepted, Deliveries: unique,
+		P50MS: percentile(lat, 0.50), P95MS: percentile(lat, 0.95), P99MS: percentile(lat, 0.99),
+		APIP99MS: percentile(api, 0.99), PeakRSSMB: float64(rss) / (1 << 20),
+		Lost: max(0, s.expected()-unique), Duplicated: dup, BadSignatures: bad}
+	if fired > 0 {
+		r.EventsPerSec = float64(accepted) / fired.Seconds()
+	}
+	if last := s.rcv.lastReceipt(); last.After(since) {
+		r.DeliveriesPerSec = float64(unique) / last.Sub(since).Seconds()
+	}
+	if unique > 0 {
+		r.CPUPer1000 = (cpu - s.cpu0) / float64(unique) * 1000
+	}
+	return r
+}
+
+// measure runs one fire-and-deliver scenario.
+func measure(ctx context.Context, o Options, rcv *receiver, su setup, f firing, name, title string) (Result, error) {
+	s, err := start(ctx, o, rcv, su)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { rcv.release(); s.c.stop() }() // held requests answered first, so the stop is quick
+	fmt.Fprintf(o.Log, "bench: %s: %s\n", name, title)
+	fired := s.fire(ctx, f, o.Clients)
+	s.drain(ctx, 15*time.Second, 5*time.Minute)
+	return s.result(name, title, fired, s.fireStart, 0), nil
+}
+
+// backlog is scenario e: deliveries pile up while every receiver holds its
+// requests, then the receivers let go and the backlog drains while the API
+// keeps taking a light load.
+func backlog(ctx context.Context, o Options, rcv *receiver) ([]Result, error) {
+	const hooks = 10
+	s, err := start(ctx, o, rcv, setup{webhooks: hooks, hold: true,
+		// Held requests must not time out and be retried minutes later.
+		env: []string{"HERALD_ATTEMPT_TIMEOUT=30m"}})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { rcv.release(); s.c.stop() }()
+	events := max(1, o.Backlog/hooks)
+	fmt.Fprintf(o.Log, "bench: e: queueing %d deliveries (%d events to %d webhooks) while the receivers hold them\n", events*hooks, events, hooks)
+	fired := s.fire(ctx, firing{events: events, duration: 30 * time.Minute}, o.Clients)
+	s.mu.Lock()
+	apiFrom := len(s.api)
+	s.mu.Unlock()
+	released := time.Now()
+	rcv.release()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		s.fire(loadCtx, firing{rate: 50, duration: 30 * time.Minute}, 1)
+		close(done)
+	}()
+	s.drain(ctx, 30*time.Second, 30*time.Minute) // the light load stops once the backlog has drained
+	stopLoad()
+	<-done
+	s.drain(ctx, 15*time.Second, 5*time.Minute) // the last of the light load's deliveries
+	r := s.result("e", fmt.Sprintf("backlog of %d deliveries drained, API at 50 requests/s meanwhile", events*hooks), fired, released, apiFrom)
+	r.Note = "deliveriesPerSec is the drain rate after release; latency counts the time held"
+	return []Result{r}, nil
+}
