@@ -133,7 +133,8 @@ func (c *committer) commit(group []*groupTx) {
 		}
 		return
 	}
-	tx := &Tx{s: c.s, tx: sqltx} // shared: statements prepared once serve the whole group
+	// One Tx for the group: statements prepared once serve all of it.
+	tx := &Tx{s: c.s, tx: sqltx, detached: true}
 	results := make([]groupResult, len(live))
 	alone := len(live) == 1
 	var failed error // the group could not go on: every caller gets it

@@ -287,6 +287,20 @@ type Tx struct {
 	tx    *sql.Tx
 	fired bool
 	stmts map[string]*sql.Stmt // this transaction's handles on the store's prepared statements
+	// detached is set on SQLite's group commit, where one transaction holds
+	// several callers' work: a caller's cancelled context must not interrupt
+	// its statement, since SQLite answers an interrupted write by rolling back
+	// the whole transaction, and with it every other caller's work. A
+	// transaction that has begun runs to its commit or rollback.
+	detached bool
+}
+
+// ctx is the context a statement runs under.
+func (tx *Tx) ctx(ctx context.Context) context.Context {
+	if tx.detached {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 // stmt returns the prepared statement for query within this transaction, or
@@ -345,6 +359,7 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 
 // Exec runs a statement written with ? placeholders.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = tx.ctx(ctx)
 	q := tx.s.q(query)
 	if st := tx.stmt(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)
@@ -354,6 +369,7 @@ func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 
 // Query runs a query written with ? placeholders.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = tx.ctx(ctx)
 	q := tx.s.q(query)
 	if st := tx.stmt(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
@@ -363,6 +379,7 @@ func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 
 // QueryRow runs a one-row query written with ? placeholders.
 func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = tx.ctx(ctx)
 	q := tx.s.q(query)
 	if st := tx.stmt(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)

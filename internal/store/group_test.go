@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// openGrouped opens a SQLite store (the engine that commits in groups) with
+// a table of the test's own.
+func openGrouped(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "herald.db"), Options{Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if s.group == nil {
+		t.Fatal("SQLite store without a group committer")
+	}
+	err = s.InTx(context.Background(), func(tx *Tx) error {
+		_, err := tx.Exec(context.Background(), `CREATE TABLE grouped (k TEXT PRIMARY KEY)`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// queueGroup runs fns as one group: a first transaction holds the writer
+// until all of them wait in the committer's queue, so that they are taken
+// together when it commits. It returns each fn's error, in order.
+func queueGroup(t *testing.T, s *Store, fns []func(*Tx) error) []error {
+	t.Helper()
+	if len(fns) > maxGroup {
+		t.Fatalf("%d transactions do not fit one group of %d", len(fns), maxGroup)
+	}
+	release := make(chan struct{})
+	holding := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.InTx(context.Background(), func(*Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			errs[i] = s.InTx(context.Background(), fn)
+		})
+	}
+	for deadline := time.Now().Add(time.Minute); len(s.group.queue) < len(fns); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d transactions queued", len(s.group.queue), len(fns))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("holding transaction: %v", err)
+	}
+	wg.Wait()
+	return errs
+}
+
+func groupedKeys(t *testing.T, s *Store) map[string]bool {
+	t.Helper()
+	keys := map[string]bool{}
+	err := s.InTx(context.Background(), func(tx *Tx) error {
+		rows, err := tx.Query(context.Background(), `SELECT k FROM grouped`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			keys[k] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// Within one commit each transaction is still all or nothing: one that
+// returns an error, fails in SQL or panics leaves none of its writes, and
+// the others' writes all stay.
+func TestGroupCommitKeepsEachTransactionAllOrNothing(t *testing.T) {
+	t.Parallel()
+	s := openGrouped(t)
+	errRefused := errors.New("refused by its caller")
+	const n = 30
+	var fns []func(*Tx) error
+	for i := range n {
+		k := fmt.Sprintf("k%02d", i)
+		fns = append(fns, func(tx *Tx) error {
+			ctx := context.Background()
+			if _, err := tx.Exec(ctx, `INSERT INTO grouped (k) VALUES (?)`, k+"a"); err != nil {
+				return err
+			}
+			switch i % 4 {
+			case 1:
+				return errRefused
+			case 2: // the second write breaks the key: the first must go too
+				_, err := tx.Exec(ctx, `INSERT INTO grouped (k) VALUES (?)`, k+"a")
+				return err
+			case 3:
+				if i == 3 {
+					panic("one caller panics")
+				}
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO grouped (k) VALUES (?)`, k+"b")
+			return err
+		})
+	}
+	errs := queueGroup(t, s, fns)
+	keys := groupedKeys(t, s)
+	for i, err := range errs {
+		k := fmt.Sprintf("k%02d", i)
+		kept := i%4 == 0 || (i%4 == 3 && i != 3)
+		switch {
+		case kept && err != nil:
+			t.Errorf("transaction %d: %v; want it committed", i, err)
+		case !kept && err == nil:
+			t.Errorf("transaction %d: committed; want its error", i)
+		}
+		if keys[k+"a"] != kept || keys[k+"b"] != kept {
+			t.Errorf("transaction %d: rows kept %v, %v; want %v, %v", i, keys[k+"a"], keys[k+"b"], kept, kept)
+		}
+	}
+	if !errors.Is(errs[1], errRefused) {
+		t.Errorf("transaction 1: %v; want its own error back", errs[1])
+	}
+}
+
+// A caller whose context ends while its transaction runs in a group does not
+// interrupt the shared transaction: SQLite would roll all of it back, the
+// other callers' work with it. The transaction runs to its end.
+func TestGroupCommitOutlivesACancelledCaller(t *testing.T) {
+	t.Parallel()
+	s := openGrouped(t)
+	const n = 10
+	var fns []func(*Tx) error
+	for i := range n {
+		k := fmt.Sprintf("k%02d", i)
+		fns = append(fns, func(tx *Tx) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			if i == 0 {
+				cancel() // its caller went away after the transaction began
+			}
+			defer cancel()
+			_, err := tx.Exec(ctx, `INSERT INTO grouped (k) VALUES (?)`, k)
+			return err
+		})
+	}
+	errs := queueGroup(t, s, fns)
+	keys := groupedKeys(t, s)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("transaction %d: %v", i, err)
+		}
+		if k := fmt.Sprintf("k%02d", i); !keys[k] {
+			t.Errorf("transaction %d: row %s missing", i, k)
+		}
+	}
+}
