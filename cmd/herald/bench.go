@@ -27,6 +27,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios and a backlog of 2,000 (overrides --duration and --backlog)")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a table")
 	chart := fs.String("chart", "", "also draw the report as an SVG chart in this file")
+	profile := fs.String("profile", "", "write a CPU profile of each scenario's herald into this directory, herald-<scenario>.pprof")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -57,7 +58,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rep, err := bench.Run(ctx, bench.Options{Binary: self, Database: *database, Scenarios: strings.Split(*scenarios, ","),
-		Duration: *duration, Backlog: *backlog, Clients: *clients, Log: stderr})
+		Duration: *duration, Backlog: *backlog, Clients: *clients, Log: stderr, ProfileDir: *profile})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -162,6 +163,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error")
 	rateLimit := e.Int("rate-limit", "HERALD_RATE_LIMIT", server.DefaultRateLimit, "API requests per second one API token (or portal session) may make, with bursts of twice as many; 0: no limit")
 	rateAnon := e.Int("rate-limit-anonymous", "HERALD_RATE_LIMIT_ANONYMOUS", server.DefaultRateLimitAnonymous, "requests per second one client address may make without valid credentials, with bursts of twice as many; 0: no limit")
+	cpuProfile := e.String("cpu-profile", "HERALD_CPU_PROFILE", "", "write a CPU profile of the whole run to this file when herald stops (for `go tool pprof`; off by default)")
 	proxies := e.String("trusted-proxies", "HERALD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client (default: none; the connection's address is the client's)")
 	if err := parse(e, args); err != nil {
 		return err
@@ -220,6 +222,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	srv, err := server.Open(ctx, server.Config{
 		Addr: *addr, DatabaseURL: *sf.database, SecretKey: key,
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
@@ -235,6 +244,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return srv.Run(ctx, nil)
+}
+
+// startCPUProfile profiles the process into path until the returned stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // offIfZero maps a rate flag to server.Config's: the flag's 0 is no limit,

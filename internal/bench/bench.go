@@ -32,6 +32,9 @@ type Options struct {
 	Backlog   int           // deliveries queued in scenario e
 	Clients   int           // concurrent API clients when firing as fast as the API allows
 	Log       io.Writer     // progress, one line per step
+	// ProfileDir, when set, receives a CPU profile of each scenario's herald,
+	// herald-<scenario>.pprof (its whole life: setup, firing and drain).
+	ProfileDir string
 }
 
 // Result is one scenario's figures.

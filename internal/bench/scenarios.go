@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,8 +76,12 @@ type session struct {
 	fireStart time.Time
 }
 
-func start(ctx context.Context, o Options, rcv *receiver, s setup) (*session, error) {
-	c, err := startChild(ctx, o.Binary, o.Database, s.env...)
+func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) (*session, error) {
+	env := s.env
+	if o.ProfileDir != "" {
+		env = append(slices.Clip(env), "HERALD_CPU_PROFILE="+filepath.Join(o.ProfileDir, "herald-"+name+".pprof"))
+	}
+	c, err := startChild(ctx, o.Binary, o.Database, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +226,7 @@ func (s *session) result(name, title string, fired time.Duration, since time.Tim
 
 // measure runs one fire-and-deliver scenario.
 func measure(ctx context.Context, o Options, rcv *receiver, su setup, f firing, name, title string) (Result, error) {
-	s, err := start(ctx, o, rcv, su)
+	s, err := start(ctx, o, rcv, su, name)
 	if err != nil {
 		return Result{}, err
 	}
@@ -238,7 +244,7 @@ func backlog(ctx context.Context, o Options, rcv *receiver) ([]Result, error) {
 	const hooks = 10
 	s, err := start(ctx, o, rcv, setup{webhooks: hooks, hold: true,
 		// Held requests must not time out and be retried minutes later.
-		env: []string{"HERALD_ATTEMPT_TIMEOUT=30m"}})
+		env: []string{"HERALD_ATTEMPT_TIMEOUT=30m"}}, "e")
 	if err != nil {
 		return nil, err
 	}
