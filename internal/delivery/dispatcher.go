@@ -416,26 +416,56 @@ func cut(b []byte, n int) []byte {
 	return b
 }
 
+// Recording at low rates: a commit costs about as much for one outcome as
+// for dozens (it writes the same pages), so a batch smaller than lingerBatch
+// waits up to recordLinger for company. Receivers are not kept waiting: the
+// attempt has been made; only its log's status and its slot wait. Under load
+// batches fill while the previous one is written and never linger.
+const (
+	lingerBatch  = 16
+	recordLinger = 10 * time.Millisecond
+)
+
 // record writes outcomes in batches: whatever has arrived by the time the
 // previous batch is written goes into the next transaction, so under load one
-// commit covers hundreds of attempts, and when idle an outcome is written at
-// once.
+// commit covers hundreds of attempts; at low rates a small batch lingers
+// (recordLinger) for more.
 func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 	const maxBatch = 512
 	batch := make([]store.Outcome, 0, maxBatch)
+	linger := time.NewTimer(recordLinger)
+	linger.Stop()
 	for o := range outcomes {
 		batch = append(batch[:0], o)
+		closed := false
 	drain:
 		for len(batch) < maxBatch {
 			select {
 			case o, ok := <-outcomes:
 				if !ok {
+					closed = true
 					break drain
 				}
 				batch = append(batch, o)
 			default:
 				break drain
 			}
+		}
+		if len(batch) < lingerBatch && !closed {
+			linger.Reset(recordLinger)
+		wait:
+			for len(batch) < lingerBatch {
+				select {
+				case o, ok := <-outcomes:
+					if !ok {
+						break wait
+					}
+					batch = append(batch, o)
+				case <-linger.C:
+					break wait
+				}
+			}
+			linger.Stop()
 		}
 		d.complete(batch)
 		d.mu.Lock()

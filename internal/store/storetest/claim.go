@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -38,6 +40,11 @@ func testFireQueuesOrCancels(t *testing.T, b *bundle) {
 	if len(logs) != len(want) {
 		t.Fatalf("%d logs; want %d", len(logs), len(want))
 	}
+	// A cancelled log is complete when it is made (retention counts from
+	// then); a queued one is not.
+	if n := b.count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE event_id = ? AND (status = 'cancelled') = (completed_at IS NULL)`, ids[0]); n != 0 {
+		t.Errorf("%d logs with a completion time that does not match their status", n)
+	}
 	for _, l := range logs {
 		if l.WebhookID == unsubscribed.ID {
 			t.Errorf("a webhook not subscribed to %s got a log", event.LicenseCreated)
@@ -45,8 +52,18 @@ func testFireQueuesOrCancels(t *testing.T, b *bundle) {
 		if l.Status != want[l.WebhookID] {
 			t.Errorf("log of webhook %s is %s; want %s", l.WebhookID, l.Status, want[l.WebhookID])
 		}
-		if l.Status == store.Cancelled && (l.RetryReason == nil || *l.RetryReason == "") {
-			t.Errorf("a cancelled log gives no reason")
+		wantReason := map[string]string{off.ID: store.ReasonDisabled, suspended.ID: store.ReasonSuspended}[l.WebhookID]
+		if got := ""; l.RetryReason != nil {
+			got = *l.RetryReason
+			if got != wantReason {
+				t.Errorf("log of webhook %s gives reason %q; want %q", l.WebhookID, got, wantReason)
+			}
+		} else if wantReason != "" {
+			t.Errorf("log of webhook %s gives no reason; want %q", l.WebhookID, wantReason)
+		}
+		// Log ids are UUIDv7s, ordered by time like every id herald makes.
+		if u, err := uuid.Parse(l.ID); err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+			t.Errorf("log id %q is not a UUIDv7 (%v)", l.ID, err)
 		}
 		if l.Status == store.Queued && (l.NextAttemptAt == nil || !l.NextAttemptAt.Equal(b.clock.Now())) {
 			t.Errorf("queued log due at %v; want now", l.NextAttemptAt)
