@@ -127,16 +127,27 @@ func (sqliteEngine) lockMigrations(context.Context, *sql.Tx) error { return nil 
 // window and stall every other webhook. The scan then walks past their due
 // logs in the (due_at, webhook_id) index, which needs no table row.
 func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error) {
-	args := []any{ms(p.Now), jsonTexts(p.Exclude), ms(p.Now), p.Limit * 4, roomJSON(p.Room), p.PerWebhook, p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now)}
-	q := `WITH due AS (
-  SELECT id, webhook_id, due_at FROM webhook_event_logs
-  WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= ?
-    AND webhook_id NOT IN (SELECT value FROM json_texts(?)) AND COALESCE(resend_until, 0) <= ?
-  ORDER BY due_at LIMIT ?),
-ranked AS (
-  SELECT id, webhook_id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
+	most := p.PerWebhook
+	for _, n := range p.Room {
+		most = max(most, n)
+	}
+	args := []any{roomJSON(p.Room), p.PerWebhook, jsonTexts(p.Exclude), ms(p.Now), ms(p.Now), most, p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now)}
+	// Each webhook not passed over contributes its oldest due logs, found
+	// through its own index range, so the work is bounded by webhooks times
+	// their room. A single scan in due order would have to step over every
+	// due log of the webhooks passed over: in a deep backlog, with their
+	// slots full, that is the whole backlog at every wake-up.
+	q := `WITH hooks AS (
+  SELECT id, COALESCE((SELECT value FROM json_each(?) WHERE key = webhooks.id), ?) AS room FROM webhooks
+  WHERE id NOT IN (SELECT value FROM json_texts(?))),
+due AS (
+  SELECT l.id, l.due_at, h.room, ROW_NUMBER() OVER (PARTITION BY h.id ORDER BY l.due_at, l.id) AS rn
+  FROM hooks h JOIN webhook_event_logs l ON l.id IN (
+    SELECT id FROM webhook_event_logs
+    WHERE webhook_id = h.id AND status IN ('queued', 'retrying', 'pending') AND due_at <= ? AND COALESCE(resend_until, 0) <= ?
+    ORDER BY due_at LIMIT ?)),
 picked AS (
-  SELECT id FROM ranked WHERE rn <= COALESCE((SELECT value FROM json_each(?) WHERE key = ranked.webhook_id), ?) ORDER BY due_at LIMIT ?)
+  SELECT id FROM due WHERE rn <= room ORDER BY due_at, id LIMIT ?)
 UPDATE webhook_event_logs SET status = 'pending', lease = ?, due_at = ?, updated_at = ?
 WHERE id IN (SELECT id FROM picked)
 RETURNING id`
