@@ -123,8 +123,8 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 }
 
 // claim locks due rows with FOR NO KEY UPDATE SKIP LOCKED, so concurrent claims by
-// other processes pass over them instead of waiting, taking at most each
-// webhook's room of them, and leases the oldest due of those.
+// other processes pass over them instead of waiting, then caps each
+// webhook's share with a window function and leases what it keeps.
 //
 // Under READ COMMITTED a row that another claim changed and committed after
 // this statement's snapshot is re-checked against the WHERE clause once
@@ -136,24 +136,21 @@ func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]st
 	if exclude == nil {
 		exclude = []string{}
 	}
-	// Each webhook not passed over contributes its oldest due logs through
-	// its own index range (see sqliteEngine.claim for why not one scan in
-	// due order).
 	rows, err := s.writer.QueryContext(ctx, `
 WITH due AS (
-  SELECT d.id, d.due_at FROM webhooks w CROSS JOIN LATERAL (
-    SELECT id, due_at FROM webhook_event_logs
-    WHERE webhook_id = w.id AND status IN ('queued', 'retrying', 'pending') AND due_at <= $4
-      AND COALESCE(resend_until, 0) <= $4
-    ORDER BY due_at LIMIT COALESCE(($7::jsonb ->> w.id)::int, $6)
-    FOR NO KEY UPDATE SKIP LOCKED) d
-  WHERE NOT (w.id = ANY($5))),
+  SELECT id, webhook_id, due_at FROM webhook_event_logs
+  WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= $4 AND NOT (webhook_id = ANY($5))
+    AND COALESCE(resend_until, 0) <= $4
+  ORDER BY due_at LIMIT $6
+  FOR NO KEY UPDATE SKIP LOCKED),
+ranked AS (
+  SELECT id, webhook_id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
 picked AS (
-  SELECT id FROM due ORDER BY due_at, id LIMIT $8)
+  SELECT id FROM ranked WHERE rn <= COALESCE(($9::jsonb ->> ranked.webhook_id)::int, $7) ORDER BY due_at LIMIT $8)
 UPDATE webhook_event_logs l SET status = 'pending', lease = $1, due_at = $2, updated_at = $3
 FROM picked WHERE l.id = picked.id
 RETURNING l.id`,
-		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.PerWebhook, roomJSON(p.Room), p.Limit)
+		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit, roomJSON(p.Room))
 	if err != nil {
 		return nil, err
 	}
