@@ -52,12 +52,21 @@ func TestBadFlagsExitTwoWithAOneLineHint(t *testing.T) {
 	}
 }
 
-func TestUnknownLogLevelNamesTheAllowedValues(t *testing.T) {
+func TestUnknownLogSettingsNameTheAllowedValues(t *testing.T) {
 	t.Parallel()
-	env, _ := serveEnv(t)
-	code, out := runToEnd(t, env, "serve", "--log-level", "verbose")
-	if code == 0 || !strings.Contains(out, `--log-level "verbose": want debug, info, warn or error`) {
-		t.Errorf("exit %d, printed %q; want a failure naming debug, info, warn and error", code, out)
+	tests := []struct{ flag, value, want string }{
+		{"--log-level", "verbose", `--log-level "verbose": want debug, info, warn or error`},
+		{"--log-format", "logfmt", `--log-format "logfmt": want text or json`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.flag, func(t *testing.T) {
+			t.Parallel()
+			env, _ := serveEnv(t)
+			code, out := runToEnd(t, env, "serve", tt.flag, tt.value)
+			if code == 0 || !strings.Contains(out, tt.want) {
+				t.Errorf("exit %d, printed %q; want a failure saying %s", code, out, tt.want)
+			}
+		})
 	}
 }
 

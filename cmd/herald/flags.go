@@ -160,7 +160,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lease := e.Duration("lease", "HERALD_LEASE", 0, "how long a claimed attempt is held before another claim may take it (default 2×attempt-timeout+10s)")
 	keep := e.String("retention", "HERALD_RETENTION", "30d", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
 	bodyLimit := e.String("response-body-limit", "HERALD_RESPONSE_BODY_LIMIT", "4KiB", "bytes of a receiver's answer kept with each attempt, e.g. 4KiB, 512 or 0 (none); at most 64KiB")
-	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error")
+	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error (debug adds each claim and attempt)")
+	logFormat := e.String("log-format", "HERALD_LOG_FORMAT", "text", "text (key=value lines) or json (one object per line)")
+	accessLog := e.Bool("access-log", "HERALD_ACCESS_LOG", true, "log each API and portal request at info: request id, route, status, size, duration")
 	rateLimit := e.Int("rate-limit", "HERALD_RATE_LIMIT", server.DefaultRateLimit, "API requests per second one API token (or portal session) may make, with bursts of twice as many; 0: no limit")
 	rateAnon := e.Int("rate-limit-anonymous", "HERALD_RATE_LIMIT_ANONYMOUS", server.DefaultRateLimitAnonymous, "requests per second one client address may make without valid credentials, with bursts of twice as many; 0: no limit")
 	cpuProfile := e.String("cpu-profile", "HERALD_CPU_PROFILE", "", "write a CPU profile of the whole run to this file when herald stops (for `go tool pprof`; off by default)")
@@ -214,7 +216,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	var log *slog.Logger
+	switch *logFormat {
+	case "text":
+		log = slog.New(slog.NewTextHandler(stderr, opts))
+	case "json":
+		log = slog.New(slog.NewJSONHandler(stderr, opts))
+	default:
+		return fmt.Errorf("--log-format %q: want text or json", *logFormat)
+	}
 	if err := store.CheckURL(*sf.database); err != nil {
 		return err
 	}
@@ -235,8 +246,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
 			ResponseBodyLimit: keepBody},
 		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, AllowMetadata: *allowMetadata, SecureCookies: *secureCookies,
-		Retention: retention.Config{Keep: retain},
-		RateLimit: offIfZero(*rateLimit), RateLimitAnonymous: offIfZero(*rateAnon), TrustedProxies: trusted,
+		Retention:   retention.Config{Keep: retain},
+		NoAccessLog: !*accessLog,
+		RateLimit:   offIfZero(*rateLimit), RateLimitAnonymous: offIfZero(*rateAnon), TrustedProxies: trusted,
 		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
 		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout,
 	})

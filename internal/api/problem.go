@@ -82,7 +82,7 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = problem(http.StatusTooManyRequests, "busy", "Too many requests", err.Error())
 	default:
 		id := w.Header().Get(RequestIDHeader)
-		a.log.Error("request failed", "request", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		a.log.Error("api request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
 		defer cancel()
 		if a.store.Ping(ctx) != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/heraldhq/herald/internal/accesslog"
 	"github.com/heraldhq/herald/internal/api/openapi"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/licensing"
@@ -47,6 +48,7 @@ func New(c Config) http.Handler {
 	mux := http.NewServeMux()
 	h := func(pattern string, fn handler) {
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			accesslog.SetRoute(r)
 			err := checkURL(r)
 			if err == nil {
 				err = fn(w, r)
@@ -91,13 +93,18 @@ func New(c Config) http.Handler {
 }
 
 // RequestIDHeader carries the id of each API request in its answer, and the
-// server log names the same id beside any failure, so a client reporting a
-// 500 can point an operator to its cause without the answer revealing it.
-const RequestIDHeader = "X-Request-Id"
+// server log names the same id beside any failure and in the access log,
+// so a client reporting a 500 can point an operator to its cause without
+// the answer revealing it.
+const RequestIDHeader = accesslog.RequestIDHeader
 
+// withRequestID gives a request an id unless the access log, in front of
+// every surface, already has.
 func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(RequestIDHeader, store.NewID())
+		if w.Header().Get(RequestIDHeader) == "" {
+			w.Header().Set(RequestIDHeader, store.NewID())
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -134,6 +134,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			})
 			got = len(claims)
 			d.cfg.Metrics.claimed(got)
+			if got > 0 {
+				d.cfg.Logger.Debug("claimed due logs", "logs", got, "wanted", want, "lease", claims[0].Lease)
+			}
 			leaseUntil := now.Add(d.cfg.Lease)
 			for _, c := range claims {
 				// The slot is released once the outcome is recorded, not
@@ -144,7 +147,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					outcomes <- d.attempt(attemptCtx, c, leaseUntil)
+					o := d.attempt(attemptCtx, c, leaseUntil)
+					d.logOutcome(attemptCtx, c, o)
+					outcomes <- o
 				}()
 			}
 		}
@@ -385,6 +390,27 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 	return o
 }
 
+// logOutcome logs an automatic attempt at debug: which log, webhook and event,
+// and what came of it. Never the URL (receivers put credentials in query
+// strings) nor a body.
+func (d *Dispatcher) logOutcome(ctx context.Context, c store.Claim, o store.Outcome) {
+	if !d.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("log", c.LogID), slog.String("webhook", c.WebhookID),
+		slog.String("event", c.EventID), slog.Int("attempt", c.AttemptCount+1), slog.String("result", o.Result.String())}
+	if a := o.Attempt; a != nil {
+		if a.StatusCode != nil {
+			attrs = append(attrs, slog.Int("status", *a.StatusCode))
+		}
+		attrs = append(attrs, slog.Float64("duration_ms", float64(a.Duration.Microseconds())/1000))
+	}
+	if o.Reason != "" {
+		attrs = append(attrs, slog.String("reason", o.Reason))
+	}
+	d.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "attempt", attrs...)
+}
+
 // DefaultResponseBodyLimit is Config.ResponseBodyLimit's default.
 const DefaultResponseBodyLimit = 4 << 10
 
@@ -491,6 +517,7 @@ func (d *Dispatcher) complete(batch []store.Outcome) {
 		cancel()
 		if err == nil {
 			d.cfg.Metrics.recorded(len(batch))
+			d.cfg.Logger.Debug("recorded outcomes", "logs", len(batch), "suspended", len(suspended))
 			if len(suspended) > 0 && d.cfg.OnSuspend != nil {
 				d.cfg.OnSuspend(suspended)
 			}

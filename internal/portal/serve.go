@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/heraldhq/herald/internal/accesslog"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
 )
@@ -57,6 +58,7 @@ func formError(err error) error {
 // logged and not shown.
 func (h *handler) serve(fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		accesslog.SetRoute(r)
 		if r.Body != nil {
 			limit := int64(maxForm)
 			if r.URL.Path == "/signin" {

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/heraldhq/herald/internal/accesslog"
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
@@ -91,7 +92,10 @@ type Config struct {
 	BootstrapToken    string
 
 	Logger *slog.Logger
-	Out    io.Writer // where first-start credentials are printed
+	// NoAccessLog leaves out the line per API and portal request that
+	// Logger otherwise gets at info.
+	NoAccessLog bool
+	Out         io.Writer // where first-start credentials are printed
 }
 
 // DefaultReadTimeout is how long a client has to send a whole request.
@@ -188,7 +192,18 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s.handler = mux
+	var access *slog.Logger
+	if !cfg.NoAccessLog {
+		access = log
+	}
+	s.handler = accesslog.Handler(mux, access, func(r *http.Request) bool {
+		// Probes and scrapes come every few seconds and say nothing new.
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/metrics":
+			return true
+		}
+		return false
+	})
 	return s, nil
 }
 
@@ -296,7 +311,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	var err error
 	select {
 	case <-ctx.Done():
+		s.log.Info("herald stopping: no new requests; attempts in flight finish and are recorded")
 	case err = <-errc:
+		s.log.Error("herald stopping: the listener failed", "err", err)
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), s.Dispatcher.Config().AttemptTimeout+5*time.Second)
 	defer cancel()
@@ -310,5 +327,6 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	s.log.Info("herald stopped")
 	return err
 }

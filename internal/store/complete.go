@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,6 +24,25 @@ const (
 	ResendFailed                   // a manual resend failed: recorded; a failed or cancelled log becomes failed, others keep their status
 	Release                        // not attempted after all (its lease was running out): the log waits again, due now
 )
+
+// String names a result in logs.
+func (r Result) String() string {
+	switch r {
+	case Delivered:
+		return "delivered"
+	case Retry:
+		return "retry"
+	case Exhausted:
+		return "exhausted"
+	case Cancel:
+		return "cancel"
+	case ResendFailed:
+		return "resend-failed"
+	case Release:
+		return "release"
+	}
+	return "result(" + strconv.Itoa(int(r)) + ")"
+}
 
 // Outcome is one attempt's result, ready to record.
 type Outcome struct {

@@ -1,0 +1,95 @@
+// Package accesslog owns the access log: one line per API and portal
+// request, naming its request id, method, route pattern, status, size and
+// duration, and never its path values, query, headers or body, which can
+// carry what the log must not (a token, an email address). It also gives
+// every request the id that its answer carries in X-Request-Id, so a line in
+// the log and a client's report of an answer can be matched.
+package accesslog
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// RequestIDHeader carries each request's id in its answer.
+const RequestIDHeader = "X-Request-Id"
+
+type entryKey struct{}
+
+// entry is what the handlers tell the log about a request while serving it.
+type entry struct {
+	route string
+}
+
+// SetRoute records the pattern that served r (r.Pattern of the mux that
+// matched it). Handlers behind nested muxes call it, because only the
+// innermost mux knows the route; a request that no handler names is logged
+// with the outermost pattern.
+func SetRoute(r *http.Request) {
+	if e, ok := r.Context().Value(entryKey{}).(*entry); ok && r.Pattern != "" {
+		e.route = r.Pattern
+	}
+}
+
+// Handler logs every request next serves at info on log, except those for
+// which skip says so (health checks and metrics scrapes, which would drown
+// the rest). With log nil it only sets request ids.
+func Handler(next http.Handler, log *slog.Logger, skip func(*http.Request) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := uuid.Must(uuid.NewV7()).String()
+		w.Header().Set(RequestIDHeader, id)
+		if log == nil || (skip != nil && skip(r)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		e := &entry{}
+		rw := &recorder{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), entryKey{}, e))
+		next.ServeHTTP(rw, r)
+		route := e.route
+		if route == "" {
+			route = r.Pattern
+		}
+		if rw.status == 0 {
+			rw.status = http.StatusOK
+		}
+		log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("request_id", id),
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", rw.status),
+			slog.Int64("bytes", rw.bytes),
+			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+	})
+}
+
+// recorder notes the status and size of an answer. Unwrap lets
+// http.ResponseController reach the connection's own Flush and deadlines.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
