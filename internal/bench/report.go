@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -42,7 +44,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteSVG draws the report: each scenario's deliveries per second against
-// the ceiling, and its latency percentiles.
+// the ceiling, and its latency percentiles on a log scale (they span from a
+// millisecond to seconds). The backlog scenario's latencies count the time
+// the receivers held the requests, so they are not drawn, as the table
+// leaves them out.
 func (r *Report) WriteSVG(w io.Writer) error {
 	const (
 		left, barW, rowH, top = 260, 420, 28, 60
@@ -50,10 +55,15 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	)
 	rows := len(r.Results)
 	height := top + rows*rowH + 60
-	width := latLeft + latW + 80
-	maxLat := 1.0
+	width := latLeft + latW + 180
+	decades := 1 // the scale runs from 1 ms to 10^decades ms
 	for _, x := range r.Results {
-		maxLat = max(maxLat, x.P99MS)
+		for x.Scenario != "e" && x.P99MS > math.Pow(10, float64(decades)) {
+			decades++
+		}
+	}
+	scale := func(v float64) int {
+		return latLeft + int(math.Log10(max(1, v))/float64(decades)*latW)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
@@ -61,7 +71,12 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	fmt.Fprintf(&b, `<text x="10" y="20" font-size="15" font-weight="bold">herald bench: %s, %d CPUs, %s</text>`+"\n",
 		html.EscapeString(r.Started.Format("2006-01-02 15:04 UTC")), r.CPUs, html.EscapeString(r.Database))
 	fmt.Fprintf(&b, `<text x="%d" y="45">deliveries/s (bar) against the no-store ceiling of %.0f/s (full width)</text>`+"\n", left, r.Ceiling)
-	fmt.Fprintf(&b, `<text x="%d" y="45">latency p50 · p95 · p99, API call to verified receipt (ms, up to %.0f)</text>`+"\n", latLeft, maxLat)
+	fmt.Fprintf(&b, `<text x="%d" y="45">latency p50 · p95 · p99, API call to verified receipt (ms, log scale)</text>`+"\n", latLeft)
+	for d := 0; d <= decades; d++ {
+		x := latLeft + d*latW/decades
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#ddd"/>`+"\n", x, top, x, top+rows*rowH)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#666">%s</text>`+"\n", x, top+rows*rowH+14, strconv.FormatFloat(math.Pow(10, float64(d)), 'f', -1, 64))
+	}
 	for i, x := range r.Results {
 		y := top + i*rowH
 		fmt.Fprintf(&b, `<text x="10" y="%d">%s</text>`+"\n", y+17, html.EscapeString(x.Scenario+": "+short(x.Title, 38)))
@@ -69,9 +84,12 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		fw := int(min(1, x.CeilingFraction) * barW)
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="18" fill="#2b6cb0"/>`+"\n", left, y+4, fw)
 		fmt.Fprintf(&b, `<text x="%d" y="%d">%.0f/s (%.1f%%)</text>`+"\n", left+barW+6, y+17, x.DeliveriesPerSec, 100*x.CeilingFraction)
-		scale := func(v float64) int { return latLeft + int(v/maxLat*latW) }
+		if x.Scenario == "e" {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#666">drain rate; latencies include the hold</text>`+"\n", latLeft, y+17)
+			continue
+		}
 		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`+"\n", latLeft, y+13, latLeft+latW, y+13)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#c05621" stroke-width="6"/>`+"\n", scale(x.P50MS), y+13, scale(x.P95MS), y+13)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#c05621" stroke-width="6"/>`+"\n", scale(x.P50MS), y+13, max(scale(x.P95MS), scale(x.P50MS)+1), y+13)
 		fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="4" fill="#822727"/>`+"\n", scale(x.P99MS), y+13)
 		fmt.Fprintf(&b, `<text x="%d" y="%d">%.1f · %.1f · %.1f</text>`+"\n", latLeft+latW+8, y+17, x.P50MS, x.P95MS, x.P99MS)
 	}
