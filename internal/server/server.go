@@ -39,17 +39,45 @@ import (
 // -ldflags "-X github.com/heraldhq/herald/internal/server.Version=v1.2.3".
 var Version = "dev"
 
-// VersionString is Version, or the module version the binary was built
-// from (go install …@v1.2.3), or "dev". The CLI prints it and every delivery
-// sends it in its user-agent.
+// VersionString is Version, or the version Go stamped into the binary: the
+// module version of `go install …@v1.2.3`, or for a build in a git
+// checkout (Go 1.24 and later) the tag or pseudo-version of its commit, or,
+// when only the commit is known, "dev+" and the commit (with "-dirty" for
+// uncommitted changes). A build with no such information says "dev". The
+// CLI prints it and every delivery sends it in its user-agent.
 func VersionString() string {
 	if Version != "dev" {
 		return Version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, _ := debug.ReadBuildInfo()
+	return buildVersion(bi)
+}
+
+func buildVersion(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "dev"
 	}
-	return "dev"
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	v := "dev+" + rev[:min(12, len(rev))]
+	if dirty {
+		v += "-dirty"
+	}
+	return v
 }
 
 // Config is everything `herald serve` is told.
