@@ -1,7 +1,8 @@
 // Command herald is the webhook notification service: `herald serve` runs the
 // API and delivers events; `herald listen` is a local receiver for people
 // building an integration; `herald migrate` applies schema migrations;
-// `herald version` prints the version.
+// `herald version` prints the version; `herald webhooks`, `herald logs` and
+// `herald trigger` call a running herald's API through package client.
 package main
 
 import (
@@ -43,6 +44,7 @@ Usage:
   herald bench   [flags]   measure herald on this machine (loopback only)
   herald version           print the version
 
+`+apiUsage+`
 Run "herald COMMAND -h" for a command's flags. Every serve flag can also be
 set by the environment variable shown with it.
 `
@@ -61,6 +63,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return benchCmd(ctx, rest, stdout, stderr)
 	case "listen":
 		return listenCmd(ctx, rest, stdout, stderr)
+	case "webhooks":
+		return webhooksCmd(ctx, rest, stdout, stderr)
+	case "logs":
+		return logsCmd(ctx, rest, stdout, stderr)
+	case "trigger":
+		return triggerCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "herald", server.VersionString())
 		return nil

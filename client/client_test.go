@@ -1,0 +1,114 @@
+package client_test
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/webhook"
+)
+
+// start runs a real herald with a receiver subscribed to every kind Trigger
+// fires, and a client of it.
+func start(t *testing.T) (*client.Client, *heraldtest.Receiver, client.Webhook) {
+	t.Helper()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	c := client.New(h.URL, h.Token, nil)
+	w, err := c.CreateWebhook(t.Context(), client.WebhookCreate{Name: "client", URL: rcv.URL, Events: client.TriggerKinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Token == "" || w.Status != "Healthy" || !w.Enabled {
+		t.Fatalf("created %+v; want a token, Healthy and enabled", w)
+	}
+	return c, rcv, w
+}
+
+// kinds are the event kinds the receiver got, each delivery verified.
+func kinds(t *testing.T, rcv *heraldtest.Receiver, token string) []string {
+	var out []string
+	for _, r := range rcv.Requests() {
+		if err := webhook.Verify(token, r.Body, r.Header.Get("webhook-signature")); err != nil {
+			t.Errorf("a delivery failed verification (%v): %s", err, r.Body)
+		}
+		var p struct{ Event string }
+		json.Unmarshal(r.Body, &p)
+		out = append(out, p.Event)
+	}
+	return out
+}
+
+// Trigger fires each kind it names through the real API, and the event
+// reaches the webhook.
+func TestTriggerFiresEachKind(t *testing.T) {
+	t.Parallel()
+	c, rcv, w := start(t)
+	for _, kind := range client.TriggerKinds {
+		calls, err := c.Trigger(t.Context(), kind)
+		if err != nil {
+			t.Fatalf("trigger %s: %v (calls %v)", kind, err, calls)
+		}
+		heraldtest.Eventually(t, 30*time.Second, kind+" to be delivered", func() bool {
+			return slices.Contains(kinds(t, rcv, w.Token), kind)
+		})
+	}
+	if _, err := c.Trigger(t.Context(), "license.exploded"); err == nil {
+		t.Error("trigger of an unknown kind succeeded")
+	}
+}
+
+// Logs, a resend and a test through the client, and the problem herald
+// answers when a call is refused.
+func TestLogsResendTestAndProblems(t *testing.T) {
+	t.Parallel()
+	c, rcv, w := start(t)
+	ctx := t.Context()
+	if _, err := c.Trigger(ctx, "license.created"); err != nil {
+		t.Fatal(err)
+	}
+	var logs client.Page[client.EventLog]
+	heraldtest.Eventually(t, 30*time.Second, "the license.created log to succeed", func() bool {
+		var err error
+		logs, err = c.ListEventLogs(ctx, client.LogFilter{WebhookID: w.ID, Event: "license.created"})
+		return err == nil && len(logs.Data) == 1 && logs.Data[0].Status == "succeeded"
+	})
+	l := logs.Data[0]
+	if l.Attempts != nil {
+		t.Errorf("a listed log carries attempts: %+v", l.Attempts)
+	}
+	full, err := c.EventLog(ctx, l.ID)
+	if err != nil || len(full.Attempts) != 1 || full.Attempts[0].Trigger != "automatic" || full.Payload == "" {
+		t.Fatalf("log %+v, %v; want one automatic attempt and the payload", full, err)
+	}
+	before := rcv.Count()
+	resent, err := c.ResendEventLog(ctx, l.ID)
+	if err != nil || len(resent.Attempts) != 2 || resent.Attempts[1].Trigger != "resend" {
+		t.Fatalf("resend: %+v, %v; want a second attempt, a resend", resent, err)
+	}
+	if got := rcv.Requests()[before].Body; string(got) != full.Payload {
+		t.Errorf("the resend sent %s; want the same bytes %s", got, full.Payload)
+	}
+
+	res, err := c.TestWebhook(ctx, w.ID, client.TestRequest{Event: "license.renewed"})
+	if err != nil || !res.Succeeded || res.Event != "license.renewed" || res.Response == nil || res.Response.StatusCode != 204 {
+		t.Errorf("test: %+v, %v; want a 204 to a license.renewed sample", res, err)
+	}
+
+	_, err = c.CreateWebhook(ctx, client.WebhookCreate{Name: "bad", URL: "ftp://example.com/", Events: []string{"license.created"}})
+	var pe *client.Error
+	if !errors.As(err, &pe) || pe.Status != 422 || pe.RequestID == "" || len(pe.Errors) == 0 || pe.Errors[0].Field != "url" {
+		t.Errorf("create with an ftp URL: %#v; want a 422 naming url, with the request id", err)
+	}
+	if _, err := c.EventLog(ctx, "no-such-log"); !client.IsStatus(err, 404) {
+		t.Errorf("an unknown log: %v; want 404", err)
+	}
+	bad := client.New(c.BaseURL(), "hrld_wrong", nil)
+	if _, err := bad.ListWebhooks(ctx, client.WebhookFilter{}); !client.IsStatus(err, 401) {
+		t.Errorf("a wrong token: %v; want 401", err)
+	}
+}

@@ -1,0 +1,75 @@
+package client
+
+import (
+	"context"
+	"time"
+)
+
+// EventLog is one event for one webhook: its delivery and every attempt.
+type EventLog struct {
+	ID            string     `json:"id"`
+	WebhookID     string     `json:"webhookId"`
+	EventID       string     `json:"eventId"`
+	Event         string     `json:"event"`
+	Status        string     `json:"status"` // queued, pending, retrying, succeeded, failed, cancelled
+	Payload       string     `json:"payload"`
+	StatusCode    *int       `json:"statusCode"`
+	SentAt        *time.Time `json:"sentAt"`
+	ReceivedAt    *time.Time `json:"receivedAt"`
+	RetryReason   *string    `json:"retryReason"`
+	AttemptCount  int        `json:"attemptCount"`
+	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+	CreatedAt     time.Time  `json:"createdAt"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
+	// Attempts is nil in lists; EventLog and ResendEventLog fill it.
+	Attempts []Attempt `json:"attempts"`
+}
+
+// Attempt is one POST of a log's event.
+type Attempt struct {
+	Number       int        `json:"number"`
+	Trigger      string     `json:"trigger"` // automatic or resend
+	SentAt       time.Time  `json:"sentAt"`
+	ReceivedAt   *time.Time `json:"receivedAt"`
+	StatusCode   *int       `json:"statusCode"`
+	DurationMS   int64      `json:"durationMs"`
+	Error        *string    `json:"error"`
+	ResponseBody string     `json:"responseBody"`
+}
+
+// LogFilter narrows ListEventLogs; empty fields do not filter.
+type LogFilter struct {
+	WebhookID string
+	Status    string
+	Event     string
+	EventID   string
+	ListOptions
+}
+
+// ListEventLogs lists event logs, newest first, without their attempts.
+func (c *Client) ListEventLogs(ctx context.Context, f LogFilter) (Page[EventLog], error) {
+	q := f.values()
+	for k, v := range map[string]string{"webhookId": f.WebhookID, "status": f.Status, "event": f.Event, "eventId": f.EventID} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	var p Page[EventLog]
+	err := c.do(ctx, "GET", "/v3/webhook-event-logs", q, nil, &p)
+	return p, err
+}
+
+// EventLog reads one log with its attempts.
+func (c *Client) EventLog(ctx context.Context, id string) (EventLog, error) {
+	var out EventLog
+	err := c.do(ctx, "GET", "/v3/webhook-event-logs/"+esc(id), nil, nil, &out)
+	return out, err
+}
+
+// ResendEventLog attempts the log's event again now, with the same bytes,
+// and answers once the attempt is over: the log with the new attempt last.
+func (c *Client) ResendEventLog(ctx context.Context, id string) (EventLog, error) {
+	var out EventLog
+	err := c.do(ctx, "POST", "/v3/webhook-event-logs/"+esc(id)+"/resend", nil, nil, &out)
+	return out, err
+}

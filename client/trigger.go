@@ -1,0 +1,111 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// TriggerKinds are the event kinds Trigger can fire.
+var TriggerKinds = []string{
+	"license.created", "license.updated", "license.renewed", "license.expiresAt.updated",
+	"license.deleted", "license.first-activated",
+	"activation.created", "activation.deleted",
+	"product.created", "product.updated", "product.deleted",
+	"user.created", "user.updated", "user.deleted",
+	"release.created", "release.deleted",
+	"trial-activation.created", "trial-activation.deleted",
+}
+
+// Trigger makes the real API calls that fire an event of kind, creating
+// first what that change needs (a product, a license…), so a developer sees
+// a real delivery with one call. Those calls fire their own events too, as
+// any real change would (a license.renewed comes after a product.created and
+// a license.created). It returns the calls it made, in order.
+func (c *Client) Trigger(ctx context.Context, kind string) ([]string, error) {
+	if !slices.Contains(TriggerKinds, kind) {
+		return nil, fmt.Errorf("trigger: unknown event kind %q", kind)
+	}
+	var calls []string
+	note := func(call string, err error) error {
+		if err != nil {
+			return fmt.Errorf("trigger %s: %s: %w", kind, call, err)
+		}
+		calls = append(calls, call)
+		return nil
+	}
+	suffix := randomHex(4)
+	switch kind {
+	case "user.created", "user.updated", "user.deleted":
+		u, err := c.CreateUser(ctx, "trigger-"+suffix+"@example.com", "Trigger "+suffix)
+		if err := note("POST /v3/users", err); err != nil || kind == "user.created" {
+			return calls, err
+		}
+		if kind == "user.updated" {
+			_, err = c.UpdateUser(ctx, u.ID, "Trigger "+suffix+" (renamed)")
+			return calls, note("PATCH /v3/users/"+u.ID, err)
+		}
+		return calls, note("DELETE /v3/users/"+u.ID, c.DeleteUser(ctx, u.ID))
+	}
+
+	p, err := c.CreateProduct(ctx, "herald trigger "+suffix, nil)
+	if err := note("POST /v3/products", err); err != nil {
+		return calls, err
+	}
+	switch kind {
+	case "product.created":
+		return calls, nil
+	case "product.updated":
+		_, err := c.UpdateProduct(ctx, p.ID, "herald trigger "+suffix+" (renamed)")
+		return calls, note("PATCH /v3/products/"+p.ID, err)
+	case "product.deleted":
+		return calls, note("DELETE /v3/products/"+p.ID, c.DeleteProduct(ctx, p.ID))
+	case "release.created", "release.deleted":
+		r, err := c.CreateRelease(ctx, p.ID, "1.0.0-"+suffix)
+		if err := note("POST /v3/releases", err); err != nil || kind == "release.created" {
+			return calls, err
+		}
+		return calls, note("DELETE /v3/releases/"+r.ID, c.DeleteRelease(ctx, r.ID))
+	case "trial-activation.created", "trial-activation.deleted":
+		tr, err := c.StartTrial(ctx, p.ID, "trigger-"+suffix)
+		if err := note("POST /v3/trial-activations", err); err != nil || kind == "trial-activation.created" {
+			return calls, err
+		}
+		return calls, note("DELETE /v3/trial-activations/"+tr.ID, c.DeleteTrial(ctx, tr.ID))
+	}
+
+	// Everything else is about a license.
+	l, err := c.CreateLicense(ctx, LicenseCreate{ProductID: p.ID, Validity: 30, Metadata: map[string]any{"source": "herald trigger"}})
+	if err := note("POST /v3/licenses", err); err != nil {
+		return calls, err
+	}
+	switch kind {
+	case "license.created":
+		return calls, nil
+	case "license.updated":
+		_, err := c.UpdateLicenseMetadata(ctx, l.ID, map[string]any{"source": "herald trigger", "updated": true})
+		return calls, note("PATCH /v3/licenses/"+l.ID, err)
+	case "license.renewed":
+		_, err := c.RenewLicense(ctx, l.ID)
+		return calls, note("POST /v3/licenses/"+l.ID+"/renew", err)
+	case "license.expiresAt.updated":
+		_, err := c.SetLicenseExpiresAt(ctx, l.ID, time.Now().AddDate(0, 0, 90))
+		return calls, note("PATCH /v3/licenses/"+l.ID+"/expires-at", err)
+	case "license.deleted":
+		return calls, note("DELETE /v3/licenses/"+l.ID, c.DeleteLicense(ctx, l.ID))
+	}
+	a, err := c.Activate(ctx, l.Key, "trigger-"+suffix)
+	if err := note("POST /v3/activations", err); err != nil || kind != "activation.deleted" {
+		return calls, err // license.first-activated and activation.created
+	}
+	return calls, note("DELETE /v3/activations/"+a.ID, c.DeleteActivation(ctx, a.ID))
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,83 @@
+package main_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/heraldtest"
+)
+
+// The everyday commands against a running herald, as a developer would use
+// them: make a webhook, fire a real event, read its log, resend it, test the
+// webhook.
+func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
+	t.Parallel()
+	env, token := serveEnv(t)
+	a := startApp(t)
+	p := startServe(t, env, freeAddr(t))
+	cli := []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN=" + token}
+	run := func(wantCode int, args ...string) string {
+		t.Helper()
+		code, out := runToEnd(t, cli, args...)
+		if code != wantCode {
+			t.Fatalf("herald %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
+		}
+		return out
+	}
+
+	out := run(0, "webhooks", "create", "--name", "cli", "--url", a.url, "--events", "license.created,license.renewed")
+	m := regexp.MustCompile(`created webhook (\S+) \(cli\)\nsigning token: (\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("webhooks create printed %q", out)
+	}
+	hookID := m[1]
+	if out := run(0, "webhooks", "list"); !strings.Contains(out, hookID) || !strings.Contains(out, "Healthy") {
+		t.Errorf("webhooks list printed %q; want the new webhook, Healthy", out)
+	}
+
+	out = run(0, "trigger", "license.created")
+	if !strings.Contains(out, "POST /v3/products\nPOST /v3/licenses\nfired license.created") {
+		t.Errorf("trigger printed %q; want the calls it made", out)
+	}
+	heraldtest.Eventually(t, 30*time.Second, "the delivery", func() bool { return len(a.requests()) == 1 })
+
+	var page struct {
+		Data []struct{ ID, Status, Event string }
+	}
+	heraldtest.Eventually(t, 30*time.Second, "the log to succeed", func() bool {
+		out := run(0, "logs", "list", "--webhook", hookID, "--json")
+		return json.Unmarshal([]byte(out), &page) == nil && len(page.Data) == 1 && page.Data[0].Status == "succeeded"
+	})
+	logID := page.Data[0].ID
+	code := strconv.Itoa(appStatus)
+	if out := run(0, "logs", "show", logID); !strings.Contains(out, "attempt 1 (automatic)") || !strings.Contains(out, ": "+code+" in") {
+		t.Errorf("logs show printed %q; want its automatic attempt answered %s", out, code)
+	}
+	if out := run(0, "logs", "resend", logID, "--json"); !strings.Contains(out, `"trigger": "resend"`) {
+		t.Errorf("logs resend printed %q; want the new resend attempt", out)
+	}
+	if n := len(a.requests()); n != 2 {
+		t.Errorf("the receiver got %d requests; want the delivery and the resend", n)
+	}
+	if out := run(0, "webhooks", "test", hookID, "--event", "license.renewed"); !strings.Contains(out, "sent a test license.renewed") || !strings.Contains(out, "answered "+code) {
+		t.Errorf("webhooks test printed %q", out)
+	}
+
+	// Mistakes are named.
+	if out := run(1, "trigger", "license.exploded"); !strings.Contains(out, `unknown event kind "license.exploded"`) {
+		t.Errorf("an unknown kind: %q", out)
+	}
+	if out := run(1, "logs", "show", "no-such-log"); !strings.Contains(out, "404") {
+		t.Errorf("an unknown log: %q", out)
+	}
+	if code, out := runToEnd(t, []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN="}, "logs", "list"); code == 0 || !strings.Contains(out, "no API token") {
+		t.Errorf("no token: exit %d, %q; want a failure saying so", code, out)
+	}
+	if out := run(2, "logs", "show"); !strings.Contains(out, "want an event log ID") {
+		t.Errorf("no log id: %q", out)
+	}
+}
