@@ -44,7 +44,7 @@ Usage:
   herald bench   [flags]   measure herald on this machine (loopback only)
   herald version           print the version
 
-`+apiUsage+`
+` + apiUsage + `
 Run "herald COMMAND -h" for a command's flags. Every serve flag can also be
 set by the environment variable shown with it.
 `
