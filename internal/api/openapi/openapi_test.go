@@ -79,6 +79,9 @@ func (o operation) responds(status int) bool {
 func TestOperationsConsistent(t *testing.T) {
 	t.Parallel()
 	doc := load(t)
+	if len(doc.Servers) == 0 || doc.Servers[0].URL != "/" {
+		t.Errorf("servers = %v; want / first, the herald that serves the document", doc.Servers)
+	}
 	if len(doc.Security) != 1 || doc.Security[0]["bearerAuth"] == nil {
 		t.Fatalf("top-level security = %v; want bearerAuth", doc.Security)
 	}
@@ -107,6 +110,9 @@ func TestOperationsConsistent(t *testing.T) {
 		}
 		if !o.responds(http.StatusUnauthorized) {
 			t.Errorf("%s: want a 401 answer", o)
+		}
+		if !o.responds(http.StatusMethodNotAllowed) || o.op.Responses.Status(http.StatusMethodNotAllowed).Ref != "#/components/responses/MethodNotAllowed" {
+			t.Errorf("%s: want the shared 405 answer (MethodNotAllowed, with Allow)", o)
 		}
 		if strings.Contains(o.path, "{") && !o.responds(http.StatusNotFound) {
 			t.Errorf("%s: has a path id; want a 404 answer", o)
