@@ -14,7 +14,6 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"github.com/heraldhq/herald/internal/api/openapi"
 	"github.com/heraldhq/herald/internal/api/openapitest"
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
@@ -29,7 +28,7 @@ type coverage struct {
 }
 
 func newCoverage(t *testing.T, base http.RoundTripper) *coverage {
-	doc, err := openapi.Load()
+	doc, err := openapitest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +250,7 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(404, "DELETE", "/v3/webhooks/"+hid, nil, nil)
 
 	// Every operation of the document was called, and answered 2xx once.
-	d, err := openapi.Load()
+	d, err := openapitest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +338,7 @@ func clip(b []byte) string {
 }
 
 func allKinds(t *testing.T) []string {
-	d, err := openapi.Load()
+	d, err := openapitest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

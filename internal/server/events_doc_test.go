@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/api/openapi"
+	"github.com/heraldhq/herald/internal/api/openapitest"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
@@ -119,7 +119,7 @@ func TestEventsDocMatchesTheCode(t *testing.T) {
 		t.Errorf("%s documents %v; want every kind: %v", eventsDoc, documented, want)
 	}
 
-	doc, err := openapi.Load()
+	doc, err := openapitest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func fireEveryKind(t *testing.T) map[string]delivered {
 // reference, so a receiver built against the reference accepts it.
 func TestTestSamplesMatchTheReference(t *testing.T) {
 	t.Parallel()
-	doc, err := openapi.Load()
+	doc, err := openapitest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

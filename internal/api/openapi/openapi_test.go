@@ -10,11 +10,12 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/heraldhq/herald/internal/api/openapi"
+	"github.com/heraldhq/herald/internal/api/openapitest"
 )
 
 func load(t *testing.T) *openapi3.T {
 	t.Helper()
-	doc, err := openapi.Load()
+	doc, err := openapitest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +79,9 @@ func (o operation) responds(status int) bool {
 func TestOperationsConsistent(t *testing.T) {
 	t.Parallel()
 	doc := load(t)
+	if len(doc.Servers) == 0 || doc.Servers[0].URL != "/" {
+		t.Errorf("servers = %v; want / first, the herald that serves the document", doc.Servers)
+	}
 	if len(doc.Security) != 1 || doc.Security[0]["bearerAuth"] == nil {
 		t.Fatalf("top-level security = %v; want bearerAuth", doc.Security)
 	}
@@ -106,6 +110,9 @@ func TestOperationsConsistent(t *testing.T) {
 		}
 		if !o.responds(http.StatusUnauthorized) {
 			t.Errorf("%s: want a 401 answer", o)
+		}
+		if !o.responds(http.StatusMethodNotAllowed) || o.op.Responses.Status(http.StatusMethodNotAllowed).Ref != "#/components/responses/MethodNotAllowed" {
+			t.Errorf("%s: want the shared 405 answer (MethodNotAllowed, with Allow)", o)
 		}
 		if strings.Contains(o.path, "{") && !o.responds(http.StatusNotFound) {
 			t.Errorf("%s: has a path id; want a 404 answer", o)
@@ -212,8 +219,8 @@ func TestSchemaInstances(t *testing.T) {
 		schema, value string
 		ok            bool
 	}{
-		{"EventLogListItem", eventLog(""), true},
-		{"EventLogListItem", eventLog(`,"attempts":[]`), false},
+		{"EventLog", eventLog(""), true},
+		{"EventLog", eventLog(`,"attempts":[]`), false},
 		{"EventLogWithAttempts", eventLog(`,"attempts":[` + attempt + `]`), true},
 		{"EventLogWithAttempts", eventLog(""), false},
 		{"EventLog", eventLog(`,"extra":1`), false},

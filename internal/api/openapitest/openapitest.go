@@ -43,10 +43,22 @@ const prefix = "/v3"
 // maxShown caps how much of a body a failure message quotes.
 const maxShown = 2048
 
+// Load parses the API reference (the JSON that herald serves) with
+// kin-openapi and resolves its references, for tests that inspect the
+// document. Each call returns a new *openapi3.T that the caller may change.
+// Load does not validate the document; package openapi's tests do.
+func Load() (*openapi3.T, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(openapi.JSON())
+	if err != nil {
+		return nil, fmt.Errorf("load openapi document: %w", err)
+	}
+	return doc, nil
+}
+
 // loadRouter loads, validates and routes the document once per test binary.
 // The document and router are only read afterwards, so tests share them.
 var loadRouter = sync.OnceValues(func() (routers.Router, error) {
-	doc, err := openapi.Load()
+	doc, err := Load()
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +74,12 @@ var loadRouter = sync.OnceValues(func() (routers.Router, error) {
 	return r, nil
 })
 
+// loadStrict compiles the document's schemas for the strict check once per
+// test binary; compiled schemas are safe for concurrent use.
+var loadStrict = sync.OnceValues(func() (*strictSchemas, error) {
+	return newStrictSchemas(openapi.JSON())
+})
+
 // Transport returns a RoundTripper that sends each request through base
 // (http.DefaultTransport when nil) and checks each request under /v3, and
 // its answer, against herald's API document. It reports through t.Errorf:
@@ -72,6 +90,12 @@ var loadRouter = sync.OnceValues(func() (routers.Router, error) {
 //     a body where none is documented;
 //   - a request that breaks the document but was answered 2xx.
 //
+// Bodies are checked twice: by kin-openapi, which reads the document
+// leniently (it lets nullable admit null without a type, for one), and by a
+// strict JSON Schema validator under OpenAPI 3.0.3's own rules (see
+// strictSchemas), so that what a strict client or validator would refuse
+// fails here too.
+//
 // A request that breaks the document and was answered with an error is
 // only logged (t.Logf): tests send bad input on purpose. Bodies are
 // buffered, so the server and the caller read them as usual.
@@ -81,16 +105,21 @@ func Transport(t testing.TB, base http.RoundTripper) http.RoundTripper {
 	if err != nil {
 		t.Fatalf("openapitest: %v", err)
 	}
+	strict, err := loadStrict()
+	if err != nil {
+		t.Fatalf("openapitest: %v", err)
+	}
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &transport{t: t, base: base, router: router}
+	return &transport{t: t, base: base, router: router, strict: strict}
 }
 
 type transport struct {
 	t      testing.TB
 	base   http.RoundTripper
 	router routers.Router
+	strict *strictSchemas
 }
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -143,6 +172,11 @@ func (tr *transport) check(req *http.Request, resp *http.Response, respBody []by
 		} else {
 			tr.t.Logf("openapitest: %s: request breaks the API document (answered %d, as it should): %v", call, resp.StatusCode, err)
 		}
+	} else if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// Only what kin-openapi let pass, so that a request is reported once.
+		if err := tr.checkStrictRequest(route, req); err != nil {
+			tr.t.Errorf("openapitest: %s: answered %d to a request the strict check rejects: %v", call, resp.StatusCode, err)
+		}
 	}
 	if route.Operation.Responses.Status(resp.StatusCode) == nil && route.Operation.Responses.Default() == nil {
 		tr.t.Errorf("openapitest: %s: answer %d is not documented for this call\nbody: %s", call, resp.StatusCode, shown(respBody))
@@ -168,6 +202,38 @@ func (tr *transport) check(req *http.Request, resp *http.Response, respBody []by
 	if err := checkNoBody(route, resp.StatusCode, respBody); err != nil {
 		tr.t.Errorf("openapitest: %s: answer %d does not match the API document: %v\nbody: %s", call, resp.StatusCode, err, shown(respBody))
 	}
+	ct := resp.Header.Get("Content-Type")
+	if !isJSON(ct) || len(respBody) == 0 {
+		return
+	}
+	if ptr, ok := tr.strict.responseSchema(route.Method, route.Path, resp.StatusCode, ct); ok {
+		if err := tr.strict.check(ptr, respBody); err != nil {
+			tr.t.Errorf("openapitest: %s: answer %d fails the strict check: %v\nbody: %s", call, resp.StatusCode, err, shown(respBody))
+		}
+	}
+}
+
+// checkStrictRequest holds an accepted request's JSON body to the strict
+// reading of the document.
+func (tr *transport) checkStrictRequest(route *routers.Route, req *http.Request) error {
+	ct := req.Header.Get("Content-Type")
+	// GetBody, not Body: kin-openapi reads Body after this.
+	rc, err := req.GetBody()
+	if err != nil {
+		return fmt.Errorf("read request body: %w", err)
+	}
+	body, err := drain(rc)
+	if err != nil {
+		return fmt.Errorf("read request body: %w", err)
+	}
+	if !isJSON(ct) || len(body) == 0 {
+		return nil
+	}
+	ptr, ok := tr.strict.requestSchema(route.Method, route.Path, ct)
+	if !ok {
+		return nil
+	}
+	return tr.strict.check(ptr, body)
 }
 
 // checkNoBody reports a body on an answer the document gives no content,
