@@ -50,7 +50,9 @@ func (e *envFlags) Duration(name, env string, def time.Duration, help string) *t
 			e.errs = append(e.errs, fmt.Errorf("$%s %q: %w", env, v, err))
 		}
 	}
-	e.fs.Var(&d, name, help+" ($"+env+")")
+	// The backquotes make -h name the value "duration", as it does for the
+	// flag package's own duration flags.
+	e.fs.Var(&d, name, help+", a `duration` such as 90s, 5m or 1h30m ($"+env+")")
 	return (*time.Duration)(&d)
 }
 
