@@ -57,8 +57,10 @@ type engine interface {
 	// lockMigrations makes concurrent migrators take turns; it is called
 	// first in each migration's transaction.
 	lockMigrations(ctx context.Context, tx *sql.Tx) error
-	// claim moves due logs to pending under a lease; see Store.Claim.
-	claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error)
+	// claim moves due logs to pending under a lease and returns their ids,
+	// and of those the ones it took over from an ended lease (where the
+	// engine can tell); see Store.Claim.
+	claim(ctx context.Context, s *Store, p ClaimParams) (ids []string, takenOver map[string]bool, err error)
 	// announce tells other processes, after a commit, that logs became due
 	// (no-op for SQLite).
 	announce()
