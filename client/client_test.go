@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/webhook"
 )
@@ -110,5 +111,18 @@ func TestLogsResendTestAndProblems(t *testing.T) {
 	bad := client.New(c.BaseURL(), "hrld_wrong", nil)
 	if _, err := bad.ListWebhooks(ctx, client.WebhookFilter{}); !client.IsStatus(err, 401) {
 		t.Errorf("a wrong token: %v; want 401", err)
+	}
+}
+
+// Trigger knows every kind herald fires, so `herald trigger` can show each.
+func TestTriggerKnowsEveryKind(t *testing.T) {
+	var kinds []string
+	for _, k := range event.Kinds {
+		kinds = append(kinds, string(k))
+	}
+	slices.Sort(kinds)
+	got := slices.Sorted(slices.Values(client.TriggerKinds))
+	if !slices.Equal(got, kinds) {
+		t.Errorf("Trigger fires %v; herald's kinds are %v", got, kinds)
 	}
 }

@@ -35,14 +35,25 @@ func SetRoute(r *http.Request) {
 	}
 }
 
-// Handler logs every request next serves at info on log, except those for
-// which skip says so (health checks and metrics scrapes, which would drown
-// the rest). With log nil it only sets request ids.
-func Handler(next http.Handler, log *slog.Logger, skip func(*http.Request) bool) http.Handler {
+// Options says where a request's line goes.
+type Options struct {
+	// Log gets a line per request at info; nil logs nothing.
+	Log *slog.Logger
+	// Observe, when set, is told each request's route, method, status and
+	// duration (for metrics).
+	Observe func(route, method string, status int, d time.Duration)
+	// Skip leaves a request out of both (health checks and metrics
+	// scrapes, which would drown the rest).
+	Skip func(*http.Request) bool
+}
+
+// Handler gives every request an id and logs and observes those that o
+// does not skip.
+func Handler(next http.Handler, o Options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := uuid.Must(uuid.NewV7()).String()
 		w.Header().Set(RequestIDHeader, id)
-		if log == nil || (skip != nil && skip(r)) {
+		if (o.Log == nil && o.Observe == nil) || (o.Skip != nil && o.Skip(r)) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -58,13 +69,20 @@ func Handler(next http.Handler, log *slog.Logger, skip func(*http.Request) bool)
 		if rw.status == 0 {
 			rw.status = http.StatusOK
 		}
-		log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		took := time.Since(start)
+		if o.Observe != nil {
+			o.Observe(route, r.Method, rw.status, took)
+		}
+		if o.Log == nil {
+			return
+		}
+		o.Log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("request_id", id),
 			slog.String("method", r.Method),
 			slog.String("route", route),
 			slog.Int("status", rw.status),
 			slog.Int64("bytes", rw.bytes),
-			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+			slog.Float64("duration_ms", float64(took.Microseconds())/1000))
 	})
 }
 

@@ -133,7 +133,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				Limit: want, PerWebhook: perWebhook, Room: room, Exclude: exclude,
 			})
 			got = len(claims)
-			d.cfg.Metrics.claimed(got)
+			takenOver := 0
+			for _, c := range claims {
+				if c.TakenOver {
+					takenOver++
+				}
+			}
+			d.cfg.Metrics.claimed(got, takenOver)
 			if got > 0 {
 				d.cfg.Logger.Debug("claimed due logs", "logs", got, "wanted", want, "lease", claims[0].Lease)
 			}

@@ -1,31 +1,53 @@
 package delivery
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics counts what the dispatcher does. A nil *Metrics counts nothing.
+// No series has a per-webhook label: webhooks are unbounded in number, and
+// a webhook's own figures are in the API and the portal.
 type Metrics struct {
-	attempts *prometheus.CounterVec
-	duration prometheus.Histogram
-	claims   prometheus.Counter
-	queries  prometheus.Counter
-	records  prometheus.Counter
+	attempts  *prometheus.CounterVec
+	responses *prometheus.CounterVec
+	failures  *prometheus.CounterVec
+	duration  prometheus.Histogram
+	claims    prometheus.Counter
+	queries   prometheus.Counter
+	records   prometheus.Counter
+	takeovers prometheus.Counter
 }
 
 // NewMetrics registers the delivery metrics with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_delivery_attempts_total", Help: "Delivery attempts by result (succeeded or failed).",
+			Name: "herald_delivery_attempts_total", Help: "Delivery attempts (automatic and resends; not tests) by result: succeeded or failed.",
 		}, []string{"result"}),
+		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_delivery_responses_total", Help: "Receivers' answers to delivery attempts by status class (2xx, 3xx, 4xx, 5xx), or none when no answer came.",
+		}, []string{"class"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_delivery_failures_total", Help: "Failed delivery attempts by reason: timeout, connection, address_refused, headers_too_large, redirect, status, invalid_url.",
+		}, []string{"reason"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "herald_delivery_attempt_duration_seconds", Help: "Time from sending a delivery to its response.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
 		}),
-		claims:  prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_claimed_total", Help: "Event logs claimed for an attempt."}),
-		queries: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_claim_queries_total", Help: "Claim queries made, whether or not they found due logs."}),
-		records: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_outcomes_recorded_total", Help: "Attempt outcomes written to the database."}),
+		claims:    prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_claimed_total", Help: "Event logs claimed for an attempt."}),
+		queries:   prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_claim_queries_total", Help: "Claim queries made, whether or not they found due logs."}),
+		records:   prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_outcomes_recorded_total", Help: "Attempt outcomes written to the database."}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_lease_takeovers_total", Help: "Attempts taken over from a process that died holding them (claimed after their lease ended, or released at start on SQLite)."}),
 	}
-	reg.MustRegister(m.attempts, m.duration, m.claims, m.queries, m.records)
+	for _, r := range []string{"succeeded", "failed"} {
+		m.attempts.WithLabelValues(r)
+	}
+	for _, c := range []string{"2xx", "3xx", "4xx", "5xx", "none"} {
+		m.responses.WithLabelValues(c)
+	}
+	reg.MustRegister(m.attempts, m.responses, m.failures, m.duration, m.claims, m.queries, m.records, m.takeovers)
 	return m
 }
 
@@ -36,21 +58,41 @@ func (m *Metrics) attempted(r Result) {
 	result := "succeeded"
 	if !r.OK() {
 		result = "failed"
+		m.failures.WithLabelValues(r.Failure).Inc()
 	}
 	m.attempts.WithLabelValues(result).Inc()
+	class := "none"
+	if r.StatusCode != nil {
+		switch c := *r.StatusCode; {
+		case c >= 200 && c < 600:
+			class = strconv.Itoa(c/100) + "xx"
+		default:
+			class = "other"
+		}
+	}
+	m.responses.WithLabelValues(class).Inc()
 	m.duration.Observe(r.Duration.Seconds())
 }
 
-func (m *Metrics) claimed(n int) {
+func (m *Metrics) claimed(n, takenOver int) {
 	if m == nil {
 		return
 	}
 	m.queries.Inc()
 	m.claims.Add(float64(n))
+	m.takeovers.Add(float64(takenOver))
 }
 
 func (m *Metrics) recorded(n int) {
 	if m != nil {
 		m.records.Add(float64(n))
+	}
+}
+
+// TookOver counts attempts taken over otherwise than by a claim: on SQLite,
+// those a crashed predecessor left in flight, released at start.
+func (m *Metrics) TookOver(n int) {
+	if m != nil {
+		m.takeovers.Add(float64(n))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/webhook"
 )
@@ -85,6 +86,10 @@ type Result struct {
 	RespBody   []byte
 	Duration   time.Duration
 	Err        string // why it failed; "" when it succeeded
+	// Failure is Err's kind, one of a few fixed words (for metrics):
+	// timeout, connection, address_refused, headers_too_large, redirect,
+	// status, invalid_url; "" when it succeeded.
+	Failure string
 }
 
 // OK reports a 2xx.
@@ -97,7 +102,7 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
-		return Result{SentAt: time.Now(), Err: "invalid URL: " + err.Error()}
+		return Result{SentAt: time.Now(), Err: "invalid URL: " + err.Error(), Failure: "invalid_url"}
 	}
 	hr.ContentLength = int64(len(req.Body))
 	// Set as the specification spells them; Go would otherwise canonicalise
@@ -113,7 +118,7 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	resp, err := s.client.Do(hr)
 	if err != nil {
 		res.Duration = time.Since(res.SentAt)
-		res.Err = describe(err, s.timeout)
+		res.Err, res.Failure = describe(err, s.timeout)
 		return res
 	}
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, store.MaxResponseBody))
@@ -126,24 +131,29 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	res.Duration = now.Sub(res.SentAt)
 	switch {
 	case readErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		res.Err = fmt.Sprintf("timed out after %s reading the response", s.timeout)
+		res.Err, res.Failure = fmt.Sprintf("timed out after %s reading the response", s.timeout), "timeout"
 	case code >= 200 && code < 300:
 	case code >= 300 && code < 400:
-		res.Err = fmt.Sprintf("receiver answered %d redirect to %q; redirects are not followed", code, resp.Header.Get("Location"))
+		res.Err, res.Failure = fmt.Sprintf("receiver answered %d redirect to %q; redirects are not followed", code, resp.Header.Get("Location")), "redirect"
 	default:
-		res.Err = fmt.Sprintf("receiver answered %d", code)
+		res.Err, res.Failure = fmt.Sprintf("receiver answered %d", code), "status"
 	}
 	return res
 }
 
-func describe(err error, timeout time.Duration) string {
+// describe says why a request failed, and the kind of failure.
+func describe(err error, timeout time.Duration) (reason, kind string) {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Sprintf("timed out after %s with no response", timeout)
+		return fmt.Sprintf("timed out after %s with no response", timeout), "timeout"
 	}
 	if msg := err.Error(); strings.Contains(msg, "server response headers exceeded") || // HTTP/1
 		strings.Contains(msg, "response header list larger than advertised limit") { // HTTP/2
 		// Go's own words name neither the receiver nor the bound in KiB.
-		return fmt.Sprintf("receiver's response headers exceed %d KiB; the answer was not read", MaxResponseHeaderBytes>>10)
+		return fmt.Sprintf("receiver's response headers exceed %d KiB; the answer was not read", MaxResponseHeaderBytes>>10), "headers_too_large"
+	}
+	kind = "connection"
+	if errors.Is(err, netguard.ErrBlocked) {
+		kind = "address_refused"
 	}
 	var ue interface{ Unwrap() error }
 	if errors.As(err, &ue) {
@@ -151,5 +161,5 @@ func describe(err error, timeout time.Duration) string {
 			err = inner
 		}
 	}
-	return "request failed: " + err.Error()
+	return "request failed: " + err.Error(), kind
 }

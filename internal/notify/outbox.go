@@ -17,6 +17,23 @@ type Outbox struct {
 	sender *Sender // nil: keep, do not send
 	log    *slog.Logger
 	wake   chan struct{}
+	// Done, when set, is told how each email left the outbox or failed a
+	// send: EmailSent, EmailKept, EmailFailed or EmailGivenUp (for metrics).
+	Done func(result string)
+}
+
+// What became of an email, as Outbox.Done is told.
+const (
+	EmailSent    = "sent"     // the SMTP server took it
+	EmailKept    = "kept"     // no SMTP server is configured: kept in the database
+	EmailFailed  = "failed"   // a send failed; it is tried again later
+	EmailGivenUp = "given_up" // every send failed; kept, marked not sent
+)
+
+func (o *Outbox) done(result string) {
+	if o.Done != nil {
+		o.Done(result)
+	}
 }
 
 // NewOutbox returns an Outbox; sender may be nil.
@@ -75,6 +92,7 @@ func (o *Outbox) flush(ctx context.Context) {
 				o.log.Error("mark email", "err", err)
 				return
 			}
+			o.done(EmailKept)
 			continue
 		}
 		if err := o.sender.Send(ctx, Message{To: e.To, Subject: e.Subject, Text: e.Body}); err != nil {
@@ -85,6 +103,7 @@ func (o *Outbox) flush(ctx context.Context) {
 			o.log.Error("mark email sent", "err", err)
 			return
 		}
+		o.done(EmailSent)
 	}
 }
 
@@ -101,12 +120,14 @@ func (o *Outbox) failed(ctx context.Context, e store.Email, err error) {
 		return
 	}
 	if attempts >= maxEmailAttempts {
+		o.done(EmailGivenUp)
 		o.log.Error("email not sent; giving up", "to", e.To, "attempts", attempts, "err", err)
 		if merr := o.store.MarkEmail(ctx, e.ID, fmt.Sprintf("not sent after %d attempts: %v", attempts, err)); merr != nil {
 			o.log.Error("mark email", "err", merr)
 		}
 		return
 	}
+	o.done(EmailFailed)
 	o.log.Warn("send email; will retry", "to", e.To, "attempts", attempts, "err", err)
 }
 

@@ -26,6 +26,8 @@ type Config struct {
 	Batch    int           // 1000: rows per transaction
 	Pause    time.Duration // 20ms: between batches
 	Logger   *slog.Logger
+	// Removed, when set, is told what each pass removed (for metrics).
+	Removed func(logs, events int)
 }
 
 func (c Config) withDefaults() Config {
@@ -52,6 +54,9 @@ func Run(ctx context.Context, st *store.Store, cfg Config) {
 			cfg.Logger.Warn("retention: will try again", "err", err)
 		case logs > 0 || events > 0:
 			cfg.Logger.Info("retention: removed expired event logs", "logs", logs, "events", events)
+		}
+		if cfg.Removed != nil && (logs > 0 || events > 0) {
+			cfg.Removed(logs, events)
 		}
 		select {
 		case <-ctx.Done():

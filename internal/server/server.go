@@ -19,14 +19,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/heraldhq/herald/internal/accesslog"
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/portal"
@@ -163,10 +163,17 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log})
+	// The metrics need the store and the store reports to the metrics: m is
+	// set before anything can fire.
+	var m *metrics.Metrics
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log,
+		OnFired: func(kinds []event.Kind) { m.Fired(kinds) }})
 	if err != nil {
 		return nil, err
 	}
+	m = metrics.New(st, VersionString(), log)
+	reg := m.Registry
+	dm := delivery.NewMetrics(reg)
 	s := &Server{cfg: cfg, Store: st, log: log}
 	if st.Engine() == "sqlite" {
 		// This process holds the database's lock, so any lease left is a
@@ -176,6 +183,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		} else if n > 0 {
 			log.Warn("attempts left in flight by a previous run are due again", "logs", n)
+			dm.TookOver(int(n))
 		}
 	}
 	var sender *notify.Sender
@@ -186,19 +194,20 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.outbox = notify.NewOutbox(st, sender, log)
+	s.outbox.Done = m.Email
+	s.cfg.Retention.Removed = m.Removed
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate, AllowMetadata: cfg.AllowMetadata, Resolver: net.DefaultResolver}
 	dc := cfg.Delivery
 	dc.Dial = policy.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
 	dc.UserAgent = "herald/" + VersionString()
 	dc.Logger = log
-	dc.Metrics = delivery.NewMetrics(reg)
+	dc.Metrics = dm
 	dc.OnSuspend = func(sp []store.Suspension) {
 		for _, x := range sp {
 			log.Warn("webhook suspended", "account", x.AccountID, "webhook", x.WebhookID)
 		}
+		m.Suspended(len(sp))
 		s.outbox.Wake()
 	}
 	s.Dispatcher = delivery.New(st, dc)
@@ -234,14 +243,14 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if !cfg.NoAccessLog {
 		access = log
 	}
-	s.handler = accesslog.Handler(mux, access, func(r *http.Request) bool {
+	s.handler = accesslog.Handler(mux, accesslog.Options{Log: access, Observe: m.Request, Skip: func(r *http.Request) bool {
 		// Probes and scrapes come every few seconds and say nothing new.
 		switch r.URL.Path {
 		case "/healthz", "/readyz", "/metrics":
 			return true
 		}
 		return false
-	})
+	}})
 	// Last, so that nothing after it can fail a start whose credentials
 	// have been printed.
 	if err := s.bootstrap(ctx); err != nil {

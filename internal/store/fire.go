@@ -21,6 +21,7 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 	if err != nil {
 		return "", err
 	}
+	tx.kinds = append(tx.kinds, kind)
 	if tx.s.eng.name() == "postgres" {
 		return id, tx.firePostgres(ctx, accountID, id, kind, body, now)
 	}

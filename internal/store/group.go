@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/heraldhq/herald/internal/event"
 )
 
 // Group commit, on SQLite.
@@ -36,6 +38,7 @@ type groupTx struct {
 type groupResult struct {
 	err      error
 	fired    bool
+	kinds    []event.Kind
 	panicked any // re-panicked in the caller's goroutine
 	hasPanic bool
 }
@@ -145,7 +148,7 @@ func (c *committer) commit(group []*groupTx) {
 				break
 			}
 		}
-		tx.fired = false
+		tx.fired, tx.kinds = false, nil
 		r := run(g, tx)
 		if r.err != nil || r.hasPanic {
 			if alone {
@@ -164,6 +167,9 @@ func (c *committer) commit(group []*groupTx) {
 			}
 		}
 		r.fired = r.err == nil && !r.hasPanic && tx.fired
+		if r.err == nil && !r.hasPanic {
+			r.kinds = tx.kinds
+		}
 		results[i] = r
 	}
 	switch {
@@ -183,6 +189,9 @@ func (c *committer) commit(group []*groupTx) {
 			r = groupResult{err: failed}
 		}
 		fired = fired || r.fired
+		if failed == nil {
+			c.s.firedKinds(r.kinds)
+		}
 		g.done <- r
 	}
 	if fired && failed == nil {

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/heraldhq/herald/internal/event"
 
 	"github.com/heraldhq/herald/internal/secret"
 )
@@ -75,6 +76,8 @@ type Store struct {
 	box    *secret.Box
 	now    func() time.Time
 	log    *slog.Logger
+	// onFired is Options.OnFired.
+	onFired func([]event.Kind)
 
 	group *committer // SQLite: write transactions committed in groups (group.go)
 
@@ -95,6 +98,9 @@ type Options struct {
 	// Logger reports trouble in the store's own background work (the
 	// PostgreSQL listener); slog.Default() when nil.
 	Logger *slog.Logger
+	// OnFired, when set, is told the kinds of the events each committed
+	// transaction fired, after its commit (for metrics).
+	OnFired func([]event.Kind)
 }
 
 // Open connects to the database named by url ("sqlite:PATH" or
@@ -105,7 +111,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{box: box, now: opts.Now, log: opts.Logger}
+	s := &Store{box: box, now: opts.Now, log: opts.Logger, onFired: opts.OnFired}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -314,6 +320,7 @@ type Tx struct {
 	s     *Store
 	tx    *sql.Tx
 	fired bool
+	kinds []event.Kind         // of the events fired, for Options.OnFired
 	stmts map[string]*sql.Stmt // this transaction's handles on the store's prepared statements
 	// detached is set on SQLite's group commit, where one transaction holds
 	// several callers' work: a caller's cancelled context must not interrupt
@@ -378,11 +385,19 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 	if err := sqltx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.firedKinds(tx.kinds)
 	if tx.fired {
 		s.wake()
 		s.eng.announce()
 	}
 	return nil
+}
+
+// firedKinds tells Options.OnFired what a committed transaction fired.
+func (s *Store) firedKinds(kinds []event.Kind) {
+	if len(kinds) > 0 && s.onFired != nil {
+		s.onFired(kinds)
+	}
 }
 
 // Exec runs a statement written with ? placeholders.
