@@ -35,26 +35,39 @@ func SetRoute(r *http.Request) {
 	}
 }
 
+// Route returns the route pattern that served r: the one a handler recorded
+// with SetRoute, else r.Pattern (the outermost mux's, once it has served r).
+func Route(r *http.Request) string {
+	if e, ok := r.Context().Value(entryKey{}).(*entry); ok && e.route != "" {
+		return e.route
+	}
+	return r.Pattern
+}
+
 // Handler logs every request next serves at info on log, except those for
 // which skip says so (health checks and metrics scrapes, which would drown
-// the rest). With log nil it only sets request ids.
+// the rest). With log nil it only sets request ids and lets handlers record
+// their route.
 func Handler(next http.Handler, log *slog.Logger, skip func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := uuid.Must(uuid.NewV7()).String()
 		w.Header().Set(RequestIDHeader, id)
-		if log == nil || (skip != nil && skip(r)) {
+		if skip != nil && skip(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// The entry is made even with the log off: a request's span is named
+		// by the route it records (Route).
+		e := &entry{}
+		r = r.WithContext(context.WithValue(r.Context(), entryKey{}, e))
+		if log == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
 		start := time.Now()
-		e := &entry{}
 		rw := &recorder{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), entryKey{}, e))
 		next.ServeHTTP(rw, r)
-		route := e.route
-		if route == "" {
-			route = r.Pattern
-		}
+		route := Route(r)
 		if rw.status == 0 {
 			rw.status = http.StatusOK
 		}
