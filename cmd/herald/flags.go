@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -43,16 +45,37 @@ func (e *envFlags) String(name, env, def, help string) *string {
 }
 
 func (e *envFlags) Duration(name, env string, def time.Duration, help string) *time.Duration {
-	d := def
+	d := durationValue(def)
 	if v, ok := os.LookupEnv(env); ok {
-		p, err := time.ParseDuration(v)
-		if err != nil {
-			e.errs = append(e.errs, fmt.Errorf("$%s: %w", env, err))
+		if err := d.Set(v); err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s %q: %w", env, v, err))
 		}
-		d = p
 	}
-	return e.fs.Duration(name, d, help+" ($"+env+")")
+	// The backquotes make -h name the value "duration", as it does for the
+	// flag package's own duration flags.
+	e.fs.Var(&d, name, help+", a `duration` such as 90s, 5m or 1h30m ($"+env+")")
+	return (*time.Duration)(&d)
 }
+
+// maxDurationHours is the most whole hours a time.Duration holds (about
+// 292 years).
+const maxDurationHours = math.MaxInt64 / int64(time.Hour)
+
+// durationValue is a duration flag whose error says what is allowed:
+// time.ParseDuration calls a duration too long for time.Duration merely
+// invalid, and the flag package adds only "parse error".
+type durationValue time.Duration
+
+func (d *durationValue) Set(text string) error {
+	v, err := time.ParseDuration(text)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 15s, 5m or 1h30m, at most %dh", maxDurationHours)
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
 
 func (e *envFlags) Int(name, env string, def int, help string) *int {
 	n := def
@@ -146,6 +169,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &envFlags{fs: flag.NewFlagSet("herald serve", flag.ContinueOnError)}
 	e.fs.SetOutput(stderr)
 	addr := e.String("addr", "HERALD_ADDR", "127.0.0.1:8080", "address the API listens on")
+	metricsAddr := e.String("metrics-addr", "HERALD_METRICS_ADDR", "", "address /metrics is served on, alone (default: on --addr with the API)")
 	sf := addStoreFlags(e)
 	timeout := e.Duration("attempt-timeout", "HERALD_ATTEMPT_TIMEOUT", 15*time.Second, "time-out of one delivery attempt")
 	maxAttempts := e.Int("max-attempts", "HERALD_MAX_ATTEMPTS", 5, "attempts per event, the first included")
@@ -179,8 +203,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		v = append(v, "--trusted-proxies: "+err.Error())
 	}
-	if *timeout <= 0 {
-		v = append(v, "--attempt-timeout must be positive")
+	if *timeout <= 0 || *timeout > maxAttemptTimeout {
+		// The cap keeps the lease derived from it (2×attempt-timeout+10s)
+		// from overflowing; an attempt is one HTTP request.
+		v = append(v, fmt.Sprintf("--attempt-timeout must be positive and at most %v", maxAttemptTimeout))
 	}
 	if *maxAttempts < 1 {
 		v = append(v, "--max-attempts must be at least 1")
@@ -202,7 +228,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	retain, err := retention.ParseDuration(*keep)
 	if err != nil {
-		v = append(v, "--retention: "+err.Error())
+		v = append(v, "--retention "+err.Error())
 	}
 	keepBody, err := parseSize(*bodyLimit, store.MaxResponseBody)
 	if err != nil {
@@ -230,6 +256,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := store.CheckURL(*sf.database); err != nil {
 		return err
 	}
+	// The listeners are bound before anything else is made: a port in use
+	// must stop herald before a key file, a database or the first account
+	// (whose credentials are printed only once) exists.
+	ln, metricsLn, err := bindListeners(*addr, *metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // closing again after Run is harmless
+	if metricsLn != nil {
+		defer metricsLn.Close()
+	}
 	key, err := sf.key(stderr)
 	if err != nil {
 		return err
@@ -256,7 +293,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	srv, err := server.Open(ctx, server.Config{
-		Addr: *addr, DatabaseURL: *sf.database, SecretKey: key,
+		DatabaseURL: *sf.database, SecretKey: key, MetricsListener: metricsLn,
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
 			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
 			ResponseBodyLimit: keepBody},
@@ -270,7 +307,37 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, nil)
+	return srv.Run(ctx, ln)
+}
+
+// maxAttemptTimeout bounds --attempt-timeout.
+const maxAttemptTimeout = 24 * time.Hour
+
+// bindListeners listens on the API's address and, when one is given, the
+// metrics address.
+func bindListeners(addr, metricsAddr string) (api, metrics net.Listener, err error) {
+	api, err = net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--addr %s: cannot listen: %w; stop what uses it or choose another address", addr, listenCause(err))
+	}
+	if metricsAddr == "" {
+		return api, nil, nil
+	}
+	metrics, err = net.Listen("tcp", metricsAddr)
+	if err != nil {
+		api.Close()
+		return nil, nil, fmt.Errorf("--metrics-addr %s: cannot listen: %w; it must be free and differ from --addr", metricsAddr, listenCause(err))
+	}
+	return api, metrics, nil
+}
+
+// listenCause drops the "listen tcp ADDR:" a listen error starts with, which
+// the flag's name and value replace.
+func listenCause(err error) error {
+	if op, ok := errors.AsType[*net.OpError](err); ok {
+		return op.Err
+	}
+	return err
 }
 
 // startCPUProfile profiles the process into path until the returned stop.
@@ -299,12 +366,21 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	e := &envFlags{fs: flag.NewFlagSet("herald migrate", flag.ContinueOnError)}
 	e.fs.SetOutput(stderr)
 	sf := addStoreFlags(e)
+	create := e.fs.Bool("create", false, "create the SQLite database (and its key file) when its file does not exist; without it a missing file is refused, as a mistyped path would start an empty database")
 	if err := parse(e, args); err != nil {
 		return err
 	}
-	// A URL herald cannot open is refused before a key file is created for it.
+	// A URL herald cannot open, or (unless told to create it) a SQLite file
+	// that is not there, is refused before a key file is created for it.
 	if err := store.CheckURL(*sf.database); err != nil {
 		return err
+	}
+	if !*create {
+		if err := store.CheckExists(*sf.database); errors.Is(err, store.ErrNoDatabase) {
+			return fmt.Errorf("--database %s: %w; check the path, or pass --create to make a new database", *sf.database, err)
+		} else if err != nil {
+			return fmt.Errorf("--database %s: %w", *sf.database, err)
+		}
 	}
 	key, err := sf.key(stderr)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/heraldhq/herald/internal/heraldtest"
@@ -78,11 +79,15 @@ func TestReceivers(t *testing.T) {
 
 			// The Test's request, exactly as herald sent it, then altered.
 			for _, tc := range []struct {
-				name   string
-				change func(header http.Header, body []byte) []byte // nil: unaltered
-				ok     bool
+				name    string
+				change  func(header http.Header, body []byte) []byte // nil: unaltered
+				chunked bool                                         // one byte a chunk, no Content-Length
+				ok      bool
 			}{
 				{name: "replayed unaltered", ok: true},
+				{name: "body chunked", chunked: true, ok: true},
+				{name: "body chunked, signature under another token", change: signWith("whsec_another_token"), chunked: true},
+				{name: "body chunked, one character changed", change: tamper, chunked: true},
 				{name: "header as Webhook-Signature", change: signatureHeaderAs("Webhook-Signature"), ok: true},
 				{name: "header as WEBHOOK-SIGNATURE", change: signatureHeaderAs("WEBHOOK-SIGNATURE"), ok: true},
 				{name: "one character of the body changed", change: tamper},
@@ -90,7 +95,7 @@ func TestReceivers(t *testing.T) {
 				{name: "signature under another token", change: signWith("whsec_another_token")},
 				{name: "no signature", change: dropSignature},
 			} {
-				switch status := replay(t, sent, tc.change); {
+				switch status := replay(t, sent, tc.change, tc.chunked); {
 				case tc.ok && status != answered:
 					t.Errorf("%s: status %d; want %d", tc.name, status, answered)
 				case tc.ok:
@@ -184,8 +189,9 @@ func testDelivery(t *testing.T, h *heraldtest.Herald, hookID string) sentRequest
 // replay sends sent to its URL again, after change (when not nil) has
 // altered its headers and body, and returns the receiver's status. The
 // headers are keyed by the lowercase names herald sends, and Go's client
-// writes a header map's keys as they are.
-func replay(t *testing.T, sent sentRequest, change func(header http.Header, body []byte) []byte) int {
+// writes a header map's keys as they are. A chunked body goes one byte a
+// chunk, so that its multi-byte characters are split across chunks.
+func replay(t *testing.T, sent sentRequest, change func(header http.Header, body []byte) []byte, chunked bool) int {
 	t.Helper()
 	header := http.Header{}
 	for name, value := range sent.Headers {
@@ -201,11 +207,19 @@ func replay(t *testing.T, sent sentRequest, change func(header http.Header, body
 	if change != nil {
 		body = change(header, body)
 	}
-	req, err := http.NewRequest(http.MethodPost, sent.URL, bytes.NewReader(body))
+	var reader io.Reader = bytes.NewReader(body)
+	if chunked {
+		reader = iotest.OneByteReader(reader)
+	}
+	req, err := http.NewRequest(http.MethodPost, sent.URL, reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header = header
+	if chunked {
+		req.ContentLength = -1 // unknown: Transfer-Encoding: chunked
+		req.TransferEncoding = []string{"chunked"}
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)

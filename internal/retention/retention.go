@@ -9,6 +9,7 @@ package retention
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -106,26 +107,42 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// MaxKeep is the longest retention ParseDuration accepts, 106751 days
+// (about 292 years): the most whole days a time.Duration holds. Anything
+// longer would wrap around to a short or negative duration.
+const MaxKeep = 106751 * 24 * time.Hour
+
 // ParseDuration reads a retention such as "30d", "12h", "1d12h" or "90m":
 // Go's durations plus a leading whole number of days. "0" means keep
-// forever.
+// forever. A retention longer than MaxKeep is refused rather than wrapped.
 func ParseDuration(text string) (time.Duration, error) {
-	bad := fmt.Errorf("retention %q: want a duration such as 30d, 12h or 0", text)
+	bad := fmt.Errorf("%q: want a duration such as 30d, 12h or 1d12h, at most %dd; 0 keeps logs forever", text, MaxKeep/(24*time.Hour))
+	tooLong := fmt.Errorf("%q is longer than the longest retention, %dd (about 292 years); 0 keeps logs forever", text, MaxKeep/(24*time.Hour))
 	s := strings.TrimSpace(text)
 	var days time.Duration
 	if i := strings.IndexByte(s, 'd'); i >= 0 {
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange) && n > 0:
+			return 0, tooLong
+		case err != nil || n < 0:
 			return 0, bad
+		case n > int64(MaxKeep/(24*time.Hour)):
+			return 0, tooLong
 		}
 		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
 		if s == "" {
 			return days, nil
 		}
 	}
+	// time.ParseDuration refuses a duration that overflows as invalid, so
+	// such a text gets bad, which names the limit too.
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	switch {
+	case err != nil || d < 0:
 		return 0, bad
+	case d > MaxKeep-days: // days ≤ MaxKeep, so this cannot wrap
+		return 0, tooLong
 	}
 	return days + d, nil
 }

@@ -84,7 +84,6 @@ func buildVersion(bi *debug.BuildInfo) string {
 
 // Config is everything `herald serve` is told.
 type Config struct {
-	Addr         string // 127.0.0.1:8080
 	DatabaseURL  string // sqlite:herald.db
 	SecretKey    []byte // seals webhook tokens; required
 	Delivery     delivery.Config
@@ -116,6 +115,11 @@ type Config struct {
 	// DeviceKey signs the portal's known-browser cookie (see portal.Config);
 	// derived from SecretKey when nil.
 	DeviceKey []byte
+	// MetricsListener, when set, is where /metrics is served, and the only
+	// place: the API's listener answers 404 for it, so the metrics can stay
+	// on a private address. Run serves it beside the API and closes it at
+	// the stop. When nil, /metrics is served with the API.
+	MetricsListener net.Listener
 
 	BootstrapEmail    string
 	BootstrapPassword string
@@ -151,13 +155,15 @@ type Server struct {
 	outbox     *notify.Outbox
 	limits     ratelimit.Limits
 	handler    http.Handler
+	metrics    http.Handler // nil when /metrics is served with the API
 	log        *slog.Logger
 }
 
-// Open opens the store, creates the first account on an empty database and
-// assembles the parts; nothing runs until Run.
+// Open opens the store, assembles the parts and, last, creates the first
+// account on an empty database, printing its credentials; nothing runs until
+// Run. The credentials are printed once, so a caller binds its listeners
+// before Open: a start that cannot serve then creates no account.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
-	cfg.Addr = cmp.Or(cfg.Addr, "127.0.0.1:8080")
 	cfg.MailFrom = cmp.Or(cfg.MailFrom, "herald@localhost")
 	log := cfg.Logger
 	if log == nil {
@@ -177,10 +183,6 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		} else if n > 0 {
 			log.Warn("attempts left in flight by a previous run are due again", "logs", n)
 		}
-	}
-	if err := s.bootstrap(ctx); err != nil {
-		st.Close()
-		return nil, err
 	}
 	var sender *notify.Sender
 	if cfg.SMTPURL != "" {
@@ -226,7 +228,15 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{}); cfg.MetricsListener != nil {
+		// Without this the portal's catch-all would answer for /metrics.
+		mux.Handle("/metrics", http.NotFoundHandler())
+		m := http.NewServeMux()
+		m.Handle("GET /metrics", metrics)
+		s.metrics = m
+	} else {
+		mux.Handle("GET /metrics", metrics)
+	}
 	var access *slog.Logger
 	if !cfg.NoAccessLog {
 		access = log
@@ -244,6 +254,12 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		h = tracing.Handler(mux, cfg.Tracer, infra)
 	}
 	s.handler = accesslog.Handler(h, access, infra)
+	// Last, so that nothing after it can fail a start whose credentials
+	// have been printed.
+	if err := s.bootstrap(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -315,16 +331,11 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	return nil
 }
 
-// Run serves on ln (or cfg.Addr when ln is nil) and delivers until ctx is
-// done, then shuts down: the listener closes, requests in progress finish,
-// attempts in flight finish and are recorded, and the store closes.
+// Run serves the API on ln (and /metrics on Config.MetricsListener when
+// set) and delivers until ctx is done, then shuts down: the listeners close,
+// requests in progress finish, attempts in flight finish and are recorded,
+// and the store closes.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
-			return fmt.Errorf("listen: %w", err)
-		}
-	}
 	// ReadTimeout cuts a request whose body has not arrived in time; Go
 	// lifts the deadline once the body is read, so slow answers are not cut.
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
@@ -343,9 +354,16 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		}
 		done <- struct{}{}
 	}()
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
-	s.log.Info("herald serving", "addr", ln.Addr().String(), "database", s.Store.Engine(), "version", VersionString(),
+	var metricsSrv *http.Server
+	metricsAddr := ln.Addr().String() // where /metrics is, for the start line
+	if s.metrics != nil {
+		metricsSrv = &http.Server{Handler: s.metrics, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+		metricsAddr = s.cfg.MetricsListener.Addr().String()
+		go func() { errc <- metricsSrv.Serve(s.cfg.MetricsListener) }()
+	}
+	s.log.Info("herald serving", "addr", ln.Addr().String(), "metrics_addr", metricsAddr, "database", s.Store.Engine(), "version", VersionString(),
 		"retention", retention.FormatDuration(s.cfg.Retention.Keep), "response_body_limit", max(0, s.Dispatcher.Config().ResponseBodyLimit),
 		"rate_limit", rateLabel(s.limits.Token), "rate_limit_anonymous", rateLabel(s.limits.Anonymous))
 	var err error
@@ -358,6 +376,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	shutdown, cancel := context.WithTimeout(context.Background(), s.Dispatcher.Config().AttemptTimeout+5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutdown)
+	if metricsSrv != nil {
+		metricsSrv.Shutdown(shutdown)
+	}
 	stop()
 	<-done
 	<-done

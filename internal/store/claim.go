@@ -41,13 +41,17 @@ type Claim struct {
 	// TraceParent is the W3C traceparent of the span that fired the event,
 	// or "" when none was recorded (see Tx.Fire).
 	TraceParent string
+	// TakenOver says the log was claimed from a lease that had ended: the
+	// process holding it died mid-attempt (reported on PostgreSQL; on
+	// SQLite see ReleaseLeases).
+	TakenOver bool
 }
 
 // Claim moves due logs (queued or retrying whose time has come, and pending
 // ones whose lease expired because their process died mid-attempt) to pending
 // under p.Lease, and returns them.
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
-	ids, err := s.eng.claim(ctx, s, p)
+	ids, takenOver, err := s.eng.claim(ctx, s, p)
 	if err != nil {
 		return nil, fmt.Errorf("claim due logs: %w", err)
 	}
@@ -69,6 +73,7 @@ WHERE l.id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
 			return nil, fmt.Errorf("load claimed logs: %w", err)
 		}
 		if c.Lease == p.Lease {
+			c.TakenOver = takenOver[c.LogID]
 			claims = append(claims, c)
 		}
 	}

@@ -131,28 +131,49 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 // locked (PostgreSQL's EvalPlanQual), so a log another process has just
 // leased (pending, due only when its lease ends) is not taken twice. Rows
 // locked but not picked are released when the statement ends.
-func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error) {
+//
+// A log that was pending (its lease ended: its process died mid-attempt) is
+// reported as taken over; picked holds each row's status as the statement
+// found it.
+func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, map[string]bool, error) {
 	exclude := p.Exclude
 	if exclude == nil {
 		exclude = []string{}
 	}
 	rows, err := s.writer.QueryContext(ctx, `
 WITH due AS (
-  SELECT id, webhook_id, due_at FROM webhook_event_logs
+  SELECT id, webhook_id, due_at, status FROM webhook_event_logs
   WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= $4 AND NOT (webhook_id = ANY($5))
     AND COALESCE(resend_until, 0) <= $4
   ORDER BY due_at LIMIT $6
   FOR NO KEY UPDATE SKIP LOCKED),
 ranked AS (
-  SELECT id, webhook_id, due_at, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
+  SELECT id, webhook_id, due_at, status, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
 picked AS (
-  SELECT id FROM ranked WHERE rn <= COALESCE(($9::jsonb ->> ranked.webhook_id)::int, $7) ORDER BY due_at LIMIT $8)
+  SELECT id, status FROM ranked WHERE rn <= COALESCE(($9::jsonb ->> ranked.webhook_id)::int, $7) ORDER BY due_at LIMIT $8)
 UPDATE webhook_event_logs l SET status = 'pending', lease = $1, due_at = $2, updated_at = $3
 FROM picked WHERE l.id = picked.id
-RETURNING l.id`,
+RETURNING l.id, picked.status = 'pending'`,
 		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit, roomJSON(p.Room))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return scanIDs(rows)
+	defer rows.Close()
+	var ids []string
+	var takenOver map[string]bool
+	for rows.Next() {
+		var id string
+		var was bool
+		if err := rows.Scan(&id, &was); err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+		if was {
+			if takenOver == nil {
+				takenOver = map[string]bool{}
+			}
+			takenOver[id] = true
+		}
+	}
+	return ids, takenOver, rows.Err()
 }

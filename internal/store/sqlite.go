@@ -129,7 +129,11 @@ func (sqliteEngine) lockMigrations(context.Context, *sql.Tx) error { return nil 
 // backlog at every wake-up: 73% of herald's CPU in the backlog benchmark.
 // PostgreSQL keeps the single scan (postgresEngine.claim), where the
 // per-webhook form measured slower.
-func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error) {
+//
+// It reports no take-over: RETURNING sees only the new row, and on SQLite,
+// one process per file, a lease ends only when that process died, and its
+// successor releases every such lease at start (ReleaseLeases).
+func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, map[string]bool, error) {
 	most := p.PerWebhook
 	for _, n := range p.Room {
 		most = max(most, n)
@@ -150,18 +154,18 @@ UPDATE webhook_event_logs SET status = 'pending', lease = ?, due_at = ?, updated
 WHERE id IN (SELECT id FROM picked)
 RETURNING id`
 	q = s.q(q)
+	var rows *sql.Rows
+	var err error
 	if st := s.writeStmts.get(ctx, s.writer, q); st != nil {
-		rows, err := st.QueryContext(ctx, args...)
-		if err != nil {
-			return nil, err
-		}
-		return scanIDs(rows)
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = s.writer.QueryContext(ctx, q, args...)
 	}
-	rows, err := s.writer.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return scanIDs(rows)
+	ids, err := scanIDs(rows)
+	return ids, nil, err
 }
 
 func scanIDs(rows *sql.Rows) ([]string, error) {

@@ -21,7 +21,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -55,8 +57,10 @@ type engine interface {
 	// lockMigrations makes concurrent migrators take turns; it is called
 	// first in each migration's transaction.
 	lockMigrations(ctx context.Context, tx *sql.Tx) error
-	// claim moves due logs to pending under a lease; see Store.Claim.
-	claim(ctx context.Context, s *Store, p ClaimParams) ([]string, error)
+	// claim moves due logs to pending under a lease and returns their ids,
+	// and of those the ones it took over from an ended lease (where the
+	// engine can tell); see Store.Claim.
+	claim(ctx context.Context, s *Store, p ClaimParams) (ids []string, takenOver map[string]bool, err error)
 	// announce tells other processes, after a commit, that logs became due
 	// (no-op for SQLite).
 	announce()
@@ -141,6 +145,30 @@ func CheckURL(url string) error {
 		return nil
 	}
 	return fmt.Errorf("open store: database URL must start with sqlite: or postgres://")
+}
+
+// ErrNoDatabase is CheckExists's answer for a SQLite file that is not there.
+var ErrNoDatabase = errors.New("no such database file")
+
+// CheckExists returns an error wrapping ErrNoDatabase when url names a SQLite
+// file that does not exist, without creating it, so that a command can
+// refuse a mistyped path rather than start a new, empty database under it.
+// A PostgreSQL URL is not checked here: connecting to a database that does
+// not exist fails by itself, and herald never creates one.
+func CheckExists(url string) error {
+	if err := CheckURL(url); err != nil {
+		return err
+	}
+	path, ok := strings.CutPrefix(url, "sqlite:")
+	if !ok {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open sqlite %s: %w", path, ErrNoDatabase)
+	} else if err != nil {
+		return fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return nil
 }
 
 // Engine names the database engine: "sqlite" or "postgres".

@@ -2,8 +2,9 @@
 
     HERALD_WEBHOOK_TOKEN=whsec_... PORT=8000 python3 receiver.py
 
-The signature covers the raw body bytes: read exactly Content-Length bytes,
-verify them, and only then decode the JSON.
+The signature covers the raw body bytes: read them exactly (Content-Length
+bytes, or a chunked body's chunks joined), verify them, and only then decode
+the JSON.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOKEN = os.environ.get("HERALD_WEBHOOK_TOKEN", "").encode("utf-8")
 PORT = int(os.environ.get("PORT", "8000"))
 MAX_BODY_BYTES = 1 << 20
+CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,8})[ \t]*(?:;[^\r\n]*)?\r?\n\Z")
 
 
 def verify(body: bytes, signature: str | None) -> bool:
@@ -31,18 +34,24 @@ def verify(body: bytes, signature: str | None) -> bool:
     return len(given) == len(expected) and hmac.compare_digest(given, expected)
 
 
+class BodyError(Exception):
+    """A request whose body cannot be read, with the answer to give."""
+
+    def __init__(self, status: int, text: bytes) -> None:
+        super().__init__(text)
+        self.status, self.text = status, text
+
+
 class Receiver(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:
         try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
-            return self.answer(411, b"Content-Length required\n")
-        if length < 0 or length > MAX_BODY_BYTES:
+            body = self.read_body()
+        except BodyError as e:
+            # The rest of the body is unread: this connection is done.
             self.close_connection = True
-            return self.answer(413, b"body too large\n")
-        body = self.rfile.read(length)
+            return self.answer(e.status, e.text)
 
         # self.headers.get matches header names case-insensitively.
         if not verify(body, self.headers.get("webhook-signature")):
@@ -56,6 +65,57 @@ class Receiver(BaseHTTPRequestHandler):
         # answering.
         print(payload.get("event"), payload.get("id"), flush=True)
         self.answer(204)
+
+    def read_body(self) -> bytes:
+        """Return the raw body: Content-Length bytes, or the chunks of a
+        chunked body joined (http.server decodes neither)."""
+        coding = self.headers.get("Transfer-Encoding")
+        if coding is not None:
+            if "Content-Length" in self.headers:
+                # Both framings: which one a proxy in front used is unknown.
+                raise BodyError(400, b"both Transfer-Encoding and Content-Length\n")
+            if coding.strip().lower() != "chunked":
+                raise BodyError(501, b"Transfer-Encoding not supported\n")
+            return self.read_chunked()
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            raise BodyError(411, b"Content-Length required\n")
+        if length < 0 or length > MAX_BODY_BYTES:
+            raise BodyError(413, b"body too large\n")
+        body = self.rfile.read(length)
+        if len(body) != length:
+            raise BodyError(400, b"body cut short\n")
+        return body
+
+    def read_chunked(self) -> bytes:
+        """Read a chunked body: each chunk is a hex size line (maybe with
+        ;extensions), that many bytes and CRLF; a zero size ends it, then
+        trailer lines up to an empty one."""
+        chunks, total = [], 0
+        while True:
+            line = self.rfile.readline(1024)
+            # Hex digits only: int(…, 16) would also take "0x", "_" and "+".
+            m = CHUNK_SIZE.match(line)
+            if not m:
+                raise BodyError(400, b"malformed chunk size\n")
+            size = int(m.group(1), 16)
+            if size == 0:
+                break
+            total += size
+            if total > MAX_BODY_BYTES:
+                raise BodyError(413, b"body too large\n")
+            chunk = self.rfile.read(size)
+            if len(chunk) != size or self.rfile.read(2) != b"\r\n":
+                raise BodyError(400, b"malformed chunk\n")
+            chunks.append(chunk)
+        while True:  # trailers, which this receiver does not use
+            line = self.rfile.readline(1024)
+            if not line.endswith(b"\n"):
+                raise BodyError(400, b"malformed trailer\n")
+            if line in (b"\r\n", b"\n"):
+                break
+        return b"".join(chunks)
 
     def answer(self, status: int, text: bytes = b"") -> None:
         self.send_response(status)

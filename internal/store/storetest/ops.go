@@ -332,3 +332,55 @@ func (b *bundle) fireOn(t testing.TB, st *store.Store) {
 		t.Fatal(err)
 	}
 }
+
+// testGauges reads what an operator watches: the backlog by status, how
+// long the oldest due log has waited, webhooks by status, and the outbox.
+func testGauges(t *testing.T, b *bundle) {
+	gauges := func() store.Gauges {
+		t.Helper()
+		g, err := b.st.Gauges(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	if g := gauges(); g.Due != 0 || g.OldestDue != 0 || len(g.Webhooks) != 0 || g.EmailsUnsent != 0 || g.Backlog[store.Queued] != 0 {
+		t.Fatalf("an empty database: %+v", g)
+	}
+	w1 := b.webhook(t, "one")
+	b.webhook(t, "two")
+	b.fire(t, b.st, 3) // 3 logs for each webhook
+	b.clock.Add(10 * time.Second)
+	g := gauges()
+	if g.Backlog[store.Queued] != 6 || g.Backlog[store.Pending] != 0 || g.Due != 6 || g.OldestDue != 10*time.Second {
+		t.Errorf("6 queued logs due for 10s: backlog %v, due %d, oldest %s", g.Backlog, g.Due, g.OldestDue)
+	}
+	if len(g.Webhooks) != 1 || g.Webhooks[0] != (store.WebhookCount{Status: store.Healthy, Enabled: true, N: 2}) {
+		t.Errorf("webhooks %+v; want 2 Healthy and enabled", g.Webhooks)
+	}
+
+	// Two claimed: in flight, not due. Then one webhook fails until it is
+	// suspended, which queues an email.
+	cs := b.claim(t, b.st, 0, time.Minute, 2, 1)
+	if g := gauges(); g.Backlog[store.Pending] != 2 || g.Backlog[store.Queued] != 4 || g.Due != 4 {
+		t.Errorf("after claiming 2: backlog %v, due %d", g.Backlog, g.Due)
+	}
+	var outs []store.Outcome
+	for _, c := range cs {
+		if c.WebhookID == w1.ID {
+			outs = append(outs, outcome(c, store.Exhausted, 500, b.clock.Now()))
+		}
+	}
+	if sp := b.complete(t, b.st, 1, outs...); len(sp) != 1 {
+		t.Fatalf("%d suspensions; want webhook one's", len(sp))
+	}
+	b.clock.Add(time.Minute)
+	g = gauges()
+	want := []store.WebhookCount{{Status: store.Healthy, Enabled: true, N: 1}, {Status: store.Suspended, Enabled: true, N: 1}}
+	if len(g.Webhooks) != 2 || g.Webhooks[0] != want[0] || g.Webhooks[1] != want[1] {
+		t.Errorf("webhooks %+v; want %+v", g.Webhooks, want)
+	}
+	if g.EmailsUnsent != 1 || g.OldestEmail != time.Minute {
+		t.Errorf("outbox: %d unsent, oldest %s; want the suspension email, a minute old", g.EmailsUnsent, g.OldestEmail)
+	}
+}

@@ -48,6 +48,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"CommitWakesWaitersOfEveryHandle", 3, testWake},
 		{"RateCountsAddUpAcrossProcesses", 2, testRateCountsAddUp},
 		{"SignInLimitsCountEveryKeyAndRefuseWhenFull", 1, testSignInLimits},
+		{"GaugesCountTheBacklogWebhooksAndOutbox", 1, testGauges},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
