@@ -23,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/internal/secret"
 	"github.com/heraldhq/herald/internal/server"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/tracing"
 )
 
 // envFlags registers flags whose defaults come from environment variables,
@@ -277,6 +278,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
+	// Tracing is configured by the standard OTEL_ variables alone, as every
+	// OpenTelemetry SDK is, so herald's own flags do not repeat them.
+	tp, err := tracing.FromEnv(ctx, os.Getenv, server.VersionString())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// After Run: the spans of the last attempts are exported before exit.
+		flush, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(flush); err != nil {
+			log.Warn("spans not exported", "err", err)
+		}
+	}()
 	srv, err := server.Open(ctx, server.Config{
 		DatabaseURL: *sf.database, SecretKey: key, MetricsListener: metricsLn,
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
@@ -287,7 +302,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		NoAccessLog: !*accessLog,
 		RateLimit:   offIfZero(*rateLimit), RateLimitAnonymous: offIfZero(*rateAnon), TrustedProxies: trusted,
 		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
-		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout,
+		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout, Tracer: tp.Tracer(),
 	})
 	if err != nil {
 		return err

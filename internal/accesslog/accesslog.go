@@ -35,6 +35,15 @@ func SetRoute(r *http.Request) {
 	}
 }
 
+// Route returns the route pattern that served r: the one a handler recorded
+// with SetRoute, else r.Pattern (the outermost mux's, once it has served r).
+func Route(r *http.Request) string {
+	if e, ok := r.Context().Value(entryKey{}).(*entry); ok && e.route != "" {
+		return e.route
+	}
+	return r.Pattern
+}
+
 // Options says where a request's line goes.
 type Options struct {
 	// Log gets a line per request at info; nil logs nothing.
@@ -47,25 +56,28 @@ type Options struct {
 	Skip func(*http.Request) bool
 }
 
-// Handler gives every request an id and logs and observes those that o
-// does not skip.
+// Handler gives every request an id, lets handlers record their route, and
+// logs and observes the requests that o does not skip.
 func Handler(next http.Handler, o Options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := uuid.Must(uuid.NewV7()).String()
 		w.Header().Set(RequestIDHeader, id)
-		if (o.Log == nil && o.Observe == nil) || (o.Skip != nil && o.Skip(r)) {
+		if o.Skip != nil && o.Skip(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// The entry is made even with nothing to log or observe: a
+		// request's span is named by the route it records (Route).
+		e := &entry{}
+		r = r.WithContext(context.WithValue(r.Context(), entryKey{}, e))
+		if o.Log == nil && o.Observe == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
 		start := time.Now()
-		e := &entry{}
 		rw := &recorder{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), entryKey{}, e))
 		next.ServeHTTP(rw, r)
-		route := e.route
-		if route == "" {
-			route = r.Pattern
-		}
+		route := Route(r)
 		if rw.status == 0 {
 			rw.status = http.StatusOK
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/webhook"
 )
@@ -34,6 +36,9 @@ type Config struct {
 	Metrics        *Metrics // nil: none
 	// OnSuspend is called after a webhook is suspended (its email is queued).
 	OnSuspend func([]store.Suspension)
+	// Tracer starts a client span per POST (see trace.go); nil, as when
+	// tracing is off, starts none.
+	Tracer trace.Tracer
 	// ResponseBodyLimit is how many bytes of a receiver's answer each
 	// recorded attempt keeps: 4 KiB by default, at most store.MaxResponseBody
 	// (64 KiB, what a Test shows); negative keeps none. Nobody reads a whole
@@ -379,11 +384,13 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 		o.Result = store.Release
 		return o
 	}
+	number := c.AttemptCount + 1
+	ctx, span := d.startSpan(ctx, spanOf{name: SpanAttempt, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
+		logID: c.LogID, attempt: number, fired: c.TraceParent})
 	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
 	d.done(c.WebhookID, res)
 	d.cfg.Metrics.attempted(res)
 	o.Attempt = d.attemptRecord(res)
-	number := c.AttemptCount + 1
 	switch {
 	case res.OK():
 		o.Result = store.Delivered
@@ -393,6 +400,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 		o.Result, o.NextAt = store.Retry, time.Now().Add(d.cfg.RetryInterval)
 		o.Reason = res.Err
 	}
+	endSpan(span, res, o.Result.String())
 	return o
 }
 

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
@@ -44,8 +47,15 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 		d.endResend(ctx, logID)
 		return store.EventLog{}, ErrWebhookDisabled
 	}
+	var span trace.Span
 	res, err := d.manual(nil, c.WebhookID, func() Result {
-		return d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+		// A child of the request that asked, linked to the trace that fired
+		// the event: the resend is this request's work, and part of the
+		// event's story.
+		var sctx context.Context
+		sctx, span = d.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
+			logID: c.LogID, fired: c.TraceParent, link: true})
+		return d.sender.Send(sctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
 	})
 	if err != nil {
 		d.endResend(ctx, logID)
@@ -56,6 +66,7 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 	if !res.OK() {
 		o.Result, o.Reason = store.ResendFailed, res.Err
 	}
+	endSpan(span, res, o.Result.String())
 	suspended, err := d.store.Complete(ctx, []store.Outcome{o}, d.cfg.SuspendAfter)
 	if err != nil {
 		return store.EventLog{}, fmt.Errorf("resend: %w", err)
@@ -133,7 +144,10 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	}
 	sig := webhook.Sign(token, body)
 	res, err := d.manual(ctx.Done(), w.ID, func() Result {
-		return d.sender.Send(ctx, Request{URL: w.URL, EventID: id, Body: body, Signature: sig})
+		sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
+		res := d.sender.Send(sctx, Request{URL: w.URL, EventID: id, Body: body, Signature: sig})
+		endSpan(span, res, testOutcome(res.OK()))
+		return res
 	})
 	if err != nil {
 		return TestResult{}, err
@@ -157,7 +171,22 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	case checkVerification:
 		// Signed with a token the receiver cannot hold: well-formed, and wrong.
 		forged, err := d.manual(ctx.Done(), w.ID, func() Result {
-			return d.sender.Send(ctx, Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body)})
+			sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
+			if span != nil {
+				span.SetAttributes(attribute.Bool("herald.verification_check", true))
+			}
+			res := d.sender.Send(sctx, Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body)})
+			// Here a rejection is what a verifying receiver should answer, so
+			// only a POST that got no answer is an error.
+			check, outcome := Result{StatusCode: res.StatusCode}, "accepted"
+			switch {
+			case res.StatusCode == nil:
+				check.Err, outcome = res.Err, "failed"
+			case !res.OK():
+				outcome = "rejected"
+			}
+			endSpan(span, check, outcome)
+			return res
 		})
 		vc := &VerificationCheck{Sent: err == nil, StatusCode: forged.StatusCode}
 		switch {
@@ -172,6 +201,14 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		out.VerificationCheck = vc
 	}
 	return out, nil
+}
+
+// testOutcome names a Test send's outcome on its span.
+func testOutcome(ok bool) string {
+	if ok {
+		return "succeeded"
+	}
+	return "failed"
 }
 
 // flatten shows headers with lowercase names and repeated values joined.

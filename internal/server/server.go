@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accesslog"
 	"github.com/heraldhq/herald/internal/api"
@@ -33,6 +34,7 @@ import (
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/tracing"
 )
 
 // Version is herald's version when set at build time with
@@ -124,6 +126,10 @@ type Config struct {
 	BootstrapToken    string
 
 	Logger *slog.Logger
+	// Tracer starts the server span of each API and portal request and the
+	// client span of each delivery POST; nil (tracing off) starts none and
+	// adds nothing to a request's path.
+	Tracer trace.Tracer
 	// NoAccessLog leaves out the line per API and portal request that
 	// Logger otherwise gets at info.
 	NoAccessLog bool
@@ -203,6 +209,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	dc.UserAgent = "herald/" + VersionString()
 	dc.Logger = log
 	dc.Metrics = dm
+	dc.Tracer = cfg.Tracer
 	dc.OnSuspend = func(sp []store.Suspension) {
 		for _, x := range sp {
 			log.Warn("webhook suspended", "account", x.AccountID, "webhook", x.WebhookID)
@@ -243,14 +250,19 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if !cfg.NoAccessLog {
 		access = log
 	}
-	s.handler = accesslog.Handler(mux, accesslog.Options{Log: access, Observe: m.Request, Skip: func(r *http.Request) bool {
-		// Probes and scrapes come every few seconds and say nothing new.
+	// Probes and scrapes come every few seconds and say nothing new.
+	infra := func(r *http.Request) bool {
 		switch r.URL.Path {
 		case "/healthz", "/readyz", "/metrics":
 			return true
 		}
 		return false
-	}})
+	}
+	var h http.Handler = mux
+	if cfg.Tracer != nil {
+		h = tracing.Handler(mux, cfg.Tracer, infra)
+	}
+	s.handler = accesslog.Handler(h, accesslog.Options{Log: access, Observe: m.Request, Skip: infra})
 	// Last, so that nothing after it can fail a start whose credentials
 	// have been printed.
 	if err := s.bootstrap(ctx); err != nil {

@@ -38,6 +38,9 @@ type Claim struct {
 	Health       Health
 	AttemptCount int // automatic attempts made before this one
 	Lease        string
+	// TraceParent is the W3C traceparent of the span that fired the event,
+	// or "" when none was recorded (see Tx.Fire).
+	TraceParent string
 	// TakenOver says the log was claimed from a lease that had ended: the
 	// process holding it died mid-attempt (reported on PostgreSQL; on
 	// SQLite see ReleaseLeases).
@@ -56,7 +59,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 		return nil, nil
 	}
 	rows, err := s.Query(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, w.url, w.token_sealed, w.enabled, w.status
+e.body, e.trace_parent, w.url, w.token_sealed, w.enabled, w.status
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
 	if err != nil {
@@ -80,13 +83,13 @@ WHERE l.id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
 func (s *Store) scanClaim(sc interface{ Scan(...any) error }) (Claim, error) {
 	var c Claim
 	var kind, health string
-	var lease sql.NullString
+	var lease, traceParent sql.NullString
 	var sealed []byte
 	if err := sc.Scan(&c.LogID, &c.AccountID, &c.WebhookID, &c.EventID, &kind, &c.AttemptCount, &lease,
-		&c.Body, &c.URL, &sealed, &c.Enabled, &health); err != nil {
+		&c.Body, &traceParent, &c.URL, &sealed, &c.Enabled, &health); err != nil {
 		return Claim{}, err
 	}
-	c.Event, c.Health, c.Lease = event.Kind(kind), Health(health), lease.String
+	c.Event, c.Health, c.Lease, c.TraceParent = event.Kind(kind), Health(health), lease.String, traceParent.String
 	tok, err := s.openToken(c.WebhookID, sealed)
 	if err != nil {
 		return Claim{}, err
@@ -150,7 +153,7 @@ WHERE account_id = ? AND id = ? AND status <> 'pending' AND COALESCE(resend_unti
 		return Claim{}, fmt.Errorf("an attempt is in flight: %w", ErrConflict)
 	}
 	c, err := s.scanClaim(s.QueryRow(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, w.url, w.token_sealed, w.enabled, w.status
+e.body, e.trace_parent, w.url, w.token_sealed, w.enabled, w.status
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.account_id = ? AND l.id = ?`, accountID, logID))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/tracing"
 )
 
 // Fire records an event in the transaction that made the change it reports:
@@ -14,6 +15,10 @@ import (
 // that subscribes to kind. A log is queued when its webhook is enabled and not
 // suspended, and cancelled otherwise, so that it shows and can be resent. It
 // returns the event's id.
+//
+// The event keeps the trace context of the span active in ctx (the request
+// that made the change), so that its delivery attempts, in whichever process
+// and however much later, continue that trace.
 func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data any) (string, error) {
 	now := tx.Now()
 	id := NewID()
@@ -22,11 +27,12 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 		return "", err
 	}
 	tx.kinds = append(tx.kinds, kind)
+	traceParent := nullable(tracing.TraceParent(ctx))
 	if tx.s.eng.name() == "postgres" {
-		return id, tx.firePostgres(ctx, accountID, id, kind, body, now)
+		return id, tx.firePostgres(ctx, accountID, id, kind, body, now, traceParent)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, ?, ?, ?)`,
-		id, accountID, string(kind), body, ms(now)); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent) VALUES (?, ?, ?, ?, ?, ?)`,
+		id, accountID, string(kind), body, ms(now), traceParent); err != nil {
 		return "", fmt.Errorf("insert event: %w", err)
 	}
 	// FOR KEY SHARE: a webhook deleted meanwhile is waited for and then
@@ -111,10 +117,10 @@ FROM json_rows(?)`, accountID, id, string(kind), ms(now), ms(now), ms(now), ms(n
 // in id order, as the steps on SQLite lock them) and their logs. A log's id
 // is a UUIDv7 with the event's time and fresh random bits
 // (gen_random_uuid's, its version digit made 7).
-func (tx *Tx) firePostgres(ctx context.Context, accountID, id string, kind event.Kind, body []byte, now time.Time) error {
+func (tx *Tx) firePostgres(ctx context.Context, accountID, id string, kind event.Kind, body []byte, now time.Time, traceParent *string) error {
 	var queued int
 	err := tx.QueryRow(ctx, `WITH ev AS (
-  INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, ?, ?, ?) RETURNING id
+  INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent) VALUES (?, ?, ?, ?, ?, ?) RETURNING id
 ), hooks AS (
   SELECT id, enabled AND status <> 'Suspended' AS live, enabled FROM webhooks
   WHERE account_id = ? AND events::jsonb @> jsonb_build_array(CAST(? AS TEXT))
@@ -132,7 +138,7 @@ func (tx *Tx) firePostgres(ctx context.Context, accountID, id string, kind event
   RETURNING status
 )
 SELECT COUNT(*) FILTER (WHERE status = 'queued') FROM logs`,
-		id, accountID, string(kind), body, ms(now),
+		id, accountID, string(kind), body, ms(now), traceParent,
 		accountID, string(kind),
 		accountID, string(kind), ms(now), ReasonDisabled, ReasonSuspended, ms(now), ms(now), ms(now)).Scan(&queued)
 	if err != nil {
@@ -142,6 +148,14 @@ SELECT COUNT(*) FILTER (WHERE status = 'queued') FROM logs`,
 		tx.fired = true
 	}
 	return nil
+}
+
+// nullable stores "" as NULL.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func subscribes(kinds []event.Kind, k event.Kind) bool {

@@ -36,6 +36,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ClaimGivesEachWebhookItsRoom", 1, testClaimGivesEachWebhookItsRoom},
 		{"ClaimPassesOverExcludedBeforeItsWindow", 1, testClaimPassesOverExcludedBeforeItsWindow},
 		{"ResendMarksItsLogInFlight", 1, testBeginResend},
+		{"FireKeepsTheTraceContextForEveryAttempt", 1, testFireKeepsTraceContext},
 		{"HealthFollowsTheFailureStreak", 1, testHealthStreak},
 		{"ConcurrentFailuresSuspendOnceAndQueueOneEmail", 4, testConcurrentFailuresSuspendOnce},
 		{"ConcurrentDeliveryIsNeverALostTransition", 4, testConcurrentDeliveryNotLost},
