@@ -30,11 +30,11 @@ func TestBadFlagsExitTwoWithAOneLineHint(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve", "-x"}, "herald serve: flag provided but not defined: -x\nRun 'herald serve -h' for usage.\n"},
-		{[]string{"migrate", "--nope"}, "herald migrate: flag provided but not defined: -nope\nRun 'herald migrate -h' for usage.\n"},
-		{[]string{"listen", "--port", "x"}, "herald listen: invalid value \"x\" for flag -port: parse error\nRun 'herald listen -h' for usage.\n"},
-		{[]string{"serve", "extra"}, "herald serve: unexpected argument \"extra\"\nRun 'herald serve -h' for usage.\n"},
-		{[]string{"serv"}, "herald: unknown command \"serv\"\nRun 'herald -h' for usage.\n"},
+		{[]string{"serve", "-x"}, "herald serve: flag provided but not defined: --x\nRun 'herald serve --help' for usage.\n"},
+		{[]string{"migrate", "--nope"}, "herald migrate: flag provided but not defined: --nope\nRun 'herald migrate --help' for usage.\n"},
+		{[]string{"listen", "--port", "x"}, "herald listen: invalid value \"x\" for flag --port: parse error\nRun 'herald listen --help' for usage.\n"},
+		{[]string{"serve", "extra"}, "herald serve: unexpected argument \"extra\"\nRun 'herald serve --help' for usage.\n"},
+		{[]string{"serv"}, "herald: unknown command \"serv\"\nRun 'herald --help' for usage.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -47,8 +47,34 @@ func TestBadFlagsExitTwoWithAOneLineHint(t *testing.T) {
 	}
 	// -h still prints every flag, and succeeds.
 	code, out := runToEnd(t, nil, "serve", "-h")
-	if code != 0 || !strings.Contains(out, "Usage of herald serve:") || !strings.Contains(out, "-retention") {
+	if code != 0 || !strings.Contains(out, "Usage: herald serve [flags]") || !strings.Contains(out, "--retention") {
 		t.Errorf("serve -h: exit %d, printed %q; want the flags and exit 0", code, out)
+	}
+}
+
+// Help writes flags as the README does (--flag), grouped, each with its
+// variable and its built-in default (not the one the environment set).
+func TestHelpShowsFlagsGroupedWithVariableAndDefault(t *testing.T) {
+	t.Parallel()
+	code, out := runToEnd(t, []string{"HERALD_RETRY_INTERVAL=1m"}, "serve", "--help")
+	if code != 0 {
+		t.Fatalf("serve --help: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		"\nServer:\n  --addr STRING\n      address the API listens on\n      $HERALD_ADDR, default 127.0.0.1:8080\n",
+		"\nDelivery:\n", "\nSecurity:\n", "\nLimits:\n", "\nLogs and diagnostics:\n",
+		"  --retry-interval DURATION\n      time between attempts, a duration such as 90s, 5m or 1h30m\n      $HERALD_RETRY_INTERVAL, default 5m\n",
+		"  --retention STRING\n", "$HERALD_RETENTION, default 30d\n",
+		"  --allow-private-networks\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "-") && !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			t.Errorf("a flag written with one dash: %q", line)
+		}
 	}
 }
 

@@ -31,6 +31,77 @@ import (
 type envFlags struct {
 	fs   *flag.FlagSet
 	errs []error
+
+	// What -h prints: flags in the order registered, under the group
+	// current when each was, with its variable and built-in default.
+	group string
+	order []string
+	about map[string]flagAbout
+}
+
+type flagAbout struct {
+	group, env, def string
+}
+
+// Group starts a heading of -h: the flags registered next come under it.
+func (e *envFlags) Group(name string) { e.group = name }
+
+func (e *envFlags) note(name, env, def string) {
+	if e.about == nil {
+		e.about = map[string]flagAbout{}
+	}
+	e.order = append(e.order, name)
+	e.about[name] = flagAbout{group: e.group, env: env, def: def}
+}
+
+// usage prints the flags as the README writes them: --name VALUE, grouped,
+// each with its help, its environment variable and its default.
+func (e *envFlags) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s [flags]\n", e.fs.Name())
+	seen := map[string]bool{}
+	var groups []string
+	byGroup := map[string][]string{}
+	for _, name := range e.order {
+		g := e.about[name].group
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], name)
+		seen[name] = true
+	}
+	e.fs.VisitAll(func(f *flag.Flag) { // flags of the command alone, no variable
+		if !seen[f.Name] {
+			if _, ok := byGroup[""]; !ok {
+				groups = append(groups, "")
+			}
+			byGroup[""] = append(byGroup[""], f.Name)
+			e.about[f.Name] = flagAbout{def: f.DefValue}
+		}
+	})
+	for _, g := range groups {
+		fmt.Fprintln(w)
+		if g != "" {
+			fmt.Fprintln(w, g+":")
+		}
+		for _, name := range byGroup[g] {
+			f, a := e.fs.Lookup(name), e.about[name]
+			kind, help := flag.UnquoteUsage(f)
+			if kind != "" {
+				kind = " " + strings.ToUpper(kind)
+			}
+			fmt.Fprintf(w, "  --%s%s\n      %s\n", name, kind, help)
+			var meta []string
+			if a.env != "" {
+				meta = append(meta, "$"+a.env)
+			}
+			if a.def != "" && a.def != "false" && a.def != "0" {
+				meta = append(meta, "default "+a.def)
+			}
+			if len(meta) > 0 {
+				fmt.Fprintf(w, "      %s\n", strings.Join(meta, ", "))
+			}
+		}
+	}
 }
 
 func (e *envFlags) env(name, def string) string {
@@ -41,11 +112,17 @@ func (e *envFlags) env(name, def string) string {
 }
 
 func (e *envFlags) String(name, env, def, help string) *string {
-	return e.fs.String(name, e.env(env, def), help+" ($"+env+")")
+	e.note(name, env, def)
+	return e.fs.String(name, e.env(env, def), help)
 }
 
 func (e *envFlags) Duration(name, env string, def time.Duration, help string) *time.Duration {
 	d := durationValue(def)
+	if def != 0 {
+		e.note(name, env, shortDuration(def))
+	} else {
+		e.note(name, env, "")
+	}
 	if v, ok := os.LookupEnv(env); ok {
 		if err := d.Set(v); err != nil {
 			e.errs = append(e.errs, fmt.Errorf("$%s %q: %w", env, v, err))
@@ -53,8 +130,20 @@ func (e *envFlags) Duration(name, env string, def time.Duration, help string) *t
 	}
 	// The backquotes make -h name the value "duration", as it does for the
 	// flag package's own duration flags.
-	e.fs.Var(&d, name, help+", a `duration` such as 90s, 5m or 1h30m ($"+env+")")
+	e.fs.Var(&d, name, help+", a `duration` such as 90s, 5m or 1h30m")
 	return (*time.Duration)(&d)
+}
+
+// shortDuration writes 5m and 1h, not 5m0s and 1h0m0s, as the README does.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // maxDurationHours is the most whole hours a time.Duration holds (about
@@ -79,6 +168,7 @@ func (d *durationValue) String() string { return time.Duration(*d).String() }
 
 func (e *envFlags) Int(name, env string, def int, help string) *int {
 	n := def
+	e.note(name, env, strconv.Itoa(def))
 	if v, ok := os.LookupEnv(env); ok {
 		p, err := strconv.Atoi(v)
 		if err != nil {
@@ -86,11 +176,12 @@ func (e *envFlags) Int(name, env string, def int, help string) *int {
 		}
 		n = p
 	}
-	return e.fs.Int(name, n, help+" ($"+env+")")
+	return e.fs.Int(name, n, help)
 }
 
 func (e *envFlags) Bool(name, env string, def bool, help string) *bool {
 	b := def
+	e.note(name, env, strconv.FormatBool(def))
 	if v, ok := os.LookupEnv(env); ok {
 		p, err := strconv.ParseBool(v)
 		if err != nil {
@@ -98,7 +189,7 @@ func (e *envFlags) Bool(name, env string, def bool, help string) *bool {
 		}
 		b = p
 	}
-	return e.fs.Bool(name, b, help+" ($"+env+")")
+	return e.fs.Bool(name, b, help)
 }
 
 // storeFlags are the flags every command that opens the database takes.
@@ -141,7 +232,12 @@ type usageError struct {
 }
 
 func (u usageError) Error() string {
-	return fmt.Sprintf("%s: %v\nRun '%s -h' for usage.", u.cmd, u.err, u.cmd)
+	// The flag package names flags with one dash; herald's docs use two.
+	msg := strings.NewReplacer("not defined: -", "not defined: --", "for flag -", "for flag --").Replace(u.err.Error())
+	if strings.Contains(msg, "not defined: ---") {
+		msg = strings.Replace(msg, "not defined: ---", "not defined: --", 1)
+	}
+	return fmt.Sprintf("%s: %s\nRun '%s --help' for usage.", u.cmd, msg, u.cmd)
 }
 
 func parse(e *envFlags, args []string) error {
@@ -154,8 +250,7 @@ func parse(e *envFlags, args []string) error {
 	e.fs.SetOutput(out)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprintf(out, "Usage of %s:\n", e.fs.Name())
-		e.fs.PrintDefaults()
+		e.usage(out)
 		return err
 	case err != nil:
 		return usageError{e.fs.Name(), err}
@@ -168,30 +263,40 @@ func parse(e *envFlags, args []string) error {
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &envFlags{fs: flag.NewFlagSet("herald serve", flag.ContinueOnError)}
 	e.fs.SetOutput(stderr)
+	e.Group("Server")
 	addr := e.String("addr", "HERALD_ADDR", "127.0.0.1:8080", "address the API listens on")
 	metricsAddr := e.String("metrics-addr", "HERALD_METRICS_ADDR", "", "address /metrics is served on, alone (default: on --addr with the API)")
+	e.Group("Database and keys")
 	sf := addStoreFlags(e)
+	e.Group("Delivery")
 	timeout := e.Duration("attempt-timeout", "HERALD_ATTEMPT_TIMEOUT", 15*time.Second, "time-out of one delivery attempt")
 	maxAttempts := e.Int("max-attempts", "HERALD_MAX_ATTEMPTS", 5, "attempts per event, the first included")
 	interval := e.Duration("retry-interval", "HERALD_RETRY_INTERVAL", 5*time.Minute, "time between attempts")
 	suspendAfter := e.Int("suspend-after", "HERALD_SUSPEND_AFTER", 50, "most recent completed events that must all have failed to suspend a webhook")
+	e.Group("Email")
 	smtpURL := e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
 	mailFrom := e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
+	e.Group("Security")
 	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
 	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private or link-local addresses (not cloud metadata ones)")
 	allowMetadata := e.Bool("allow-metadata-addresses", "HERALD_ALLOW_METADATA_ADDRESSES", false, "with --allow-private-networks, also allow cloud metadata addresses such as 169.254.169.254")
+	e.Group("Delivery")
 	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")
 	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "of those, attempts to one webhook")
 	lease := e.Duration("lease", "HERALD_LEASE", 0, "how long a claimed attempt is held before another claim may take it (default 2×attempt-timeout+10s)")
+	e.Group("Storage")
 	keep := e.String("retention", "HERALD_RETENTION", "30d", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
 	bodyLimit := e.String("response-body-limit", "HERALD_RESPONSE_BODY_LIMIT", "4KiB", "bytes of a receiver's answer kept with each attempt, e.g. 4KiB, 512 or 0 (none); at most 64KiB")
+	e.Group("Logs and diagnostics")
 	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error (debug adds each claim and attempt)")
 	logFormat := e.String("log-format", "HERALD_LOG_FORMAT", "text", "text (key=value lines) or json (one object per line)")
 	accessLog := e.Bool("access-log", "HERALD_ACCESS_LOG", true, "log each API and portal request at info: request id, route, status, size, duration")
+	e.Group("Limits")
 	rateLimit := e.Int("rate-limit", "HERALD_RATE_LIMIT", server.DefaultRateLimit, "API requests per second one API token (or portal session) may make, with bursts of twice as many; 0: no limit")
 	rateAnon := e.Int("rate-limit-anonymous", "HERALD_RATE_LIMIT_ANONYMOUS", server.DefaultRateLimitAnonymous, "requests per second one client address may make without valid credentials, with bursts of twice as many; 0: no limit")
-	cpuProfile := e.String("cpu-profile", "HERALD_CPU_PROFILE", "", "write a CPU profile of the whole run to this file when herald stops (for `go tool pprof`; off by default)")
 	proxies := e.String("trusted-proxies", "HERALD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client (default: none; the connection's address is the client's)")
+	e.Group("Logs and diagnostics")
+	cpuProfile := e.String("cpu-profile", "HERALD_CPU_PROFILE", "", "write a CPU profile of the whole run to this `file` when herald stops, for go tool pprof (off by default)")
 	if err := parse(e, args); err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ Usage:
   herald version           print the version
 
 ` + apiUsage + `
-Run "herald COMMAND -h" for a command's flags. Every serve flag can also be
+Run "herald COMMAND --help" for a command's flags. Every serve flag can also be
 set by the environment variable shown with it.
 `
 

@@ -110,7 +110,7 @@ func TestServeRefusesDurationsThatOverflow(t *testing.T) {
 		{"retention 213504d", nil, []string{"--retention", "213504d"}, `--retention "213504d" is longer than the longest retention, 106751d`},
 		{"retention 200000d", []string{"HERALD_RETENTION=200000d"}, nil, `--retention "200000d" is longer than the longest retention, 106751d`},
 		{"retention hours", nil, []string{"--retention", "3000000h"}, `--retention "3000000h": want a duration such as 30d, 12h or 1d12h, at most 106751d`},
-		{"attempt-timeout flag", nil, []string{"--attempt-timeout", "3000000h"}, `invalid value "3000000h" for flag -attempt-timeout: want a duration such as 15s, 5m or 1h30m, at most 2562047h`},
+		{"attempt-timeout flag", nil, []string{"--attempt-timeout", "3000000h"}, `invalid value "3000000h" for flag --attempt-timeout: want a duration such as 15s, 5m or 1h30m, at most 2562047h`},
 		{"retry-interval variable", []string{"HERALD_RETRY_INTERVAL=3000000h"}, nil, `$HERALD_RETRY_INTERVAL "3000000h": want a duration such as 15s, 5m or 1h30m, at most 2562047h`},
 		{"attempt-timeout lease overflow", nil, []string{"--attempt-timeout", "2000000h"}, "--attempt-timeout must be positive and at most 24h0m0s"},
 	}
