@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/ratelimit"
@@ -62,9 +63,12 @@ type Herald struct {
 	Password string
 	Server   *server.Server
 	Client   *http.Client
-	Options  Options
-	t        testing.TB
-	stop     func()
+	// API calls this herald's API with its token through package client
+	// (and Client's transport, so Options.Transport sees its calls too).
+	API     *client.Client
+	Options Options
+	t       testing.TB
+	stop    func()
 }
 
 // Start opens and runs a herald; it stops at the end of the test.
@@ -134,6 +138,7 @@ func (h *Herald) run() {
 		rt = o.Transport(rt)
 	}
 	h.Server, h.Client = srv, &http.Client{Transport: rt, Timeout: 30 * time.Second}
+	h.API = client.New(h.URL, h.Token, h.Client)
 	h.stop = func() { cancel(); <-done }
 }
 
@@ -233,17 +238,25 @@ type Webhook struct {
 // CreateWebhook creates a webhook subscribed to events at url.
 func (h *Herald) CreateWebhook(name, url string, events ...string) Webhook {
 	h.t.Helper()
-	var w Webhook
-	h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": name, "url": url, "events": events}, &w)
-	return w
+	w, err := h.API.CreateWebhook(context.Background(), client.WebhookCreate{Name: name, URL: url, Events: events})
+	if err != nil {
+		h.t.Fatalf("create webhook: %v", err)
+	}
+	return fromClient(w)
+}
+
+func fromClient(w client.Webhook) Webhook {
+	return Webhook{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled, Status: w.Status, Token: w.Token}
 }
 
 // Webhook reads a webhook.
 func (h *Herald) Webhook(id string) Webhook {
 	h.t.Helper()
-	var w Webhook
-	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &w)
-	return w
+	w, err := h.API.Webhook(context.Background(), id)
+	if err != nil {
+		h.t.Fatalf("read webhook %s: %v", id, err)
+	}
+	return fromClient(w)
 }
 
 // Log is the API's event log shape.
@@ -314,13 +327,14 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // (none when nil), firing license.created, and returns the license id.
 func (h *Herald) CreateLicense(metadata map[string]any) string {
 	h.t.Helper()
-	var p, l struct{ ID string }
-	h.Must(201, "POST", "/v3/products", map[string]any{"name": "Product " + fmt.Sprint(time.Now().UnixNano())}, &p)
-	body := map[string]any{"productId": p.ID}
-	if metadata != nil {
-		body["metadata"] = metadata
+	p, err := h.API.CreateProduct(context.Background(), "Product "+fmt.Sprint(time.Now().UnixNano()), nil)
+	if err != nil {
+		h.t.Fatalf("create product: %v", err)
 	}
-	h.Must(201, "POST", "/v3/licenses", body, &l)
+	l, err := h.API.CreateLicense(context.Background(), client.LicenseCreate{ProductID: p.ID, Metadata: metadata})
+	if err != nil {
+		h.t.Fatalf("create license: %v", err)
+	}
 	return l.ID
 }
 
