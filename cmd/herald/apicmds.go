@@ -92,13 +92,22 @@ const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-
   herald trigger KIND      make the API calls that fire an event of KIND
 `
 
-func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// apiCommand starts the flags of one of cmd's subcommands, named by
+// args[0], with the flags every API command takes.
+func apiCommand(cmd, subcommands string, args []string, stderr io.Writer) (*envFlags, apiFlags, error) {
 	if len(args) == 0 {
-		return usageError{"herald webhooks", errors.New("name a command: list, create or test")}
+		return nil, apiFlags{}, usageError{cmd, errors.New("name a command: " + subcommands)}
 	}
-	e := &envFlags{fs: flag.NewFlagSet("herald webhooks "+args[0], flag.ContinueOnError)}
+	e := &envFlags{fs: flag.NewFlagSet(cmd+" "+args[0], flag.ContinueOnError)}
 	e.fs.SetOutput(stderr)
-	af := addAPIFlags(e)
+	return e, addAPIFlags(e), nil
+}
+
+func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	e, af, err := apiCommand("herald webhooks", "list, create or test", args, stderr)
+	if err != nil {
+		return err
+	}
 	switch args[0] {
 	case "list":
 		status := e.fs.String("status", "", "only webhooks with this status: Healthy, Unhealthy or Suspended")
@@ -199,12 +208,10 @@ func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"herald logs", errors.New("name a command: list, show or resend")}
+	e, af, err := apiCommand("herald logs", "list, show or resend", args, stderr)
+	if err != nil {
+		return err
 	}
-	e := &envFlags{fs: flag.NewFlagSet("herald logs "+args[0], flag.ContinueOnError)}
-	e.fs.SetOutput(stderr)
-	af := addAPIFlags(e)
 	switch args[0] {
 	case "list":
 		var f client.LogFilter

@@ -75,15 +75,12 @@ func Handler(next http.Handler, o Options) http.Handler {
 			return
 		}
 		start := time.Now()
-		rw := &recorder{ResponseWriter: w}
+		rw := &Recorder{ResponseWriter: w}
 		next.ServeHTTP(rw, r)
 		route := Route(r)
-		if rw.status == 0 {
-			rw.status = http.StatusOK
-		}
 		took := time.Since(start)
 		if o.Observe != nil {
-			o.Observe(route, r.Method, rw.status, took)
+			o.Observe(route, r.Method, rw.Status(), took)
 		}
 		if o.Log == nil {
 			return
@@ -92,28 +89,37 @@ func Handler(next http.Handler, o Options) http.Handler {
 			slog.String("request_id", id),
 			slog.String("method", r.Method),
 			slog.String("route", route),
-			slog.Int("status", rw.status),
+			slog.Int("status", rw.Status()),
 			slog.Int64("bytes", rw.bytes),
 			slog.Float64("duration_ms", float64(took.Microseconds())/1000))
 	})
 }
 
-// recorder notes the status and size of an answer. Unwrap lets
+// Recorder notes the status and size of an answer, for the access log and
+// for the server spans of package tracing. Unwrap lets
 // http.ResponseController reach the connection's own Flush and deadlines.
-type recorder struct {
+type Recorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
 }
 
-func (w *recorder) WriteHeader(code int) {
+// Status is the answer's status: 200 when the handler wrote none.
+func (w *Recorder) Status() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+func (w *Recorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *recorder) Write(b []byte) (int, error) {
+func (w *Recorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -122,4 +128,4 @@ func (w *recorder) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *Recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -34,17 +34,14 @@ func Handler(next http.Handler, tracer trace.Tracer, skip func(*http.Request) bo
 		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method)))
 		defer span.End()
-		rw := &status{ResponseWriter: w}
+		rw := &accesslog.Recorder{ResponseWriter: w}
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rw, r)
 		if route := accesslog.Route(r); route != "" {
 			span.SetName(route)
 			span.SetAttributes(semconv.HTTPRoute(route))
 		}
-		code := rw.code
-		if code == 0 {
-			code = http.StatusOK
-		}
+		code := rw.Status()
 		span.SetAttributes(semconv.HTTPResponseStatusCode(code),
 			attribute.String("herald.request_id", w.Header().Get(accesslog.RequestIDHeader)))
 		if code >= 500 { // a client's mistake is not a server span's error
@@ -52,26 +49,3 @@ func Handler(next http.Handler, tracer trace.Tracer, skip func(*http.Request) bo
 		}
 	})
 }
-
-// status notes the status of an answer. Unwrap lets http.ResponseController
-// reach the connection's own Flush and deadlines.
-type status struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *status) WriteHeader(code int) {
-	if w.code == 0 && code >= 200 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *status) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *status) Unwrap() http.ResponseWriter { return w.ResponseWriter }
