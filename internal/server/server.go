@@ -237,14 +237,14 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)
-	if metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{}); cfg.MetricsListener != nil {
+	if scrape := promhttp.HandlerFor(reg, promhttp.HandlerOpts{}); cfg.MetricsListener != nil {
 		// Without this the portal's catch-all would answer for /metrics.
 		mux.Handle("/metrics", http.NotFoundHandler())
-		m := http.NewServeMux()
-		m.Handle("GET /metrics", metrics)
-		s.metrics = m
+		alone := http.NewServeMux()
+		alone.Handle("GET /metrics", scrape)
+		s.metrics = alone
 	} else {
-		mux.Handle("GET /metrics", metrics)
+		mux.Handle("GET /metrics", scrape)
 	}
 	var access *slog.Logger
 	if !cfg.NoAccessLog {
