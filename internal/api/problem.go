@@ -76,6 +76,12 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = notFound("resource")
 	case errors.Is(err, store.ErrConflict):
 		p = problem(http.StatusConflict, "conflict", "Conflict", err.Error())
+	case errors.Is(err, store.ErrIdempotencyKeyLost):
+		// Its lock ran out and a retry took the key over; the retry makes
+		// the change.
+		w.Header().Set("Retry-After", "1")
+		p = problem(http.StatusConflict, "idempotency-key-in-use", "Idempotency key in use",
+			"a later request with this Idempotency-Key took it over; retry with the same key for its answer")
 	case errors.Is(err, delivery.ErrBusy):
 		// Test and Resend take the webhook's slots; none freed in time.
 		w.Header().Set("Retry-After", "1")

@@ -47,6 +47,10 @@ func New(c Config) http.Handler {
 	}
 	mux := http.NewServeMux()
 	h := func(pattern string, fn handler) {
+		// Every POST honours Idempotency-Key (idempotency.go).
+		if strings.HasPrefix(pattern, http.MethodPost+" ") {
+			fn = a.idempotent(fn)
+		}
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			accesslog.SetRoute(r)
 			err := checkURL(r)

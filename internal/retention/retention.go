@@ -3,7 +3,8 @@
 // configured retention, with their attempts, and then the events no log
 // refers to any more. It never removes a queued, pending or retrying log, and
 // it deletes in small batches, each its own short transaction with a pause
-// after it, so that delivery and the API never wait long behind it.
+// after it, so that delivery and the API never wait long behind it. It also
+// removes API idempotency keys older than their 24 hours.
 package retention
 
 import (
@@ -40,23 +41,29 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Run removes expired logs and events every cfg.Interval until ctx is done.
-// Several processes may run it on one database at once: on PostgreSQL they
-// split the work.
+// Run removes expired logs and events (unless cfg.Keep is 0, which keeps
+// them forever) and idempotency keys past store.IdempotencyTTL every
+// cfg.Interval until ctx is done. Several processes may run it on one
+// database at once: on PostgreSQL they split the work.
 func Run(ctx context.Context, st *store.Store, cfg Config) {
 	cfg = cfg.withDefaults()
 	t := time.NewTicker(cfg.Interval)
 	defer t.Stop()
 	for {
-		logs, events, err := Purge(ctx, st, cfg)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			cfg.Logger.Warn("retention: will try again", "err", err)
-		case logs > 0 || events > 0:
-			cfg.Logger.Info("retention: removed expired event logs", "logs", logs, "events", events)
+		if cfg.Keep > 0 {
+			logs, events, err := Purge(ctx, st, cfg)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				cfg.Logger.Warn("retention: will try again", "err", err)
+			case logs > 0 || events > 0:
+				cfg.Logger.Info("retention: removed expired event logs", "logs", logs, "events", events)
+			}
+			if cfg.Removed != nil && (logs > 0 || events > 0) {
+				cfg.Removed(logs, events)
+			}
 		}
-		if cfg.Removed != nil && (logs > 0 || events > 0) {
-			cfg.Removed(logs, events)
+		if _, err := PurgeIdempotencyKeys(ctx, st, cfg); err != nil && ctx.Err() == nil {
+			cfg.Logger.Warn("retention: will try again", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -97,6 +104,26 @@ func Purge(ctx context.Context, st *store.Store, cfg Config) (logs, events int, 
 		cursor = next
 		if !pause(ctx, cfg.Pause) {
 			return logs, events, ctx.Err()
+		}
+	}
+}
+
+// PurgeIdempotencyKeys removes, batch by batch, the idempotency keys older
+// than store.IdempotencyTTL, which answer nothing any more (a claim of such
+// a key replaces it, so their removal only bounds the table), and reports
+// how many went.
+func PurgeIdempotencyKeys(ctx context.Context, st *store.Store, cfg Config) (int, error) {
+	cfg = cfg.withDefaults()
+	before := st.Now().Add(-store.IdempotencyTTL)
+	total := 0
+	for {
+		n, err := st.PurgeIdempotencyKeys(ctx, before, cfg.Batch)
+		total += n
+		if err != nil || n < cfg.Batch {
+			return total, err
+		}
+		if !pause(ctx, cfg.Pause) {
+			return total, ctx.Err()
 		}
 	}
 }

@@ -356,11 +356,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	go func() { s.Dispatcher.Run(work); done <- struct{}{} }()
 	go func() { s.outbox.Run(work); done <- struct{}{} }()
 	go func() {
-		if s.cfg.Retention.Keep > 0 {
-			rc := s.cfg.Retention
-			rc.Logger = cmp.Or(rc.Logger, s.log)
-			retention.Run(work, s.Store, rc)
-		}
+		// Always: with Keep 0 (logs kept forever) it still removes
+		// expired idempotency keys.
+		rc := s.cfg.Retention
+		rc.Logger = cmp.Or(rc.Logger, s.log)
+		retention.Run(work, s.Store, rc)
 		done <- struct{}{}
 	}()
 	errc := make(chan error, 2)

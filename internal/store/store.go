@@ -369,7 +369,20 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
 // must do nothing but its transaction's work (no waiting on other things):
 // on SQLite it runs in the group committer, with other callers' transactions
 // in the same commit, and it returns only after that commit.
+//
+// Under a context carrying an idempotency claim (WithIdempotencyClaim), the
+// transaction also marks the claim's key applied, so the change and its key
+// commit together, or neither does.
 func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
+	if c := claimFrom(ctx); c != nil {
+		change := fn
+		fn = func(tx *Tx) error {
+			if err := change(tx); err != nil {
+				return err
+			}
+			return tx.markApplied(ctx, c)
+		}
+	}
 	if s.group != nil {
 		return s.group.do(ctx, fn)
 	}

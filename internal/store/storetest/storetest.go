@@ -1,8 +1,8 @@
 // Package storetest is the behaviour suite every store engine runs:
 // Exercise(t, newURL) checks claims and leases, outcomes and health,
 // concurrency across several store handles on one database (as several
-// herald processes would hold), the email outbox, retention, migrations and
-// wake-ups. A behaviour is tested here, across engines, never in one engine's
+// herald processes would hold), the email outbox, retention, migrations,
+// wake-ups and idempotency keys. A behaviour is tested here, across engines, never in one engine's
 // test alone. It drives the store directly, with a clock the test moves.
 package storetest
 
@@ -49,6 +49,9 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"RateCountsAddUpAcrossProcesses", 2, testRateCountsAddUp},
 		{"SignInLimitsCountEveryKeyAndRefuseWhenFull", 1, testSignInLimits},
 		{"GaugesCountTheBacklogWebhooksAndOutbox", 1, testGauges},
+		{"IdempotencyKeysReplayRefuseAndExpire", 1, testIdempotencyKeys},
+		{"IdempotencyKeyOfACrashedTryIsFreedOnlyIfUnapplied", 2, testIdempotencyAfterACrash},
+		{"ConcurrentIdempotentClaimsClaimOnce", 3, testConcurrentIdempotentClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
