@@ -117,6 +117,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if key, ok := ctx.Value(idempotencyKey{}).(string); ok && method == http.MethodPost {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
@@ -143,6 +146,17 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
 	}
 	return nil
+}
+
+type idempotencyKey struct{}
+
+// WithIdempotencyKey makes the POSTs called with the returned context carry
+// key as their Idempotency-Key: herald answers a repeat of the same call with
+// the same key within 24 hours with the first answer, and changes nothing
+// (no second license, no second event). Use one key per intended change, and
+// the same key when retrying it after a time-out or a crash.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idempotencyKey{}, key)
 }
 
 // Page is one page of a list; NextCursor, when not empty, asks for the next

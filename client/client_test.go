@@ -126,3 +126,33 @@ func TestTriggerKnowsEveryKind(t *testing.T) {
 		t.Errorf("Trigger fires %v; herald's kinds are %v", got, kinds)
 	}
 }
+
+// A create retried with the same idempotency key is made once: the retry
+// gets the first answer, and one event goes out.
+func TestIdempotencyKeyMakesARetryHarmless(t *testing.T) {
+	t.Parallel()
+	c, _, w := start(t)
+	ctx := t.Context()
+	p, err := c.CreateProduct(ctx, "Idempotent", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed := client.WithIdempotencyKey(ctx, "create-license-0001")
+	first, err := c.CreateLicense(keyed, client.LicenseCreate{ProductID: p.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.CreateLicense(keyed, client.LicenseCreate{ProductID: p.ID})
+	if err != nil || again.ID != first.ID || again.Key != first.Key {
+		t.Fatalf("the retry: %+v, %v; want the first answer, license %s", again, err, first.ID)
+	}
+	if _, err := c.CreateLicense(keyed, client.LicenseCreate{ProductID: p.ID, Validity: 7}); !client.IsStatus(err, 422) {
+		t.Errorf("the same key with another body: %v; want 422", err)
+	}
+	// An event's logs are written with the change that fired it, so once
+	// the calls have answered, the logs tell how many events there were.
+	logs, err := c.ListEventLogs(ctx, client.LogFilter{WebhookID: w.ID, Event: "license.created"})
+	if err != nil || len(logs.Data) != 1 {
+		t.Errorf("%d license.created logs (%v); want 1", len(logs.Data), err)
+	}
+}
