@@ -1,8 +1,8 @@
 // Package storetest is the behaviour suite every store engine runs:
 // Exercise(t, newURL) checks claims and leases, outcomes and health,
 // concurrency across several store handles on one database (as several
-// herald processes would hold), the email outbox, retention, migrations and
-// wake-ups. A behaviour is tested here, across engines, never in one engine's
+// herald processes would hold), the email outbox, retention, migrations,
+// wake-ups and API tokens. A behaviour is tested here, across engines, never in one engine's
 // test alone. It drives the store directly, with a clock the test moves.
 package storetest
 
@@ -49,6 +49,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"RateCountsAddUpAcrossProcesses", 2, testRateCountsAddUp},
 		{"SignInLimitsCountEveryKeyAndRefuseWhenFull", 1, testSignInLimits},
 		{"GaugesCountTheBacklogWebhooksAndOutbox", 1, testGauges},
+		{"APITokensAreScopedListedExpiredAndRevoked", 1, testAPITokens},
+		{"APITokenUseIsRecordedSparinglyAndRevocationSeenEverywhere", 2, testAPITokenUseAcrossProcesses},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
