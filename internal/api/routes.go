@@ -62,6 +62,10 @@ func New(c Config) http.Handler {
 	h("GET /v3/account", a.getAccount)
 	h("PATCH /v3/account", a.updateAccount)
 
+	h("GET /v3/api-tokens", a.listAPITokens)
+	h("POST /v3/api-tokens", a.createAPIToken)
+	h("DELETE /v3/api-tokens/{id}", a.deleteAPIToken)
+
 	h("POST /v3/webhooks", a.createWebhook)
 	h("GET /v3/webhooks", a.listWebhooks)
 	h("GET /v3/webhooks/{id}", a.getWebhook)
