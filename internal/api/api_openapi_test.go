@@ -96,6 +96,26 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(422, "PATCH", "/v3/account", map[string]any{"notificationEmail": "Ops <ops@example.com>"}, nil)
 	c.call(422, "PATCH", "/v3/account", map[string]any{}, nil)
 
+	// API tokens: a read token reads and is refused changes; a revoked
+	// token is refused at once.
+	var readTok, writeTok map[string]any
+	c.call(201, "POST", "/v3/api-tokens", map[string]any{"name": "CI ✓", "scope": "read", "expiresAt": "2099-01-01T00:00:00.5+01:00"}, &readTok)
+	c.call(201, "POST", "/v3/api-tokens", map[string]any{"name": "deploy", "scope": "write", "expiresAt": nil}, &writeTok)
+	c.call(422, "POST", "/v3/api-tokens", map[string]any{"name": " ", "scope": "admin", "expiresAt": "2001-01-01T00:00:00Z"}, nil)
+	c.call(200, "GET", "/v3/api-tokens", nil, nil)
+	c.call(200, "GET", "/v3/api-tokens?limit=1", nil, nil)
+	c.call(422, "GET", "/v3/api-tokens?limit=0", nil, nil)
+	asRead, asWrite := "Bearer "+readTok["token"].(string), "Bearer "+writeTok["token"].(string)
+	c.call(200, "GET", "/v3/api-tokens", nil, nil, asRead)
+	c.call(403, "PATCH", "/v3/account", map[string]any{"name": "x"}, nil, asRead)
+	c.call(403, "POST", "/v3/api-tokens", map[string]any{"name": "x", "scope": "write"}, nil, asRead)
+	c.call(403, "DELETE", "/v3/api-tokens/"+readTok["id"].(string), nil, nil, asRead)
+	c.call(200, "GET", "/v3/account", nil, nil, asWrite)
+	c.call(204, "DELETE", "/v3/api-tokens/"+writeTok["id"].(string), nil, nil, asWrite) // a token may revoke itself
+	c.call(401, "GET", "/v3/account", nil, nil, asWrite)
+	c.call(404, "DELETE", "/v3/api-tokens/"+writeTok["id"].(string), nil, nil)
+	c.call(404, "DELETE", "/v3/api-tokens/not-a-uuid", nil, nil)
+
 	// Webhooks.
 	var hook, all map[string]any
 	c.call(201, "POST", "/v3/webhooks", map[string]any{"name": "CRM", "url": rcv.URL, "events": []string{"license.created", "license.deleted"}}, &hook)

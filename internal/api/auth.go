@@ -20,10 +20,19 @@ func accountID(r *http.Request) string {
 	return r.Context().Value(accountKey{}).(store.Account).ID
 }
 
+// readOnly reports whether a method changes nothing: all a read token may
+// call.
+func readOnly(method string) bool { return method == http.MethodGet || method == http.MethodHead }
+
 // authenticate resolves the bearer token to its account; every handler
-// behind it reads and writes that account's rows only. It also applies the
-// rate limits: a valid token's own, or, for a request without one, its
-// client address's (so that guessing tokens is limited too).
+// behind it reads and writes that account's rows only. A read token may
+// make GET calls only; anything else is 403. It also applies the rate
+// limits: a valid token's own, or, for a request without one, its client
+// address's (so that guessing tokens is limited too).
+//
+// Every request looks its token up in the database, with no cache in
+// front: a revoked or expired token is refused by every process at its
+// next request.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The scheme is case-insensitive (RFC 9110, section 11.1).
@@ -38,13 +47,13 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		hash := auth.HashToken(strings.TrimSpace(token))
-		acct, err := a.store.AccountByTokenHash(r.Context(), hash)
+		acct, tok, err := a.store.Authenticate(r.Context(), hash)
 		if errors.Is(err, store.ErrNotFound) {
 			if !a.allow(w, r, a.limits.ByAddress(r), "address") {
 				return
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
-			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", "the API token is not valid"))
+			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", "the API token is not valid: unknown, revoked or expired"))
 			return
 		}
 		if err != nil {
@@ -52,6 +61,11 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if !a.allow(w, r, a.limits.ByCredential(hash), "API token") {
+			return
+		}
+		if tok.Scope != store.ScopeWrite && !readOnly(r.Method) {
+			a.writeError(w, r, problem(http.StatusForbidden, "read-only-token", "Forbidden",
+				"this API token's scope is read: it may make GET calls only; use a write token to make changes"))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, acct)))

@@ -47,8 +47,12 @@ func New(c Config) http.Handler {
 	}
 	mux := http.NewServeMux()
 	h := func(pattern string, fn handler) {
-		// Every POST honours Idempotency-Key (idempotency.go).
-		if strings.HasPrefix(pattern, http.MethodPost+" ") {
+		// Every POST honours Idempotency-Key (idempotency.go) but the one
+		// that creates an API token: its answer holds the token's secret,
+		// which herald keeps only hashed, and a replay would have to store
+		// it. Creating a token fires nothing; a retry makes a second one,
+		// which the owner can revoke.
+		if strings.HasPrefix(pattern, http.MethodPost+" ") && pattern != "POST /v3/api-tokens" {
 			fn = a.idempotent(fn)
 		}
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -65,6 +69,10 @@ func New(c Config) http.Handler {
 
 	h("GET /v3/account", a.getAccount)
 	h("PATCH /v3/account", a.updateAccount)
+
+	h("GET /v3/api-tokens", a.listAPITokens)
+	h("POST /v3/api-tokens", a.createAPIToken)
+	h("DELETE /v3/api-tokens/{id}", a.deleteAPIToken)
 
 	h("POST /v3/webhooks", a.createWebhook)
 	h("GET /v3/webhooks", a.listWebhooks)

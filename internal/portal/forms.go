@@ -24,6 +24,7 @@ func (e *fieldErrors) add(field, msg string) {
 var fieldLabels = map[string]string{
 	"name": "Name", "url": "URL", "events": "Events", "token": "Token",
 	"notificationEmail": "Notification email",
+	"scope":             "Scope", "expires": "Expires",
 }
 
 // fromValidator turns the shared rules' errors into sentences beside fields;

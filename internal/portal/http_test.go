@@ -101,7 +101,7 @@ func TestWithoutSessionEveryPageRedirectsToSignIn(t *testing.T) {
 	b := newBrowser(t, h)
 	for _, p := range []string{"/", "/webhooks", "/webhooks/new", "/webhooks/" + hook.ID, "/webhooks/" + hook.ID + "/edit",
 		"/webhooks/" + hook.ID + "/test", "/webhooks/" + hook.ID + "/delete", "/webhook-event-logs",
-		"/webhook-event-logs?status=failed", "/webhook-event-logs/" + logID, "/account", "/no-such-page"} {
+		"/webhook-event-logs?status=failed", "/webhook-event-logs/" + logID, "/account", "/account/api-tokens", "/no-such-page"} {
 		code, loc, body := b.get(p)
 		if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin") {
 			t.Errorf("GET %s: %d to %q; want 303 to /signin", p, code, loc)
@@ -114,7 +114,8 @@ func TestWithoutSessionEveryPageRedirectsToSignIn(t *testing.T) {
 		t.Errorf("redirect %q; want it to bring the owner back", loc)
 	}
 	for _, p := range []string{"/webhooks/new", "/webhooks/" + hook.ID + "/delete", "/webhooks/" + hook.ID + "/test",
-		"/webhooks/" + hook.ID + "/token", "/webhook-event-logs/" + logID + "/resend", "/account", "/signout"} {
+		"/webhooks/" + hook.ID + "/token", "/webhook-event-logs/" + logID + "/resend", "/account", "/account/api-tokens",
+		"/account/api-tokens/" + hook.ID + "/revoke", "/signout"} {
 		if code, loc, _ := b.do("POST", p, url.Values{"name": {"x"}}); code != http.StatusSeeOther || loc != "/signin" {
 			t.Errorf("POST %s: %d to %q; want 303 to /signin", p, code, loc)
 		}

@@ -46,6 +46,9 @@ func TestTemplatesParseAndRender(t *testing.T) {
 		"logs":           logsData{Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}, Webhooks: []store.Webhook{hook}, Statuses: logStatuses, Next: "/webhook-event-logs?cursor=x"},
 		"log":            logData{Log: l, Webhook: hook, Pretty: "{}", Resent: &l.Attempts[0]},
 		"account":        accountData{Name: "Acme", NotificationEmail: "ops@example.com", OwnerEmail: "a@example.com"},
+		"api_tokens": apiTokensData{Tokens: []store.APIToken{{ID: "t1", Name: "CI", Scope: store.ScopeRead, CreatedAt: now, ExpiresAt: &now, LastUsedAt: &now}, {ID: "t2", Name: "First token", Scope: store.ScopeWrite, CreatedAt: now}},
+			Next: "/account/api-tokens?cursor=x", Now: now, Lifetimes: tokenLifetimes, Scope: "read", Errors: fieldErrors{"name": "Name must be 1 to 200 characters."},
+			Created: &store.APIToken{ID: "t1", Name: "CI", Scope: store.ScopeRead}, Secret: "hrld_x"},
 	}
 	if len(p.byName) != len(data) {
 		t.Errorf("%d pages parsed; this test renders %d: keep them in step", len(p.byName), len(data))

@@ -66,6 +66,8 @@ var flashes = map[string]string{
 	"enabled":  "Webhook enabled.",
 	"disabled": "Webhook disabled.",
 	"account":  "Settings saved.",
+
+	"token-revoked": "API token revoked. Requests that carry it now answer 401.",
 }
 
 // render executes a page into a buffer first, so a template error becomes
@@ -95,6 +97,8 @@ func navFor(p string) string {
 		return "logs"
 	case strings.HasPrefix(p, "/webhooks"):
 		return "webhooks"
+	case strings.HasPrefix(p, "/account/api-tokens"):
+		return "api-tokens"
 	case strings.HasPrefix(p, "/account"):
 		return "account"
 	}

@@ -36,6 +36,9 @@ func (h *handler) routes() http.Handler {
 
 	private("GET /account", h.account)
 	private("POST /account", h.saveAccount)
+	private("GET /account/api-tokens", h.apiTokens)
+	private("POST /account/api-tokens", h.createAPIToken)
+	private("POST /account/api-tokens/{id}/revoke", h.revokeAPIToken)
 
 	private("/", h.notFound)
 

@@ -118,3 +118,19 @@ func TestIdleProcessIsWokenByAnotherProcess(t *testing.T) {
 		t.Errorf("%d logs succeeded; want 3", len(logs))
 	}
 }
+
+// A token revoked through one process is refused by another at its very
+// next request: no process keeps tokens in memory.
+func TestRevokedTokenIsRefusedByEveryProcessAtOnce(t *testing.T) {
+	t.Parallel()
+	fleet := startFleet(t, 2, heraldtest.Options{})
+	var tok struct{ ID, Token string }
+	fleet[0].Must(201, "POST", "/v3/api-tokens", map[string]any{"name": "shared", "scope": "write"}, &tok)
+	if got := fleet[1].DoAs(tok.Token, "GET", "/v3/account", nil, nil); got != http.StatusOK {
+		t.Fatalf("the new token at the other process: %d; want 200", got)
+	}
+	fleet[0].Must(204, "DELETE", "/v3/api-tokens/"+tok.ID, nil, nil)
+	if got := fleet[1].DoAs(tok.Token, "GET", "/v3/account", nil, nil); got != http.StatusUnauthorized {
+		t.Errorf("revoked at one process, used at the other: %d; want 401", got)
+	}
+}

@@ -62,7 +62,8 @@ func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (bool, error)
 	return created, nil
 }
 
-// CreateAccount creates an account with its owner and API token.
+// CreateAccount creates an account with its owner and its first API token
+// (a write token named FirstTokenName).
 func (tx *Tx) CreateAccount(ctx context.Context, b Bootstrap) (Account, error) {
 	now := tx.Now()
 	a := Account{ID: NewID(), Name: b.AccountName, NotificationEmail: b.OwnerEmail, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
@@ -74,9 +75,8 @@ func (tx *Tx) CreateAccount(ctx context.Context, b Bootstrap) (Account, error) {
 		NewID(), a.ID, b.OwnerEmail, b.PasswordHash, ms(now)); err != nil {
 		return Account{}, fmt.Errorf("insert owner: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, account_id, token_hash, created_at) VALUES (?, ?, ?, ?)`,
-		NewID(), a.ID, b.TokenHash, ms(now)); err != nil {
-		return Account{}, fmt.Errorf("insert api token: %w", err)
+	if _, err := tx.insertAPIToken(ctx, a.ID, NewAPIToken{Name: FirstTokenName, Scope: ScopeWrite, Hash: b.TokenHash}); err != nil {
+		return Account{}, err
 	}
 	return a, nil
 }
@@ -90,12 +90,6 @@ func (s *Store) CreateAccount(ctx context.Context, b Bootstrap) (Account, error)
 		return err
 	})
 	return a, err
-}
-
-// AccountByTokenHash returns the account an API token belongs to.
-func (s *Store) AccountByTokenHash(ctx context.Context, hash string) (Account, error) {
-	return s.scanAccount(s.QueryRow(ctx, `SELECT a.id, a.name, a.notification_email, a.created_at, a.updated_at
-FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = ?`, hash))
 }
 
 // Account returns one account.

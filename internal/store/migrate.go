@@ -14,10 +14,10 @@ import (
 var migrations embed.FS
 
 // migrate applies, in order and each in its own transaction, the embedded
-// migrations not yet recorded. Several processes starting at once are
+// migrations not yet recorded, up to version upTo (0: all). Several processes starting at once are
 // serialised by the engine's lockMigrations, taken first in each transaction,
 // so each migration runs once and none sees a half-made schema.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context, upTo int) error {
 	dir := "migrations/" + s.eng.name()
 	entries, err := fs.ReadDir(migrations, dir)
 	if err != nil {
@@ -28,6 +28,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		version, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
 		if err != nil {
 			return fmt.Errorf("migration %s: name must start with a number", e.Name())
+		}
+		if upTo > 0 && version > upTo {
+			break
 		}
 		text, err := fs.ReadFile(migrations, dir+"/"+e.Name())
 		if err != nil {

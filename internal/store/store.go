@@ -107,6 +107,12 @@ type Options struct {
 // "postgres://…"), applies pending migrations, and checks that the database
 // was created with opts.Key.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	return open(ctx, url, opts, 0)
+}
+
+// open is Open applying migrations up to version upTo only (0: all), so a
+// test can write rows as an older herald did and then migrate them.
+func open(ctx context.Context, url string, opts Options, upTo int) (*Store, error) {
 	box, err := secret.New(opts.Key)
 	if err != nil {
 		return nil, err
@@ -129,7 +135,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, upTo); err != nil {
 		s.Close()
 		return nil, err
 	}

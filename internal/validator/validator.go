@@ -1,7 +1,7 @@
 // Package validator owns the rules for what account owners may save: a
-// webhook's name, URL, events and token, and an account's name and
-// notification email; and SingleLine, the rule every single-line text input
-// of the API and the portal passes. The API and the portal both apply these
+// webhook's name, URL, events and token, an account's name and
+// notification email, an API token's name and scope; and SingleLine, the
+// rule every single-line text input of the API and the portal passes. The API and the portal both apply these
 // rules, so a value one refuses the other refuses too, in the same words.
 //
 // Each rule reports problems as FieldErrors whose Detail is a short fragment
@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/netguard"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // FieldError names a field and what is wrong with it. Field is the API's
@@ -146,4 +147,20 @@ func CheckText(v *Errors, field, s string) bool {
 		return false
 	}
 	return true
+}
+
+// CheckTokenName checks an API token's name, trimming it in place: the
+// same rule as a webhook's name.
+func CheckTokenName(v *Errors, field string, name *string) {
+	if *name = strings.TrimSpace(*name); CheckText(v, field, *name) && (*name == "" || utf8.RuneCountInString(*name) > MaxNameLength) {
+		v.Add(field, fmt.Sprintf("must be 1 to %d characters", MaxNameLength))
+	}
+}
+
+// CheckScope checks an API token's scope: write (every call) or read (GET
+// calls only).
+func CheckScope(v *Errors, field, scope string) {
+	if !store.Scope(scope).Valid() {
+		v.Add(field, fmt.Sprintf("must be %q or %q", store.ScopeWrite, store.ScopeRead))
+	}
 }

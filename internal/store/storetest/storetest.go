@@ -2,7 +2,7 @@
 // Exercise(t, newURL) checks claims and leases, outcomes and health,
 // concurrency across several store handles on one database (as several
 // herald processes would hold), the email outbox, retention, migrations,
-// wake-ups and idempotency keys. A behaviour is tested here, across engines, never in one engine's
+// wake-ups, idempotency keys and API tokens. A behaviour is tested here, across engines, never in one engine's
 // test alone. It drives the store directly, with a clock the test moves.
 package storetest
 
@@ -52,6 +52,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"IdempotencyKeysReplayRefuseAndExpire", 1, testIdempotencyKeys},
 		{"IdempotencyKeyOfACrashedTryIsFreedOnlyIfUnapplied", 2, testIdempotencyAfterACrash},
 		{"ConcurrentIdempotentClaimsClaimOnce", 3, testConcurrentIdempotentClaims},
+		{"APITokensAreScopedListedExpiredAndRevoked", 1, testAPITokens},
+		{"APITokenUseIsRecordedSparinglyAndRevocationSeenEverywhere", 2, testAPITokenUseAcrossProcesses},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

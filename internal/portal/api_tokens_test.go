@@ -1,0 +1,122 @@
+package portal_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+var newTokenValue = regexp.MustCompile(`id="new-token">(hrld_[A-Za-z0-9_-]+)<`)
+
+// TestAPITokensPage: Settings → API tokens lists the account's tokens,
+// creates one and shows its secret once, refuses bad input beside the
+// field creating nothing, and revokes a token so the API refuses it; the
+// tokens of another account are not found.
+func TestAPITokensPage(t *testing.T) {
+	t.Parallel()
+	heraldtest.ForEachStore(t, testAPITokensPage)
+}
+
+func testAPITokensPage(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
+	b := mustSignIn(t, h)
+	code, _, body := b.get("/account/api-tokens")
+	if code != http.StatusOK || !strings.Contains(body, store.FirstTokenName) || !strings.Contains(body, `aria-current="page">API tokens`) {
+		t.Fatalf("GET /account/api-tokens: %d; want 200 listing %q under the API tokens entry\n%s", code, store.FirstTokenName, body)
+	}
+
+	// Bad input: each field's error beside it, nothing created.
+	for _, c := range []struct {
+		form  url.Values
+		field string
+	}{
+		{url.Values{"name": {"  "}, "scope": {"read"}}, "name"},
+		{url.Values{"name": {"x"}, "scope": {"admin"}}, "scope"},
+		{url.Values{"name": {"x"}, "scope": {"read"}, "expires": {"12"}}, "expires"},
+	} {
+		code, _, body := b.post("/account/api-tokens", c.form)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(body, `id="`+c.field+`-error"`) {
+			t.Errorf("%v: %d; want 422 with an error beside %s", c.form, code, c.field)
+		}
+	}
+	if n := countTokens(t, h); n != 1 {
+		t.Fatalf("%d tokens after bad input; want 1", n)
+	}
+
+	// Create a read token: its secret is on this answer, and works.
+	code, _, body = b.post("/account/api-tokens", url.Values{"name": {"Dashboard ✓"}, "scope": {"read"}, "expires": {"30"}})
+	m := newTokenValue.FindStringSubmatch(body)
+	if code != http.StatusCreated || m == nil {
+		t.Fatalf("create: %d; want 201 showing the new token\n%s", code, body)
+	}
+	secret := m[1]
+	if got := h.DoAs(secret, "GET", "/v3/webhooks", nil, nil); got != http.StatusOK {
+		t.Errorf("the new read token reads: %d; want 200", got)
+	}
+	if got := h.DoAs(secret, "POST", "/v3/products", map[string]any{"name": "P"}, nil); got != http.StatusForbidden {
+		t.Errorf("the new read token changes: %d; want 403", got)
+	}
+	_, _, body = b.get("/account/api-tokens")
+	if strings.Contains(body, secret) {
+		t.Error("the list shows a token's secret again")
+	}
+	if !strings.Contains(body, "Dashboard ✓") || strings.Count(body, "data-token=") != 2 {
+		t.Errorf("the list does not show both tokens\n%s", body)
+	}
+	id := tokenID(t, h, "Dashboard ✓")
+
+	// Another account's owner cannot revoke it.
+	hash, _ := auth.HashPassword("other password")
+	if _, err := h.Server.Store.CreateAccount(context.Background(), store.Bootstrap{AccountName: "B", OwnerEmail: "b@example.com",
+		PasswordHash: hash, TokenHash: auth.HashToken(auth.NewAPIToken())}); err != nil {
+		t.Fatal(err)
+	}
+	other := newBrowser(t, h)
+	if code, _, _ := other.signIn("b@example.com", "other password"); code != http.StatusSeeOther {
+		t.Fatalf("sign in as B: %d", code)
+	}
+	if _, _, body := other.get("/account/api-tokens"); strings.Contains(body, "Dashboard") {
+		t.Error("B's list shows A's token")
+	}
+	if code, _, _ := other.post("/account/api-tokens/"+id+"/revoke", url.Values{}); code != http.StatusNotFound {
+		t.Errorf("B revokes A's token: %d; want 404", code)
+	}
+
+	// Revoke: the API refuses it at once.
+	if code, loc, _ := b.post("/account/api-tokens/"+id+"/revoke", url.Values{}); code != http.StatusSeeOther || loc != "/account/api-tokens?done=token-revoked" {
+		t.Errorf("revoke: %d to %q; want 303 to the list", code, loc)
+	}
+	if got := h.DoAs(secret, "GET", "/v3/webhooks", nil, nil); got != http.StatusUnauthorized {
+		t.Errorf("a revoked token: %d; want 401", got)
+	}
+	if code, _, _ := b.post("/account/api-tokens/"+id+"/revoke", url.Values{}); code != http.StatusNotFound {
+		t.Errorf("revoked twice: %d; want 404", code)
+	}
+}
+
+func countTokens(t *testing.T, h *heraldtest.Herald) int {
+	t.Helper()
+	var list struct{ Data []struct{ ID, Name string } }
+	h.Must(200, "GET", "/v3/api-tokens?limit=500", nil, &list)
+	return len(list.Data)
+}
+
+func tokenID(t *testing.T, h *heraldtest.Herald, name string) string {
+	t.Helper()
+	var list struct{ Data []struct{ ID, Name string } }
+	h.Must(200, "GET", "/v3/api-tokens?limit=500", nil, &list)
+	for _, tok := range list.Data {
+		if tok.Name == name {
+			return tok.ID
+		}
+	}
+	t.Fatalf("no token named %q", name)
+	return ""
+}

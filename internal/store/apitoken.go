@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Scope is what an API token may do.
+type Scope string
+
+// Scopes: a write token may make every call, a read token only GETs.
+const (
+	ScopeWrite Scope = "write"
+	ScopeRead  Scope = "read"
+)
+
+// Valid reports whether s is a known scope.
+func (s Scope) Valid() bool { return s == ScopeWrite || s == ScopeRead }
+
+// FirstTokenName names the token an account is created with.
+const FirstTokenName = "First token"
+
+// LastUsedInterval is how stale a token's LastUsedAt may be. Recording every
+// use would make every API request, reads included, a write transaction
+// (on SQLite, a turn of the one writer); once per token per interval costs
+// one conditional UPDATE a minute per token in use, across every process.
+const LastUsedInterval = time.Minute
+
+// APIToken is one of an account's API tokens. The token itself is never
+// stored, only its SHA-256 (auth.HashToken).
+type APIToken struct {
+	ID         string
+	AccountID  string
+	Name       string
+	Scope      Scope
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time // nil: never
+	LastUsedAt *time.Time // nil: never used; otherwise at most LastUsedInterval stale
+}
+
+// NewAPIToken is a token to create.
+type NewAPIToken struct {
+	Name      string
+	Scope     Scope
+	Hash      string     // auth.HashToken of the secret, which only the caller sees
+	ExpiresAt *time.Time // nil: never
+}
+
+const apiTokenColumns = `id, account_id, name, scope, created_at, expires_at, last_used_at`
+
+// insertAPIToken adds a token to an account in tx.
+func (tx *Tx) insertAPIToken(ctx context.Context, accountID string, n NewAPIToken) (APIToken, error) {
+	now := tx.Now()
+	t := APIToken{ID: NewID(), AccountID: accountID, Name: n.Name, Scope: n.Scope, CreatedAt: fromMS(ms(now))}
+	var exp sql.NullInt64
+	if n.ExpiresAt != nil {
+		exp = sql.NullInt64{Int64: ms(*n.ExpiresAt), Valid: true}
+		t.ExpiresAt = optTime(exp)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, account_id, name, scope, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, accountID, n.Name, string(n.Scope), n.Hash, ms(now), exp); err != nil {
+		return APIToken{}, fmt.Errorf("insert api token: %w", err)
+	}
+	return t, nil
+}
+
+// CreateAPIToken adds a token to an account. A hash already taken (which a
+// random 256-bit token never meets) is ErrConflict.
+func (s *Store) CreateAPIToken(ctx context.Context, accountID string, n NewAPIToken) (APIToken, error) {
+	if !n.Scope.Valid() {
+		return APIToken{}, fmt.Errorf("create api token: scope %q", n.Scope)
+	}
+	var t APIToken
+	err := s.InTx(ctx, func(tx *Tx) (err error) {
+		t, err = tx.insertAPIToken(ctx, accountID, n)
+		return err
+	})
+	if IsUniqueViolation(err) {
+		return APIToken{}, fmt.Errorf("create api token: %w", ErrConflict)
+	}
+	return t, err
+}
+
+// APITokens lists an account's tokens, expired ones included, newest first.
+func (s *Store) APITokens(ctx context.Context, accountID string, p Page) (list []APIToken, next string, err error) {
+	q, args := p.apply(`SELECT `+apiTokenColumns+` FROM api_tokens WHERE account_id = ?`, []any{accountID})
+	rows, err := s.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list api tokens: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		t, err := scanAPIToken(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list api tokens: %w", err)
+		}
+		list = append(list, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list api tokens: %w", err)
+	}
+	list, next = cut(list, p.Limit, func(t APIToken) string { return t.ID })
+	return list, next, nil
+}
+
+// RevokeAPIToken deletes one of an account's tokens; the next request
+// carrying it, to any process, is refused, since no process keeps tokens in
+// memory. Another account's token, or one already revoked, is ErrNotFound.
+func (s *Store) RevokeAPIToken(ctx context.Context, accountID, id string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		res, err := tx.Exec(ctx, `DELETE FROM api_tokens WHERE account_id = ? AND id = ?`, accountID, id)
+		if err != nil {
+			return fmt.Errorf("revoke api token: %w", err)
+		}
+		return mustAffect(res)
+	})
+}
+
+// APITokenByHash returns the token whose hash is hash, with its account,
+// unless it is unknown, revoked or expired by the store's clock: then
+// ErrNotFound. It only reads; Authenticate also records the use.
+func (s *Store) APITokenByHash(ctx context.Context, hash string) (Account, APIToken, error) {
+	var a Account
+	var ac, au int64
+	row := s.QueryRow(ctx, `SELECT a.id, a.name, a.notification_email, a.created_at, a.updated_at,
+t.id, t.account_id, t.name, t.scope, t.created_at, t.expires_at, t.last_used_at
+FROM api_tokens t JOIN accounts a ON a.id = t.account_id
+WHERE t.token_hash = ? AND (t.expires_at IS NULL OR t.expires_at > ?)`, hash, ms(s.now()))
+	t, err := scanAPIToken(prefixScanner{row, []any{&a.ID, &a.Name, &a.NotificationEmail, &ac, &au}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return Account{}, APIToken{}, ErrNotFound
+	}
+	if err != nil {
+		return Account{}, APIToken{}, fmt.Errorf("read api token: %w", err)
+	}
+	a.CreatedAt, a.UpdatedAt = fromMS(ac), fromMS(au)
+	return a, t, nil
+}
+
+// Authenticate is APITokenByHash for a request the token is making: it also
+// records the use, when the recorded one is LastUsedInterval old or more.
+// The UPDATE is conditional, so processes that read the same stale time
+// write it once between them. Failing to record a use does not refuse the
+// request: it is logged, and the next request tries again.
+func (s *Store) Authenticate(ctx context.Context, hash string) (Account, APIToken, error) {
+	a, t, err := s.APITokenByHash(ctx, hash)
+	if err != nil {
+		return a, t, err
+	}
+	now := s.now()
+	if t.LastUsedAt != nil && now.Sub(*t.LastUsedAt) < LastUsedInterval {
+		return a, t, nil
+	}
+	err = s.InTx(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
+			ms(now), t.ID, ms(now.Add(-LastUsedInterval)))
+		return err
+	})
+	if err != nil {
+		s.log.Warn("record api token use", "token_id", t.ID, "err", err)
+		return a, t, nil
+	}
+	used := fromMS(ms(now))
+	t.LastUsedAt = &used
+	return a, t, nil
+}
+
+// AccountByTokenHash returns the account a valid (unrevoked, unexpired) API
+// token belongs to, without recording a use.
+func (s *Store) AccountByTokenHash(ctx context.Context, hash string) (Account, error) {
+	a, _, err := s.APITokenByHash(ctx, hash)
+	return a, err
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// prefixScanner scans columns before a token's own into prefix.
+type prefixScanner struct {
+	row    scanner
+	prefix []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error { return p.row.Scan(append(p.prefix, dest...)...) }
+
+func scanAPIToken(row scanner) (APIToken, error) {
+	var t APIToken
+	var scope string
+	var created int64
+	var exp, used sql.NullInt64
+	if err := row.Scan(&t.ID, &t.AccountID, &t.Name, &scope, &created, &exp, &used); err != nil {
+		return APIToken{}, err
+	}
+	t.Scope, t.CreatedAt, t.ExpiresAt, t.LastUsedAt = Scope(scope), fromMS(created), optTime(exp), optTime(used)
+	return t, nil
+}

@@ -1,0 +1,141 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// testAPITokens: an account is created with one write token; more can be
+// added, listed newest first in pages, looked up by hash with their account
+// and scope, and revoked, each only by their own account; an expired or
+// revoked token is not found, an expired one stays listed.
+func testAPITokens(t *testing.T, b *bundle) {
+	other := b.newAccount(t, "b@example.com")
+	first := b.tokens(t, b.account.ID)
+	if len(first) != 1 || first[0].Name != store.FirstTokenName || first[0].Scope != store.ScopeWrite || first[0].ExpiresAt != nil {
+		t.Fatalf("a new account's tokens: %+v; want one write token named %q, no expiry", first, store.FirstTokenName)
+	}
+	expires := b.clock.Now().Add(time.Hour)
+	read, err := b.st.CreateAPIToken(b.ctx, b.account.ID, store.NewAPIToken{Name: "CI", Scope: store.ScopeRead, Hash: "hash-read", ExpiresAt: &expires})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write, err := b.st.CreateAPIToken(b.ctx, b.account.ID, store.NewAPIToken{Name: "deploy", Scope: store.ScopeWrite, Hash: "hash-write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.CreateAPIToken(b.ctx, other.ID, store.NewAPIToken{Name: "dup", Scope: store.ScopeWrite, Hash: "hash-write"}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("a second token with a taken hash: %v; want ErrConflict", err)
+	}
+
+	page1, next, err := b.st.APITokens(b.ctx, b.account.ID, store.Page{Limit: 2})
+	if err != nil || len(page1) != 2 || page1[0].ID != write.ID || page1[1].ID != read.ID || next != read.ID {
+		t.Fatalf("first page: %d tokens, next %q, %v; want deploy and CI, next = CI's id", len(page1), next, err)
+	}
+	page2, next, err := b.st.APITokens(b.ctx, b.account.ID, store.Page{Limit: 2, Cursor: next})
+	if err != nil || len(page2) != 1 || page2[0].ID != first[0].ID || next != "" {
+		t.Fatalf("second page: %d tokens, next %q, %v; want the first token and no next", len(page2), next, err)
+	}
+	if got := b.tokens(t, other.ID); len(got) != 1 {
+		t.Errorf("the other account lists %d tokens; want its own one", len(got))
+	}
+
+	for _, tc := range []struct {
+		hash  string
+		scope store.Scope
+	}{{"hash-read", store.ScopeRead}, {"hash-write", store.ScopeWrite}} {
+		acct, tok, err := b.st.APITokenByHash(b.ctx, tc.hash)
+		if err != nil || acct.ID != b.account.ID || tok.Scope != tc.scope {
+			t.Errorf("%s: account %q, scope %q, %v; want %q, %q", tc.hash, acct.ID, tok.Scope, err, b.account.ID, tc.scope)
+		}
+	}
+	if _, _, err := b.st.APITokenByHash(b.ctx, "unknown"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an unknown hash: %v; want ErrNotFound", err)
+	}
+
+	// Expiry follows the store's clock: valid until the instant, then gone.
+	b.clock.Add(time.Hour - time.Millisecond)
+	if _, _, err := b.st.Authenticate(b.ctx, "hash-read"); err != nil {
+		t.Errorf("a millisecond before its expiry: %v", err)
+	}
+	b.clock.Add(time.Millisecond)
+	if _, _, err := b.st.Authenticate(b.ctx, "hash-read"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("at its expiry: %v; want ErrNotFound", err)
+	}
+	if got := b.tokens(t, b.account.ID); len(got) != 3 {
+		t.Errorf("%d tokens listed after one expired; want 3 (expired ones stay until revoked)", len(got))
+	}
+
+	// Revoking is scoped to the account.
+	if err := b.st.RevokeAPIToken(b.ctx, other.ID, write.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another account revokes the token: %v; want ErrNotFound", err)
+	}
+	if _, _, err := b.st.APITokenByHash(b.ctx, "hash-write"); err != nil {
+		t.Errorf("after another account's revoke: %v; want the token still valid", err)
+	}
+	if err := b.st.RevokeAPIToken(b.ctx, b.account.ID, write.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.st.APITokenByHash(b.ctx, "hash-write"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a revoked token: %v; want ErrNotFound", err)
+	}
+	if err := b.st.RevokeAPIToken(b.ctx, b.account.ID, write.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("revoked twice: %v; want ErrNotFound", err)
+	}
+}
+
+// testAPITokenUseAcrossProcesses: a use is recorded at once the first time
+// and then at most once per LastUsedInterval, whichever process sees it;
+// and a revocation by one process refuses the token at the next lookup of
+// every other (no process keeps tokens in memory).
+func testAPITokenUseAcrossProcesses(t *testing.T, b *bundle) {
+	second := b.open(t)
+	tok, err := b.st.CreateAPIToken(b.ctx, b.account.ID, store.NewAPIToken{Name: "t", Scope: store.ScopeWrite, Hash: "hash-t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.LastUsedAt != nil {
+		t.Fatalf("a new token was used at %v", tok.LastUsedAt)
+	}
+	start := b.clock.Now()
+	steps := []struct {
+		st       *store.Store
+		advance  time.Duration
+		wantUsed time.Time
+	}{
+		{b.st, 0, start},                                         // first use: recorded
+		{second, 30 * time.Second, start},                        // within the interval, another process: not written
+		{b.st, 29 * time.Second, start},                          // still within it
+		{second, time.Second, start.Add(store.LastUsedInterval)}, // an interval later: written
+	}
+	for i, s := range steps {
+		b.clock.Add(s.advance)
+		if _, _, err := s.st.Authenticate(b.ctx, "hash-t"); err != nil {
+			t.Fatalf("use %d: %v", i+1, err)
+		}
+		_, got, err := b.st.APITokenByHash(b.ctx, "hash-t")
+		if err != nil || got.LastUsedAt == nil || !got.LastUsedAt.Equal(s.wantUsed) {
+			t.Errorf("after use %d: last used %v (%v); want %v", i+1, got.LastUsedAt, err, s.wantUsed)
+		}
+	}
+
+	if err := b.st.RevokeAPIToken(b.ctx, b.account.ID, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := second.Authenticate(b.ctx, "hash-t"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("revoked by one process, used at another: %v; want ErrNotFound", err)
+	}
+}
+
+// tokens lists all of an account's tokens.
+func (b *bundle) tokens(t testing.TB, accountID string) []store.APIToken {
+	t.Helper()
+	list, _, err := b.st.APITokens(b.ctx, accountID, store.Page{Limit: 500})
+	if err != nil {
+		t.Fatalf("list api tokens: %v", err)
+	}
+	return list
+}
