@@ -156,3 +156,32 @@ func TestIdempotencyKeyMakesARetryHarmless(t *testing.T) {
 		t.Errorf("%d license.created logs (%v); want 1", len(logs.Data), err)
 	}
 }
+
+// A read token made through the client reads and is refused changes; once
+// revoked it is refused everything.
+func TestAPITokensThroughTheClient(t *testing.T) {
+	t.Parallel()
+	c, _, _ := start(t)
+	ctx := t.Context()
+	tok, err := c.CreateAPIToken(ctx, client.APITokenCreate{Name: "dashboard", Scope: "read"})
+	if err != nil || tok.Secret == "" || tok.Scope != "read" {
+		t.Fatalf("create: %+v, %v; want a read token with its secret", tok, err)
+	}
+	reader := client.New(c.BaseURL(), tok.Secret, nil)
+	if _, err := reader.ListWebhooks(ctx, client.WebhookFilter{}); err != nil {
+		t.Errorf("a read token reading: %v", err)
+	}
+	if _, err := reader.CreateProduct(ctx, "Nope", nil); !client.IsStatus(err, 403) {
+		t.Errorf("a read token creating: %v; want 403", err)
+	}
+	list, err := c.ListAPITokens(ctx, client.ListOptions{})
+	if err != nil || len(list.Data) != 2 || list.Data[0].Secret != "" || list.Data[1].Secret != "" {
+		t.Errorf("list: %+v, %v; want the first token and this one, without secrets", list, err)
+	}
+	if err := c.RevokeAPIToken(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.ListWebhooks(ctx, client.WebhookFilter{}); !client.IsStatus(err, 401) {
+		t.Errorf("a revoked token: %v; want 401", err)
+	}
+}
