@@ -58,7 +58,9 @@ type EventLog struct {
 	NextAttemptAt *time.Time
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
-	Attempts      []Attempt // filled by Log, not by Logs
+	// LastDuration is how long its latest attempt took; nil before any.
+	LastDuration *time.Duration
+	Attempts     []Attempt // filled by Log, not by Logs
 }
 
 // Attempt is one POST of a log's payload.
@@ -73,8 +75,14 @@ type Attempt struct {
 	ResponseBody string
 }
 
-const logColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.status, e.body, l.status_code, l.sent_at,
-l.received_at, l.retry_reason, l.attempt_count, l.due_at, l.created_at, l.updated_at`
+// logColumns reads the event's body through a subquery rather than a join,
+// so that the planner drives a list from the logs' own indexes: joined, an
+// event id filter was carried over to the events table and SQLite then
+// walked the account's whole history for that event's few logs.
+const logColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.status,
+(SELECT e.body FROM events e WHERE e.id = l.event_id), l.status_code, l.sent_at,
+l.received_at, l.retry_reason, l.attempt_count, l.due_at, l.created_at, l.updated_at,
+(SELECT a.duration_ms FROM webhook_attempts a WHERE a.log_id = l.id ORDER BY a.number DESC LIMIT 1)`
 
 func scanLog(sc interface{ Scan(...any) error }) (EventLog, error) {
 	var l EventLog
@@ -83,9 +91,14 @@ func scanLog(sc interface{ Scan(...any) error }) (EventLog, error) {
 	var sent, recv, due sql.NullInt64
 	var reason sql.NullString
 	var c, u int64
+	var duration sql.NullInt64
 	if err := sc.Scan(&l.ID, &l.AccountID, &l.WebhookID, &l.EventID, &kind, &status, &l.Payload, &code, &sent,
-		&recv, &reason, &l.AttemptCount, &due, &c, &u); err != nil {
+		&recv, &reason, &l.AttemptCount, &due, &c, &u, &duration); err != nil {
 		return EventLog{}, err
+	}
+	if duration.Valid {
+		d := time.Duration(duration.Int64) * time.Millisecond
+		l.LastDuration = &d
 	}
 	l.Event, l.Status = event.Kind(kind), LogStatus(status)
 	if code.Valid {
@@ -109,13 +122,24 @@ type LogFilter struct {
 	Status    LogStatus
 	Event     event.Kind
 	EventID   string
+	// WebhookSearch keeps logs of the account's webhooks whose name
+	// contains it, as WebhookFilter.Search does; "" for any.
+	WebhookSearch string
+	// From and To bound the creation time: at or after From, before To;
+	// a zero time leaves that end open.
+	From, To time.Time
 	Page
 }
 
-// Logs lists an account's event logs, newest first, without attempts.
-func (s *Store) Logs(ctx context.Context, accountID string, f LogFilter) (list []EventLog, next string, err error) {
-	q := `SELECT ` + logColumns + ` FROM webhook_event_logs l JOIN events e ON e.id = l.event_id WHERE l.account_id = ?`
-	args := []any{accountID}
+// where adds the filter's conditions to a query of logs aliased l. With
+// walk, the creation-time bounds are written so that no index serves them
+// (unary plus), and a page is read by walking the account's logs in id
+// order instead.
+func (f LogFilter) where(s *Store, q string, args []any, walk bool) (string, []any) {
+	created := "l.created_at"
+	if walk {
+		created = "+l.created_at"
+	}
 	for _, c := range []struct{ col, val string }{
 		{"l.webhook_id", f.WebhookID}, {"l.status", string(f.Status)}, {"l.kind", string(f.Event)}, {"l.event_id", f.EventID},
 	} {
@@ -124,34 +148,94 @@ func (s *Store) Logs(ctx context.Context, accountID string, f LogFilter) (list [
 			args = append(args, c.val)
 		}
 	}
-	if f.Cursor != "" {
-		q += ` AND l.id < ?`
-		args = append(args, f.Cursor)
+	if f.WebhookSearch != "" {
+		q += ` AND l.webhook_id IN (SELECT id FROM webhooks WHERE account_id = l.account_id AND name ` + s.eng.caseInsensitiveLike() + ` ? ESCAPE '\')`
+		args = append(args, "%"+escapeLike(f.WebhookSearch)+"%")
 	}
-	q += ` ORDER BY l.id DESC LIMIT ?`
-	args = append(args, f.Limit+1)
+	if !f.From.IsZero() {
+		q += ` AND ` + created + ` >= ?`
+		args = append(args, ms(f.From))
+	}
+	if !f.To.IsZero() {
+		q += ` AND ` + created + ` < ?`
+		args = append(args, ms(f.To))
+	}
+	return q, args
+}
+
+// Logs lists an account's event logs, newest first, without attempts.
+func (s *Store) Logs(ctx context.Context, accountID string, f LogFilter) (list []EventLog, next string, err error) {
+	w, err := s.LogWindow(ctx, accountID, f)
+	return w.Items, w.Older, err
+}
+
+// LogWindow lists a page of an account's event logs, newest first, without
+// attempts, with the cursors of the pages either side.
+func (s *Store) LogWindow(ctx context.Context, accountID string, f LogFilter) (Window[EventLog], error) {
+	// A date range holding few logs is read through the creation-time
+	// index and sorted; one holding many is read by walking the account's
+	// logs in id order, which finds a page among them at once. Left to
+	// itself SQLite (which has no statistics here) took the index and
+	// sorted 36,000 of 50,000 logs (260 ms) for a range from yesterday.
+	// Counting up to 1,000 through the index costs under a millisecond.
+	walk := false
+	if !f.From.IsZero() || !f.To.IsZero() {
+		_, many, err := s.CountLogs(ctx, accountID, f, rangeSortLimit)
+		if err != nil {
+			return Window[EventLog]{}, err
+		}
+		walk = many
+	}
+	q, args := f.where(s, `SELECT `+logColumns+` FROM webhook_event_logs l WHERE l.account_id = ?`, []any{accountID}, walk)
+	// An event has one log per webhook: those are found through the event
+	// index and sorted, an expression rather than the column keeping the
+	// planner from walking the account's history in id order for them
+	// (SQLite did, 90 ms with 50,000 logs).
+	order := "l.id"
+	if f.EventID != "" {
+		order = "l.id || ''"
+	}
+	q, args = f.Page.applyTo(order, q, args)
 	rows, err := s.Query(ctx, q, args...)
 	if err != nil {
-		return nil, "", fmt.Errorf("list event logs: %w", err)
+		return Window[EventLog]{}, fmt.Errorf("list event logs: %w", err)
 	}
 	defer rows.Close()
+	var list []EventLog
 	for rows.Next() {
 		l, err := scanLog(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("list event logs: %w", err)
+			return Window[EventLog]{}, fmt.Errorf("list event logs: %w", err)
 		}
 		list = append(list, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list event logs: %w", err)
+		return Window[EventLog]{}, fmt.Errorf("list event logs: %w", err)
 	}
-	list, next = cut(list, f.Limit, func(l EventLog) string { return l.ID })
-	return list, next, nil
+	return window(list, f.Page, func(l EventLog) string { return l.ID }), nil
+}
+
+// rangeSortLimit is the most logs in a date range that LogWindow sorts.
+const rangeSortLimit = 1000
+
+// CountLogs counts an account's event logs that pass f (its Page is
+// ignored), up to limit: more reports that there are more than limit, so a
+// count over a long history stops early rather than reading all of it.
+func (s *Store) CountLogs(ctx context.Context, accountID string, f LogFilter, limit int) (n int, more bool, err error) {
+	q, args := f.where(s, `SELECT 1 FROM webhook_event_logs l WHERE l.account_id = ?`, []any{accountID}, false)
+	q = `SELECT COUNT(*) FROM (` + q + ` LIMIT ?) c`
+	if err := s.QueryRow(ctx, q, append(args, limit+1)...).Scan(&n); err != nil {
+		return 0, false, fmt.Errorf("count event logs: %w", err)
+	}
+	if n > limit {
+		return limit, true, nil
+	}
+	return n, false, nil
 }
 
 // Log returns one event log with its attempts, oldest first.
 func (s *Store) Log(ctx context.Context, accountID, id string) (EventLog, error) {
-	l, err := scanLog(s.QueryRow(ctx, `SELECT `+logColumns+` FROM webhook_event_logs l JOIN events e ON e.id = l.event_id
+	l, err := scanLog(s.QueryRow(ctx, `SELECT `+logColumns+` FROM webhook_event_logs l
 WHERE l.account_id = ? AND l.id = ?`, accountID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return EventLog{}, ErrNotFound

@@ -85,8 +85,9 @@ func poolMaxConns(dbURL string) (string, int, error) {
 	return u.String(), n, nil
 }
 
-func (*postgresEngine) name() string           { return "postgres" }
-func (*postgresEngine) rebind(q string) string { return rebindDollar(postgresJSON.Replace(q)) }
+func (*postgresEngine) caseInsensitiveLike() string { return "ILIKE" }
+func (*postgresEngine) name() string                { return "postgres" }
+func (*postgresEngine) rebind(q string) string      { return rebindDollar(postgresJSON.Replace(q)) }
 
 // postgresJSON spells the portable JSON row sources (see jsonRows) in
 // PostgreSQL: one row per element, its column named value as in SQLite.

@@ -93,8 +93,9 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	return nil
 }
 
-func (sqliteEngine) name() string           { return "sqlite" }
-func (sqliteEngine) rebind(q string) string { return sqliteJSON.Replace(q) }
+func (sqliteEngine) caseInsensitiveLike() string { return "LIKE" }
+func (sqliteEngine) name() string                { return "sqlite" }
+func (sqliteEngine) rebind(q string) string      { return sqliteJSON.Replace(q) }
 
 // sqliteJSON spells the portable JSON row sources (see jsonRows) in SQLite.
 var sqliteJSON = strings.NewReplacer("json_rows(?)", "json_each(?)", "json_texts(?)", "json_each(?)")

@@ -55,6 +55,9 @@ type engine interface {
 	// keyShare is the suffix that keeps selected rows from being deleted
 	// until the transaction ends, while others may do the same.
 	keyShare() string
+	// caseInsensitiveLike is the LIKE operator that ignores case: SQLite's
+	// LIKE already does for ASCII letters; PostgreSQL's LIKE never does.
+	caseInsensitiveLike() string
 	// lockMigrations makes concurrent migrators take turns; it is called
 	// first in each migration's transaction.
 	lockMigrations(ctx context.Context, tx *sql.Tx) error

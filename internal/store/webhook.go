@@ -106,61 +106,95 @@ func (s *Store) Webhook(ctx context.Context, accountID, id string) (Webhook, err
 // WebhookFilter narrows a webhook list.
 type WebhookFilter struct {
 	Status Health // "" for any
+	// Search keeps webhooks whose name or URL contains it, ignoring the case
+	// of ASCII letters on both engines (PostgreSQL's ILIKE folds other
+	// letters too; SQLite's LIKE does not). "" for any.
+	Search string
 	Page
 }
 
-// Page is a keyset page: Limit rows with ids below Cursor, newest first.
-type Page struct {
-	Limit  int
-	Cursor string
+// where adds the filter's conditions to a query of webhooks.
+func (f WebhookFilter) where(s *Store, q string, args []any) (string, []any) {
+	if f.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, string(f.Status))
+	}
+	if f.Search != "" {
+		like := s.eng.caseInsensitiveLike()
+		q += ` AND (name ` + like + ` ? ESCAPE '\' OR url ` + like + ` ? ESCAPE '\')`
+		pattern := "%" + escapeLike(f.Search) + "%"
+		args = append(args, pattern, pattern)
+	}
+	return q, args
 }
 
 // Webhooks lists an account's webhooks, newest first. next is the cursor of
 // the following page, "" on the last.
 func (s *Store) Webhooks(ctx context.Context, accountID string, f WebhookFilter) (list []Webhook, next string, err error) {
-	q := `SELECT ` + webhookColumns + ` FROM webhooks WHERE account_id = ?`
-	args := []any{accountID}
-	if f.Status != "" {
-		q += ` AND status = ?`
-		args = append(args, string(f.Status))
-	}
-	q, args = f.Page.apply(q, args)
+	w, err := s.WebhookWindow(ctx, accountID, f)
+	return w.Items, w.Older, err
+}
+
+// WebhookWindow lists a page of an account's webhooks, newest first, with
+// the cursors of the pages either side.
+func (s *Store) WebhookWindow(ctx context.Context, accountID string, f WebhookFilter) (Window[Webhook], error) {
+	q, args := f.where(s, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ?`, []any{accountID})
+	q, args = f.Page.applyTo("id", q, args)
 	rows, err := s.Query(ctx, q, args...)
 	if err != nil {
-		return nil, "", fmt.Errorf("list webhooks: %w", err)
+		return Window[Webhook]{}, fmt.Errorf("list webhooks: %w", err)
 	}
 	defer rows.Close()
+	var list []Webhook
 	for rows.Next() {
 		w, err := scanWebhook(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("list webhooks: %w", err)
+			return Window[Webhook]{}, fmt.Errorf("list webhooks: %w", err)
 		}
 		list = append(list, w)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list webhooks: %w", err)
+		return Window[Webhook]{}, fmt.Errorf("list webhooks: %w", err)
 	}
-	list, next = cut(list, f.Limit, func(w Webhook) string { return w.ID })
-	return list, next, nil
+	return window(list, f.Page, func(w Webhook) string { return w.ID }), nil
 }
 
-// apply adds the keyset condition, order and limit (one extra row tells
-// whether a next page exists).
-func (p Page) apply(q string, args []any) (string, []any) {
-	if p.Cursor != "" {
-		q += ` AND id < ?`
-		args = append(args, p.Cursor)
+// CountWebhooks counts an account's webhooks that pass f (its Page is
+// ignored). An account has thousands at most, counted through its index.
+func (s *Store) CountWebhooks(ctx context.Context, accountID string, f WebhookFilter) (int, error) {
+	q, args := f.where(s, `SELECT COUNT(*) FROM webhooks WHERE account_id = ?`, []any{accountID})
+	var n int
+	if err := s.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count webhooks: %w", err)
 	}
-	return q + ` ORDER BY id DESC LIMIT ?`, append(args, p.Limit+1)
+	return n, nil
 }
 
-// cut trims the extra row Page.apply asked for and returns the next cursor.
-func cut[T any](list []T, limit int, id func(T) string) ([]T, string) {
-	if len(list) <= limit {
-		return list, ""
+// WebhookNames returns the names of the account's webhooks among ids, by
+// id, in one query; ids of other accounts' webhooks, or of none, are left
+// out.
+func (s *Store) WebhookNames(ctx context.Context, accountID string, ids []string) (map[string]string, error) {
+	names := make(map[string]string, len(ids))
+	if len(ids) == 0 {
+		return names, nil
 	}
-	list = list[:limit]
-	return list, id(list[limit-1])
+	rows, err := s.Query(ctx, `SELECT id, name FROM webhooks WHERE account_id = ? AND id IN (SELECT value FROM json_texts(?))`,
+		accountID, jsonTexts(ids))
+	if err != nil {
+		return nil, fmt.Errorf("read webhook names: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, fmt.Errorf("read webhook names: %w", err)
+		}
+		names[id] = name
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read webhook names: %w", err)
+	}
+	return names, nil
 }
 
 // WebhookPatch holds the fields to change; nil leaves a field as it is.

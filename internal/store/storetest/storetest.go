@@ -54,6 +54,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ConcurrentIdempotentClaimsClaimOnce", 3, testConcurrentIdempotentClaims},
 		{"APITokensAreScopedListedExpiredAndRevoked", 1, testAPITokens},
 		{"APITokenUseIsRecordedSparinglyAndRevocationSeenEverywhere", 2, testAPITokenUseAcrossProcesses},
+		{"WebhookListsSearchCountAndPage", 1, testWebhookListsSearchCountAndPage},
+		{"LogListsFilterCountAndPage", 1, testLogListsFilterCountAndPage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
