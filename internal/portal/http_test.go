@@ -386,8 +386,14 @@ func TestAnotherAccountsWebhooksAndLogsAreNotFound(t *testing.T) {
 			t.Errorf("B: POST %s = %d; want 404", p, code)
 		}
 	}
-	if _, _, body := b.get("/webhook-event-logs?webhook=" + hook.ID); strings.Contains(body, logID) {
-		t.Errorf("B's log list shows A's log")
+	if _, _, body := b.get("/webhook-event-logs?webhook=" + hook.ID); strings.Contains(body, logID) || strings.Contains(body, "Mine") {
+		t.Errorf("B's log list, filtered by A's webhook, shows A's log or its name")
+	}
+	if _, _, body := b.get("/webhook-event-logs?webhook_name=Mine"); strings.Contains(body, logID) {
+		t.Errorf("B's log list, searched by A's webhook's name, shows A's log")
+	}
+	if _, _, body := b.get("/webhooks?q=Mine"); strings.Contains(body, hook.ID) || countText(body) != "0 of 0 webhooks match" {
+		t.Errorf("B's webhook search finds A's webhook (count %q)", countText(body))
 	}
 	if w := h.Webhook(hook.ID); w.Name != "Mine" || !w.Enabled {
 		t.Errorf("A's webhook changed: %+v", w)

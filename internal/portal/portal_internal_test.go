@@ -38,12 +38,12 @@ func TestTemplatesParseAndRender(t *testing.T) {
 	data := map[string]any{
 		"signin":         signInData{Email: "a@example.com", Errors: fieldErrors{"": "The email address or password is not right."}},
 		"error":          errorPage{Code: 404, Status: "Not Found", Message: "gone"},
-		"webhooks":       webhooksData{Webhooks: []store.Webhook{hook}, Next: "/webhooks?cursor=x"},
+		"webhooks":       webhooksData{Webhooks: []store.Webhook{hook}, Total: 1200, Matching: 1, Filtered: true, Statuses: healthStates, Pages: pager{Newest: "/webhooks", Newer: "/webhooks?after=x", Older: "/webhooks?cursor=x", Oldest: "/webhooks?oldest=1"}},
 		"webhook_form":   webhookFormData{Editing: true, ID: "w1", Form: webhookForm{Name: "CRM"}, Errors: fieldErrors{"url": "URL must use http or https."}},
 		"webhook_delete": hook,
 		"webhook":        webhookData{Webhook: hook, Token: "whsec_x", Success: newSuccessChart(now.Truncate(time.Hour).Add(-23*time.Hour), []store.HourOfAttempts{{Start: now.Truncate(time.Hour), Attempts: 4, Succeeded: 3}}), Latency: newLatencyChart([]store.AttemptPoint{{SentAt: now, DurationMS: 12, StatusCode: &ok, Succeeded: true}, {SentAt: now, DurationMS: 40}}), Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}},
 		"webhook_test":   testData{Webhook: hook, Event: "license.created", Result: &delivery.TestResult{Event: "license.created", Succeeded: true, Response: &delivery.TestResponse{StatusCode: 200, Body: "ok"}, VerificationCheck: &delivery.VerificationCheck{Sent: true, StatusCode: &ok}}},
-		"logs":           logsData{Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}, Webhooks: []store.Webhook{hook}, Statuses: logStatuses, Next: "/webhook-event-logs?cursor=x"},
+		"logs":           logsData{Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}, Filter: logFilter{Webhook: "w1", From: "2026-11-01"}, WebhookName: "CRM", Filtered: true, Count: 10000, More: true, Statuses: logStatuses, Pages: pager{Older: "/webhook-event-logs?cursor=x"}},
 		"log":            logData{Log: l, Webhook: hook, Pretty: "{}", Resent: &l.Attempts[0]},
 		"account":        accountData{Name: "Acme", NotificationEmail: "ops@example.com", OwnerEmail: "a@example.com"},
 		"api_tokens": apiTokensData{Tokens: []store.APIToken{{ID: "t1", Name: "CI", Scope: store.ScopeRead, CreatedAt: now, ExpiresAt: &now, LastUsedAt: &now}, {ID: "t2", Name: "First token", Scope: store.ScopeWrite, CreatedAt: now}},
@@ -229,5 +229,39 @@ func TestSignInLimiterHoldsUnderConcurrency(t *testing.T) {
 	wg.Wait()
 	if got := passed.Load(); got != maxPerPair {
 		t.Errorf("%d of 60 concurrent attempts went through; want %d", got, maxPerPair)
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "0"}, {999, "999"}, {1000, "1,000"}, {50000, "50,000"}, {1234567, "1,234,567"}, {-1500, "-1,500"}} {
+		if got := thousands(tt.n); got != tt.want {
+			t.Errorf("thousands(%d) = %q; want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestParseDay(t *testing.T) {
+	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		in   string
+		end  bool
+		want time.Time
+		ok   bool
+	}{
+		{"", false, time.Time{}, true},
+		{"2026-11-25", false, day, true},
+		{"2026-11-25", true, day.AddDate(0, 0, 1), true}, // a range's last day is included whole
+		{"2026-11-25T10:30", true, day.Add(10*time.Hour + 30*time.Minute), true},
+		{"2026-11-25T10:30:15", false, day.Add(10*time.Hour + 30*time.Minute + 15*time.Second), true},
+		{"25/11/2026", false, time.Time{}, false},
+		{"2026-02-30", false, time.Time{}, false},
+	} {
+		got, ok := parseDay(tt.in, tt.end)
+		if ok != tt.ok || !got.Equal(tt.want) {
+			t.Errorf("parseDay(%q, %v) = %v, %v; want %v, %v", tt.in, tt.end, got, ok, tt.want, tt.ok)
+		}
 	}
 }

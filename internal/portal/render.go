@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,7 +119,17 @@ func funcs(static *staticFiles) template.FuncMap {
 		"lower": func(s any) string { return strings.ToLower(fmt.Sprint(s)) },
 		"kinds": func() []event.Kind { return event.Kinds },
 		"sub":   func(a, b int) int { return a - b },
-		"str":   func(b []byte) string { return string(b) },
+		"count": thousands,
+		// took is how long the latest attempt of a log took.
+		"took": func(d *time.Duration) string { return duration(d.Milliseconds()) },
+		// plural picks the word for n: one for 1, many otherwise.
+		"plural": func(n int, one, many string) string {
+			if n == 1 {
+				return one
+			}
+			return many
+		},
+		"str": func(b []byte) string { return string(b) },
 		// num reads a status code that may be absent (*int).
 		"num": func(v any) int {
 			if p, ok := v.(*int); ok && p != nil {
@@ -165,4 +176,19 @@ func when(t any) string {
 		}
 	}
 	return "—"
+}
+
+// thousands writes n with a comma between groups of three digits, as the
+// portal's English does: 50,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
 }
