@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -280,6 +281,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
 	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private or link-local addresses (not cloud metadata ones)")
 	allowMetadata := e.Bool("allow-metadata-addresses", "HERALD_ALLOW_METADATA_ADDRESSES", false, "with --allow-private-networks, also allow cloud metadata addresses such as 169.254.169.254")
+	operatorToken := e.String("operator-token", "HERALD_OPERATOR_TOKEN", "", "token authorising the operator calls (/v3/operator/: accounts and portal links) and nothing else; at least 32 characters (default: off, those calls answer 404)")
+	e.Group("Server")
+	publicURL := e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it, e.g. https://hooks.example.com, for the links herald makes (default: the address each request came to)")
 	e.Group("Delivery")
 	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")
 	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "of those, attempts to one webhook")
@@ -330,6 +334,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *allowMetadata && !*allowPrivate {
 		v = append(v, "--allow-metadata-addresses needs --allow-private-networks: metadata addresses are private addresses too")
+	}
+	if *operatorToken != "" && len(*operatorToken) < minOperatorToken {
+		v = append(v, fmt.Sprintf("--operator-token must be at least %d characters: it opens every account", minOperatorToken))
+	}
+	if *publicURL != "" {
+		if err := checkPublicURL(*publicURL); err != nil {
+			v = append(v, "--public-url: "+err.Error())
+		}
 	}
 	retain, err := retention.ParseDuration(*keep)
 	if err != nil {
@@ -402,6 +414,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
 			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
 			ResponseBodyLimit: keepBody},
+		OperatorToken: *operatorToken, PublicURL: strings.TrimRight(*publicURL, "/"),
 		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, AllowMetadata: *allowMetadata, SecureCookies: *secureCookies,
 		Retention:   retention.Config{Keep: retain},
 		NoAccessLog: !*accessLog,
@@ -413,6 +426,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return srv.Run(ctx, ln)
+}
+
+// minOperatorToken is the shortest --operator-token: 32 characters of a
+// generated secret, as `openssl rand -hex 16` prints.
+const minOperatorToken = 32
+
+// checkPublicURL accepts an absolute http or https URL with no query or
+// fragment.
+func checkPublicURL(text string) error {
+	u, err := url.Parse(text)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q: want an http or https address such as https://hooks.example.com", text)
+	}
+	return nil
 }
 
 // maxAttemptTimeout bounds --attempt-timeout.

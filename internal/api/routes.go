@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/accesslog"
 	"github.com/heraldhq/herald/internal/api/openapi"
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/licensing"
 	"github.com/heraldhq/herald/internal/netguard"
@@ -26,6 +27,10 @@ type API struct {
 	policy    netguard.Policy
 	log       *slog.Logger
 	limits    ratelimit.Limits
+
+	operatorHash string // SHA-256 of the operator token; "" when off
+	publicURL    string
+	operatorMux  *http.ServeMux
 }
 
 // Config holds what the API needs.
@@ -37,6 +42,12 @@ type Config struct {
 	// Limits limits request rates per token, and per client address for
 	// requests without a valid token; zero limits nothing.
 	Limits ratelimit.Limits
+	// OperatorToken authorises /v3/operator/ and nothing else; "" turns
+	// those calls off (404).
+	OperatorToken string
+	// PublicURL is the portal's address for the links the API makes
+	// ("": the address a request came to).
+	PublicURL string
 }
 
 // New returns the API's handler, to be mounted at /.
@@ -45,14 +56,25 @@ func New(c Config) http.Handler {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
+	if c.OperatorToken != "" {
+		a.operatorHash = auth.HashToken(c.OperatorToken)
+	}
+	a.publicURL = c.PublicURL
 	mux := http.NewServeMux()
+	a.operatorMux = http.NewServeMux()
 	h := func(pattern string, fn handler) {
+		mux := mux
+		if strings.HasPrefix(pattern, "/v3/operator/") || strings.Contains(pattern, " /v3/operator/") {
+			mux = a.operatorMux
+		}
 		// Every POST honours Idempotency-Key (idempotency.go) but the one
 		// that creates an API token: its answer holds the token's secret,
 		// which herald keeps only hashed, and a replay would have to store
 		// it. Creating a token fires nothing; a retry makes a second one,
 		// which the owner can revoke.
-		if strings.HasPrefix(pattern, http.MethodPost+" ") && pattern != "POST /v3/api-tokens" {
+		// Nor do the operator's calls: their answers hold secrets too, and
+		// keys are kept per account.
+		if strings.HasPrefix(pattern, http.MethodPost+" ") && pattern != "POST /v3/api-tokens" && !strings.Contains(pattern, " /v3/operator/") {
 			fn = a.idempotent(fn)
 		}
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -88,6 +110,16 @@ func New(c Config) http.Handler {
 
 	a.licensingRoutes(h)
 
+	a.operatorRoutes(h)
+	h("/v3/operator/", func(w http.ResponseWriter, r *http.Request) error {
+		if allow := allowed(a.operatorMux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed",
+				r.Method+" is not an API call at "+r.URL.Path+"; allowed: "+strings.Join(allow, ", "))
+		}
+		return problem(http.StatusNotFound, "not-found", "Not found", "no API call at "+r.Method+" "+r.URL.Path)
+	})
+
 	h("/v3/", func(w http.ResponseWriter, r *http.Request) error {
 		if allow := allowed(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -100,6 +132,7 @@ func New(c Config) http.Handler {
 	// The API reference needs no token; everything else does.
 	root := http.NewServeMux()
 	root.HandleFunc("GET /v3/openapi.json", serveOpenAPI)
+	root.Handle("/v3/operator/", a.operator())
 	root.Handle("/", a.authenticate(mux))
 	return withRequestID(root)
 }
@@ -136,7 +169,7 @@ func allowed(mux *http.ServeMux, r *http.Request) []string {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
-		if _, pattern := mux.Handler(probe); pattern != "/v3/" && pattern != "" {
+		if _, pattern := mux.Handler(probe); pattern != "/v3/" && pattern != "/v3/operator/" && pattern != "" {
 			out = append(out, m)
 		}
 	}

@@ -87,3 +87,17 @@ func CheckPassword(hash, password string) bool {
 	got := argon2.IDKey([]byte(password), salt, t, mem, p, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1
 }
+
+// NewLinkToken returns the secret of a single-use sign-in link (a portal
+// link or an invitation), stored like an API token, as its SHA-256.
+func NewLinkToken() string { return randomString(32) }
+
+// SameToken compares a presented secret with the expected one through their
+// SHA-256, in constant time: neither the secret's content nor its length
+// shows in the time taken. An empty expected secret matches nothing.
+func SameToken(expectedHash, presented string) bool {
+	if expectedHash == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(HashToken(presented)), []byte(expectedHash)) == 1
+}

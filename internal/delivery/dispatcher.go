@@ -384,6 +384,20 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 		o.Result = store.Release
 		return o
 	}
+	// The claim was read before the attempt; its webhook or whole account
+	// may have been deleted since, by any process or `herald accounts
+	// delete`. Nothing of a deleted account may go out after the delete
+	// committed, so the log is looked up (by primary key) just before the
+	// request is made. Not found: nothing is sent, and the outcome finds no
+	// log to record.
+	if held, err := d.store.StillHeld(ctx, c.LogID, c.Lease); err != nil || !held {
+		if err != nil {
+			d.cfg.Logger.Warn("attempt not made: its log could not be checked", "log", c.LogID, "err", err)
+		}
+		d.untake(c.WebhookID)
+		o.Result = store.Release
+		return o
+	}
 	number := c.AttemptCount + 1
 	ctx, span := d.startSpan(ctx, spanOf{name: SpanAttempt, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
 		logID: c.LogID, attempt: number, fired: c.TraceParent})

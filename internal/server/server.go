@@ -121,6 +121,13 @@ type Config struct {
 	// the stop. When nil, /metrics is served with the API.
 	MetricsListener net.Listener
 
+	// OperatorToken authorises the operator calls (/v3/operator/); ""
+	// turns them off. Never logged.
+	OperatorToken string
+	// PublicURL is the portal's address as its users reach it, for the
+	// links herald makes; "" uses the address each request came to.
+	PublicURL string
+
 	BootstrapEmail    string
 	BootstrapPassword string
 	BootstrapToken    string
@@ -232,7 +239,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		deviceKey = m.Sum(nil)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, Limits: s.limits}))
+	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, Limits: s.limits,
+		OperatorToken: cfg.OperatorToken, PublicURL: cfg.PublicURL}))
 	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log,
 		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -24,6 +25,8 @@ type Bootstrap struct {
 	OwnerEmail   string
 	PasswordHash string
 	TokenHash    string
+	// NotificationEmail is where suspension emails go; "" means OwnerEmail.
+	NotificationEmail string
 }
 
 // BootstrapIfEmpty creates the first account, its owner and its API token
@@ -66,13 +69,13 @@ func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (bool, error)
 // (a write token named FirstTokenName).
 func (tx *Tx) CreateAccount(ctx context.Context, b Bootstrap) (Account, error) {
 	now := tx.Now()
-	a := Account{ID: NewID(), Name: b.AccountName, NotificationEmail: b.OwnerEmail, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	a := Account{ID: NewID(), Name: b.AccountName, NotificationEmail: cmp.Or(b.NotificationEmail, b.OwnerEmail), CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
 	if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, name, notification_email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		a.ID, a.Name, a.NotificationEmail, ms(now), ms(now)); err != nil {
 		return Account{}, fmt.Errorf("insert account: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO owners (id, account_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-		NewID(), a.ID, b.OwnerEmail, b.PasswordHash, ms(now)); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO owners (id, account_id, email, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		NewID(), a.ID, b.OwnerEmail, b.PasswordHash, string(RoleOwner), ms(now)); err != nil {
 		return Account{}, fmt.Errorf("insert owner: %w", err)
 	}
 	if _, err := tx.insertAPIToken(ctx, a.ID, NewAPIToken{Name: FirstTokenName, Scope: ScopeWrite, Hash: b.TokenHash}); err != nil {
@@ -133,24 +136,23 @@ func (s *Store) scanAccount(row *sql.Row) (Account, error) {
 	return a, nil
 }
 
-// Owner is the person who signs in to an account's portal.
+// Owner is a person who signs in to an account's portal: one of its users,
+// an owner or a member by Role (the type keeps the name it had when each
+// account had one).
 type Owner struct {
 	ID           string
 	AccountID    string
 	Email        string
 	PasswordHash string
+	Role         Role
+	CreatedAt    time.Time
 }
 
-// OwnerByEmail finds an owner for sign-in.
+// OwnerByEmail finds a user for sign-in.
 func (s *Store) OwnerByEmail(ctx context.Context, email string) (Owner, error) {
-	var o Owner
-	err := s.QueryRow(ctx, `SELECT id, account_id, email, password_hash FROM owners WHERE email = ?`, email).
-		Scan(&o.ID, &o.AccountID, &o.Email, &o.PasswordHash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Owner{}, ErrNotFound
-	}
+	o, err := scanOwner(s.QueryRow(ctx, `SELECT `+ownerColumns+` FROM owners WHERE email = ?`, email))
 	if err != nil {
-		return Owner{}, fmt.Errorf("read owner: %w", err)
+		return Owner{}, notFound(err, "read owner")
 	}
 	return o, nil
 }

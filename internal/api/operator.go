@@ -1,0 +1,241 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
+)
+
+// Portal link lifetimes: a link is for a click from the platform's
+// dashboard, seconds after it is made, so minutes are plenty and an hour
+// is the most an operator may ask.
+const (
+	DefaultPortalLinkTTL = 5 * time.Minute
+	MaxPortalLinkTTL     = time.Hour
+	MinPortalLinkTTL     = 10 * time.Second
+)
+
+// operator serves /v3/operator/: the calls of whoever runs herald, across
+// accounts. They take the operator token alone, never an account's API
+// token, and no account's call takes the operator token (it is in no
+// account's api_tokens). With no operator token configured every operator
+// route answers 404, as if it did not exist.
+func (a *API) operator() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.operatorHash == "" {
+			a.writeError(w, r, problem(http.StatusNotFound, "not-found", "Not found",
+				"the operator API is off: start herald with --operator-token to turn it on"))
+			return
+		}
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || !auth.SameToken(a.operatorHash, strings.TrimSpace(token)) {
+			if !a.allow(w, r, a.limits.ByAddress(r), "address") {
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="herald operator"`)
+			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
+				"the operator calls take the operator token (--operator-token) as Authorization: Bearer <token>"))
+			return
+		}
+		if !a.allow(w, r, a.limits.ByCredential(a.operatorHash), "operator token") {
+			return
+		}
+		a.operatorMux.ServeHTTP(w, r)
+	})
+}
+
+func (a *API) operatorRoutes(h func(pattern string, fn handler)) {
+	h("POST /v3/operator/accounts", a.createAccount)
+	h("GET /v3/operator/accounts", a.listAccounts)
+	h("DELETE /v3/operator/accounts/{id}", a.deleteAccount)
+	h("POST /v3/operator/accounts/{id}/portal-link", a.createPortalLink)
+}
+
+type createdAccountJSON struct {
+	Account       accountJSON `json:"account"`
+	APIToken      string      `json:"apiToken"`
+	OwnerPassword string      `json:"ownerPassword"`
+}
+
+func (a *API) createAccount(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name              *string `json:"name"`
+		OwnerEmail        *string `json:"ownerEmail"`
+		NotificationEmail *string `json:"notificationEmail"`
+	}
+	if err := decode(w, r, &in, false); err != nil {
+		return err
+	}
+	var ve validator.Errors
+	for _, f := range []struct {
+		name  string
+		value *string
+		check func(*validator.Errors, string, *string)
+	}{{"name", in.Name, validator.CheckAccountName}, {"ownerEmail", in.OwnerEmail, validator.CheckEmail}} {
+		if f.value == nil {
+			ve.Add(f.name, "is required")
+		} else {
+			f.check(&ve, f.name, f.value)
+		}
+	}
+	notify := ""
+	if in.NotificationEmail != nil {
+		validator.CheckEmail(&ve, "notificationEmail", in.NotificationEmail)
+		notify = *in.NotificationEmail
+	}
+	if err := invalid(ve); err != nil {
+		return err
+	}
+	c, err := NewAccount(r.Context(), a.store, *in.Name, *in.OwnerEmail, notify)
+	if errors.Is(err, store.ErrConflict) {
+		return &Problem{Type: problemBase + "conflict", Title: "Conflict", Status: http.StatusConflict,
+			Detail: "ownerEmail: " + *in.OwnerEmail + " already signs in to herald; an address belongs to one account",
+			Errors: Invalid{{"ownerEmail", "already signs in to herald"}}}
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, http.StatusCreated, createdAccountJSON{Account: toAccountJSON(c.Account), APIToken: c.APIToken, OwnerPassword: c.OwnerPassword})
+}
+
+// CreatedAccount is a new account with its owner's password and its first
+// API token, both generated and shown only here.
+type CreatedAccount struct {
+	Account       store.Account
+	APIToken      string
+	OwnerPassword string
+}
+
+// NewAccount creates an account whose owner signs in as ownerEmail, with a
+// generated password and write API token. An ownerEmail that already signs
+// in is store.ErrConflict. The operator API and `herald accounts create`
+// both create accounts through it; the input is checked by the caller.
+func NewAccount(ctx context.Context, st *store.Store, name, ownerEmail, notificationEmail string) (CreatedAccount, error) {
+	if _, err := st.OwnerByEmail(ctx, ownerEmail); err == nil {
+		return CreatedAccount{}, store.ErrConflict
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return CreatedAccount{}, err
+	}
+	password, token := auth.NewPassword(), auth.NewAPIToken()
+	hash, err := auth.HashPassword(password)
+	if err != nil {
+		return CreatedAccount{}, err
+	}
+	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: name, OwnerEmail: ownerEmail, NotificationEmail: notificationEmail,
+		PasswordHash: hash, TokenHash: auth.HashToken(token)})
+	if store.IsUniqueViolation(err) {
+		return CreatedAccount{}, store.ErrConflict // the same address, created at the same moment
+	}
+	if err != nil {
+		return CreatedAccount{}, err
+	}
+	return CreatedAccount{Account: acct, APIToken: token, OwnerPassword: password}, nil
+}
+
+func (a *API) listAccounts(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	accts, next, err := a.store.Accounts(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	out := make([]accountJSON, len(accts))
+	for i, acct := range accts {
+		out[i] = toAccountJSON(acct)
+	}
+	return writeJSON(w, http.StatusOK, newList(out, next))
+}
+
+func (a *API) deleteAccount(w http.ResponseWriter, r *http.Request) error {
+	err := a.store.DeleteAccount(r.Context(), pathID(r, "id"))
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("account")
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type portalLinkJSON struct {
+	URL       string `json:"url"`
+	ExpiresAt string `json:"expiresAt"`
+}
+
+func (a *API) createPortalLink(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		TTLSeconds *int64 `json:"ttlSeconds"`
+	}
+	if err := decode(w, r, &in, true); err != nil {
+		return err
+	}
+	ttl := DefaultPortalLinkTTL
+	if in.TTLSeconds != nil {
+		ttl = time.Duration(*in.TTLSeconds) * time.Second
+		if *in.TTLSeconds < int64(MinPortalLinkTTL/time.Second) || *in.TTLSeconds > int64(MaxPortalLinkTTL/time.Second) {
+			return Invalid{{"ttlSeconds", "must be from 10 to 3600 seconds"}}.Err()
+		}
+	}
+	link, err := NewPortalLink(r.Context(), a.store, pathID(r, "id"), ttl, a.baseURL(r))
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("account")
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, http.StatusOK, portalLinkJSON{URL: link.URL, ExpiresAt: ts(link.ExpiresAt)})
+}
+
+// PortalLink is a single-use link that signs into an account's portal.
+type PortalLink struct {
+	URL       string
+	ExpiresAt time.Time
+}
+
+// NewPortalLink makes a portal link for an account, valid for ttl, under
+// base (the portal's address, no trailing slash). A missing account is
+// store.ErrNotFound.
+func NewPortalLink(ctx context.Context, st *store.Store, accountID string, ttl time.Duration, base string) (PortalLink, error) {
+	token := auth.NewLinkToken()
+	l, err := st.CreateLink(ctx, accountID, store.NewLink{Kind: store.LinkPortal, Hash: auth.HashToken(token), ExpiresAt: st.Now().Add(ttl)})
+	if err != nil {
+		return PortalLink{}, err
+	}
+	return PortalLink{URL: strings.TrimRight(base, "/") + PortalLinkPath + "?token=" + token, ExpiresAt: l.ExpiresAt}, nil
+}
+
+// PortalLinkPath is where the portal takes a portal link.
+const PortalLinkPath = "/signin/link"
+
+// baseURL is the portal's address for links: --public-url when set, else
+// the address this request came to.
+func (a *API) baseURL(r *http.Request) string {
+	if a.publicURL != "" {
+		return a.publicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// invalid turns validator errors into a 422 problem, or nil.
+func invalid(ve validator.Errors) error {
+	var v Invalid
+	for _, e := range ve {
+		v.Add(e.Field, e.Detail)
+	}
+	return v.Err()
+}
