@@ -61,7 +61,7 @@ func (c *coverage) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestAPIMatchesItsReference(t *testing.T) {
 	t.Parallel()
 	var cov *coverage
-	h := heraldtest.Start(t, heraldtest.Options{Transport: func(rt http.RoundTripper) http.RoundTripper {
+	h := heraldtest.Start(t, heraldtest.Options{OperatorToken: operatorToken, Transport: func(rt http.RoundTripper) http.RoundTripper {
 		cov = newCoverage(t, openapitest.Transport(t, rt))
 		return cov
 	}})
@@ -258,6 +258,28 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(200, "POST", "/v3/webhook-event-logs/"+logID+"/resend", nil, nil)
 	c.call(404, "POST", "/v3/webhook-event-logs/"+missing+"/resend", nil, nil)
 
+	// Operator: accounts and portal links, with the operator token only.
+	asOperator := "Bearer " + operatorToken
+	var created, link map[string]any
+	c.call(401, "GET", "/v3/operator/accounts", nil, nil)
+	c.call(401, "GET", "/v3/operator/accounts", nil, nil, noToken)
+	c.call(401, "GET", "/v3/account", nil, nil, asOperator)
+	c.call(201, "POST", "/v3/operator/accounts", map[string]any{"name": "Zoë's second shop", "ownerEmail": "zoe@example.com"}, &created, asOperator)
+	c.call(409, "POST", "/v3/operator/accounts", map[string]any{"name": "Again", "ownerEmail": "zoe@example.com"}, nil, asOperator)
+	c.call(422, "POST", "/v3/operator/accounts", map[string]any{"name": "", "ownerEmail": "not an address", "notificationEmail": "x"}, nil, asOperator)
+	c.call(400, "POST", "/v3/operator/accounts", `{"name":`, nil, asOperator)
+	c.call(200, "GET", "/v3/operator/accounts?limit=1", nil, nil, asOperator)
+	c.call(422, "GET", "/v3/operator/accounts?limit=0", nil, nil, asOperator)
+	newID := created["account"].(map[string]any)["id"].(string)
+	c.call(200, "GET", "/v3/account", nil, nil, "Bearer "+created["apiToken"].(string))
+	c.call(200, "POST", "/v3/operator/accounts/"+newID+"/portal-link", map[string]any{"ttlSeconds": 60}, &link, asOperator)
+	c.call(200, "POST", "/v3/operator/accounts/"+newID+"/portal-link", nil, nil, asOperator)
+	c.call(422, "POST", "/v3/operator/accounts/"+newID+"/portal-link", map[string]any{"ttlSeconds": 5}, nil, asOperator)
+	c.call(404, "POST", "/v3/operator/accounts/"+missing+"/portal-link", nil, nil, asOperator)
+	c.call(204, "DELETE", "/v3/operator/accounts/"+newID, nil, nil, asOperator)
+	c.call(404, "DELETE", "/v3/operator/accounts/"+newID, nil, nil, asOperator)
+	c.call(401, "GET", "/v3/account", nil, nil, "Bearer "+created["apiToken"].(string))
+
 	// Deletions last, each firing its event (or, for cascades, none).
 	c.call(204, "DELETE", "/v3/licenses/"+plain["id"].(string), nil, nil)
 	c.call(404, "DELETE", "/v3/licenses/"+plain["id"].(string), nil, nil)
@@ -286,8 +308,9 @@ func TestAPIMatchesItsReference(t *testing.T) {
 }
 
 const (
-	missing = "01937a4f-2b3c-7d4e-9f5a-6b7c8d9e0f1a"
-	noToken = "-"
+	operatorToken = "operator-token-0123456789abcdef0123456789"
+	missing       = "01937a4f-2b3c-7d4e-9f5a-6b7c8d9e0f1a"
+	noToken       = "-"
 )
 
 // client sends requests through the herald's checking transport.

@@ -38,7 +38,7 @@ func (a *API) operator() http.Handler {
 			if !a.allow(w, r, a.limits.ByAddress(r), "address") {
 				return
 			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="herald operator"`)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="herald"`)
 			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 				"the operator calls take the operator token (--operator-token) as Authorization: Bearer <token>"))
 			return

@@ -50,6 +50,10 @@ type Options struct {
 	TrustedProxies                ratelimit.Proxies
 	// ReadTimeout bounds reading each request (server.Config.ReadTimeout).
 	ReadTimeout time.Duration
+	// OperatorToken turns on the operator calls (server.Config.OperatorToken).
+	OperatorToken string
+	// PublicURL is server.Config.PublicURL.
+	PublicURL string
 	// Setup runs on the opened server before it starts serving, to mount more
 	// handlers (e.g. the portal) or adjust it.
 	Setup func(*server.Server)
@@ -111,6 +115,7 @@ func (h *Herald) run() {
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
+		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)
