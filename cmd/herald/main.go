@@ -2,7 +2,8 @@
 // API and delivers events; `herald listen` is a local receiver for people
 // building an integration; `herald migrate` applies schema migrations;
 // `herald version` prints the version; `herald webhooks`, `herald logs` and
-// `herald trigger` call a running herald's API through package client.
+// `herald trigger` call a running herald's API through package client;
+// `herald accounts` manages accounts on the database directly.
 package main
 
 import (
@@ -45,6 +46,7 @@ Usage:
   herald version           print the version
 
 ` + apiUsage + `
+` + accountsUsage + `
 Run "herald COMMAND --help" for a command's flags. Every serve flag can also be
 set by the environment variable shown with it.
 `
@@ -69,6 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return logsCmd(ctx, rest, stdout, stderr)
 	case "trigger":
 		return triggerCmd(ctx, rest, stdout, stderr)
+	case "accounts":
+		return accountsCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "herald", server.VersionString())
 		return nil

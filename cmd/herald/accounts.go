@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
+)
+
+const accountsUsage = `Run against the database directly (--database, $HERALD_DATABASE_URL; on SQLite
+with herald stopped, as SQLite serves one process):
+  herald accounts create --name N --owner-email E [--notification-email E]
+  herald accounts list
+  herald accounts delete ID
+  herald accounts link ID --public-url URL [--ttl 5m]
+  herald accounts reset-password --email E
+`
+
+// accountsCmd is `herald accounts`: what the operator API does, and a
+// forgotten password's reset, for whoever holds the database.
+func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"herald accounts", errors.New("name a command: create, list, delete, link or reset-password")}
+	}
+	e := &envFlags{fs: flag.NewFlagSet("herald accounts "+args[0], flag.ContinueOnError)}
+	e.fs.SetOutput(stderr)
+	sf := addStoreFlags(e)
+	asJSON := e.fs.Bool("json", false, "print the answer as JSON")
+	var run func(st *store.Store) error
+	switch args[0] {
+	case "create":
+		name := e.fs.String("name", "", "the account's name (required)")
+		owner := e.fs.String("owner-email", "", "the address its owner signs in with (required)")
+		notify := e.fs.String("notification-email", "", "where suspension emails go (default: the owner's address)")
+		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
+			return err
+		}
+		var ve validator.Errors
+		validator.CheckAccountName(&ve, "--name", name)
+		validator.CheckEmail(&ve, "--owner-email", owner)
+		if *notify != "" {
+			validator.CheckEmail(&ve, "--notification-email", notify)
+		}
+		if err := flagErrors(ve); err != nil {
+			return err
+		}
+		run = func(st *store.Store) error {
+			c, err := api.NewAccount(ctx, st, *name, *owner, *notify)
+			if errors.Is(err, store.ErrConflict) {
+				return fmt.Errorf("--owner-email %s already signs in to herald; an address belongs to one account", *owner)
+			}
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return printJSON(stdout, map[string]any{"account": accountOut(c.Account), "apiToken": c.APIToken, "ownerPassword": c.OwnerPassword})
+			}
+			fmt.Fprintf(stdout, "created account %s (%s); its owner signs in as %s\n", c.Account.ID, c.Account.Name, *owner)
+			fmt.Fprintf(stdout, "owner's portal password (shown once): %s\n", c.OwnerPassword)
+			fmt.Fprintf(stdout, "API token (shown once): %s\n", c.APIToken)
+			return nil
+		}
+	case "list":
+		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
+			return err
+		}
+		run = func(st *store.Store) error { return listAccounts(ctx, st, stdout, *asJSON) }
+	case "delete":
+		pos, err := parseArgs(e, args[1:], 1, "an account ID")
+		if err != nil {
+			return err
+		}
+		run = func(st *store.Store) error {
+			err := st.DeleteAccount(ctx, pos[0])
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no account %s", pos[0])
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "deleted account %s and everything in it\n", pos[0])
+			return nil
+		}
+	case "link":
+		publicURL := e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it (required)")
+		ttl := e.fs.Duration("ttl", api.DefaultPortalLinkTTL, fmt.Sprintf("how long the link works, from %v to %v", api.MinPortalLinkTTL, api.MaxPortalLinkTTL))
+		pos, err := parseArgs(e, args[1:], 1, "an account ID")
+		if err != nil {
+			return err
+		}
+		if *publicURL == "" {
+			return errors.New("link: --public-url or $HERALD_PUBLIC_URL is required: the portal's address, which the link starts with")
+		}
+		if err := checkPublicURL(*publicURL); err != nil {
+			return fmt.Errorf("--public-url: %w", err)
+		}
+		if *ttl < api.MinPortalLinkTTL || *ttl > api.MaxPortalLinkTTL {
+			return fmt.Errorf("--ttl %v: want from %v to %v", *ttl, api.MinPortalLinkTTL, api.MaxPortalLinkTTL)
+		}
+		run = func(st *store.Store) error {
+			l, err := api.NewPortalLink(ctx, st, pos[0], *ttl, *publicURL)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no account %s", pos[0])
+			}
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return printJSON(stdout, map[string]any{"url": l.URL, "expiresAt": l.ExpiresAt})
+			}
+			fmt.Fprintf(stdout, "%s\n(works once, until %s)\n", l.URL, l.ExpiresAt.Format(time.RFC3339))
+			return nil
+		}
+	case "reset-password":
+		email := e.fs.String("email", "", "the address the user signs in with (required)")
+		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
+			return err
+		}
+		if *email = strings.TrimSpace(*email); *email == "" {
+			return errors.New("reset-password: --email is required")
+		}
+		run = func(st *store.Store) error {
+			password := auth.NewPassword()
+			hash, err := auth.HashPassword(password)
+			if err != nil {
+				return err
+			}
+			if _, err := st.ResetPassword(ctx, *email, hash); errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no one signs in as %s", *email)
+			} else if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "new portal password for %s (shown once; every session of theirs has ended): %s\n", *email, password)
+			return nil
+		}
+	default:
+		return usageError{"herald accounts", fmt.Errorf("unknown command %q; want create, list, delete, link or reset-password", args[0])}
+	}
+	st, err := openExisting(ctx, sf, stderr)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return run(st)
+}
+
+// openExisting opens (and migrates) a database that exists: a mistyped
+// SQLite path is refused rather than made into an empty database.
+func openExisting(ctx context.Context, sf storeFlags, stderr io.Writer) (*store.Store, error) {
+	if err := store.CheckURL(*sf.database); err != nil {
+		return nil, err
+	}
+	if err := store.CheckExists(*sf.database); err != nil {
+		return nil, fmt.Errorf("--database %s: %w", *sf.database, err)
+	}
+	key, err := sf.key(stderr)
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(ctx, *sf.database, store.Options{Key: key})
+}
+
+func listAccounts(ctx context.Context, st *store.Store, stdout io.Writer, asJSON bool) error {
+	var all []store.Account
+	p := store.Page{Limit: 500}
+	for {
+		list, next, err := st.Accounts(ctx, p)
+		if err != nil {
+			return err
+		}
+		all = append(all, list...)
+		if next == "" {
+			break
+		}
+		p.Cursor = next
+	}
+	if asJSON {
+		out := make([]accountJSON, len(all))
+		for i, a := range all {
+			out[i] = accountOut(a)
+		}
+		return printJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tNOTIFICATION EMAIL\tCREATED")
+	for _, a := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.Name, a.NotificationEmail, a.CreatedAt.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+// flagErrors joins validator errors, whose fields are flag names, into one.
+func flagErrors(ve validator.Errors) error {
+	if len(ve) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(ve))
+	for i, e := range ve {
+		msgs[i] = e.Field + " " + e.Detail
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// accountJSON is an account as the API shows it.
+type accountJSON struct {
+	ID                string    `json:"id"`
+	Name              string    `json:"name"`
+	NotificationEmail string    `json:"notificationEmail"`
+	CreatedAt         time.Time `json:"createdAt"`
+	UpdatedAt         time.Time `json:"updatedAt"`
+}
+
+func accountOut(a store.Account) accountJSON {
+	return accountJSON{a.ID, a.Name, a.NotificationEmail, a.CreatedAt, a.UpdatedAt}
+}
