@@ -25,6 +25,7 @@ var fieldLabels = map[string]string{
 	"name": "Name", "url": "URL", "events": "Events", "token": "Token",
 	"notificationEmail": "Notification email",
 	"scope":             "Scope", "expires": "Expires",
+	"password": "Password", "email": "Email address", "role": "Role",
 }
 
 // fromValidator turns the shared rules' errors into sentences beside fields;

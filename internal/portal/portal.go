@@ -41,6 +41,9 @@ type Config struct {
 	// Limits limits request rates: per session, and per client address
 	// for requests without one; zero limits nothing.
 	Limits ratelimit.Limits
+	// PublicURL is the portal's address for the links it shows (invitations);
+	// "" uses the address each request came to.
+	PublicURL string
 	// DeviceKey signs the cookie that marks a browser as having signed in
 	// as an email, which exempts it from that email's sign-in limit.
 	DeviceKey []byte
@@ -65,6 +68,8 @@ type handler struct {
 	now      func() time.Time
 	limiter  *limiter
 	limits   ratelimit.Limits
+	// publicURL is Config.PublicURL.
+	publicURL string
 	// hashing bounds concurrent password checks: each argon2id check takes
 	// 64 MiB and a noticeable slice of a core.
 	hashing chan struct{}
@@ -74,7 +79,7 @@ type handler struct {
 func New(c Config) http.Handler {
 	static := mustLoadStatic()
 	h := &handler{
-		store: c.Store, policy: c.Policy, log: c.Logger, secure: c.SecureCookies, now: c.Now,
+		store: c.Store, policy: c.Policy, log: c.Logger, secure: c.SecureCookies, now: c.Now, publicURL: c.PublicURL,
 		pages: mustParsePages(static), static: static,
 		hashing: make(chan struct{}, max(2, runtime.NumCPU())),
 	}

@@ -69,6 +69,11 @@ var flashes = map[string]string{
 	"account":  "Settings saved.",
 
 	"token-revoked": "API token revoked. Requests that carry it now answer 401.",
+
+	"password":           "Password changed. Every other browser signed in as you has been signed out.",
+	"role":               "Role changed.",
+	"removed":            "Removed from the account, and signed out everywhere.",
+	"invitation-revoked": "Invitation withdrawn: its link no longer works.",
 }
 
 // render executes a page into a buffer first, so a template error becomes
@@ -100,6 +105,8 @@ func navFor(p string) string {
 		return "webhooks"
 	case strings.HasPrefix(p, "/account/api-tokens"):
 		return "api-tokens"
+	case strings.HasPrefix(p, "/account/members"), strings.HasPrefix(p, "/account/invitations"):
+		return "members"
 	case strings.HasPrefix(p, "/account"):
 		return "account"
 	}

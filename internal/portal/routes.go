@@ -13,6 +13,10 @@ func (h *handler) routes() http.Handler {
 	mux.Handle("GET /static/{file}", h.static)
 	public("GET /signin", h.signInPage)
 	public("POST /signin", h.signIn)
+	public("GET /signin/link", h.portalLinkPage)
+	public("POST /signin/link", h.portalLinkSignIn)
+	public("GET /invitation", h.invitationPage)
+	public("POST /invitation", h.acceptInvitation)
 	private("POST /signout", h.signOut)
 
 	private("GET /{$}", h.home)
@@ -39,6 +43,13 @@ func (h *handler) routes() http.Handler {
 	private("GET /account/api-tokens", h.apiTokens)
 	private("POST /account/api-tokens", h.createAPIToken)
 	private("POST /account/api-tokens/{id}/revoke", h.revokeAPIToken)
+	private("GET /account/password", h.passwordPage)
+	private("POST /account/password", h.changePassword)
+	private("GET /account/members", h.members)
+	private("POST /account/members", h.invite)
+	private("POST /account/members/{id}/role", h.setRole)
+	private("POST /account/members/{id}/remove", h.removeUser)
+	private("POST /account/invitations/{id}/revoke", h.revokeInvitation)
 
 	private("/", h.notFound)
 

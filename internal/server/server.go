@@ -242,7 +242,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, Limits: s.limits,
 		OperatorToken: cfg.OperatorToken, PublicURL: cfg.PublicURL}))
 	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log,
-		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey}))
+		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey, PublicURL: cfg.PublicURL}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)
 	if scrape := promhttp.HandlerFor(reg, promhttp.HandlerOpts{}); cfg.MetricsListener != nil {

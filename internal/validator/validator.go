@@ -164,3 +164,19 @@ func CheckScope(v *Errors, field, scope string) {
 		v.Add(field, fmt.Sprintf("must be %q or %q", store.ScopeWrite, store.ScopeRead))
 	}
 }
+
+// Portal password lengths, in characters: long enough that a guess costs
+// more than herald's sign-in limits allow, short enough that hashing one
+// stays cheap.
+const (
+	MinPasswordLength = 12
+	MaxPasswordLength = 1024
+)
+
+// CheckPassword checks a new portal password; it is not trimmed, since
+// every character a person typed counts.
+func CheckPassword(v *Errors, field, password string) {
+	if n := utf8.RuneCountInString(password); !utf8.ValidString(password) || n < MinPasswordLength || n > MaxPasswordLength {
+		v.Add(field, fmt.Sprintf("must be %d to %d characters", MinPasswordLength, MaxPasswordLength))
+	}
+}

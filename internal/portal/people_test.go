@@ -1,0 +1,241 @@
+package portal_test
+
+import (
+	"context"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/internal/heraldtest"
+)
+
+const operatorToken = "operator-token-0123456789abcdef0123456789"
+
+var inviteLink = regexp.MustCompile(`id="invite-link">([^<]+)<`)
+
+// TestPasswordChange: Settings → Change password needs the current
+// password and a good new one (each error beside its field, nothing
+// changed); a change keeps this browser signed in, signs every other
+// browser of the user out, and only the new password signs in.
+func TestPasswordChange(t *testing.T) {
+	t.Parallel()
+	heraldtest.ForEachStore(t, testPasswordChange)
+}
+
+func testPasswordChange(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
+	b, phone := mustSignIn(t, h), mustSignIn(t, h)
+	if code, _, body := b.get("/account/password"); code != http.StatusOK || !strings.Contains(body, `name="current"`) {
+		t.Fatalf("GET /account/password: %d\n%s", code, body)
+	}
+	const next = "a much better passphrase ✓"
+	for _, c := range []struct {
+		form  url.Values
+		field string
+		code  int
+	}{
+		{url.Values{"current": {""}, "password": {next}, "confirm": {next}}, "current", 422},
+		{url.Values{"current": {h.Password}, "password": {"short"}, "confirm": {"short"}}, "password", 422},
+		{url.Values{"current": {h.Password}, "password": {next}, "confirm": {next + "!"}}, "confirm", 422},
+		{url.Values{"current": {"not my password"}, "password": {next}, "confirm": {next}}, "current", 422},
+	} {
+		if code, _, body := b.post("/account/password", c.form); code != c.code || !strings.Contains(body, `id="`+c.field+`-error"`) {
+			t.Errorf("%v: %d; want %d with an error beside %s\n%s", c.form, code, c.code, c.field, body)
+		}
+	}
+	if code, _, _ := phone.get("/webhooks"); code != http.StatusOK {
+		t.Fatalf("after refused changes the other browser is signed out: %d", code)
+	}
+	code, loc, _ := b.post("/account/password", url.Values{"current": {h.Password}, "password": {next}, "confirm": {next}})
+	if code != http.StatusSeeOther || loc != "/account?done=password" {
+		t.Fatalf("change: %d to %q; want 303 to /account?done=password", code, loc)
+	}
+	if code, _, body := b.get("/account?done=password"); code != http.StatusOK || !strings.Contains(body, "Password changed") {
+		t.Errorf("this browser after the change: %d; want still signed in, told it is done", code)
+	}
+	if code, loc, _ := phone.get("/webhooks"); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin") {
+		t.Errorf("the other browser after the change: %d to %q; want sent to sign in", code, loc)
+	}
+	if code, _, _ := newBrowser(t, h).signIn(h.Email, h.Password); code == http.StatusSeeOther {
+		t.Error("the old password still signs in")
+	}
+	if code, loc, _ := newBrowser(t, h).signIn(h.Email, next); code != http.StatusSeeOther || loc != "/webhooks" {
+		t.Errorf("the new password: %d to %q; want signed in", code, loc)
+	}
+}
+
+// TestPeopleAndInvitations: an owner invites by email with a role; the link
+// (shown once) lets the person choose a password and sign in as a member,
+// once; members use the portal but manage no one; the last owner can be
+// neither removed nor made a member; another account's people are not
+// found.
+func TestPeopleAndInvitations(t *testing.T) {
+	t.Parallel()
+	heraldtest.ForEachStore(t, testPeopleAndInvitations)
+}
+
+func testPeopleAndInvitations(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, OperatorToken: operatorToken})
+	owner := mustSignIn(t, h)
+	for _, c := range []struct {
+		form  url.Values
+		field string
+		code  int
+	}{
+		{url.Values{"email": {"not an address"}, "role": {"member"}}, "email", 422},
+		{url.Values{"email": {"m@example.com"}, "role": {"admin"}}, "role", 422},
+		{url.Values{"email": {h.Email}, "role": {"member"}}, "email", 409},
+	} {
+		if code, _, body := owner.post("/account/members", c.form); code != c.code || !strings.Contains(body, `id="`+c.field+`-error"`) {
+			t.Errorf("invite %v: %d; want %d with an error beside %s", c.form, code, c.code, c.field)
+		}
+	}
+	code, _, body := owner.post("/account/members", url.Values{"email": {"m@example.com"}, "role": {"member"}})
+	m := inviteLink.FindStringSubmatch(body)
+	if code != http.StatusCreated || m == nil || strings.Count(body, "data-invitation=") != 1 {
+		t.Fatalf("invite: %d; want 201 showing the link and one pending invitation\n%s", code, body)
+	}
+	link, err := url.Parse(html.UnescapeString(m[1]))
+	if err != nil || link.Path != "/invitation" || !strings.HasPrefix(m[1], h.URL) {
+		t.Fatalf("invitation link %q; want %s/invitation?token=…", m[1], h.URL)
+	}
+	if _, _, body := owner.get("/account/members"); strings.Contains(body, link.Query().Get("token")) {
+		t.Error("the people page shows the invitation's secret again")
+	}
+
+	member := newBrowser(t, h)
+	if code, _, body := member.get(link.RequestURI()); code != http.StatusOK || !strings.Contains(body, "m@example.com") {
+		t.Fatalf("the invitation page: %d\n%s", code, body)
+	}
+	form := url.Values{"token": {link.Query().Get("token")}, "password": {"short"}, "confirm": {"short"}}
+	if code, _, body := member.post("/invitation", form); code != 422 || !strings.Contains(body, `id="password-error"`) {
+		t.Errorf("a short password: %d; want 422 beside the password", code)
+	}
+	form.Set("password", "the member's own passphrase")
+	form.Set("confirm", "the member's own passphrase")
+	if code, loc, body := member.post("/invitation", form); code != http.StatusSeeOther || loc != "/webhooks" {
+		t.Fatalf("accept: %d to %q\n%s", code, loc, body)
+	}
+	if code, _, _ := newBrowser(t, h).get(link.RequestURI()); code != http.StatusNotFound {
+		t.Errorf("the invitation opened again: %d; want 404 (single use)", code)
+	}
+	if code, loc, _ := newBrowser(t, h).signIn("m@example.com", "the member's own passphrase"); code != http.StatusSeeOther || loc != "/webhooks" {
+		t.Errorf("the member signs in with their password: %d to %q", code, loc)
+	}
+
+	// A member uses the portal and manages no one.
+	code, _, body = member.get("/account/members")
+	if code != http.StatusOK || !strings.Contains(body, "m@example.com (you)") || strings.Contains(body, `action="/account/members"`) {
+		t.Errorf("a member's people page: %d; want the list without the invitation form\n%s", code, body)
+	}
+	if code, _, _ := member.get("/webhooks"); code != http.StatusOK {
+		t.Errorf("a member's webhooks: %d", code)
+	}
+	if code, _, _ := member.post("/account/members", url.Values{"email": {"x@example.com"}, "role": {"owner"}}); code != http.StatusForbidden {
+		t.Errorf("a member invites: %d; want 403", code)
+	}
+
+	ids := userIDs(t, owner)
+	for _, c := range []struct {
+		name, path string
+		form       url.Values
+		code       int
+	}{
+		{"the last owner made a member", "/account/members/" + ids[h.Email] + "/role", url.Values{"role": {"member"}}, http.StatusConflict},
+		{"the last owner removed", "/account/members/" + ids[h.Email] + "/remove", url.Values{}, http.StatusConflict},
+		{"a member made an owner", "/account/members/" + ids["m@example.com"] + "/role", url.Values{"role": {"owner"}}, http.StatusSeeOther},
+		{"the first owner made a member", "/account/members/" + ids[h.Email] + "/role", url.Values{"role": {"member"}}, http.StatusSeeOther},
+	} {
+		if code, _, body := owner.post(c.path, c.form); code != c.code {
+			t.Errorf("%s: %d; want %d\n%s", c.name, code, c.code, body)
+		}
+	}
+	if code, _, _ := owner.post("/account/members", url.Values{"email": {"y@example.com"}, "role": {"member"}}); code != http.StatusForbidden {
+		t.Errorf("the first owner, a member now, invites: %d; want 403 (roles are read at each request)", code)
+	}
+
+	// Another account's owner finds none of these people.
+	b, err := client.New(h.URL, operatorToken, nil).CreateAccount(context.Background(), client.AccountCreate{Name: "B", OwnerEmail: "b@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newBrowser(t, h)
+	if code, _, _ := other.signIn("b@example.com", b.OwnerPassword); code != http.StatusSeeOther {
+		t.Fatalf("B signs in with the password its creation answered: %d", code)
+	}
+	if _, _, body := other.get("/account/members"); strings.Contains(body, "m@example.com") {
+		t.Error("B's people page lists A's member")
+	}
+	for _, path := range []string{"/account/members/" + ids["m@example.com"] + "/remove", "/account/members/" + ids[h.Email] + "/role"} {
+		if code, _, _ := other.post(path, url.Values{"role": {"owner"}}); code != http.StatusNotFound {
+			t.Errorf("B: POST %s = %d; want 404", path, code)
+		}
+	}
+	if code, _, _ := member.post("/account/members/"+ids[h.Email]+"/remove", url.Values{}); code != http.StatusSeeOther {
+		t.Errorf("A's owner removes the former first owner: %d; want 303", code)
+	}
+	if code, _, _ := owner.get("/webhooks"); code != http.StatusSeeOther {
+		t.Errorf("a removed user's browser: %d; want sent to sign in", code)
+	}
+}
+
+var userRow = regexp.MustCompile(`<tr data-user="([^"]+)">[\s\S]*?/account/members/([0-9a-f-]{36})/role`)
+
+// userIDs reads each person's id, by email, from the owner's people page.
+func userIDs(t *testing.T, b *browser) map[string]string {
+	t.Helper()
+	_, _, body := b.get("/account/members")
+	ids := map[string]string{}
+	for _, m := range userRow.FindAllStringSubmatch(body, -1) {
+		ids[m[1]] = m[2]
+	}
+	if len(ids) == 0 {
+		t.Fatalf("no people on the page\n%s", body)
+	}
+	return ids
+}
+
+// TestPortalLink: an operator's portal link opens a page that changes
+// nothing (a link preview does not spend it); its button signs in to that
+// account, once.
+func TestPortalLink(t *testing.T) {
+	t.Parallel()
+	heraldtest.ForEachStore(t, testPortalLink)
+}
+
+func testPortalLink(t *testing.T, db string) {
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, OperatorToken: operatorToken})
+	op := client.New(h.URL, operatorToken, nil)
+	ctx := context.Background()
+	acct, err := op.CreateAccount(ctx, client.AccountCreate{Name: "Linked", OwnerEmail: "linked@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := op.CreatePortalLink(ctx, acct.Account.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(l.URL)
+	b := newBrowser(t, h)
+	for range 2 { // a preview, then the person
+		if code, _, body := b.get(u.RequestURI()); code != http.StatusOK || !strings.Contains(body, "Continue to herald") {
+			t.Fatalf("the link's page: %d\n%s", code, body)
+		}
+	}
+	if code, _, _ := b.post("/signin/link", url.Values{"token": {"not-the-token"}}); code != http.StatusNotFound {
+		t.Errorf("a wrong token: %d; want 404", code)
+	}
+	if code, loc, body := b.post("/signin/link", url.Values{"token": {u.Query().Get("token")}}); code != http.StatusSeeOther || loc != "/webhooks" {
+		t.Fatalf("continue: %d to %q\n%s", code, loc, body)
+	}
+	if _, _, body := b.get("/account"); !strings.Contains(body, "linked@example.com") || !strings.Contains(body, `value="Linked"`) {
+		t.Errorf("signed in to another account than the link's\n%s", body)
+	}
+	if code, _, _ := newBrowser(t, h).get(u.RequestURI()); code != http.StatusNotFound {
+		t.Errorf("the link after use: %d; want 404", code)
+	}
+}
