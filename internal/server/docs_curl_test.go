@@ -21,7 +21,8 @@ func TestDocsCurlExamplesWork(t *testing.T) {
 	heraldtest.SkipUnless(t, err == nil, "curl is not installed")
 	pages, _ := filepath.Glob("../../docs/*.md")
 	pages = append(pages, "../../README.md")
-	h := heraldtest.Start(t, heraldtest.Options{})
+	const operatorToken = "docs-operator-token-0123456789abcdef"
+	h := heraldtest.Start(t, heraldtest.Options{OperatorToken: operatorToken})
 	rcv := heraldtest.NewReceiver(t)
 	hook := h.CreateWebhook("docs", rcv.URL, "license.created")
 	var p struct{ ID string }
@@ -49,7 +50,8 @@ func TestDocsCurlExamplesWork(t *testing.T) {
 			script = regexp.MustCompile(`(?m)^export TOKEN=.*$`).ReplaceAllString(script, "")
 			script = "set -euo pipefail\ncurl() { command curl --fail-with-body --max-time 30 \"$@\"; }\n" + fill.Replace(script)
 			cmd := exec.CommandContext(t.Context(), "bash", "-c", script)
-			cmd.Env = append(os.Environ(), "TOKEN="+h.Token, "WEBHOOK_ID="+hook.ID)
+			cmd.Dir = t.TempDir() // examples may write a file
+			cmd.Env = append(os.Environ(), "TOKEN="+h.Token, "WEBHOOK_ID="+hook.ID, "HERALD_OPERATOR_TOKEN="+operatorToken)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Errorf("%s: an example fails as written (%v):\n%s\noutput:\n%s", filepath.Base(page), err, m[1], out)
