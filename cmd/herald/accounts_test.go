@@ -159,3 +159,40 @@ func checkPassword(t *testing.T, env []string, email, password, old string) {
 		t.Errorf("%s: the new password is not the one that works", email)
 	}
 }
+
+// --operator-token turns the operator calls on, and is never printed; a
+// short one, or a --public-url that is not an address, is refused before
+// anything starts.
+func TestServeOperatorTokenAndPublicURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ env, want string }{
+		{"HERALD_OPERATOR_TOKEN=short", "--operator-token must be at least 32 characters"},
+		{"HERALD_PUBLIC_URL=hooks.example.com", `--public-url: "hooks.example.com": want an http or https address`},
+	} {
+		env, _ := serveEnv(t)
+		code, out := runToEnd(t, append(env, "HERALD_ADDR="+freeAddr(t), tc.env), "serve")
+		if code == 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, printed %q; want a failure saying %s", tc.env, code, out, tc.want)
+		}
+	}
+	const token = "an-operator-token-of-forty-characters-00"
+	env, _ := serveEnv(t)
+	p := startServe(t, append(env, "HERALD_OPERATOR_TOKEN="+token, "HERALD_PUBLIC_URL=https://hooks.example.com"), freeAddr(t))
+	req, _ := http.NewRequest("POST", p.url+"/v3/operator/accounts", strings.NewReader(`{"name":"Shop","ownerEmail":"shop@example.com"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("create an account with the operator token: %d; want 201", resp.StatusCode)
+	}
+	if code := apiStatus(t, p.url, token); code != http.StatusUnauthorized {
+		t.Errorf("the operator token on an account call: %d; want 401", code)
+	}
+	if strings.Contains(p.out.String(), token) {
+		t.Error("herald printed the operator token")
+	}
+}
