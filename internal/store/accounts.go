@@ -10,6 +10,7 @@ import (
 // Accounts lists every account, newest first: the operator's view, the one
 // query in the store not scoped to an account.
 func (s *Store) Accounts(ctx context.Context, p Page) (list []Account, next string, err error) {
+	// apply adds its keyset condition with AND.
 	q, args := p.apply(`SELECT id, name, notification_email, created_at, updated_at FROM accounts WHERE 1 = 1`, nil)
 	rows, err := s.Query(ctx, q, args...)
 	if err != nil {
@@ -51,7 +52,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 		if err != nil {
 			return fmt.Errorf("delete account: lock webhooks: %w", err)
 		}
-		for rows.Next() {
+		for rows.Next() { // the rows are locked as they are read; their ids are not needed
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

@@ -234,3 +234,57 @@ func testPeopleAndLinks(t *testing.T, b *bundle) {
 		t.Errorf("using one at its expiry: %v; want ErrNotFound", err)
 	}
 }
+
+// testOwnersDemotingEachOtherKeepOne: two owners, each through a process of
+// its own, make the other a member at the same moment; one wins, the other
+// is refused, and the account keeps an owner.
+func testOwnersDemotingEachOtherKeepOne(t *testing.T, b *bundle) {
+	first, err := b.st.OwnerByEmail(b.ctx, "a@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.CreateLink(b.ctx, b.account.ID, store.NewLink{Kind: store.LinkInvitation, Email: "second@example.com",
+		Role: store.RoleOwner, Hash: "second", ExpiresAt: b.clock.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.st.AcceptInvitation(b.ctx, "second", "x")
+	if err != nil || second.Role != store.RoleOwner {
+		t.Fatalf("the second owner: %+v, %v", second, err)
+	}
+	handles := []*store.Store{b.st, b.open(t)}
+	targets := []string{second.ID, first.ID}
+	for round := range 5 {
+		errs := make([]error, 2)
+		parallel(2, func(i int) {
+			errs[i] = handles[i].SetRole(b.ctx, b.account.ID, targets[i], store.RoleMember)
+		})
+		refused := 0
+		for _, err := range errs {
+			switch {
+			case errors.Is(err, store.ErrLastOwner):
+				refused++
+			case err != nil:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		owners := 0
+		users, err := b.st.Users(b.ctx, b.account.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range users {
+			if u.Role == store.RoleOwner {
+				owners++
+			}
+		}
+		if refused != 1 || owners != 1 {
+			t.Fatalf("round %d: %d refused, %d owners left; want 1 and 1", round, refused, owners)
+		}
+		// Both owners again for the next round.
+		for _, id := range targets {
+			if err := b.st.SetRole(b.ctx, b.account.ID, id, store.RoleOwner); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -58,6 +58,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"LogListsFilterCountAndPage", 1, testLogListsFilterCountAndPage},
 		{"AccountsAreListedAndDeletedWithEverythingInThem", 1, testAccountsListedAndDeleted},
 		{"PeopleAndSignInLinks", 1, testPeopleAndLinks},
+		{"OwnersDemotingEachOtherKeepOne", 2, testOwnersDemotingEachOtherKeepOne},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
