@@ -45,3 +45,25 @@ func TestTokensAreRandomAndHashed(t *testing.T) {
 		t.Errorf("HashToken = %s; want %s", got, want)
 	}
 }
+
+func TestSameToken(t *testing.T) {
+	const secret = "operator-token-0123456789abcdef0123456789"
+	for _, tc := range []struct {
+		name, expected, presented string
+		want                      bool
+	}{
+		{"the token", HashToken(secret), secret, true},
+		{"another token", HashToken(secret), secret + "x", false},
+		{"a prefix", HashToken(secret), secret[:10], false},
+		{"nothing presented", HashToken(secret), "", false},
+		{"no token configured", "", "", false},
+		{"the hash presented as the token", HashToken(secret), HashToken(secret), false},
+	} {
+		if got := SameToken(tc.expected, tc.presented); got != tc.want {
+			t.Errorf("%s: got %v; want %v", tc.name, got, tc.want)
+		}
+	}
+	if a, b := NewLinkToken(), NewLinkToken(); a == b || len(a) != 43 {
+		t.Errorf("link tokens %q and %q; want two different 256-bit tokens", a, b)
+	}
+}

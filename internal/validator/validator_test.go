@@ -91,3 +91,24 @@ func TestControlCharactersAreRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckPassword(t *testing.T) {
+	for _, tc := range []struct {
+		password string
+		ok       bool
+	}{
+		{"", false},
+		{"elevenchars", false},
+		{"twelve chars", true},
+		{"Zoë's 🚀 pass", true}, // 13 characters, more bytes
+		{strings.Repeat("x", validator.MaxPasswordLength), true},
+		{strings.Repeat("x", validator.MaxPasswordLength+1), false},
+		{"twelve chars\xff", false},
+	} {
+		var v validator.Errors
+		validator.CheckPassword(&v, "password", tc.password)
+		if ok := len(v) == 0; ok != tc.ok {
+			t.Errorf("%q: accepted %v; want %v (%v)", tc.password, ok, tc.ok, v)
+		}
+	}
+}
