@@ -40,8 +40,9 @@ func (s *Store) Accounts(ctx context.Context, p Page) (list []Account, next stri
 // Its webhooks are locked in id order before anything is deleted, the order
 // the dispatcher's recorder locks them in, so the two cannot deadlock on
 // PostgreSQL. Logs a dispatcher claimed before this commits are not
-// attempted after it: the dispatcher checks, just before each attempt, that
-// the log is still held under its lease (Store.StillHeld).
+// attempted after it: the dispatcher checks, before an attempt that did not
+// start at once, that the log is still held under its lease
+// (Store.StillHeld).
 func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		var found string
