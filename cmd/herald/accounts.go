@@ -31,6 +31,11 @@ func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(args) == 0 {
 		return usageError{"herald accounts", errors.New("name a command: create, list, delete, link or reset-password")}
 	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, accountsUsage)
+		return nil
+	}
 	e := &envFlags{fs: flag.NewFlagSet("herald accounts "+args[0], flag.ContinueOnError)}
 	e.fs.SetOutput(stderr)
 	sf := addStoreFlags(e)

@@ -67,6 +67,9 @@ func TestAccountsCommandsOnSQLite(t *testing.T) {
 			t.Errorf("accounts %v printed %q; want %q", tc.args, out, tc.want)
 		}
 	}
+	if out := accountsCLI(t, env, 0, "--help"); !strings.Contains(out, "herald accounts reset-password --email E") {
+		t.Errorf("--help printed %q; want every accounts command", out)
+	}
 	if out := accountsCLI(t, env, 0, "list"); strings.Count(out, "\n") != 2 || !strings.Contains(out, id) {
 		t.Errorf("list printed %q; want a header and the one account", out)
 	}
