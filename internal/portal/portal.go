@@ -1,7 +1,9 @@
 // Package portal owns herald's admin portal: the pages where an account owner
 // signs in, manages webhooks under Developer → Webhooks, reads and resends
-// deliveries under Developer → Webhook Event Logs, and sets the account's
-// notification email. herald serve mounts it at / beside the API.
+// deliveries under Developer → Webhook Event Logs, sets the account's
+// notification email, changes passwords and manages the account's people
+// (invitations, roles), and takes single-use sign-in links (an operator's
+// portal link, an invitation). herald serve mounts it at / beside the API.
 //
 // Pages are rendered on the server from embedded html/template files, parsed
 // once at start; static files are embedded and served under checksummed URLs.
