@@ -293,3 +293,18 @@ func licensingOf(t *testing.T, c *client.Client) []struct{ method, path string }
 		{"DELETE", "/v3/licenses/" + l.ID}, {"DELETE", "/v3/users/" + u.ID}, {"DELETE", "/v3/products/" + p.ID},
 	}
 }
+
+// Without --operator-token the operator calls do not exist: 404 with any
+// token, the account's own included.
+func TestOperatorCallsAreOffWithoutAToken(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	for _, token := range []string{h.Token, operatorToken, ""} {
+		if got := h.DoAs(token, "GET", "/v3/operator/accounts", nil, nil); got != http.StatusNotFound {
+			t.Errorf("GET /v3/operator/accounts with %q: %d; want 404", token, got)
+		}
+	}
+	if _, err := client.New(h.URL, operatorToken, nil).CreateAccount(context.Background(), client.AccountCreate{Name: "X", OwnerEmail: "x@example.com"}); !client.IsStatus(err, http.StatusNotFound) {
+		t.Errorf("create an account: %v; want 404", err)
+	}
+}
