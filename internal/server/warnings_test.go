@@ -203,7 +203,7 @@ func fireOperationalKinds(t *testing.T) map[string]delivered {
 	flaky := h.CreateWebhook("Zoë's CRM", down.URL, "license.created")
 	failEvents(t, h, flaky.ID, 2)
 	down.Status(200, "")
-	h.Must(200, "POST", "/v3/webhook-event-logs/"+h.Logs("webhookId="+flaky.ID)[0].ID+"/resend", nil, nil)
+	h.Must(200, "POST", "/v3/webhook-event-logs/"+h.Logs("webhookId=" + flaky.ID)[0].ID+"/resend", nil, nil)
 	out := map[string]delivered{}
 	for _, d := range receive(t, rcv, len(operationalKinds)) {
 		out[d.Event] = d
