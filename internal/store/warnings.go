@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -242,8 +243,15 @@ This reminder comes every %s while the webhook stays suspended.
 	return fmt.Sprintf("Webhook %q is still suspended", r.name), b.String()
 }
 
-func writeHook(b *strings.Builder, id, url string) {
-	fmt.Fprintf(b, "Webhook id: %s\nSends to:   %s\n", id, url)
+// writeHook names the webhook and its receiver's origin only: a receiver's
+// path or query may carry its own secret (as chat services' incoming-webhook
+// URLs do), and an email travels and is kept where the API's answers are not.
+func writeHook(b *strings.Builder, id, rawURL string) {
+	origin := rawURL
+	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
+		origin = u.Scheme + "://" + u.Host
+	}
+	fmt.Fprintf(b, "Webhook id: %s\nSends to:   %s\n", id, origin)
 }
 
 func writeFailure(b *strings.Builder, f *event.Failure) {

@@ -99,7 +99,10 @@ func testWarnings(t *testing.T, b *bundle) {
 		t.Fatalf("%d Unhealthy emails; want 1", len(un))
 	}
 	first := b.log(t, c[0].LogID)
-	for _, want := range []string{`"w"`, w.ID, w.URL, first.EventID, c[0].LogID, "license.created", "HTTP 503",
+	if strings.Contains(un[0].Body, w.URL) {
+		t.Errorf("Unhealthy email shows the receiver's path, which may hold its secret:\n%s", un[0].Body)
+	}
+	for _, want := range []string{`"w"`, w.ID, "https://example.com\n", first.EventID, c[0].LogID, "license.created", "HTTP 503",
 		"receiver answered 503; no attempts left", "2 more events fail", publicURL + "/webhooks/" + w.ID} {
 		if !strings.Contains(un[0].Body, want) {
 			t.Errorf("Unhealthy email lacks %q:\n%s", want, un[0].Body)
