@@ -344,9 +344,9 @@ FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 			failure = sql.NullString{String: string(b), Valid: true}
 		}
 		switch {
-		case next == Healthy:
+		case next != Suspended:
 			suspendedAt, remindedAt = sql.NullInt64{}, sql.NullInt64{}
-		case becameSuspended && next == Suspended:
+		case becameSuspended:
 			suspendedAt, remindedAt = sql.NullInt64{Int64: ms(now), Valid: true}, sql.NullInt64{}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE webhooks SET status = ?, failure_streak = ?, last_failure = ?, suspended_at = ?, reminded_at = ? WHERE id = ?`,
@@ -358,7 +358,9 @@ FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 		case becameSuspended && next == Suspended:
 			hook.kind = event.WebhookSuspended
 			suspended = append(suspended, Suspension{AccountID: hook.accountID, WebhookID: id, Name: hook.name})
-		case next == Unhealthy && h == Healthy:
+		case next == Unhealthy && h != Unhealthy:
+			// From Healthy, or from Suspended by a delivery and then a
+			// failure in one batch: receiving again, and failing.
 			hook.kind = event.WebhookUnhealthy
 		case next == Healthy && h != Healthy:
 			hook.kind = event.WebhookRecovered

@@ -139,17 +139,35 @@ func testWarnings(t *testing.T, b *bundle) {
 		t.Fatalf("watcher got %+v; want the suspension second", got)
 	}
 
+	// One batch with a resend that succeeds and a failure after it: from
+	// Suspended to Unhealthy, which warns as a turn to Unhealthy does.
+	b.clock.Add(time.Second) // the emails' order is their time's
+	resent := outcome(store.Claim{LogID: c[0].LogID, WebhookID: w.ID}, store.Delivered, 200, now)
+	resent.Trigger = store.TriggerResend
+	b.complete(t, b.st, suspendAfter, resent, outcome(c[3], store.Exhausted, 504, now))
+	if h, streak := b.health(t, w.ID); h != store.Unhealthy || streak != 1 {
+		t.Fatalf("after a delivery then a failure: %s, streak %d; want Unhealthy, 1", h, streak)
+	}
+	fourth := b.log(t, c[3].LogID)
+	got = b.operational(t, watcher.ID)
+	if len(got) != 3 || got[2].Status != "Unhealthy" || got[2].LatestFailure == nil || got[2].LatestFailure.EventID != fourth.EventID {
+		t.Fatalf("watcher got %+v; want Unhealthy again third", got)
+	}
+	if un := b.emailsOf(t, store.EmailUnhealthy); len(un) != 2 || !strings.Contains(un[1].Body, "HTTP 504") {
+		t.Fatalf("%d Unhealthy emails; want a second, naming the 504", len(un))
+	}
+
 	// A resend that succeeds: recovered, with the failure that preceded it,
 	// and no email.
-	o := outcome(store.Claim{LogID: c[0].LogID, WebhookID: w.ID}, store.Delivered, 200, now)
+	o := outcome(store.Claim{LogID: c[1].LogID, WebhookID: w.ID}, store.Delivered, 200, now)
 	o.Trigger = store.TriggerResend
 	b.complete(t, b.st, suspendAfter, o)
 	got = b.operational(t, watcher.ID)
-	if len(got) != 3 || got[2].Status != "Healthy" || got[2].LatestFailure == nil || got[2].LatestFailure.EventID != third.EventID {
-		t.Fatalf("watcher got %+v; want the recovery third", got)
+	if len(got) != 4 || got[3].Status != "Healthy" || got[3].LatestFailure == nil || got[3].LatestFailure.EventID != fourth.EventID {
+		t.Fatalf("watcher got %+v; want the recovery fourth", got)
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.account.ID); n != 2 {
-		t.Errorf("%d emails; want 2 (no email for a recovery)", n)
+	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.account.ID); n != 3 {
+		t.Errorf("%d emails; want 3 (no email for a recovery)", n)
 	}
 
 	// Never to the webhook the event is about, though it subscribes; never
