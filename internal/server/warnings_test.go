@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -209,4 +210,40 @@ func fireOperationalKinds(t *testing.T) map[string]delivered {
 		out[d.Event] = d
 	}
 	return out
+}
+
+// Three processes on one PostgreSQL, each looking for reminders every 10 ms
+// by one clock: each period gives the suspended webhook one reminder, not
+// one per process.
+func TestFleetRemindsOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	const period = 7 * 24 * time.Hour
+	mail := smtptest.Start(t)
+	clock := &testClock{t: time.Now()}
+	fleet := startFleet(t, 3, heraldtest.Options{SMTPURL: mail.URL(), Delivery: delivery.Config{MaxAttempts: 1, SuspendAfter: 1},
+		SuspendedReminder: period, ReminderCheck: 10 * time.Millisecond, ReminderClock: clock.Now})
+	h := fleet[0]
+	down := heraldtest.NewReceiver(t)
+	down.Status(500, "")
+	hook := h.CreateWebhook("shared", down.URL, "license.created")
+	failEvents(t, h, hook.ID, 1)
+	mail.WaitFor(t, 1, 30*time.Second) // the suspension
+	clock.Add(time.Since(clock.Now()) + period)
+	mail.WaitFor(t, 2, 30*time.Second)
+	// A second period: its reminder comes after every process has had the
+	// first period's due webhook in view many times over.
+	clock.Add(period)
+	mail.WaitFor(t, 3, 30*time.Second)
+	var reminders int
+	if err := h.Server.Store.QueryRow(context.Background(), `SELECT COUNT(*) FROM emails WHERE kind = 'reminder'`).Scan(&reminders); err != nil {
+		t.Fatal(err)
+	}
+	if reminders != 2 {
+		t.Errorf("%d reminders queued over two periods by three processes; want 2", reminders)
+	}
+	for _, m := range mail.Messages()[1:] {
+		if !strings.Contains(m.Subject, `"shared" is still suspended`) {
+			t.Errorf("email %q; want a reminder", m.Subject)
+		}
+	}
 }
