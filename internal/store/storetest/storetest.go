@@ -56,6 +56,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"APITokenUseIsRecordedSparinglyAndRevocationSeenEverywhere", 2, testAPITokenUseAcrossProcesses},
 		{"WebhookListsSearchCountAndPage", 1, testWebhookListsSearchCountAndPage},
 		{"LogListsFilterCountAndPage", 1, testLogListsFilterCountAndPage},
+		{"FlashesAreShownOnceOnTheirPage", 1, testFlashes},
+		{"FormKeysKeepAnswersOnlyOfChanges", 1, testFormKeysSettle},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
