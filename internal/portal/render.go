@@ -109,9 +109,9 @@ func funcs(static *staticFiles) template.FuncMap {
 		"static": static.url,
 		// formToken is a form's one-time token, new at each rendering.
 		"formToken": randomToken,
-		"when":   when,
-		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
-		"ms":     duration,
+		"when":      when,
+		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+		"ms":        duration,
 		"statusText": func(code int) string {
 			return http.StatusText(code)
 		},
