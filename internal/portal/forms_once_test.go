@@ -268,6 +268,22 @@ func TestFormAfterTheSessionEnded(t *testing.T) {
 		t.Errorf("a refresh shows the kept values again")
 	}
 
+	// A button with nothing typed (Disable) comes back to its page, which
+	// says that nothing was done.
+	hook := h.CreateWebhook("CRM", "https://example.com/crm", "license.created")
+	_, _, page = b.get("/webhooks")
+	hidden = formFields(t, page, "/webhooks/"+hook.ID+"/enabled")
+	endSession(t, h, b)
+	_, loc, _ = b.post("/webhooks/"+hook.ID+"/enabled", with(hidden, url.Values{"enabled": {"false"}, "next": {"/webhooks"}}))
+	b.get(loc)
+	b.post("/signin", url.Values{"email": {h.Email}, "password": {h.Password}, "next": {"/webhooks"}})
+	if _, _, body := b.get("/webhooks"); loc != "/signin?next=%2Fwebhooks" || !strings.Contains(body, "nothing was done") || strings.Contains(body, "What you typed") {
+		t.Errorf("Disable after the session ended led to %q, then a page without the right note", loc)
+	}
+	if !h.Webhook(hook.ID).Enabled {
+		t.Errorf("Disable sent after the session ended was acted on")
+	}
+
 	// Another site's address in page is not followed.
 	endSession(t, h, b)
 	if _, loc, _ := b.post("/account", url.Values{"page": {"//evil.example/"}, "name": {"x"}}); loc != "/signin?next=%2Fwebhooks" {

@@ -31,7 +31,9 @@ func (h *handler) sessionEnded(w http.ResponseWriter, r *http.Request) error {
 	page := localPath(r.PostForm.Get("page"), "/webhooks")
 	kept := url.Values{}
 	for k, vs := range r.PostForm {
-		if restorable[k] {
+		// The webhook form's checkbox sends "on"; the Enable and Disable
+		// buttons' "true" and "false" are an action, not typing.
+		if restorable[k] && (k != "enabled" || r.PostForm.Get(k) == "on") {
 			kept[k] = append([]string(nil), vs...)
 		}
 	}
