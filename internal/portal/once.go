@@ -3,6 +3,7 @@ package portal
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/internal/store"
@@ -34,7 +35,7 @@ const pollSpent = 100 * time.Millisecond
 // form corrected can be sent.
 func (h *handler) once(w http.ResponseWriter, r *http.Request, s store.Session, fn sessionFunc) error {
 	tok := r.PostForm.Get("form")
-	if len(tok) != 43 {
+	if len(tok) != 43 || strings.Trim(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
 		return &httpError{Code: http.StatusBadRequest, Msg: "This form is damaged. Go back, reload the page and try again."}
 	}
 	// The first post is finished even when the browser gave up on it (a
