@@ -30,6 +30,14 @@ import (
 // assume a casing.
 const SignatureHeader = "webhook-signature"
 
+// NextSignatureHeader carries, while the webhook's token is being rotated,
+// the signature of the body under the next token, computed like the one in
+// [SignatureHeader]. That header keeps its meaning (the signature under the
+// token the webhook signs with now) and changes to the next token when the
+// rotation ends; a receiver that holds both tokens (see [VerifyAny]) needs
+// to read only [SignatureHeader].
+const NextSignatureHeader = "webhook-signature-next"
+
 // IDHeader carries the event id (the payload's id) so that a receiver can
 // de-duplicate before reading the body.
 const IDHeader = "webhook-id"
@@ -64,6 +72,28 @@ func Verify(token string, body []byte, signature string) error {
 		return ErrInvalidSignature
 	}
 	if !hmac.Equal(got, mac(token, body)) {
+		return ErrInvalidSignature
+	}
+	return nil
+}
+
+// VerifyAny reports whether signature is the signature of body under any of
+// tokens. A receiver holds two tokens while the webhook's token is being
+// rotated: the old one, which signs [SignatureHeader] until the rotation
+// ends, and the next one, which signs it from then on. Every token is
+// compared, in constant time, whichever matches, so the time taken does not
+// tell which one did.
+func VerifyAny(tokens []string, body []byte, signature string) error {
+	if signature == "" {
+		return ErrMissingSignature
+	}
+	matched := false
+	for _, token := range tokens {
+		if Verify(token, body, signature) == nil {
+			matched = true
+		}
+	}
+	if !matched {
 		return ErrInvalidSignature
 	}
 	return nil

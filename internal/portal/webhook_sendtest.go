@@ -55,7 +55,7 @@ func (h *handler) sendTest(w http.ResponseWriter, r *http.Request, s store.Sessi
 		d.Errors.add("event", fmt.Sprintf("Event %q is not a known event kind.", d.Event))
 		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_test", d)
 	}
-	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, d.Event, d.CheckVerification)
+	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, d.Event, delivery.TestOptions{CheckVerification: d.CheckVerification})
 	if errors.Is(err, delivery.ErrBusy) {
 		d.Errors.add("", "The webhook already has as many requests in flight as it may take. Nothing was sent; try again in a moment.")
 		return h.render(w, r, http.StatusTooManyRequests, "webhook_test", d)
