@@ -2,22 +2,11 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/store"
-)
-
-// The overlap of a token rotation: long enough by default for an owner to
-// deploy the next token to a receiver, at least a minute (so a receiver
-// sees the second header before the switch), at most 30 days (an old token
-// kept longer is a token not rotated).
-const (
-	DefaultRotationOverlap = 24 * time.Hour
-	MinRotationOverlap     = time.Minute
-	MaxRotationOverlap     = 30 * 24 * time.Hour
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 type tokenRotationJSON struct {
@@ -43,14 +32,13 @@ func (a *API) rotateWebhookToken(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in, true); err != nil {
 		return err
 	}
-	overlap := DefaultRotationOverlap
+	overlap := validator.DefaultRotationOverlap
 	if in.OverlapSeconds != nil {
-		s := *in.OverlapSeconds
-		if s < int64(MinRotationOverlap/time.Second) || s > int64(MaxRotationOverlap/time.Second) {
-			return Invalid{{"overlapSeconds", fmt.Sprintf("must be from %d (a minute) to %d (30 days); default %d (24 hours)",
-				int64(MinRotationOverlap/time.Second), int64(MaxRotationOverlap/time.Second), int64(DefaultRotationOverlap/time.Second))}}.Err()
+		var v validator.Errors
+		overlap = validator.CheckRotationOverlap(&v, "overlapSeconds", *in.OverlapSeconds)
+		if len(v) > 0 {
+			return Invalid{{v[0].Field, v[0].Detail}}.Err()
 		}
-		overlap = time.Duration(s) * time.Second
 	}
 	hook, err := a.store.RotateWebhookToken(r.Context(), accountID(r), pathID(r, "id"), auth.NewWebhookToken(), overlap)
 	switch {

@@ -69,6 +69,9 @@ var flashes = map[string]string{
 	"account":  "Settings saved.",
 
 	"token-revoked": "API token revoked. Requests that carry it now answer 401.",
+
+	"rotation-started":  "Token rotation started. Reveal the tokens, add the next one to your receiver, then finish the rotation.",
+	"rotation-finished": "Token rotation finished. The next token now signs every delivery; the old one is erased.",
 }
 
 // render executes a page into a buffer first, so a template error becomes

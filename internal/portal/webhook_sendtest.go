@@ -15,6 +15,7 @@ type testData struct {
 	Event             event.Kind
 	Other             []event.Kind // kinds the webhook does not subscribe to
 	CheckVerification bool
+	SignWith          delivery.SignedWith
 	Errors            fieldErrors
 	Result            *delivery.TestResult
 }
@@ -51,11 +52,21 @@ func (h *handler) sendTest(w http.ResponseWriter, r *http.Request, s store.Sessi
 	}
 	d := newTestData(hook)
 	d.Event, d.CheckVerification = event.Kind(r.PostForm.Get("event")), r.PostForm.Get("checkVerification") == "on"
+	d.SignWith = delivery.SignedWith(r.PostForm.Get("signWith"))
 	if !d.Event.Valid() {
 		d.Errors.add("event", fmt.Sprintf("Event %q is not a known event kind.", d.Event))
+	}
+	if d.SignWith != "" && !d.SignWith.Valid() {
+		d.Errors.add("signWith", "Choose the token that signs the test.")
+	}
+	if len(d.Errors) > 0 {
 		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_test", d)
 	}
-	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, d.Event, delivery.TestOptions{CheckVerification: d.CheckVerification})
+	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, d.Event, delivery.TestOptions{CheckVerification: d.CheckVerification, SignWith: d.SignWith})
+	if errors.Is(err, delivery.ErrNoRotation) {
+		d.Errors.add("signWith", "No token rotation is under way any more, so there is no next token. Nothing was sent.")
+		return h.render(w, r, http.StatusConflict, "webhook_test", d)
+	}
 	if errors.Is(err, delivery.ErrBusy) {
 		d.Errors.add("", "The webhook already has as many requests in flight as it may take. Nothing was sent; try again in a moment.")
 		return h.render(w, r, http.StatusTooManyRequests, "webhook_test", d)

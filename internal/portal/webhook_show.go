@@ -13,6 +13,11 @@ const latestLogs = 10
 type webhookData struct {
 	Webhook store.Webhook
 	Token   string // shown after Reveal, else ""
+	// NextToken is the rotation's next token, shown after Reveal during a
+	// rotation, else "".
+	NextToken string
+	Overlaps  []rotationOverlap
+	Error     string // why the last action changed nothing
 	Success successChart
 	Latency latencyChart
 	Logs    []logRow
@@ -36,9 +41,11 @@ func (h *handler) revealToken(w http.ResponseWriter, r *http.Request, s store.Se
 	if err != nil {
 		return err
 	}
-	if d.Token, err = h.store.WebhookToken(r.Context(), s.AccountID, d.Webhook.ID); err != nil {
+	tokens, err := h.store.WebhookTokens(r.Context(), s.AccountID, d.Webhook.ID)
+	if err != nil {
 		return err
 	}
+	d.Token, d.NextToken = tokens.Current, tokens.Next
 	return h.render(w, r, http.StatusOK, "webhook", d)
 }
 
@@ -48,7 +55,7 @@ func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, er
 	if err != nil {
 		return webhookData{}, err
 	}
-	d := webhookData{Webhook: hook}
+	d := webhookData{Webhook: hook, Overlaps: rotationOverlaps}
 	now := h.now()
 	since := now.Truncate(time.Hour).Add(-(successHours - 1) * time.Hour)
 	hours, err := h.store.AttemptsByHour(ctx, s.AccountID, hook.ID, since)
