@@ -18,9 +18,9 @@ type webhookData struct {
 	NextToken string
 	Overlaps  []rotationOverlap
 	Error     string // why the last action changed nothing
-	Success successChart
-	Latency latencyChart
-	Logs    []logRow
+	Success   successChart
+	Latency   latencyChart
+	Logs      []logRow
 }
 
 // webhook shows a webhook: its settings, charts of its recent attempts, and
