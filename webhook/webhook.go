@@ -8,7 +8,9 @@
 // Receivers must verify over the body exactly as it arrived, before any JSON
 // parsing: re-serialising parsed JSON changes key order, whitespace and escapes,
 // and so the bytes. [Verify] does the comparison in constant time, and
-// [Middleware] does the whole job for a net/http receiver. [Parse] then
+// [Middleware] does the whole job for a net/http receiver; while the
+// webhook's token is being rotated, [VerifyAny] and [MiddlewareAny] accept
+// either token. [Parse] then
 // decodes the verified body into a [Payload].
 //
 // Delivery is at least once: a timed-out or failed attempt is retried, and an

@@ -129,19 +129,43 @@ func (s *Store) affectedOrWhy(ctx context.Context, tx *Tx, res sql.Result, accou
 
 // EndTokenRotations ends every rotation whose end has come, erasing the old
 // tokens, and returns how many it ended. Signing already switched at each
-// end (signingTokens); this makes the erasure follow.
+// end (signingTokens); this makes the erasure follow. Each webhook is
+// updated in a transaction of its own, so the sweep holds one webhook row
+// at a time and cannot deadlock with a batch that locks several in id order.
 func (s *Store) EndTokenRotations(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.InTx(ctx, func(tx *Tx) error {
-		res, err := tx.Exec(ctx, `UPDATE webhooks SET `+endRotationSet+` WHERE rotation_ends_at <= ?`, ms(tx.Now()))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	now := ms(s.now())
+	rows, err := s.Query(ctx, `SELECT id FROM webhooks WHERE rotation_ends_at <= ? ORDER BY id LIMIT 1000`, now)
 	if err != nil {
 		return 0, fmt.Errorf("end token rotations: %w", err)
 	}
-	return n, nil
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("end token rotations: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("end token rotations: %w", err)
+	}
+	var ended int64
+	for _, id := range ids {
+		err := s.InTx(ctx, func(tx *Tx) error {
+			// Still ended: a finish or a new rotation may have come between.
+			res, err := tx.Exec(ctx, `UPDATE webhooks SET `+endRotationSet+` WHERE id = ? AND rotation_ends_at <= ?`, id, now)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			ended += n
+			return err
+		})
+		if err != nil {
+			return ended, fmt.Errorf("end token rotation of webhook %s: %w", id, err)
+		}
+	}
+	return ended, nil
 }
