@@ -138,6 +138,24 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(422, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"event": "nope"}, nil)
 	c.call(404, "POST", "/v3/webhooks/"+missing+"/test", nil, nil)
 
+	// Token rotation: bad input and wrong states answer without changing
+	// anything; then a rotation, a test under each token, and its finish.
+	c.call(409, "POST", "/v3/webhooks/"+hid+"/token/rotate/finish", nil, nil)
+	c.call(409, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"signWith": "next"}, nil)
+	c.call(422, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"signWith": "old"}, nil)
+	c.call(422, "POST", "/v3/webhooks/"+hid+"/token/rotate", map[string]any{"overlapSeconds": 59}, nil)
+	c.call(404, "POST", "/v3/webhooks/"+missing+"/token/rotate", nil, nil)
+	c.call(404, "POST", "/v3/webhooks/"+missing+"/token/rotate/finish", nil, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/token/rotate", map[string]any{"overlapSeconds": 3600}, nil)
+	c.call(409, "POST", "/v3/webhooks/"+hid+"/token/rotate", nil, nil)
+	c.call(200, "GET", "/v3/webhooks/"+hid+"/token", nil, nil)
+	c.call(200, "GET", "/v3/webhooks/"+hid, nil, nil)
+	c.call(200, "GET", "/v3/webhooks", nil, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"signWith": "current"}, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"signWith": "next", "checkVerification": true}, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/token/rotate/finish", nil, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/token/rotate", nil, nil)
+
 	// Products.
 	var product, other map[string]any
 	c.call(201, "POST", "/v3/products", map[string]any{"name": "Zoë's App", "metadata": map[string]any{"plan": "pro", "n": 12345678901234567}}, &product)

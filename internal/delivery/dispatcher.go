@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/store"
-	"github.com/heraldhq/herald/webhook"
 )
 
 // Config tunes a Dispatcher. Zero fields take the defaults shown.
@@ -387,7 +386,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 	number := c.AttemptCount + 1
 	ctx, span := d.startSpan(ctx, spanOf{name: SpanAttempt, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
 		logID: c.LogID, attempt: number, fired: c.TraceParent})
-	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+	res := d.sender.Send(ctx, signed(c))
 	d.done(c.WebhookID, res)
 	d.cfg.Metrics.attempted(res)
 	o.Attempt = d.attemptRecord(res)

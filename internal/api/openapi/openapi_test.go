@@ -214,7 +214,7 @@ func TestSchemaInstances(t *testing.T) {
 	testResult := func(response, check string) string {
 		return `{"event":"license.created","request":{"url":"https://example.com/h","headers":{"webhook-id":"` + id + `"},
 			"body":"{}","signature":"c2ln"},"response":` + response + `,"error":null,"succeeded":true,
-			"verificationCheck":` + check + `}`
+			"verificationCheck":` + check + `,"signedWith":"current"}`
 	}
 	tests := []struct {
 		schema, value string
@@ -231,6 +231,18 @@ func TestSchemaInstances(t *testing.T) {
 		{"WebhookTestResult", testResult(`{"statusCode":204}`, "null"), false},
 		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
 			"status":"Healthy","createdAt":"` + when + `","updatedAt":"` + when + `","token":"0123456789abcdef"}`, false},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":null}`, true},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":{"startedAt":"` + when + `","endsAt":"` + when + `"}}`, true},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","createdAt":"` + when + `","updatedAt":"` + when + `"}`, false},
+		{"TokenRotationRequest", `{"overlapSeconds":60}`, true},
+		{"TokenRotationRequest", `{"overlapSeconds":59}`, false},
+		{"TokenRotationRequest", `{"overlapSeconds":2592001}`, false},
+		{"WebhookToken", `{"token":"0123456789abcdef","nextToken":null}`, true},
+		{"WebhookToken", `{"token":"0123456789abcdef","nextToken":"fedcba9876543210"}`, true},
+		{"WebhookTestRequest", `{"signWith":"old"}`, false},
 		{"ValidationProblem", `{"type":"https://herald.dev/problems/validation","title":"Validation failed","status":422,"detail":"d","errors":[]}`, false},
 		{"ValidationProblem", `{"type":"https://herald.dev/problems/validation","title":"Validation failed","status":422,"detail":"d","errors":[{"field":"name","detail":"d"}]}`, true},
 		{"Problem", `{"type":"about:blank","title":"Not found","status":404,"detail":"d"}`, true},

@@ -61,6 +61,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"SuspendedWebhooksAreRemindedOncePerPeriod", 3, testReminders},
 		{"FlashesAreShownOnceOnTheirPage", 1, testFlashes},
 		{"FormKeysKeepAnswersOnlyOfChanges", 1, testFormKeysSettle},
+		{"TokenRotationOverlapsThenSwitches", 1, testTokenRotation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
