@@ -148,6 +148,9 @@ func funcs(static *staticFiles) template.FuncMap {
 			}
 			return a
 		},
+		"stamp":        stamp,
+		"maxHeaders":   func() int { return store.MaxAttemptHeaders },
+		"maxHeaderKiB": func() int { return store.MaxAttemptHeaderBytes >> 10 },
 		"resendOutcome": func(a *store.Attempt) string {
 			if a.Error == nil {
 				return fmt.Sprintf("the receiver answered %d %s in %s", *a.StatusCode, http.StatusText(*a.StatusCode), duration(a.DurationMS))
@@ -176,6 +179,28 @@ func when(t any) string {
 		}
 	}
 	return "—"
+}
+
+// stampArgs is a time as the "time" partial writes it: the machine-readable
+// instant, and the UTC text that pages show without JavaScript (app.js
+// rewrites it into the viewer's local time, keeping UTC in the title).
+type stampArgs struct{ ISO, UTC string }
+
+// stamp reads a time.Time or *time.Time; nil for none.
+func stamp(t any) *stampArgs {
+	var v time.Time
+	switch x := t.(type) {
+	case time.Time:
+		v = x
+	case *time.Time:
+		if x == nil {
+			return nil
+		}
+		v = *x
+	default:
+		return nil
+	}
+	return &stampArgs{ISO: v.UTC().Format(time.RFC3339Nano), UTC: when(v)}
 }
 
 // thousands writes n with a comma between groups of three digits, as the

@@ -56,6 +56,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"APITokenUseIsRecordedSparinglyAndRevocationSeenEverywhere", 2, testAPITokenUseAcrossProcesses},
 		{"WebhookListsSearchCountAndPage", 1, testWebhookListsSearchCountAndPage},
 		{"LogListsFilterCountAndPage", 1, testLogListsFilterCountAndPage},
+		{"AttemptHeadersAreKeptBounded", 1, testAttemptHeadersAreKeptBounded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

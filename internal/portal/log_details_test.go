@@ -1,0 +1,69 @@
+package portal_test
+
+import (
+	"html"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/heraldtest"
+)
+
+// TestLogShowsEachAttemptsHeadersAndWhenAnAttemptIsInFlight: a real
+// delivery's log page shows, per attempt, the headers herald sent (the
+// signature the receiver got among them, the token nowhere) and the headers
+// the receiver answered with; while an attempt is in flight the log says
+// since when rather than "Sent —".
+func TestLogShowsEachAttemptsHeadersAndWhenAnAttemptIsInFlight(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	release := make(chan struct{})
+	held := make(chan struct{}, 1)
+	rcv.SetRespond(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case held <- struct{}{}:
+			<-release // the first delivery waits until the test has read the page
+		default:
+		}
+		w.Header().Set("X-Receiver-Trace", "abc-123")
+		w.WriteHeader(http.StatusAccepted)
+	})
+	hook := h.CreateWebhook("CRM", rcv.URL, "license.created")
+	h.CreateLicense(nil)
+	select {
+	case <-held:
+	case <-time.After(heraldtest.MinPatience):
+		t.Fatal("the delivery never arrived")
+	}
+	b := mustSignIn(t, h)
+	logID := h.Logs("")[0].ID
+	_, _, page := b.get("/webhook-event-logs/" + logID)
+	for _, want := range []string{`id="in-flight"`, "the first attempt has been in flight since", "<time datetime="} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the log of an attempt in flight lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "<dt>Sent</dt>") {
+		t.Errorf("the log of an attempt in flight says Sent —:\n%s", page)
+	}
+	close(release)
+	heraldtest.Eventually(t, 10*time.Second, "the delivery recorded", func() bool { return h.Log(logID).Status == "succeeded" })
+
+	_, _, page = b.get("/webhook-event-logs/" + logID)
+	sig := rcv.Requests()[0].Header.Get("webhook-signature")
+	for _, want := range []string{`data-headers="request"`, "<dt>webhook-signature</dt><dd>" + html.EscapeString(sig) + "</dd>",
+		"<dt>content-type</dt><dd>application/json; charset=utf-8</dd>",
+		`data-headers="response"`, "<dt>x-receiver-trace</dt><dd>abc-123</dd>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the log page lacks %q", want)
+		}
+	}
+	if hook.Token == "" || strings.Contains(page, hook.Token) {
+		t.Errorf("the log page shows the webhook's token (or the test has none to look for)")
+	}
+	if strings.Contains(page, `id="in-flight"`) {
+		t.Errorf("a completed log still says an attempt is in flight")
+	}
+}
