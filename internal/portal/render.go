@@ -139,6 +139,7 @@ func funcs(static *staticFiles) template.FuncMap {
 			return n
 		},
 		"fieldError": func(id string, errs fieldErrors) fieldErrorArgs { return fieldErrorArgs{ID: id, Msg: errs[id]} },
+		"summary":    func(msg string, errs fieldErrors) summaryArgs { return summaryArgs{Msg: msg, Errors: errs} },
 		// item passes a row and the page's root to a partial, and where an
 		// action on the row comes back to.
 		"item": func(root view, it any, back ...string) rowArgs {
@@ -161,6 +162,11 @@ func funcs(static *staticFiles) template.FuncMap {
 }
 
 type fieldErrorArgs struct{ ID, Msg string }
+
+type summaryArgs struct {
+	Msg    string
+	Errors fieldErrors
+}
 
 type rowArgs struct {
 	Root view

@@ -33,6 +33,15 @@
   }
   menus.forEach(function (m) {
     m.addEventListener("toggle", function () { if (m.open) { closeAll(m); } });
+    // Tabbing out of an open menu closes it, as a click elsewhere does. A
+    // press inside it is not leaving it: some browsers focus nothing when a
+    // button is clicked, and closing then would swallow the click.
+    var pressed = false;
+    m.addEventListener("pointerdown", function () { pressed = true; });
+    document.addEventListener("pointerup", function () { setTimeout(function () { pressed = false; }, 0); });
+    m.addEventListener("focusout", function (e) {
+      if (m.open && !pressed && !(e.relatedTarget && m.contains(e.relatedTarget))) { m.open = false; }
+    });
     m.addEventListener("keydown", function (e) {
       if (e.key === "Escape" && m.open) {
         m.open = false;
@@ -60,8 +69,9 @@
     });
   }
 
-  // A result that arrived with the page (a test just sent) takes the focus,
-  // so keyboard and screen-reader users land on it.
+  // A result that arrived with the page (a test just sent, a resend's
+  // outcome, the summary of a refused form) takes the focus, so keyboard and
+  // screen-reader users land on it.
   var result = document.querySelector("[data-focus]");
   if (result) { result.focus(); }
 })();
