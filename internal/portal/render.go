@@ -150,6 +150,7 @@ func funcs(static *staticFiles) template.FuncMap {
 			return a
 		},
 		"stamp":        stamp,
+		"short":        short,
 		"maxHeaders":   func() int { return store.MaxAttemptHeaders },
 		"maxHeaderKiB": func() int { return store.MaxAttemptHeaderBytes >> 10 },
 		"resendOutcome": func(a *store.Attempt) string {
@@ -207,6 +208,17 @@ func stamp(t any) *stampArgs {
 		return nil
 	}
 	return &stampArgs{ISO: v.UTC().Format(time.RFC3339Nano), UTC: when(v)}
+}
+
+// short keeps the first n characters of s, and an ellipsis when it cut:
+// lists show long names and URLs so, with the whole value in a title and
+// on the webhook's own page.
+func short(n int, s string) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }
 
 // thousands writes n with a comma between groups of three digits, as the

@@ -1,0 +1,75 @@
+package portal_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/heraldhq/herald/internal/heraldtest"
+)
+
+// TestBrowserLongValuesKeepPagesInTheirViewport: a name of 175 characters
+// without a space and a URL of 1,500 characters wrap or are shortened, with
+// the whole value at hand (a title, and the webhook's own page): no page is
+// wider than its viewport, and no list row grows taller than a few lines,
+// on a desktop or on a phone.
+func TestBrowserLongValuesKeepPagesInTheirViewport(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	name := strings.Repeat("Name", 43) + "End" // 175 characters, no space
+	url := rcv.URL + "/" + strings.Repeat("segment", 210)
+	hook := h.CreateWebhook(name, url, "license.created")
+	h.CreateLicense(nil)
+	heraldtest.Eventually(t, 10*time.Second, "the event delivered", func() bool {
+		l := h.Logs("")
+		return len(l) == 1 && l[0].Status == "succeeded"
+	})
+	logID := h.Logs("")[0].ID
+	b := signInTab(t, h)
+
+	pages := []string{"/webhooks", "/webhooks/" + hook.ID, "/webhooks/" + hook.ID + "/edit", "/webhooks/" + hook.ID + "/test",
+		"/webhooks/" + hook.ID + "/delete", "/webhook-event-logs", "/webhook-event-logs?webhook=" + hook.ID,
+		"/webhook-event-logs/" + logID, "/account", "/account/api-tokens"}
+	for _, phone := range []bool{false, true} {
+		b.size(phone)
+		for _, p := range pages {
+			b.open(p)
+			where := fmt.Sprintf("%s (phone %v)", p, phone)
+			width := run(b, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+			view := run(b, chromedp.Evaluate[int](`window.innerWidth`))
+			if width > view {
+				t.Errorf("%s is %d px wide in a %d px viewport", where, width, view)
+			}
+			// A list row, or a phone's card, stays a few lines tall.
+			most := 180
+			if phone {
+				most = 520
+			}
+			if tallest := run(b, chromedp.Evaluate[int](`Math.ceil(Math.max(0, ...[...document.querySelectorAll("table.list tbody tr")].map(r => r.getBoundingClientRect().height)))`)); tallest > most {
+				t.Errorf("%s has a list row %d px tall; want at most %d", where, tallest, most)
+			}
+			if p == "/webhooks" && phone {
+				b.screenshot("long-values-phone")
+			} else if p == "/webhooks" {
+				b.screenshot("long-values")
+			}
+		}
+	}
+	// The whole values stay at hand: on the list as titles, in full on the webhook's page.
+	b.open("/webhooks")
+	if got := run(b, chromedp.Evaluate[string](`document.querySelector("tr[data-webhook] td.url code").title`)); got != url {
+		t.Errorf("the list's URL title is %q; want the whole URL", got)
+	}
+	if got := run(b, chromedp.Evaluate[string](`document.querySelector("tr[data-webhook] th a").title`)); got != name {
+		t.Errorf("the list's name title is %q; want the whole name", got)
+	}
+	b.open("/webhooks/" + hook.ID)
+	if got := b.text("h1"); got != name {
+		t.Errorf("the webhook page's heading is %q; want the whole name", got)
+	}
+	b.contains(".facts", url)
+}
