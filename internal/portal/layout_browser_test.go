@@ -1,11 +1,14 @@
 package portal_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/heraldhq/herald/internal/heraldtest"
@@ -72,4 +75,45 @@ func TestBrowserLongValuesKeepPagesInTheirViewport(t *testing.T) {
 		t.Errorf("the webhook page's heading is %q; want the whole name", got)
 	}
 	b.contains(".facts", url)
+}
+
+// TestBrowserTimesReadInTheViewersZone: times read in the viewer's own zone,
+// with UTC on hover; without JavaScript they read in UTC.
+func TestBrowserTimesReadInTheViewersZone(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	h.CreateWebhook("CRM", rcv.URL, "license.created")
+	h.CreateLicense(nil)
+	heraldtest.Eventually(t, 10*time.Second, "the event delivered", func() bool {
+		l := h.Logs("")
+		return len(l) == 1 && l[0].Status == "succeeded"
+	})
+	logID := h.Logs("")[0].ID
+	b := signInTab(t, h)
+	b.do(chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+		_, err := cdp.Call(ctx, target, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"})
+		return err
+	}))
+	for _, p := range []string{"/webhook-event-logs", "/webhook-event-logs/" + logID} {
+		b.open(p)
+		type stamp struct{ Datetime, Text, Title string }
+		stamps := run(b, chromedp.Evaluate[[]stamp](`[...document.querySelectorAll("time[datetime]")].map(e => ({datetime: e.getAttribute("datetime"), text: e.textContent, title: e.title}))`))
+		if len(stamps) == 0 {
+			t.Fatalf("%s shows no times", p)
+		}
+		for _, s := range stamps {
+			at, err := time.Parse(time.RFC3339Nano, s.Datetime)
+			if err != nil {
+				t.Fatalf("%s: datetime %q: %v", p, s.Datetime, err)
+			}
+			tokyo := at.In(time.FixedZone("JST", 9*3600))
+			if want := tokyo.Format("2006-01-02 15:04:05") + " GMT+9"; s.Text != want {
+				t.Errorf("%s: a time reads %q; want %q, the viewer's", p, s.Text, want)
+			}
+			if want := at.UTC().Format("2006-01-02 15:04:05 UTC"); s.Title != want {
+				t.Errorf("%s: a time's title is %q; want %q", p, s.Title, want)
+			}
+		}
+	}
 }

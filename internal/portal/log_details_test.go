@@ -3,6 +3,7 @@ package portal_test
 import (
 	"html"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,42 @@ func TestLogShowsEachAttemptsHeadersAndWhenAnAttemptIsInFlight(t *testing.T) {
 	}
 	if strings.Contains(page, `id="in-flight"`) {
 		t.Errorf("a completed log still says an attempt is in flight")
+	}
+}
+
+// TestWordingOfFailuresAndUnsentLogs: a failed Test says what the receiver
+// answered as a sentence; a log cancelled because its webhook is disabled
+// asks for one thing (enable, then resend), and its payload is not said to
+// have been sent.
+func TestWordingOfFailuresAndUnsentLogs(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	rcv.Status(http.StatusInternalServerError, "boom")
+	hook := h.CreateWebhook("CRM", rcv.URL, "license.created")
+	b := mustSignIn(t, h)
+
+	b.get("/webhooks/" + hook.ID + "/test")
+	_, _, page := b.post("/webhooks/"+hook.ID+"/test", url.Values{"event": {"license.created"}})
+	if !strings.Contains(page, "<strong>Failed:</strong> The receiver answered 500 Internal Server Error in ") ||
+		strings.Contains(page, "Failed.") {
+		t.Errorf("a failed test does not read as a sentence:\n%s", page)
+	}
+
+	h.Must(http.StatusOK, "PATCH", "/v3/webhooks/"+hook.ID, map[string]any{"enabled": false}, nil)
+	h.CreateLicense(nil)
+	logID := h.Logs("")[0].ID
+	_, _, page = b.get("/webhook-event-logs/" + logID)
+	code, _, refused := b.post("/webhook-event-logs/"+logID+"/resend", url.Values{})
+	if code != http.StatusConflict {
+		t.Fatalf("resend of a disabled webhook's log: %d; want 409", code)
+	}
+	for _, p := range []string{page, refused} {
+		if strings.Contains(p, "Resend to deliver it now") || !strings.Contains(p, "enable it, then resend") {
+			t.Errorf("the cancelled log of a disabled webhook gives mixed advice:\n%s", p)
+		}
+		if strings.Contains(p, "Exactly as signed and sent") || !strings.Contains(p, "Never sent") {
+			t.Errorf("the payload of a log never sent is said to have been sent:\n%s", p)
+		}
 	}
 }

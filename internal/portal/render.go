@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -154,10 +155,21 @@ func funcs(static *staticFiles) template.FuncMap {
 		"maxHeaders":   func() int { return store.MaxAttemptHeaders },
 		"maxHeaderKiB": func() int { return store.MaxAttemptHeaderBytes >> 10 },
 		"resendOutcome": func(a *store.Attempt) string {
-			if a.Error == nil {
-				return fmt.Sprintf("the receiver answered %d %s in %s", *a.StatusCode, http.StatusText(*a.StatusCode), duration(a.DurationMS))
+			reason := ""
+			if a.Error != nil {
+				reason = *a.Error
 			}
-			return *a.Error
+			return failure(reason, a.StatusCode, a.DurationMS)
+		},
+		"testOutcome": func(r *delivery.TestResult) string {
+			reason := ""
+			if r.Error != nil {
+				reason = *r.Error
+			}
+			if r.Response == nil {
+				return failure(reason, nil, 0)
+			}
+			return failure(reason, &r.Response.StatusCode, r.Response.DurationMS)
 		},
 	}
 }
@@ -219,6 +231,27 @@ func short(n int, s string) string {
 		return s
 	}
 	return string(r[:n]) + "…"
+}
+
+// failure says what an attempt saw as a sentence: the receiver's answer
+// with its meaning and how long it took when one came (and the reason when
+// the answer itself was not the failure: a redirect, a body cut short), else
+// the reason, capitalised.
+func failure(reason string, code *int, ms int64) string {
+	if code == nil {
+		if reason == "" {
+			return "No answer."
+		}
+		return strings.ToUpper(reason[:1]) + reason[1:] + "."
+	}
+	s := fmt.Sprintf("The receiver answered %d %s in %s", *code, http.StatusText(*code), duration(ms))
+	switch {
+	case *code >= 300 && *code < 400:
+		s += "; redirects are not followed"
+	case reason != "" && !strings.HasPrefix(reason, "receiver answered"):
+		s += ", but " + reason
+	}
+	return s + "."
 }
 
 // thousands writes n with a comma between groups of three digits, as the

@@ -69,6 +69,28 @@
     });
   }
 
+  // Times: the page says each in UTC (what shows without this file); here
+  // it reads in the viewer's own zone, the UTC text kept as its title.
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  document.querySelectorAll("time[datetime]").forEach(function (el) {
+    var d = new Date(el.getAttribute("datetime"));
+    if (isNaN(d.getTime())) { return; }
+    var zone = "";
+    try {
+      new Intl.DateTimeFormat("en-US", {timeZoneName: "short"}).formatToParts(d).forEach(function (p) {
+        if (p.type === "timeZoneName") { zone = p.value; }
+      });
+    } catch (e) { /* no Intl: the offset below still says which zone */ }
+    if (!zone) {
+      var off = -d.getTimezoneOffset();
+      zone = "UTC" + (off < 0 ? "−" : "+") + pad(Math.floor(Math.abs(off) / 60)) + ":" + pad(Math.abs(off) % 60);
+    }
+    el.title = el.textContent;
+    el.textContent = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+      pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + " " + zone;
+    el.setAttribute("data-local", "");
+  });
+
   // A result that arrived with the page (a test just sent, a resend's
   // outcome, the summary of a refused form) takes the focus, so keyboard and
   // screen-reader users land on it.
