@@ -54,7 +54,8 @@ func TestLogShowsEachAttemptsHeadersAndWhenAnAttemptIsInFlight(t *testing.T) {
 
 	_, _, page = b.get("/webhook-event-logs/" + logID)
 	sig := rcv.Requests()[0].Header.Get("webhook-signature")
-	for _, want := range []string{`data-headers="request"`, "<dt>webhook-signature</dt><dd>" + html.EscapeString(sig) + "</dd>",
+	page = html.UnescapeString(page) // html/template writes + as &#43;
+	for _, want := range []string{`data-headers="request"`, "<dt>webhook-signature</dt><dd>" + sig + "</dd>",
 		"<dt>content-type</dt><dd>application/json; charset=utf-8</dd>",
 		`data-headers="response"`, "<dt>x-receiver-trace</dt><dd>abc-123</dd>"} {
 		if !strings.Contains(page, want) {
@@ -102,6 +103,24 @@ func TestWordingOfFailuresAndUnsentLogs(t *testing.T) {
 		}
 		if strings.Contains(p, "Exactly as signed and sent") || !strings.Contains(p, "Never sent") {
 			t.Errorf("the payload of a log never sent is said to have been sent:\n%s", p)
+		}
+	}
+}
+
+// TestRefusedFiltersOpenWithAFocusedSummary: a filter that is not right
+// opens the list with an error summary that takes the focus and links to
+// the field's error, as a refused form does.
+func TestRefusedFiltersOpenWithAFocusedSummary(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	b := mustSignIn(t, h)
+	for _, p := range []string{"/webhooks?status=Lost", "/webhook-event-logs?status=lost"} {
+		code, _, page := b.get(p)
+		if code != http.StatusUnprocessableEntity {
+			t.Errorf("GET %s: %d; want 422", p, code)
+		}
+		if !strings.Contains(page, `id="error-summary" tabindex="-1" data-focus`) || !strings.Contains(page, `<a href="#status-error">`) {
+			t.Errorf("GET %s: no focused error summary linking to the status error:\n%s", p, page)
 		}
 	}
 }
