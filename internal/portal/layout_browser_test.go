@@ -62,6 +62,23 @@ func TestBrowserLongValuesKeepPagesInTheirViewport(t *testing.T) {
 			}
 		}
 	}
+	// The log page with every detail open (payload, response, headers) stays
+	// within its viewport too.
+	for _, phone := range []bool{false, true} {
+		b.size(phone)
+		b.open("/webhook-event-logs/" + logID)
+		width := run(b, chromedp.Evaluate[int](`document.querySelectorAll("details:not(.menu)").forEach(d => d.open = true), document.documentElement.scrollWidth`))
+		if view := run(b, chromedp.Evaluate[int](`window.innerWidth`)); width > view {
+			t.Errorf("the log page with its details open is %d px wide in a %d px viewport (phone %v)", width, view, phone)
+		}
+		if phone {
+			b.screenshot("log-details-open-phone")
+		} else {
+			b.screenshot("log-details-open")
+		}
+	}
+	b.size(false)
+
 	// The whole values stay at hand: on the list as titles, in full on the webhook's page.
 	b.open("/webhooks")
 	if got := run(b, chromedp.Evaluate[string](`document.querySelector("tr[data-webhook] td.url code").title`)); got != url {
