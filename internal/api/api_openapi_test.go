@@ -262,7 +262,19 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	})
 	var logs, delivered struct{ Data []map[string]any }
 	c.call(200, "GET", "/v3/webhook-event-logs?webhookId="+hid+"&status=succeeded", nil, &delivered)
-	c.call(200, "GET", "/v3/webhook-event-logs/"+delivered.Data[0]["id"].(string), nil, nil) // with an attempt
+	var withAttempt struct {
+		Attempts []struct {
+			Headers *struct {
+				Request []struct{ Name, Value string }
+			}
+		}
+	}
+	c.call(200, "GET", "/v3/webhook-event-logs/"+delivered.Data[0]["id"].(string), nil, &withAttempt) // with an attempt and its headers
+	if a := withAttempt.Attempts; len(a) == 0 || a[0].Headers == nil || !slices.ContainsFunc(a[0].Headers.Request, func(h struct{ Name, Value string }) bool {
+		return h.Name == "webhook-signature" && h.Value != ""
+	}) {
+		t.Errorf("the delivered log's attempt shows no signature among its headers: %+v", a)
+	}
 	c.call(200, "GET", "/v3/webhook-event-logs", nil, &logs)
 	c.call(200, "GET", "/v3/webhook-event-logs?event=license.created&limit=1", nil, nil)
 	c.call(200, "GET", "/v3/webhook-event-logs?eventId="+logs.Data[0]["eventId"].(string), nil, nil)

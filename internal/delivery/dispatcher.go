@@ -428,10 +428,15 @@ func (d *Dispatcher) logOutcome(ctx context.Context, c store.Claim, o store.Outc
 const DefaultResponseBodyLimit = 4 << 10
 
 // attemptRecord is what is stored of an attempt: its answer's body cut at
-// ResponseBodyLimit, before the outcome waits to be recorded.
+// ResponseBodyLimit, and the headers both ways (the store bounds them),
+// before the outcome waits to be recorded.
 func (d *Dispatcher) attemptRecord(r Result) *store.AttemptRecord {
-	return &store.AttemptRecord{SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
+	a := &store.AttemptRecord{SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
 		Duration: r.Duration, Error: r.Err, ResponseBody: cut(r.RespBody, d.cfg.ResponseBodyLimit)}
+	if len(r.Headers) > 0 || len(r.RespHeader) > 0 {
+		a.Headers = &store.AttemptHeaders{Request: store.HeaderLines(r.Headers), Response: store.HeaderLines(r.RespHeader)}
+	}
+	return a
 }
 
 // cut keeps at most n bytes of b (none when n <= 0), without leaving half a

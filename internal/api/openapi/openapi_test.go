@@ -210,7 +210,7 @@ func TestSchemaInstances(t *testing.T) {
 			"updatedAt":"` + when + `"` + extra + `}`
 	}
 	attempt := `{"number":1,"trigger":"automatic","sentAt":"` + when + `","receivedAt":null,"statusCode":null,
-		"durationMs":15000,"error":"timed out after 15s","responseBody":""}`
+		"durationMs":15000,"error":"timed out after 15s","responseBody":"","headers":{"request":[{"name":"webhook-signature","value":"c2ln"}],"response":[],"omitted":0}}`
 	testResult := func(response, check string) string {
 		return `{"event":"license.created","request":{"url":"https://example.com/h","headers":{"webhook-id":"` + id + `"},
 			"body":"{}","signature":"c2ln"},"response":` + response + `,"error":null,"succeeded":true,
@@ -224,6 +224,10 @@ func TestSchemaInstances(t *testing.T) {
 		{"EventLog", eventLog(`,"attempts":[]`), false},
 		{"EventLogWithAttempts", eventLog(`,"attempts":[` + attempt + `]`), true},
 		{"EventLogWithAttempts", eventLog(""), false},
+		{"EventLogWithAttempts", eventLog(`,"attempts":[` + strings.Replace(attempt, `"headers":{`, `"headers":null,"x":{`, 1) + `]`), false},
+		{"Attempt", attempt[:strings.Index(attempt, `"headers"`)] + `"headers":null}`, true},
+		{"Attempt", strings.Replace(attempt, `"omitted":0`, `"omitted":-1`, 1), false},
+		{"Attempt", strings.Replace(attempt, `"response":[]`, `"response":[{"name":"x"}]`, 1), false},
 		{"EventLog", eventLog(`,"extra":1`), false},
 		{"WebhookTestResult", testResult("null", "null"), true},
 		{"WebhookTestResult", testResult(`{"statusCode":204,"headers":{},"body":"","durationMs":12}`,

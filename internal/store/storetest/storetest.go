@@ -62,6 +62,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"FlashesAreShownOnceOnTheirPage", 1, testFlashes},
 		{"FormKeysKeepAnswersOnlyOfChanges", 1, testFormKeysSettle},
 		{"TokenRotationOverlapsThenSwitches", 1, testTokenRotation},
+		{"AttemptHeadersAreKeptBounded", 1, testAttemptHeadersAreKeptBounded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
