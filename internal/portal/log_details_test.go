@@ -83,7 +83,7 @@ func TestWordingOfFailuresAndUnsentLogs(t *testing.T) {
 	b := mustSignIn(t, h)
 
 	b.get("/webhooks/" + hook.ID + "/test")
-	_, _, page := b.post("/webhooks/"+hook.ID+"/test", url.Values{"event": {"license.created"}})
+	_, _, page := b.submit("/webhooks/"+hook.ID+"/test", url.Values{"event": {"license.created"}})
 	if !strings.Contains(page, "<strong>Failed:</strong> The receiver answered 500 Internal Server Error in ") ||
 		strings.Contains(page, "Failed.") {
 		t.Errorf("a failed test does not read as a sentence:\n%s", page)
@@ -93,7 +93,7 @@ func TestWordingOfFailuresAndUnsentLogs(t *testing.T) {
 	h.CreateLicense(nil)
 	logID := h.Logs("")[0].ID
 	_, _, page = b.get("/webhook-event-logs/" + logID)
-	code, _, refused := b.post("/webhook-event-logs/"+logID+"/resend", url.Values{})
+	code, _, refused := b.submit("/webhook-event-logs/"+logID+"/resend", url.Values{})
 	if code != http.StatusConflict {
 		t.Fatalf("resend of a disabled webhook's log: %d; want 409", code)
 	}
