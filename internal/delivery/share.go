@@ -19,6 +19,13 @@ import (
 //     that holds none always finds a share free.
 //   - Webhooks whose latest answer was slow hold at most half of the process
 //     together, however many there are.
+//   - Above the webhooks, accounts: the webhooks of one account together hold
+//     at most the account's share (accountShare), so one account's many
+//     webhooks cannot take the process from another account's one; an
+//     account alone may hold all but an eighth, kept for an account that
+//     holds nothing yet. The claim passes the rest of each account's share
+//     as its room, and takes first attempts before retries, account by
+//     account (store.ClaimParams).
 //   - A claim takes no more of a webhook than its room: twice its limit, so
 //     that a second round is claimed while the first is in flight and a fast
 //     receiver does not wait for claims; only its limit for a slow webhook,
@@ -40,6 +47,7 @@ var ErrBusy = errors.New("the webhook already has as many requests in flight as 
 
 // hookState is one webhook's standing in this process.
 type hookState struct {
+	account string        // the webhook's account, once a claim or a manual send named it
 	held    int           // automatic logs claimed here and not yet recorded
 	manual  int           // Tests and Resends in flight or waiting for a slot
 	sending int           // requests in flight, automatic and manual
@@ -49,14 +57,40 @@ type hookState struct {
 	wake    chan struct{} // closed, and replaced, when a slot frees or limit grows
 }
 
-// hook returns id's standing, new if it has none. d.mu is held.
-func (d *Dispatcher) hook(id string) *hookState {
+// hook returns id's standing, new if it has none; account, when not "",
+// names the webhook's account. d.mu is held.
+func (d *Dispatcher) hook(id, account string) *hookState {
 	st := d.hooks[id]
 	if st == nil {
 		st = &hookState{limit: min(startLimit, d.cfg.PerWebhook), wake: make(chan struct{})}
 		d.hooks[id] = st
 	}
+	if st.account == "" && account != "" {
+		st.account = account
+		d.holdAccount(account, st.held+st.manual)
+	}
 	return st
+}
+
+// holdAccount changes what an account's webhooks hold, keeping count of the
+// accounts that hold any. d.mu is held.
+func (d *Dispatcher) holdAccount(account string, n int) {
+	if account == "" || n == 0 {
+		return
+	}
+	before := d.accounts[account]
+	after := before + n
+	switch {
+	case after > 0 && before <= 0:
+		d.accountsActive++
+	case after <= 0 && before > 0:
+		d.accountsActive--
+	}
+	if after <= 0 {
+		delete(d.accounts, account)
+		return
+	}
+	d.accounts[account] = after
 }
 
 // forget drops a standing nobody needs: nothing held or waiting, and
@@ -81,6 +115,28 @@ func (d *Dispatcher) sweep() {
 // slots + 1). d.mu is held.
 func (d *Dispatcher) share() int { return max(1, d.cfg.Concurrency/(d.active+1)) }
 
+// accountShare is what the webhooks of one account may hold together when
+// holders accounts hold slots, the asking one counted: the process less an
+// eighth kept free for an account that holds nothing yet (so its first
+// attempts never wait for another account's time-outs), split evenly. An
+// account alone keeps seven eighths: sharing costs a lone account little,
+// and the webhook shares and the slow half bind long before on one account.
+func accountShare(concurrency, holders int) int {
+	keep := concurrency / 8
+	return max(1, (concurrency-keep)/max(1, holders))
+}
+
+// accountRoom is what a claim may still take of an account's webhooks
+// together. d.mu is held.
+func (d *Dispatcher) accountRoom(account string) int {
+	held := d.accounts[account]
+	holders := d.accountsActive
+	if held == 0 {
+		holders++ // it would hold once claimed for
+	}
+	return accountShare(d.cfg.Concurrency, holders) - held
+}
+
 // hold changes what a webhook holds, automatic and manual, keeping count of
 // the webhooks that hold any (share runs on every recorded outcome, so it
 // must not walk every webhook). d.mu is held.
@@ -88,6 +144,7 @@ func (d *Dispatcher) hold(st *hookState, automatic, manual int) {
 	before := st.held+st.manual > 0
 	st.held += automatic
 	st.manual += manual
+	d.holdAccount(st.account, automatic+manual)
 	switch after := st.held+st.manual > 0; {
 	case after && !before:
 		d.active++
@@ -116,11 +173,15 @@ func (d *Dispatcher) roomOf(st *hookState, share int) (room, worth int) {
 // room says how much a claim may take: the default for webhooks with no
 // standing here, what each webhook with one may still hold, and the
 // webhooks passed over (no room, or too little to be worth a claim while
-// their earlier logs are in flight).
-func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []string) {
+// their earlier logs are in flight); then the same for accounts.
+func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []string, perAccount int, accountRoom map[string]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	share := d.share()
+	accountRoom = make(map[string]int, len(d.accounts))
+	for account := range d.accounts {
+		accountRoom[account] = max(0, d.accountRoom(account))
+	}
 	slowHeld := 0
 	for _, st := range d.hooks {
 		if st.slow {
@@ -131,13 +192,14 @@ func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []stri
 	room = make(map[string]int, len(d.hooks))
 	for id, st := range d.hooks {
 		n, worth := d.roomOf(st, share)
-		if (st.slow && slowFull) || n <= 0 || (n < worth && st.held+st.manual > 0) {
+		full := st.account != "" && accountRoom[st.account] <= 0 && d.accounts[st.account] > 0
+		if full || (st.slow && slowFull) || n <= 0 || (n < worth && st.held+st.manual > 0) {
 			exclude = append(exclude, id)
 			continue
 		}
 		room[id] = n
 	}
-	return min(startLimit, share, d.cfg.PerWebhook), room, exclude
+	return min(startLimit, share, d.cfg.PerWebhook), room, exclude, d.accountRoom(""), accountRoom
 }
 
 // take waits until the webhook has a request slot free, takes it, and
@@ -147,7 +209,7 @@ func (d *Dispatcher) take(id string, deadline time.Time, stop <-chan struct{}) b
 	defer t.Stop()
 	d.mu.Lock()
 	for {
-		st := d.hook(id)
+		st := d.hook(id, "")
 		if !time.Now().Before(deadline) {
 			d.mu.Unlock()
 			return false
@@ -176,7 +238,7 @@ func (d *Dispatcher) done(id string, res Result) {
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := d.hook(id)
+	st := d.hook(id, "")
 	st.sending--
 	st.seen = now
 	slowAfter := d.cfg.AttemptTimeout / 3
@@ -194,20 +256,20 @@ func (d *Dispatcher) done(id string, res Result) {
 func (d *Dispatcher) untake(id string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := d.hook(id)
+	st := d.hook(id, "")
 	st.sending--
 	st.signal()
 	d.forget(id, st, time.Now())
 }
 
 // manual makes a Test's or Resend's request within the webhook's slots.
-func (d *Dispatcher) manual(stop <-chan struct{}, id string, send func() Result) (Result, error) {
+func (d *Dispatcher) manual(stop <-chan struct{}, account, id string, send func() Result) (Result, error) {
 	d.mu.Lock()
-	d.hold(d.hook(id), 0, 1)
+	d.hold(d.hook(id, account), 0, 1)
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
-		st := d.hook(id)
+		st := d.hook(id, "")
 		d.hold(st, 0, -1)
 		d.forget(id, st, time.Now())
 		d.mu.Unlock()
