@@ -76,9 +76,9 @@ type Dispatcher struct {
 	mu     sync.Mutex
 	hooks  map[string]*hookState // webhook id → its standing here (see share.go)
 	active int                   // of them, those holding slots
-	// accounts counts the slots each account's webhooks hold, for accounts
+	// accounts holds what each account's webhooks hold, for accounts
 	// holding any; accountsActive is how many those are.
-	accounts       map[string]int
+	accounts       map[string]*accountState
 	accountsActive int
 	freed          chan struct{} // signalled when a slot frees
 
@@ -96,7 +96,7 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 		sender:   NewSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent),
 		cfg:      cfg,
 		hooks:    map[string]*hookState{},
-		accounts: map[string]int{},
+		accounts: map[string]*accountState{},
 		freed:    make(chan struct{}, 1),
 		held:     map[store.Held]struct{}{},
 		orphans:  map[string]time.Time{},
@@ -345,7 +345,7 @@ func (d *Dispatcher) release(webhookID string) {
 	d.mu.Lock()
 	st := d.hook(webhookID, "")
 	d.hold(st, -1, 0)
-	if n, worth := d.roomOf(st, d.share()); n >= worth || st.held+st.manual == 0 {
+	if n, worth := d.roomOf(st, d.shareOf(st)); n >= worth || st.held+st.manual == 0 {
 		d.claimable.Store(true) // this webhook is worth a claim again
 	}
 	d.forget(webhookID, st, time.Now())

@@ -14,9 +14,11 @@ import (
 //     one more for each answer that comes promptly, up to PerWebhook, and
 //     loses half of them for each answer that comes slowly or not at all. A
 //     receiver that never answers is soon down to one request at a time.
-//   - No webhook holds more than a fair share of the process:
-//     Concurrency/(webhooks holding slots + 1), so a webhook with due work
-//     that holds none always finds a share free.
+//   - No webhook holds more than a fair share of its account's share:
+//     that share/(the account's webhooks holding slots + 1), so a webhook
+//     with due work that holds none always finds a share free, and one
+//     account's many webhooks do not shrink another account's webhooks'
+//     shares.
 //   - Webhooks whose latest answer was slow hold at most half of the process
 //     together, however many there are.
 //   - Above the webhooks, accounts: the webhooks of one account together hold
@@ -67,30 +69,46 @@ func (d *Dispatcher) hook(id, account string) *hookState {
 	}
 	if st.account == "" && account != "" {
 		st.account = account
-		d.holdAccount(account, st.held+st.manual)
+		if n := st.held + st.manual; n > 0 {
+			d.holdAccount(account, n, 1)
+		}
 	}
 	return st
 }
 
-// holdAccount changes what an account's webhooks hold, keeping count of the
-// accounts that hold any. d.mu is held.
-func (d *Dispatcher) holdAccount(account string, n int) {
-	if account == "" || n == 0 {
+// accountState is what one account's webhooks hold here.
+type accountState struct {
+	held  int // slots, automatic and manual
+	hooks int // webhooks holding any
+}
+
+// holdAccount changes what an account's webhooks hold (n slots, hooks
+// webhooks holding any), keeping count of the accounts that hold any. d.mu
+// is held.
+func (d *Dispatcher) holdAccount(account string, n, hooks int) {
+	if account == "" || (n == 0 && hooks == 0) {
 		return
 	}
-	before := d.accounts[account]
-	after := before + n
-	switch {
-	case after > 0 && before <= 0:
+	a := d.accounts[account]
+	if a == nil {
+		a = &accountState{}
+		d.accounts[account] = a
 		d.accountsActive++
-	case after <= 0 && before > 0:
+	}
+	a.held += n
+	a.hooks += hooks
+	if a.held <= 0 {
+		delete(d.accounts, account)
 		d.accountsActive--
 	}
-	if after <= 0 {
-		delete(d.accounts, account)
-		return
+}
+
+// heldBy is what an account's webhooks hold here. d.mu is held.
+func (d *Dispatcher) heldBy(account string) int {
+	if a := d.accounts[account]; a != nil {
+		return a.held
 	}
-	d.accounts[account] = after
+	return 0
 }
 
 // forget drops a standing nobody needs: nothing held or waiting, and
@@ -111,9 +129,24 @@ func (d *Dispatcher) sweep() {
 	}
 }
 
-// share is what one webhook may hold now: Concurrency/(webhooks holding
-// slots + 1). d.mu is held.
+// share is what one webhook of no known account may hold now:
+// Concurrency/(webhooks holding slots + 1). d.mu is held.
 func (d *Dispatcher) share() int { return max(1, d.cfg.Concurrency/(d.active+1)) }
+
+// shareOf is what a webhook may hold now: its account's share/(the
+// account's webhooks holding slots + 1). d.mu is held.
+func (d *Dispatcher) shareOf(st *hookState) int {
+	if st.account == "" {
+		return d.share()
+	}
+	holders, hooks := d.accountsActive, 0
+	if a := d.accounts[st.account]; a != nil {
+		hooks = a.hooks
+	} else {
+		holders++ // it would hold once claimed for
+	}
+	return max(1, accountShare(d.cfg.Concurrency, holders)/(hooks+1))
+}
 
 // accountShare is what the webhooks of one account may hold together when
 // holders accounts hold slots, the asking one counted: the process less an
@@ -129,7 +162,7 @@ func accountShare(concurrency, holders int) int {
 // accountRoom is what a claim may still take of an account's webhooks
 // together. d.mu is held.
 func (d *Dispatcher) accountRoom(account string) int {
-	held := d.accounts[account]
+	held := d.heldBy(account)
 	holders := d.accountsActive
 	if held == 0 {
 		holders++ // it would hold once claimed for
@@ -144,13 +177,16 @@ func (d *Dispatcher) hold(st *hookState, automatic, manual int) {
 	before := st.held+st.manual > 0
 	st.held += automatic
 	st.manual += manual
-	d.holdAccount(st.account, automatic+manual)
+	hooks := 0
 	switch after := st.held+st.manual > 0; {
 	case after && !before:
 		d.active++
+		hooks = 1
 	case before && !after:
 		d.active--
+		hooks = -1
 	}
+	d.holdAccount(st.account, automatic+manual, hooks)
 }
 
 // signal wakes whoever waits for a slot of the webhook. d.mu is held.
@@ -177,7 +213,6 @@ func (d *Dispatcher) roomOf(st *hookState, share int) (room, worth int) {
 func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []string, perAccount int, accountRoom map[string]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	share := d.share()
 	accountRoom = make(map[string]int, len(d.accounts))
 	for account := range d.accounts {
 		accountRoom[account] = max(0, d.accountRoom(account))
@@ -191,15 +226,15 @@ func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []stri
 	slowFull := slowHeld >= max(1, d.cfg.Concurrency/2)
 	room = make(map[string]int, len(d.hooks))
 	for id, st := range d.hooks {
-		n, worth := d.roomOf(st, share)
-		full := st.account != "" && accountRoom[st.account] <= 0 && d.accounts[st.account] > 0
+		n, worth := d.roomOf(st, d.shareOf(st))
+		full := st.account != "" && accountRoom[st.account] <= 0 && d.heldBy(st.account) > 0
 		if full || (st.slow && slowFull) || n <= 0 || (n < worth && st.held+st.manual > 0) {
 			exclude = append(exclude, id)
 			continue
 		}
 		room[id] = n
 	}
-	return min(startLimit, share, d.cfg.PerWebhook), room, exclude, d.accountRoom(""), accountRoom
+	return min(startLimit, d.share(), d.cfg.PerWebhook), room, exclude, d.accountRoom(""), accountRoom
 }
 
 // take waits until the webhook has a request slot free, takes it, and

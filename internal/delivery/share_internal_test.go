@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -86,7 +87,7 @@ func TestManualSendsCountForTheirAccount(t *testing.T) {
 	var during int
 	if _, err := d.manual(nil, "A", "a1", func() Result {
 		d.mu.Lock()
-		during = d.accounts["A"]
+		during = d.heldBy("A")
 		d.mu.Unlock()
 		return Result{}
 	}); err != nil {
@@ -95,7 +96,44 @@ func TestManualSendsCountForTheirAccount(t *testing.T) {
 	if during != 1 {
 		t.Errorf("account A held %d during a manual send; want 1", during)
 	}
-	if d.accounts["A"] != 0 || d.accountsActive != 0 {
-		t.Errorf("after the send account A holds %d, %d accounts hold slots; want none", d.accounts["A"], d.accountsActive)
+	if d.heldBy("A") != 0 || d.accountsActive != 0 {
+		t.Errorf("after the send account A holds %d, %d accounts hold slots; want none", d.heldBy("A"), d.accountsActive)
+	}
+}
+
+// TestWebhookShareIsWithinItsAccount: a webhook's share is of its account's
+// share, so one account's many webhooks do not shrink another's.
+func TestWebhookShareIsWithinItsAccount(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		hooksA int // webhooks of A holding 4 slots each
+		want   int // share of B's one webhook, holding 1
+	}{
+		{"B alone", 0, 224},         // 448 alone, /(1+1)
+		{"beside one of A", 1, 112}, // 224 for each of two accounts, /(1+1)
+		{"beside 50 of A", 50, 112}, // unchanged: A's webhooks split A's share
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := New(nil, Config{Concurrency: 512, PerWebhook: 64})
+			for i := range tc.hooksA {
+				for range 4 {
+					d.acquire("A", fmt.Sprint("a", i))
+				}
+			}
+			d.acquire("B", "b")
+			d.mu.Lock()
+			got := d.shareOf(d.hooks["b"])
+			var shareA int
+			if tc.hooksA > 0 {
+				shareA = d.shareOf(d.hooks["a0"])
+			}
+			d.mu.Unlock()
+			if got != tc.want {
+				t.Errorf("share of B's webhook: got %d; want %d", got, tc.want)
+			}
+			if tc.hooksA == 50 && shareA != 224/51 {
+				t.Errorf("share of one of A's 50 webhooks: got %d; want %d", shareA, 224/51)
+			}
+		})
 	}
 }
