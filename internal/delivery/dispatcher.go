@@ -345,7 +345,9 @@ func (d *Dispatcher) release(webhookID string) {
 	d.mu.Lock()
 	st := d.hook(webhookID, "")
 	d.hold(st, -1, 0)
-	if n, worth := d.roomOf(st, d.shareOf(st)); n >= worth || st.held+st.manual == 0 {
+	// An account over its share gets nothing from a claim, so its freed
+	// slots wake no claim (with 50 hanging webhooks, one per time-out).
+	if n, worth := d.roomOf(st, d.shareOf(st)); (n >= worth || st.held+st.manual == 0) && d.accountRoom(st.account) > 0 {
 		d.claimable.Store(true) // this webhook is worth a claim again
 	}
 	d.forget(webhookID, st, time.Now())

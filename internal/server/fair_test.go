@@ -46,8 +46,9 @@ func testOneAccountsHangingWebhooksDoNotHoldUpAnother(t *testing.T, db string) {
 	for range backlog {
 		h.CreateLicense(nil)
 	}
+	// At least its share: before accounts had shares, A took all 40 here.
 	heraldtest.Eventually(t, 2*time.Minute, "A's attempts to fill A's share of the process", func() bool {
-		return inFlight() == shareAlone
+		return inFlight() >= shareAlone
 	})
 
 	b := h.NewAccount("B", "b@example.com")
