@@ -48,7 +48,7 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 		return store.EventLog{}, ErrWebhookDisabled
 	}
 	var span trace.Span
-	res, err := d.manual(nil, c.WebhookID, func() Result {
+	res, err := d.manual(nil, c.AccountID, c.WebhookID, func() Result {
 		// A child of the request that asked, linked to the trace that fired
 		// the event: the resend is this request's work, and part of the
 		// event's story.
@@ -188,7 +188,7 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	}
 	req := signed(store.Claim{URL: w.URL, EventID: id, Body: body, Token: tokens.Current, NextToken: tokens.Next})
 	sig := req.Signature
-	res, err := d.manual(ctx.Done(), w.ID, func() Result {
+	res, err := d.manual(ctx.Done(), accountID, w.ID, func() Result {
 		sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
 		res := d.sender.Send(sctx, req)
 		endSpan(span, res, testOutcome(res.OK()))
@@ -216,7 +216,7 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		out.VerificationCheck = &VerificationCheck{Error: &reason}
 	case checkVerification:
 		// Signed with a token the receiver cannot hold: well-formed, and wrong.
-		forged, err := d.manual(ctx.Done(), w.ID, func() Result {
+		forged, err := d.manual(ctx.Done(), accountID, w.ID, func() Result {
 			sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
 			if span != nil {
 				span.SetAttributes(attribute.Bool("herald.verification_check", true))

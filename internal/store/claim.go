@@ -22,6 +22,26 @@ type ClaimParams struct {
 	// still take in this process without passing its share.
 	Room    map[string]int
 	Exclude []string // webhooks to pass over (no room left here)
+	// PerAccount is how many logs of one account's webhooks together to
+	// take at most, unless AccountRoom says otherwise (0: no account bound).
+	PerAccount  int
+	AccountRoom map[string]int
+}
+
+// Order of a claim. When more is due than a claim may take, what it takes
+// is shared: first attempts before retries (a retry whose time came never
+// takes a slot another webhook's first attempt wants), and within each,
+// account by account (each account's oldest due first, then each account's
+// second, …), so a deep backlog of one account, older than everything
+// else, cannot fill the claim while another account's logs are due.
+// Within a webhook the oldest due go first, retries or not.
+
+// accountBound is p's default account room as the statements take it.
+func (p ClaimParams) accountBound() int {
+	if p.PerAccount <= 0 {
+		return p.Limit
+	}
+	return p.PerAccount
 }
 
 // Claim is a log leased for one attempt, with all the attempt needs.
