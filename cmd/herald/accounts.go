@@ -106,7 +106,7 @@ func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return errors.New("link: --public-url or $HERALD_PUBLIC_URL is required: the portal's address, which the link starts with")
 		}
 		if err := checkPublicURL(*publicURL); err != nil {
-			return fmt.Errorf("--public-url: %w", err)
+			return fmt.Errorf("--public-url %w", err)
 		}
 		if *ttl < api.MinPortalLinkTTL || *ttl > api.MaxPortalLinkTTL {
 			return fmt.Errorf("--ttl %v: want from %v to %v", *ttl, api.MinPortalLinkTTL, api.MaxPortalLinkTTL)

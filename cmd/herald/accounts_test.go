@@ -170,7 +170,7 @@ func TestServeOperatorTokenAndPublicURL(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ env, want string }{
 		{"HERALD_OPERATOR_TOKEN=short", "--operator-token must be at least 32 characters"},
-		{"HERALD_PUBLIC_URL=hooks.example.com", `--public-url: "hooks.example.com": want an http or https address`},
+		{"HERALD_PUBLIC_URL=hooks.example.com", `--public-url "hooks.example.com": want an http or https address`},
 	} {
 		env, _ := serveEnv(t)
 		code, out := runToEnd(t, append(env, "HERALD_ADDR="+freeAddr(t), tc.env), "serve")

@@ -277,13 +277,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e.Group("Email")
 	smtpURL := e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
 	mailFrom := e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
+	publicURL := e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it, e.g. https://herald.example.com, for the links in emails, invitations and portal links (default: emails name the page's path only; other links use the address each request came to)")
+	reminder := e.Duration("suspended-reminder", "HERALD_SUSPENDED_REMINDER", 7*24*time.Hour, "remind the account by email this often while a webhook stays suspended (0: never)")
 	e.Group("Security")
 	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
 	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private or link-local addresses (not cloud metadata ones)")
 	allowMetadata := e.Bool("allow-metadata-addresses", "HERALD_ALLOW_METADATA_ADDRESSES", false, "with --allow-private-networks, also allow cloud metadata addresses such as 169.254.169.254")
 	operatorToken := e.String("operator-token", "HERALD_OPERATOR_TOKEN", "", "token authorising the operator calls (/v3/operator/: accounts and portal links) and nothing else; at least 32 characters (default: off, those calls answer 404)")
-	e.Group("Server")
-	publicURL := e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it, e.g. https://hooks.example.com, for the links herald makes (default: the address each request came to)")
 	e.Group("Delivery")
 	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")
 	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "of those, attempts to one webhook")
@@ -338,10 +338,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *operatorToken != "" && len(*operatorToken) < minOperatorToken {
 		v = append(v, fmt.Sprintf("--operator-token must be at least %d characters: it opens every account", minOperatorToken))
 	}
-	if *publicURL != "" {
-		if err := checkPublicURL(*publicURL); err != nil {
-			v = append(v, "--public-url: "+err.Error())
-		}
+	if *reminder < 0 {
+		v = append(v, "--suspended-reminder must not be negative (0 turns reminders off)")
+	}
+	if err := checkPublicURL(*publicURL); err != nil {
+		v = append(v, "--public-url "+err.Error())
 	}
 	retain, err := retention.ParseDuration(*keep)
 	if err != nil {
@@ -414,7 +415,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
 			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
 			ResponseBodyLimit: keepBody},
-		OperatorToken: *operatorToken, PublicURL: strings.TrimRight(*publicURL, "/"),
+		OperatorToken: *operatorToken, PublicURL: strings.TrimRight(*publicURL, "/"), SuspendedReminder: *reminder,
 		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, AllowMetadata: *allowMetadata, SecureCookies: *secureCookies,
 		Retention:   retention.Config{Keep: retain},
 		NoAccessLog: !*accessLog,
@@ -432,12 +433,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // generated secret, as `openssl rand -hex 16` prints.
 const minOperatorToken = 32
 
-// checkPublicURL accepts an absolute http or https URL with no query or
-// fragment.
-func checkPublicURL(text string) error {
-	u, err := url.Parse(text)
+// checkPublicURL accepts "" or an absolute http or https URL with a host and
+// nothing after its path, since emails and links append a page's path to it.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("%q: want an http or https address such as https://hooks.example.com", text)
+		return fmt.Errorf("%q: want an http or https address such as https://herald.example.com", s)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func TestBrowserAccountsJourney(t *testing.T) {
 	b.do(chromedp.SendKeys(chromedp.CSS("#current"), acct.OwnerPassword), chromedp.SendKeys(chromedp.CSS("#password"), next),
 		chromedp.SendKeys(chromedp.CSS("#confirm"), next))
 	b.click("form[action='/account/password'] button[type=submit]")
-	if p := b.path(); p != "/account?done=password" {
+	if p := b.path(); p != "/account" {
 		t.Fatalf("after the change the browser is at %s", p)
 	}
 	b.contains(".notice.ok", "Password changed")
@@ -71,12 +71,21 @@ func TestBrowserAccountsJourney(t *testing.T) {
 	b.click("nav.side a[href='/account/members']")
 	b.contains("h1", "People")
 	b.do(chromedp.SendKeys(chromedp.CSS("#email"), "sam@example.com"))
-	if code := b.click("form[action='/account/members'] button[type=submit]"); code != 201 {
-		t.Errorf("invite: %d; want 201", code)
+	if code := b.click("form[action='/account/members'] button[type=submit]"); code != 200 {
+		t.Errorf("invite: %d; want 200 (the people page, after the redirect)", code)
+	}
+	if p := b.path(); p != "/account/members" {
+		t.Errorf("after inviting the browser is at %s; want /account/members", p)
 	}
 	invite := html.UnescapeString(b.text("#invite-link"))
 	b.contains("[data-invitation='sam@example.com']", "member")
 	b.screenshot("accounts-2-invited")
+	// The last owner cannot make themself a member: the page says why.
+	if code := b.click("[data-user='zoe@example.com'] form[action$='/role'] button"); code != 409 {
+		t.Errorf("the last owner made a member: %d; want 409", code)
+	}
+	b.contains("#people-error", "at least one owner")
+	b.contains("[data-user='zoe@example.com']", "owner")
 	b.click("form[action='/signout'] button")
 
 	// The colleague joins with a password of their own.
@@ -86,6 +95,14 @@ func TestBrowserAccountsJourney(t *testing.T) {
 	}
 	b.open(iu.RequestURI())
 	b.contains("main", "sam@example.com")
+	b.do(chromedp.SendKeys(chromedp.CSS("#password"), "too short"), chromedp.SendKeys(chromedp.CSS("#confirm"), "too short"))
+	if code := b.click("form[action='/invitation'] button[type=submit]"); code != 422 {
+		t.Errorf("a short password: %d; want 422", code)
+	}
+	b.contains("#password-error", "12")
+	if v := b.value("#password"); v != "" {
+		t.Errorf("the refused invitation form kept the password typed: %q", v)
+	}
 	b.do(chromedp.SendKeys(chromedp.CSS("#password"), "Sam's passphrase, long"), chromedp.SendKeys(chromedp.CSS("#confirm"), "Sam's passphrase, long"))
 	b.click("form[action='/invitation'] button[type=submit]")
 	if p := b.path(); p != "/webhooks" {
@@ -101,8 +118,8 @@ func TestBrowserAccountsJourney(t *testing.T) {
 	if n := b.count("[data-invitation]"); n != 0 {
 		t.Errorf("%d invitations pending after it was used; want none", n)
 	}
-	if strings.Contains(b.exact("main"), "Make owner") {
-		t.Error("a member is offered the owner's controls")
+	if n := b.count("form[action$='/role'], form[action$='/remove']"); n != 0 || strings.Contains(b.exact("main"), "Make") {
+		t.Errorf("a member is offered %d of the owner's controls", n)
 	}
 	b.screenshot("accounts-3-member")
 }

@@ -22,6 +22,8 @@ type membersData struct {
 	// The invitation form's values, and what is wrong with them.
 	Email, Role string
 	Errors      fieldErrors
+	// Error is why a change of roles or people was refused.
+	Error string
 	// Invited is the link just made, shown this once: herald keeps only
 	// its hash.
 	Invited    *store.Link
@@ -29,9 +31,20 @@ type membersData struct {
 }
 
 // members lists the account's people and pending invitations; owners also
-// get the forms that invite, change roles and remove.
+// get the forms that invite, change roles and remove. An invitation just
+// made (with its link), a refused form or a refused change arrives as a
+// flash.
 func (h *handler) members(w http.ResponseWriter, r *http.Request, s store.Session) error {
-	return h.renderMembers(w, r, s, http.StatusOK, membersData{Role: string(store.RoleMember)})
+	d := membersData{Role: string(store.RoleMember)}
+	f := flashFrom(r.Context())
+	if f.Form != nil {
+		d.Email, d.Errors = f.Form.Get("email"), f.Errors
+		if role := f.Form.Get("role"); role != "" {
+			d.Role = role
+		}
+	}
+	d.Error, d.Invited, d.InviteLink = f.Error, f.Invited, f.Secret
+	return h.renderMembers(w, r, s, http.StatusOK, d)
 }
 
 func (h *handler) renderMembers(w http.ResponseWriter, r *http.Request, s store.Session, status int, d membersData) error {
@@ -56,7 +69,9 @@ func ownersOnly(s store.Session) error {
 }
 
 // invite makes an invitation and shows its link once, for the owner to
-// send: herald keeps only its hash.
+// send: herald keeps only its hash. The link crosses the redirect in a
+// flash sealed for this browser's session (never a URL), like a new API
+// token's secret.
 func (h *handler) invite(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	if err := ownersOnly(s); err != nil {
 		return err
@@ -68,20 +83,20 @@ func (h *handler) invite(w http.ResponseWriter, r *http.Request, s store.Session
 		v.Add("role", "must be owner or member")
 	}
 	if d.Errors = fromValidator(v); len(d.Errors) > 0 {
-		return h.renderMembers(w, r, s, http.StatusUnprocessableEntity, d)
+		return h.refused(w, r, "/account/members", d.Errors)
 	}
 	token := auth.NewLinkToken()
 	l, err := h.store.CreateLink(r.Context(), s.AccountID, store.NewLink{Kind: store.LinkInvitation, Email: d.Email,
 		Role: store.Role(d.Role), Hash: auth.HashToken(token), ExpiresAt: h.now().Add(InvitationTTL)})
 	if errors.Is(err, store.ErrConflict) {
 		d.Errors.add("email", d.Email+" already signs in to herald; an address belongs to one account.")
-		return h.renderMembers(w, r, s, http.StatusConflict, d)
+		return h.redirectWith(w, r, "/account/members", flash{Status: http.StatusConflict, Form: typed(r.PostForm), Errors: d.Errors})
 	}
 	if err != nil {
 		return err
 	}
 	link := h.baseURL(r) + "/invitation?token=" + token
-	return h.renderMembers(w, r, s, http.StatusCreated, membersData{Role: string(store.RoleMember), Invited: &l, InviteLink: link})
+	return h.redirectWith(w, r, "/account/members", flash{Invited: &l, Secret: link})
 }
 
 // setRole makes a user an owner or a member; the last owner stays one.
@@ -91,9 +106,9 @@ func (h *handler) setRole(w http.ResponseWriter, r *http.Request, s store.Sessio
 	}
 	role := store.Role(r.PostForm.Get("role"))
 	if !role.Valid() {
-		return &httpError{Code: http.StatusUnprocessableEntity, Msg: "A role is owner or member."}
+		return h.peopleRefused(w, r, http.StatusUnprocessableEntity, "A role is owner or member. Nothing was changed.")
 	}
-	return h.peopleChanged(w, r, h.store.SetRole(r.Context(), s.AccountID, r.PathValue("id"), role), "role")
+	return h.peopleChanged(w, r, h.store.SetRole(r.Context(), s.AccountID, r.PathValue("id"), role), "Role changed.")
 }
 
 // removeUser removes a user and their sessions; the last owner stays.
@@ -101,7 +116,7 @@ func (h *handler) removeUser(w http.ResponseWriter, r *http.Request, s store.Ses
 	if err := ownersOnly(s); err != nil {
 		return err
 	}
-	return h.peopleChanged(w, r, h.store.RemoveUser(r.Context(), s.AccountID, r.PathValue("id")), "removed")
+	return h.peopleChanged(w, r, h.store.RemoveUser(r.Context(), s.AccountID, r.PathValue("id")), "Removed from the account, and signed out everywhere.")
 }
 
 // revokeInvitation withdraws an invitation before it is used.
@@ -109,19 +124,28 @@ func (h *handler) revokeInvitation(w http.ResponseWriter, r *http.Request, s sto
 	if err := ownersOnly(s); err != nil {
 		return err
 	}
-	return h.peopleChanged(w, r, h.store.RevokeInvitation(r.Context(), s.AccountID, r.PathValue("id")), "invitation-revoked")
+	return h.peopleChanged(w, r, h.store.RevokeInvitation(r.Context(), s.AccountID, r.PathValue("id")), "Invitation withdrawn: its link no longer works.")
 }
 
+// peopleChanged answers a change of the account's people: back to the
+// people page with what was done, or why nothing was. A person of another
+// account (or one removed meanwhile) is not found, as elsewhere.
 func (h *handler) peopleChanged(w http.ResponseWriter, r *http.Request, err error, done string) error {
 	switch {
 	case errors.Is(err, store.ErrLastOwner):
-		return &httpError{Code: http.StatusConflict, Msg: "An account keeps at least one owner: make someone else an owner first."}
+		return h.peopleRefused(w, r, http.StatusConflict, "An account keeps at least one owner: make someone else an owner first. Nothing was changed.")
 	case errors.Is(err, store.ErrNotFound):
 		return &httpError{Code: http.StatusNotFound, Msg: "No such person in this account."}
 	case err != nil:
 		return err
 	}
-	return redirect(w, r, "/account/members?done="+done)
+	return h.redirectWith(w, r, "/account/members", flash{Notice: done})
+}
+
+// peopleRefused shows the people page again, answering code, with why a
+// change was refused (post/redirect/get, like every form).
+func (h *handler) peopleRefused(w http.ResponseWriter, r *http.Request, code int, msg string) error {
+	return h.redirectWith(w, r, "/account/members", flash{Status: code, Error: msg})
 }
 
 // baseURL is the portal's address for links: Config.PublicURL, else the

@@ -43,19 +43,30 @@ func testPasswordChange(t *testing.T, db string) {
 		{url.Values{"current": {h.Password}, "password": {next}, "confirm": {next + "!"}}, "confirm", 422},
 		{url.Values{"current": {"not my password"}, "password": {next}, "confirm": {next}}, "current", 422},
 	} {
-		if code, _, body := b.post("/account/password", c.form); code != c.code || !strings.Contains(body, `id="`+c.field+`-error"`) {
-			t.Errorf("%v: %d; want %d with an error beside %s\n%s", c.form, code, c.code, c.field, body)
+		b.get("/account/password")
+		code, loc, body := b.submit("/account/password", c.form)
+		if loc != "/account/password" || code != c.code || !strings.Contains(body, `id="`+c.field+`-error"`) {
+			t.Errorf("%v: %d at %q; want %d back on the form with an error beside %s\n%s", c.form, code, loc, c.code, c.field, body)
+		}
+		for _, k := range []string{"current", "password", "confirm"} {
+			if v := c.form.Get(k); v != "" && strings.Contains(body, `value="`+v+`"`) {
+				t.Errorf("%v: the refused form shows the %s typed", c.form, k)
+			}
 		}
 	}
 	if code, _, _ := phone.get("/webhooks"); code != http.StatusOK {
 		t.Fatalf("after refused changes the other browser is signed out: %d", code)
 	}
+	b.get("/account/password")
 	code, loc, _ := b.post("/account/password", url.Values{"current": {h.Password}, "password": {next}, "confirm": {next}})
-	if code != http.StatusSeeOther || loc != "/account?done=password" {
-		t.Fatalf("change: %d to %q; want 303 to /account?done=password", code, loc)
+	if code != http.StatusSeeOther || loc != "/account" {
+		t.Fatalf("change: %d to %q; want 303 to /account", code, loc)
 	}
-	if code, _, body := b.get("/account?done=password"); code != http.StatusOK || !strings.Contains(body, "Password changed") {
-		t.Errorf("this browser after the change: %d; want still signed in, told it is done", code)
+	if code, _, body := b.get("/account"); code != http.StatusOK || !strings.Contains(body, "Password changed") {
+		t.Errorf("this browser after the change: %d; want still signed in, told it is done (its flash survives the change)", code)
+	}
+	if _, _, body := b.get("/account"); strings.Contains(body, "Password changed") {
+		t.Error("a refresh says again that the password changed")
 	}
 	if code, loc, _ := phone.get("/webhooks"); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin") {
 		t.Errorf("the other browser after the change: %d to %q; want sent to sign in", code, loc)
@@ -90,14 +101,17 @@ func testPeopleAndInvitations(t *testing.T, db string) {
 		{url.Values{"email": {"m@example.com"}, "role": {"admin"}}, "role", 422},
 		{url.Values{"email": {h.Email}, "role": {"member"}}, "email", 409},
 	} {
-		if code, _, body := owner.post("/account/members", c.form); code != c.code || !strings.Contains(body, `id="`+c.field+`-error"`) {
-			t.Errorf("invite %v: %d; want %d with an error beside %s", c.form, code, c.code, c.field)
+		owner.get("/account/members")
+		code, loc, body := owner.submit("/account/members", c.form)
+		if loc != "/account/members" || code != c.code || !strings.Contains(body, `id="`+c.field+`-error"`) || !strings.Contains(body, `value="`+html.EscapeString(c.form.Get("email"))+`"`) {
+			t.Errorf("invite %v: %d at %q; want %d back on the page with an error beside %s and the email kept", c.form, code, loc, c.code, c.field)
 		}
 	}
-	code, _, body := owner.post("/account/members", url.Values{"email": {"m@example.com"}, "role": {"member"}})
+	owner.get("/account/members")
+	code, loc, body := owner.submit("/account/members", url.Values{"email": {"m@example.com"}, "role": {"member"}})
 	m := inviteLink.FindStringSubmatch(body)
-	if code != http.StatusCreated || m == nil || strings.Count(body, "data-invitation=") != 1 {
-		t.Fatalf("invite: %d; want 201 showing the link and one pending invitation\n%s", code, body)
+	if loc != "/account/members" || code != http.StatusOK || m == nil || strings.Count(body, "data-invitation=") != 1 {
+		t.Fatalf("invite: %d at %q; want a redirect to the people page showing the link and one pending invitation\n%s", code, loc, body)
 	}
 	link, err := url.Parse(html.UnescapeString(m[1]))
 	if err != nil || link.Path != "/invitation" || !strings.HasPrefix(m[1], h.URL) {
@@ -106,14 +120,20 @@ func testPeopleAndInvitations(t *testing.T, db string) {
 	if _, _, body := owner.get("/account/members"); strings.Contains(body, link.Query().Get("token")) {
 		t.Error("the people page shows the invitation's secret again")
 	}
+	if code, _, _ := owner.get(loc); code != http.StatusOK {
+		t.Errorf("the people page refreshed: %d; want 200", code)
+	}
 
 	member := newBrowser(t, h)
 	if code, _, body := member.get(link.RequestURI()); code != http.StatusOK || !strings.Contains(body, "m@example.com") {
 		t.Fatalf("the invitation page: %d\n%s", code, body)
 	}
 	form := url.Values{"token": {link.Query().Get("token")}, "password": {"short"}, "confirm": {"short"}}
-	if code, _, body := member.post("/invitation", form); code != 422 || !strings.Contains(body, `id="password-error"`) {
-		t.Errorf("a short password: %d; want 422 beside the password", code)
+	if code, loc, body := member.submit("/invitation", form); code != 422 || loc != link.RequestURI() || !strings.Contains(body, `id="password-error"`) || !strings.Contains(body, "m@example.com") {
+		t.Errorf("a short password: %d at %q; want 422 back on the invitation beside the password", code, loc)
+	}
+	if code, _, body := member.get(link.RequestURI()); code != http.StatusOK || strings.Contains(body, `id="password-error"`) {
+		t.Errorf("the invitation refreshed: %d; want 200 without the error", code)
 	}
 	form.Set("password", "the member's own passphrase")
 	form.Set("confirm", "the member's own passphrase")
@@ -122,6 +142,11 @@ func testPeopleAndInvitations(t *testing.T, db string) {
 	}
 	if code, _, _ := newBrowser(t, h).get(link.RequestURI()); code != http.StatusNotFound {
 		t.Errorf("the invitation opened again: %d; want 404 (single use)", code)
+	}
+	again := newBrowser(t, h)
+	again.get("/signin")
+	if code, loc, body := again.submit("/invitation", form); code != http.StatusNotFound || loc != "/signin" || !strings.Contains(body, "has been used or has expired") {
+		t.Errorf("the invitation's form sent again: %d at %q; want the sign-in page saying the link is gone (404)", code, loc)
 	}
 	if code, loc, _ := newBrowser(t, h).signIn("m@example.com", "the member's own passphrase"); code != http.StatusSeeOther || loc != "/webhooks" {
 		t.Errorf("the member signs in with their password: %d to %q", code, loc)
@@ -144,14 +169,17 @@ func testPeopleAndInvitations(t *testing.T, db string) {
 		name, path string
 		form       url.Values
 		code       int
+		says       string
 	}{
-		{"the last owner made a member", "/account/members/" + ids[h.Email] + "/role", url.Values{"role": {"member"}}, http.StatusConflict},
-		{"the last owner removed", "/account/members/" + ids[h.Email] + "/remove", url.Values{}, http.StatusConflict},
-		{"a member made an owner", "/account/members/" + ids["m@example.com"] + "/role", url.Values{"role": {"owner"}}, http.StatusSeeOther},
-		{"the first owner made a member", "/account/members/" + ids[h.Email] + "/role", url.Values{"role": {"member"}}, http.StatusSeeOther},
+		{"the last owner made a member", "/account/members/" + ids[h.Email] + "/role", url.Values{"role": {"member"}}, http.StatusConflict, "keeps at least one owner"},
+		{"the last owner removed", "/account/members/" + ids[h.Email] + "/remove", url.Values{}, http.StatusConflict, "keeps at least one owner"},
+		{"a role that is none", "/account/members/" + ids["m@example.com"] + "/role", url.Values{"role": {"admin"}}, http.StatusUnprocessableEntity, "A role is owner or member"},
+		{"a member made an owner", "/account/members/" + ids["m@example.com"] + "/role", url.Values{"role": {"owner"}}, http.StatusOK, "Role changed."},
+		{"the first owner made a member", "/account/members/" + ids[h.Email] + "/role", url.Values{"role": {"member"}}, http.StatusOK, "Role changed."},
 	} {
-		if code, _, body := owner.post(c.path, c.form); code != c.code {
-			t.Errorf("%s: %d; want %d\n%s", c.name, code, c.code, body)
+		code, loc, body := owner.submit(c.path, c.form)
+		if code != c.code || loc != "/account/members" || !strings.Contains(body, c.says) {
+			t.Errorf("%s: %d at %q; want %d on the people page saying %q\n%s", c.name, code, loc, c.code, c.says, body)
 		}
 	}
 	if code, _, _ := owner.post("/account/members", url.Values{"email": {"y@example.com"}, "role": {"member"}}); code != http.StatusForbidden {
@@ -175,8 +203,9 @@ func testPeopleAndInvitations(t *testing.T, db string) {
 			t.Errorf("B: POST %s = %d; want 404", path, code)
 		}
 	}
-	if code, _, _ := member.post("/account/members/"+ids[h.Email]+"/remove", url.Values{}); code != http.StatusSeeOther {
-		t.Errorf("A's owner removes the former first owner: %d; want 303", code)
+	member.get("/account/members")
+	if code, _, body := member.submit("/account/members/"+ids[h.Email]+"/remove", url.Values{}); code != http.StatusOK || !strings.Contains(body, "Removed from the account") {
+		t.Errorf("A's owner removes the former first owner: %d; want the people page saying so", code)
 	}
 	if code, _, _ := owner.get("/webhooks"); code != http.StatusSeeOther {
 		t.Errorf("a removed user's browser: %d; want sent to sign in", code)
@@ -226,9 +255,10 @@ func testPortalLink(t *testing.T, db string) {
 			t.Fatalf("the link's page: %d\n%s", code, body)
 		}
 	}
-	if code, _, _ := b.post("/signin/link", url.Values{"token": {"not-the-token"}}); code != http.StatusNotFound {
-		t.Errorf("a wrong token: %d; want 404", code)
+	if code, loc, body := b.submit("/signin/link", url.Values{"token": {"not-the-token"}}); code != http.StatusNotFound || loc != "/signin" || !strings.Contains(body, "has been used or has expired") {
+		t.Errorf("a wrong token: %d at %q; want the sign-in page saying the link is gone (404)", code, loc)
 	}
+	b.get(u.RequestURI())
 	if code, loc, body := b.post("/signin/link", url.Values{"token": {u.Query().Get("token")}}); code != http.StatusSeeOther || loc != "/webhooks" {
 		t.Fatalf("continue: %d to %q\n%s", code, loc, body)
 	}
@@ -237,5 +267,69 @@ func testPortalLink(t *testing.T, db string) {
 	}
 	if code, _, _ := newBrowser(t, h).get(u.RequestURI()); code != http.StatusNotFound {
 		t.Errorf("the link after use: %d; want 404", code)
+	}
+}
+
+// TestPeopleFormsActOnceAndSurviveAnEndedSession: the invitation form
+// posted three times at once makes one invitation and every post lands on
+// the people page, whose link shows once; sent again later it says it was
+// already sent. A form sent after the session ended is not acted on: after
+// sign-in the invitation form has its email and role back, the password
+// form none of the passwords typed.
+func TestPeopleFormsActOnceAndSurviveAnEndedSession(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	b := mustSignIn(t, h)
+	_, _, page := b.get("/account/members")
+	form := with(formFields(t, page, "/account/members"), url.Values{"email": {"twice@example.com"}, "role": {"member"}})
+	for _, loc := range postAll(t, b, []string{h.URL}, "/account/members", form, 3) {
+		if loc != "/account/members" {
+			t.Errorf("a post of the invitation form went to %q; want /account/members", loc)
+		}
+	}
+	_, _, body := b.get("/account/members")
+	if strings.Count(body, "data-invitation=") != 1 || len(inviteLink.FindAllString(body, -1)) != 1 {
+		t.Errorf("three posts of one form: %d invitations, %d links shown; want one of each\n%s",
+			strings.Count(body, "data-invitation="), len(inviteLink.FindAllString(body, -1)), body)
+	}
+	if _, _, body := b.get("/account/members"); inviteLink.MatchString(body) {
+		t.Error("a refresh shows the invitation's link again")
+	}
+	if _, _, body := b.submit("/account/members", form); !strings.Contains(body, "already been sent") || strings.Count(body, "data-invitation=") != 1 {
+		t.Errorf("the form sent again later: want it refused as already sent, still one invitation\n%s", body)
+	}
+
+	_, _, page = b.get("/account/members")
+	hidden := formFields(t, page, "/account/members")
+	endSession(t, h, b)
+	code, loc, _ := b.post("/account/members", with(hidden, url.Values{"email": {"late@example.com"}, "role": {"owner"}}))
+	if code != http.StatusSeeOther || loc != "/signin?next="+url.QueryEscape("/account/members") {
+		t.Fatalf("the invitation form after the session ended: %d to %q", code, loc)
+	}
+	b.get(loc)
+	b.post("/signin", url.Values{"email": {h.Email}, "password": {h.Password}, "next": {"/account/members"}})
+	_, _, body = b.get("/account/members")
+	for _, want := range []string{"nothing was changed", `value="late@example.com"`, `value="owner" selected`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the people page after sign-in lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `data-invitation="late@example.com"`) {
+		t.Error("the invitation sent after the session ended was acted on")
+	}
+
+	_, _, page = b.get("/account/password")
+	hidden = formFields(t, page, "/account/password")
+	endSession(t, h, b)
+	const typed = "a new passphrase typed late"
+	_, loc, _ = b.post("/account/password", with(hidden, url.Values{"current": {h.Password}, "password": {typed}, "confirm": {typed}}))
+	b.get(loc)
+	b.post("/signin", url.Values{"email": {h.Email}, "password": {h.Password}, "next": {"/account/password"}})
+	_, _, body = b.get("/account/password")
+	if !strings.Contains(body, "nothing was done") || strings.Contains(body, typed) || strings.Contains(body, `value="`+h.Password+`"`) {
+		t.Errorf("the password form after sign-in: want a note that nothing was done and no password typed\n%s", body)
+	}
+	if code, _, _ := newBrowser(t, h).signIn(h.Email, h.Password); code != http.StatusSeeOther {
+		t.Error("the password change sent after the session ended was acted on")
 	}
 }

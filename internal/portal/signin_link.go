@@ -1,8 +1,10 @@
 package portal
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"net/url"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/store"
@@ -12,7 +14,10 @@ import (
 // A link's token arrives in the URL, and opening the URL changes nothing:
 // mail scanners and chat previews fetch links before people do, so a GET
 // that used the link up would spend it on a robot. The page asks for one
-// click, a POST, which uses it.
+// click, a POST, which uses it. Like every form of the portal, that POST
+// answers with a redirect (303): to the account's webhooks once signed in,
+// to the sign-in page when the link is gone, or back to the link's page with
+// what to correct, in a flash sealed for the browser's sign-in cookie.
 
 type linkData struct {
 	Link   store.Link
@@ -21,8 +26,24 @@ type linkData struct {
 	Errors fieldErrors
 }
 
-// goneLink answers a link that is unknown, used or expired.
-var goneLink = &httpError{Code: http.StatusNotFound, Msg: "This link has been used or has expired. Ask for a new one."}
+// goneMsg is what a link that is unknown, used or expired says.
+const goneMsg = "This link has been used or has expired. Ask for a new one."
+
+// goneLink answers the page of a link that is unknown, used or expired.
+var goneLink = &httpError{Code: http.StatusNotFound, Msg: goneMsg}
+
+// toSignIn answers a link's form that cannot go on: to the sign-in page,
+// answering status, with why (and the email, when the person has one).
+func (h *handler) toSignIn(w http.ResponseWriter, r *http.Request, status int, email, msg string) error {
+	f := flash{Status: status, Errors: fieldErrors{"": msg}}
+	if email != "" {
+		f.Form = url.Values{"email": {email}}
+	}
+	if err := h.addFlash(r.Context(), r.PostForm.Get("csrf"), "/signin", f); err != nil {
+		return err
+	}
+	return redirect(w, r, "/signin")
+}
 
 // portalLinkPage shows the button that signs in with an operator's link.
 func (h *handler) portalLinkPage(w http.ResponseWriter, r *http.Request) error {
@@ -45,12 +66,12 @@ func (h *handler) portalLinkSignIn(w http.ResponseWriter, r *http.Request) error
 	}
 	o, err := h.store.UsePortalLink(r.Context(), auth.HashToken(r.PostForm.Get("token")))
 	if errors.Is(err, store.ErrNotFound) {
-		return goneLink
+		return h.toSignIn(w, r, http.StatusNotFound, "", goneMsg)
 	}
 	if err != nil {
 		return err
 	}
-	if err := h.startSession(w, r, o); err != nil {
+	if _, err := h.startSession(w, r, o); err != nil {
 		return err
 	}
 	h.clearCookie(w, r, signInCookie)
@@ -70,7 +91,8 @@ func (h *handler) checkSignInForm(r *http.Request) error {
 	return nil
 }
 
-// invitationPage shows the form where an invited person chooses a password.
+// invitationPage shows the form where an invited person chooses a password;
+// a refused form arrives as a flash with its errors (never the passwords).
 func (h *handler) invitationPage(w http.ResponseWriter, r *http.Request) error {
 	token := r.URL.Query().Get("token")
 	l, err := h.store.LinkByHash(r.Context(), store.LinkInvitation, auth.HashToken(token))
@@ -80,7 +102,13 @@ func (h *handler) invitationPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return h.render(w, r, http.StatusOK, "invitation", linkData{Link: l, Token: token, CSRF: h.signInToken(w, r)})
+	d := linkData{Link: l, Token: token, CSRF: h.signInToken(w, r)}
+	f, err := h.takeFlash(r.Context(), d.CSRF, "/invitation")
+	if err != nil {
+		return err
+	}
+	d.Errors = f.Errors
+	return h.render(w, r.WithContext(context.WithValue(r.Context(), flashKey{}, flash{Status: f.Status})), http.StatusOK, "invitation", d)
 }
 
 // acceptInvitation creates the invited user with the password chosen, uses
@@ -92,7 +120,7 @@ func (h *handler) acceptInvitation(w http.ResponseWriter, r *http.Request) error
 	token, password := r.PostForm.Get("token"), r.PostForm.Get("password")
 	l, err := h.store.LinkByHash(r.Context(), store.LinkInvitation, auth.HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
-		return goneLink
+		return h.toSignIn(w, r, http.StatusNotFound, "", goneMsg)
 	}
 	if err != nil {
 		return err
@@ -105,7 +133,12 @@ func (h *handler) acceptInvitation(w http.ResponseWriter, r *http.Request) error
 		d.Errors.add("confirm", "The two passwords differ.")
 	}
 	if len(d.Errors) > 0 {
-		return h.render(w, r, http.StatusUnprocessableEntity, "invitation", d)
+		// Back to the link's page, which the browser opened with its
+		// token already: the passwords are typed again, never kept.
+		if err := h.addFlash(r.Context(), d.CSRF, "/invitation", flash{Status: http.StatusUnprocessableEntity, Errors: d.Errors}); err != nil {
+			return err
+		}
+		return redirect(w, r, withQuery("/invitation", "token", token))
 	}
 	hash, err := auth.HashPassword(password)
 	if err != nil {
@@ -114,13 +147,13 @@ func (h *handler) acceptInvitation(w http.ResponseWriter, r *http.Request) error
 	o, err := h.store.AcceptInvitation(r.Context(), auth.HashToken(token), hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return goneLink
+		return h.toSignIn(w, r, http.StatusNotFound, "", goneMsg)
 	case errors.Is(err, store.ErrConflict):
-		return &httpError{Code: http.StatusConflict, Msg: l.Email + " already signs in to herald. Sign in with that account's password instead."}
+		return h.toSignIn(w, r, http.StatusConflict, l.Email, l.Email+" already signs in to herald. Sign in with that account's password instead.")
 	case err != nil:
 		return err
 	}
-	if err := h.startSession(w, r, o); err != nil {
+	if _, err := h.startSession(w, r, o); err != nil {
 		return err
 	}
 	h.clearCookie(w, r, signInCookie)
