@@ -89,5 +89,5 @@ func setExact(b *tab, css, value string) {
 	b.t.Helper()
 	sel, _ := json.Marshal(css)
 	val, _ := json.Marshal(value)
-	run(b, chromedp.Evaluate[bool](`(() => { const e = document.querySelector(` + string(sel) + `); e.value = ` + string(val) + `; return true })()`))
+	run(b, chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+string(sel)+`); e.value = `+string(val)+`; return true })()`))
 }
