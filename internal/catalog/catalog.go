@@ -1,0 +1,218 @@
+// Package catalog owns the event catalog as people read it: for every
+// event kind, what fires it, its data's fields and an example payload. It
+// is the one source of the generated parts of docs/events.md (go generate
+// ./internal/catalog; a test fails while the page is stale) and of the
+// portal's Event catalog page, so the two cannot drift. Data fields come
+// from the API reference's schema of the resource, in the order a real
+// payload has them, so they cannot drift from the API either.
+package catalog
+
+//go:generate go run ./docgen -doc ../../docs/events.md
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/heraldhq/herald/internal/api/openapi"
+	"github.com/heraldhq/herald/internal/event"
+)
+
+// Kind is one event kind as the catalog shows it.
+type Kind struct {
+	Kind     event.Kind
+	Fires    string   // what fires it: one or two sentences
+	Resource string   // the API reference's schema of data, e.g. "License"
+	Data     string   // what data is, e.g. "License, as it was just before the deletion"
+	Notes    []string // further paragraphs
+	Example  string   // an example payload, indented for reading
+	Fields   []Field  // data's fields, in payload order
+}
+
+// Field is one field of an event's data.
+type Field struct {
+	Name        string // "files[].size" for a field of each item of a list
+	Type        string // e.g. "string (date-time)", "array of ReleaseFile"
+	Nullable    bool
+	Description string
+}
+
+type entry struct {
+	Kind     event.Kind
+	Resource string
+	Data     string
+	Fires    string
+	Notes    []string
+}
+
+//go:embed examples/*.json
+var examples embed.FS
+
+// Kinds returns the catalog in reading order. It panics when the embedded
+// examples or the API reference do not fit the catalog: that is a broken
+// build, which the package's tests catch first.
+func Kinds() []Kind { return load() }
+
+var load = sync.OnceValue(func() []Kind {
+	out, err := build()
+	if err != nil {
+		panic("catalog: " + err.Error())
+	}
+	return out
+})
+
+func build() ([]Kind, error) {
+	schemas, err := referenceSchemas()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Kind, 0, len(kinds))
+	for _, e := range kinds {
+		ex, err := examples.ReadFile("examples/" + string(e.Kind) + ".json")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Kind, err)
+		}
+		var p struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(ex, &p); err != nil {
+			return nil, fmt.Errorf("%s example: %w", e.Kind, err)
+		}
+		fields, err := fieldsOf(schemas, e.Resource, p.Data, "")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Kind, err)
+		}
+		out = append(out, Kind{Kind: e.Kind, Fires: e.Fires, Resource: e.Resource, Data: e.Data, Notes: e.Notes,
+			Example: string(ex), Fields: fields})
+	}
+	return out, nil
+}
+
+// schema is the part of an OpenAPI schema the catalog reads.
+type schema struct {
+	Ref         string             `json:"$ref"`
+	Type        string             `json:"type"`
+	Format      string             `json:"format"`
+	Nullable    bool               `json:"nullable"`
+	Description string             `json:"description"`
+	Items       *schema            `json:"items"`
+	Properties  map[string]*schema `json:"properties"`
+}
+
+func referenceSchemas() (map[string]*schema, error) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]*schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapi.JSON(), &doc); err != nil {
+		return nil, fmt.Errorf("read the API reference: %w", err)
+	}
+	return doc.Components.Schemas, nil
+}
+
+// generic describes the fields the reference leaves undescribed because
+// their names say it.
+var generic = map[string]string{
+	"id":        "Its id (a UUID).",
+	"productId": "The id of its product.",
+	"licenseId": "The id of its license.",
+	"releaseId": "The id of its release.",
+	"createdAt": "When it was created.",
+	"updatedAt": "When it last changed.",
+	"name":      "Its name.",
+	"filename":  "The file's name.",
+	"hostname":  "The machine's host name, as the activation gave it.",
+	"os":        "The machine's operating system, as the activation gave it.",
+}
+
+// fieldsOf lists the fields of data (a JSON object of the reference's
+// schema name) in the order they come, each with its reference entry, and
+// the fields of the items of each list of objects after it.
+func fieldsOf(schemas map[string]*schema, name string, data json.RawMessage, prefix string) ([]Field, error) {
+	s := schemas[name]
+	if s == nil {
+		return nil, fmt.Errorf("no schema %s in the API reference", name)
+	}
+	keys, values, err := objectKeys(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []Field
+	for i, k := range keys {
+		p := s.Properties[k]
+		if p == nil {
+			return nil, fmt.Errorf("field %s%s is not in the reference's %s", prefix, k, name)
+		}
+		f := Field{Name: prefix + k, Nullable: p.Nullable, Description: clean(p.Description)}
+		itemRef := ""
+		switch {
+		case p.Ref != "":
+			ref := schemas[refName(p.Ref)]
+			if ref == nil {
+				return nil, fmt.Errorf("field %s: no schema %s", k, p.Ref)
+			}
+			f.Type, f.Nullable = typeOf(ref), ref.Nullable
+			if f.Description == "" {
+				f.Description = clean(ref.Description)
+			}
+		case p.Type == "array" && p.Items != nil && p.Items.Ref != "":
+			itemRef = refName(p.Items.Ref)
+			f.Type = "array of " + itemRef
+		default:
+			f.Type = typeOf(p)
+		}
+		if f.Description == "" {
+			f.Description = generic[k]
+		}
+		out = append(out, f)
+		if itemRef != "" {
+			var items []json.RawMessage
+			if json.Unmarshal(values[i], &items) == nil && len(items) > 0 {
+				sub, err := fieldsOf(schemas, itemRef, items[0], prefix+k+"[].")
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, sub...)
+			}
+		}
+	}
+	return out, nil
+}
+
+func refName(ref string) string { return strings.TrimPrefix(ref, "#/components/schemas/") }
+
+func typeOf(s *schema) string {
+	if s.Format != "" {
+		return s.Type + " (" + s.Format + ")"
+	}
+	return s.Type
+}
+
+// clean puts a description on one line: the reference's YAML folds them.
+func clean(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// objectKeys reads an object's keys in order, with their raw values.
+func objectKeys(data json.RawMessage) ([]string, []json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, fmt.Errorf("data is not a JSON object")
+	}
+	var keys []string
+	var values []json.RawMessage
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		keys, values = append(keys, t.(string)), append(values, v)
+	}
+	return keys, values, nil
+}
