@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/sigcheck"
@@ -47,6 +48,7 @@ func TestTemplatesParseAndRender(t *testing.T) {
 		"webhook_signature": signatureData{Webhook: hook, Body: "{}", Signature: "x", LineEndings: lineLF, Encoding: bodyText, Bytes: 2,
 			Report: &sigcheck.Report{Signature: "abc=", Given: "x", Checked: true, Causes: []sigcheck.Cause{{Categories: []sigcheck.Category{sigcheck.WrongToken}, Summary: "s", Fix: "f"}},
 				Notes: []sigcheck.Note{{Category: sigcheck.Whitespace, Text: "n"}}}},
+		"events":  eventsData{Kinds: catalog.Kinds()},
 		"logs":    logsData{Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}, Filter: logFilter{Webhook: "w1", From: "2026-11-01"}, WebhookName: "CRM", Filtered: true, Count: 10000, More: true, Statuses: logStatuses, Pages: pager{Older: "/webhook-event-logs?cursor=x"}},
 		"log":     logData{Log: l, Webhook: hook, Pretty: "{}", Resent: &l.Attempts[0]},
 		"account": accountData{Name: "Acme", NotificationEmail: "ops@example.com", OwnerEmail: "a@example.com"},

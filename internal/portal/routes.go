@@ -32,6 +32,8 @@ func (h *handler) routes() http.Handler {
 	private("GET /webhooks/{id}/signature", h.signaturePage)
 	private("POST /webhooks/{id}/signature", h.checkSignature)
 
+	private("GET /events", h.events)
+
 	private("GET /webhook-event-logs", h.logs)
 	private("GET /webhook-event-logs/{id}", h.eventLog)
 	private("POST /webhook-event-logs/{id}/resend", h.resend)
