@@ -2,10 +2,13 @@ package sigcheck
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 )
@@ -79,6 +82,10 @@ type style struct {
 	htmlEscape  bool   // <, > and & as \u003c…
 	asciiEscape bool   // every non-ASCII character as \uXXXX
 	escapeSlash bool   // / as \/
+	// js writes what JavaScript's JSON.stringify(JSON.parse(body)) does:
+	// keys that are array indices ("2", "10") first, in numeric order, and
+	// numbers as JavaScript prints them (1.50 becomes 1.5).
+	js bool
 }
 
 func (s style) write(v any) []byte {
@@ -90,9 +97,12 @@ func (s style) write(v any) []byte {
 func (s style) value(b *bytes.Buffer, v any, depth int) {
 	switch v := v.(type) {
 	case object:
-		if s.sortKeys {
+		switch {
+		case s.sortKeys:
 			v = slices.Clone(v)
 			slices.SortStableFunc(v, func(x, y member) int { return strings.Compare(x.key, y.key) })
+		case s.js:
+			v = jsOrder(v)
 		}
 		s.container(b, '{', '}', len(v), depth, func(i int) {
 			s.str(b, v[i].key)
@@ -104,7 +114,11 @@ func (s style) value(b *bytes.Buffer, v any, depth int) {
 	case string:
 		s.str(b, v)
 	case json.Number:
-		b.WriteString(string(v))
+		if s.js {
+			b.WriteString(jsNumber(v))
+		} else {
+			b.WriteString(string(v))
+		}
 	case bool:
 		fmt.Fprint(b, v)
 	case nil:
@@ -179,4 +193,52 @@ func or(s, fallback string) string {
 		return fallback
 	}
 	return s
+}
+
+// jsOrder orders an object's members as a JavaScript object keeps them:
+// integer-like keys first, ascending, then the others as they came.
+func jsOrder(o object) object {
+	var idx, rest object
+	for _, m := range o {
+		if _, ok := arrayIndex(m.key); ok {
+			idx = append(idx, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	slices.SortStableFunc(idx, func(x, y member) int {
+		a, _ := arrayIndex(x.key)
+		b, _ := arrayIndex(y.key)
+		return cmp.Compare(a, b)
+	})
+	return append(idx, rest...)
+}
+
+// arrayIndex reads a canonical array index: digits without a leading
+// zero, below 2³²−1.
+func arrayIndex(k string) (uint64, bool) {
+	if k == "" || (len(k) > 1 && k[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(k, 10, 64)
+	return n, err == nil && n < 1<<32-1
+}
+
+// jsNumber writes a number as JavaScript prints it: the shortest form that
+// reads back, plain digits from 1e-6 to 1e21, an exponent outside.
+func jsNumber(n json.Number) string {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return string(n)
+	}
+	if f == 0 {
+		return "0"
+	}
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64) // 1e+21, 1.5e-08
+	mant, exp, _ := strings.Cut(e, "e")
+	sign, digits := exp[:1], strings.TrimLeft(exp[1:], "0")
+	return mant + "e" + sign + digits
 }

@@ -123,6 +123,20 @@ func TestCauses(t *testing.T) {
 	}
 }
 
+// TestJavaScriptReserialisation: JSON.stringify(JSON.parse(body))
+// reproduces herald's bytes for most bodies, but moves integer-like keys
+// first and rewrites numbers such as 1.50; the debugger names it.
+func TestJavaScriptReserialisation(t *testing.T) {
+	t.Parallel()
+	tok := auth.NewWebhookToken()
+	b := []byte(`{"id":"e1","event":"license.created","data":{"metadata":{"10":"a","2":"b","price":1.50,"tiny":0.0000001}},"triggeredAt":"2026-11-21T08:07:13.120Z"}`)
+	js := []byte(`{"id":"e1","event":"license.created","data":{"metadata":{"2":"b","10":"a","price":1.5,"tiny":1e-7}},"triggeredAt":"2026-11-21T08:07:13.120Z"}`)
+	r := sigcheck.Check(sigcheck.Input{Body: b, Signature: hmacB64([]byte(tok), js), Token: tok})
+	if len(r.Causes) == 0 || !strings.Contains(r.Causes[0].Summary, "JSON.stringify") {
+		t.Errorf("causes %+v; want JavaScript's re-serialisation named", r.Causes)
+	}
+}
+
 // TestMatchAndUnknown: the right signature matches with no cause, and one
 // nothing explains matches nothing and names no cause.
 func TestMatchAndUnknown(t *testing.T) {

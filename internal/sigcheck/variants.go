@@ -75,7 +75,8 @@ var serialisers = []struct {
 	{"indented by 2 spaces, keys sorted", style{indent: "  ", keySep: ": ", sortKeys: true}},
 	{"indented by 4 spaces, non-ASCII escaped (Python's json.dumps with indent=4)", style{indent: "    ", keySep: ": ", asciiEscape: true}},
 	{"indented by 4 spaces", style{indent: "    ", keySep: ": "}},
-	{"compact (JSON.stringify, json_encode with JSON_UNESCAPED_UNICODE)", style{}},
+	{"compact, with integer-like keys moved first and numbers rewritten (JavaScript's JSON.stringify(JSON.parse(body)))", style{js: true}},
+	{"compact (json_encode with JSON_UNESCAPED_UNICODE, Ruby's to_json)", style{}},
 }
 
 // toLatin1 encodes the UTF-8 text body as ISO-8859-1, each character
