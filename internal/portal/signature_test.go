@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -267,5 +268,92 @@ func TestSignatureCheckIsRateLimited(t *testing.T) {
 	}
 	if resp.Header.Get("Retry-After") == "" {
 		t.Errorf("429 without Retry-After")
+	}
+}
+
+// TestSignatureCheckKnowsWhatWasSent: a pasted body naming an event this
+// webhook was sent is compared with the bytes herald sent; a log's page
+// leads to the debugger with its exact payload; another webhook's log is
+// not found there.
+func TestSignatureCheckKnowsWhatWasSent(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	tok := auth.NewWebhookToken()
+	var hook struct{ ID string }
+	h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": "CRM", "url": rcv.URL, "events": []string{"license.created"}, "token": tok}, &hook)
+	other := h.CreateWebhook("Other", rcv.URL, "license.created")
+	h.CreateLicense(map[string]any{"customer": "Zoë 🚀"})
+	heraldtest.Eventually(t, 10e9, "both deliveries", func() bool { return rcv.Count() == 2 && len(h.Logs("?status=succeeded")) == 2 })
+	var mine, theirs heraldtest.Log
+	for _, l := range h.Logs("") {
+		if l.WebhookID == hook.ID {
+			mine = l
+		} else {
+			theirs = l
+		}
+	}
+	sent := []byte(mine.Payload)
+	var got []byte
+	for _, req := range rcv.Requests() {
+		if req.Header.Get(webhook.SignatureHeader) == webhook.Sign(tok, req.Body) {
+			got = req.Body
+		}
+	}
+	if !bytes.Equal(got, sent) {
+		t.Fatalf("the receiver got %q; the log holds %q", got, sent)
+	}
+	b := mustSignIn(t, h)
+
+	// From the log's page, the payload comes prefilled.
+	_, _, logPage := b.get("/webhook-event-logs/" + mine.ID)
+	link := "/webhooks/" + hook.ID + "/signature?log=" + mine.ID
+	if !strings.Contains(logPage, `href="`+link+`"`) {
+		t.Fatalf("the log page does not link to the debugger with its payload")
+	}
+	_, _, page := b.get(link)
+	if !strings.Contains(page, ">\n"+html.EscapeString(string(sent))+"</textarea>") {
+		t.Errorf("the debugger is not prefilled with the payload")
+	}
+	if code, _, _ := b.get("/webhooks/" + hook.ID + "/signature?log=" + theirs.ID); code != http.StatusNotFound {
+		t.Errorf("another webhook's log in this webhook's debugger: %d; want 404", code)
+	}
+
+	var v any
+	json.Unmarshal(sent, &v)
+	pretty, _ := json.MarshalIndent(v, "", "  ")
+	for _, tc := range []struct {
+		name, pasted, signature, verdict, sentFact string
+	}{
+		{"the sent bytes", string(sent), webhook.Sign(tok, sent), "match", "exactly these bytes"},
+		{"a formatted copy, the receiver right", string(pretty), webhook.Sign(tok, sent), "sent", "differ from byte 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, page := b.post("/webhooks/"+hook.ID+"/signature", url.Values{"body": {tc.pasted}, "signature": {tc.signature}})
+			if code != http.StatusOK {
+				t.Fatalf("%d", code)
+			}
+			if got := firstMatch(verdictAttr, page); got != tc.verdict {
+				t.Errorf("verdict %q; want %q", got, tc.verdict)
+			}
+			if !strings.Contains(page, `href="/webhook-event-logs/`+mine.ID+`" id="check-sent-log"`) || !strings.Contains(page, tc.sentFact) {
+				t.Errorf("the result does not name the sent event's log and %q", tc.sentFact)
+			}
+		})
+	}
+	// A body naming no event of this webhook, or no event at all, is
+	// checked without one.
+	for _, id := range []string{"01937a60-0a1b-7c2d-8e3f-4a5b6c7d8e00", "not-a-uuid", "' OR 1=1 --"} {
+		body := strings.Replace(string(sent), mine.EventID, id, 1)
+		code, _, page := b.post("/webhooks/"+other.ID+"/signature", url.Values{"body": {body}})
+		if code != http.StatusOK || strings.Contains(page, "check-sent-log") {
+			t.Errorf("id %q: %d, and the result names a sent event", id, code)
+		}
+	}
+	// The event's id written in capitals still names it; the bytes differ.
+	body := strings.Replace(string(sent), mine.EventID, strings.ToUpper(mine.EventID), 1)
+	at := len(`{"id":"`) + strings.IndexFunc(mine.EventID, func(r rune) bool { return r >= 'a' && r <= 'f' })
+	if _, _, page := b.post("/webhooks/"+hook.ID+"/signature", url.Values{"body": {body}}); !strings.Contains(page, "check-sent-log") || !strings.Contains(page, fmt.Sprintf("differ from byte %d,", at)) {
+		t.Errorf("the event's id in capitals is not recognised, or the difference not placed at byte %d", at)
 	}
 }

@@ -3,11 +3,13 @@ package portal
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/heraldhq/herald/internal/sigcheck"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
@@ -45,6 +47,7 @@ type signatureData struct {
 	Errors      fieldErrors
 	Bytes       int // the length of the body checked
 	Report      *sigcheck.Report
+	SentLog     *store.EventLog // the log of the event the body names, if it went to this webhook
 }
 
 // signaturePage shows the signature debugger: paste a body and, if one is
@@ -54,7 +57,20 @@ func (h *handler) signaturePage(w http.ResponseWriter, r *http.Request, s store.
 	if err != nil {
 		return err
 	}
-	return h.render(w, r, http.StatusOK, "webhook_signature", signatureData{Webhook: hook, LineEndings: lineLF, Encoding: bodyText})
+	d := signatureData{Webhook: hook, LineEndings: lineLF, Encoding: bodyText}
+	// From an event log: its exact payload, to compare with what the
+	// receiver computed. A log of another webhook is not this page's.
+	if id := r.URL.Query().Get("log"); id != "" {
+		l, err := h.store.Log(r.Context(), s.AccountID, id)
+		if err != nil {
+			return err
+		}
+		if l.WebhookID != hook.ID {
+			return store.ErrNotFound
+		}
+		d.Body = string(l.Payload)
+	}
+	return h.render(w, r, http.StatusOK, "webhook_signature", d)
 }
 
 // checkSignature computes the signature herald sends for this webhook's
@@ -86,9 +102,36 @@ func (h *handler) checkSignature(w http.ResponseWriter, r *http.Request, s store
 	if err != nil {
 		return fmt.Errorf("signature check: %w", err)
 	}
-	rep := sigcheck.Check(sigcheck.Input{Body: body, Signature: d.Signature, Token: token})
+	in := sigcheck.Input{Body: body, Signature: d.Signature, Token: token}
+	if d.SentLog, err = h.sentLog(r, s, hook.ID, body); err != nil {
+		return err
+	}
+	if d.SentLog != nil {
+		in.Sent = d.SentLog.Payload
+	}
+	rep := sigcheck.Check(in)
 	d.Report, d.Bytes = &rep, len(body)
 	return h.render(w, r, http.StatusOK, "webhook_signature", d)
+}
+
+// sentLog finds the log of the event whose id the pasted body carries, when
+// that event went to this webhook, so the check can say whether the body is
+// what herald sent. A body that names no such event finds nothing.
+func (h *handler) sentLog(r *http.Request, s store.Session, webhookID string, body []byte) (*store.EventLog, error) {
+	var p struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(body, &p) != nil {
+		return nil, nil
+	}
+	if u, err := uuid.Parse(p.ID); err != nil || len(p.ID) != 36 || u.String() != strings.ToLower(p.ID) {
+		return nil, nil
+	}
+	logs, _, err := h.store.Logs(r.Context(), s.AccountID, store.LogFilter{WebhookID: webhookID, EventID: strings.ToLower(p.ID), Page: store.Page{Limit: 1}})
+	if err != nil || len(logs) == 0 {
+		return nil, err
+	}
+	return &logs[0], nil
 }
 
 // read turns the form into the exact bytes to check, recording what is

@@ -49,6 +49,10 @@ type Input struct {
 	Signature string // as the receiver has it; empty: only compute herald's
 	Token     string
 	Previous  []string
+	// Sent is what herald sent for the event the body names, when that
+	// event went to this webhook; nil when unknown. It tells a receiver
+	// whether the body it pasted is the body it was sent.
+	Sent []byte
 }
 
 // Report is the debugger's answer. It never holds a token.
@@ -59,21 +63,57 @@ type Report struct {
 	Match     bool   // it equals herald's, byte for byte
 	Causes    []Cause
 	Notes     []Note // what the body itself shows, signature or not
+
+	// Of the sent event, when Input.Sent was given:
+	Sent          bool
+	SentSame      bool   // the pasted body is exactly the sent one
+	SentDiffAt    int    // else the offset of the first byte that differs
+	SentSignature string // the signature herald sent with it
+	MatchesSent   bool   // the receiver's signature is SentSignature
 }
 
 // Check computes the report for in.
 func Check(in Input) Report {
 	r := Report{Signature: webhook.Sign(in.Token, in.Body), Given: strings.TrimSpace(in.Signature)}
 	r.Notes = notes(in.Body)
+	if in.Sent != nil {
+		r.Sent, r.SentSame = true, bytes.Equal(in.Sent, in.Body)
+		r.SentSignature = webhook.Sign(in.Token, in.Sent)
+		if !r.SentSame {
+			r.SentDiffAt = firstDifference(in.Sent, in.Body)
+		}
+	}
 	if r.Given == "" {
 		return r
 	}
 	r.Checked = true
 	r.Match = hmac.Equal([]byte(r.Given), []byte(r.Signature))
-	if !r.Match {
-		r.Causes = causes(in, r.Given)
+	if r.Match {
+		return r
+	}
+	r.MatchesSent = r.Sent && hmac.Equal([]byte(r.Given), []byte(r.SentSignature))
+	if r.MatchesSent {
+		return r
+	}
+	r.Causes = causes(in, r.Given)
+	if len(r.Causes) == 0 && r.Sent && !r.SentSame {
+		// The receiver hashed a variant of what it was sent, and the
+		// pasted body is another: start from the sent bytes.
+		sent := in
+		sent.Body = in.Sent
+		r.Causes = causes(sent, r.Given)
 	}
 	return r
+}
+
+func firstDifference(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // key is a candidate signing key and how the receiver came to use it.

@@ -296,3 +296,45 @@ func mojibakeLatin(t *testing.T) []byte {
 	}
 	return mojibake(b)
 }
+
+// TestSentBody: given what herald sent for the event, the report says
+// whether the pasted body is it, where it differs, and whether the
+// receiver's signature is the one sent; causes are found from the sent
+// bytes when the pasted ones explain nothing.
+func TestSentBody(t *testing.T) {
+	t.Parallel()
+	tok := auth.NewWebhookToken()
+	sent := body(t)
+	pretty := reencode(t, sent, func(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") })
+	for _, tc := range []struct {
+		name              string
+		pasted            []byte
+		signature         string
+		same, matchesSent bool
+		diffAt            int
+		cause             sigcheck.Category
+	}{
+		{"the sent body, signed right", sent, webhook.Sign(tok, sent), true, false, 0, ""},
+		{"a reformatted copy, the receiver right", pretty, webhook.Sign(tok, sent), false, true, 1, ""},
+		{"a reformatted copy, the receiver trimmed what it was sent", pretty, hmacB64([]byte(tok), append(bytes.Clone(sent), '\n')), false, false, 1, sigcheck.Whitespace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := sigcheck.Check(sigcheck.Input{Body: tc.pasted, Signature: tc.signature, Token: tok, Sent: sent})
+			if !r.Sent || r.SentSame != tc.same || r.MatchesSent != tc.matchesSent || r.SentDiffAt != tc.diffAt {
+				t.Errorf("sent %v, same %v, matches sent %v, differs at %d; want same %v, matches sent %v, at %d",
+					r.Sent, r.SentSame, r.MatchesSent, r.SentDiffAt, tc.same, tc.matchesSent, tc.diffAt)
+			}
+			if r.SentSignature != webhook.Sign(tok, sent) {
+				t.Errorf("sent signature %q; want herald's over the sent bytes", r.SentSignature)
+			}
+			var got sigcheck.Category
+			if len(r.Causes) > 0 {
+				got = r.Causes[0].Categories[0]
+			}
+			if got != tc.cause {
+				t.Errorf("first cause %q; want %q", got, tc.cause)
+			}
+		})
+	}
+}
