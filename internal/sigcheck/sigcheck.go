@@ -42,13 +42,15 @@ type Cause struct {
 	Fix        string // what to change
 }
 
-// Input is what the debugger was given. Previous lists the webhook's
-// earlier tokens still worth checking (a rotation's overlap), if any.
+// Input is what the debugger was given. Token signs the webhook-signature
+// header; Previous lists earlier tokens still worth checking, and Next the
+// token a rotation under way moves to, if any.
 type Input struct {
 	Body      []byte
 	Signature string // as the receiver has it; empty: only compute herald's
 	Token     string
 	Previous  []string
+	Next      string
 	// Sent is what herald sent for the event the body names, when that
 	// event went to this webhook; nil when unknown. It tells a receiver
 	// whether the body it pasted is the body it was sent.
@@ -132,6 +134,8 @@ func keys(in Input) []key {
 		}
 		out = append(out, key{bytes: b, cause: &Cause{Categories: []Category{WrongToken}, Summary: summary, Fix: fix}})
 	}
+	add([]byte(in.Next), "The receiver signs with the token the webhook's rotation moves to, while the webhook-signature header is still signed with the current one.",
+		"Until the rotation ends, verify webhook-signature with the current token, or the next token's own header; accept either.")
 	for _, p := range in.Previous {
 		add([]byte(p), "The receiver signs with the webhook's previous token.",
 			"Use the current token (Reveal token on the webhook's page).")

@@ -54,7 +54,7 @@ func reencode(t *testing.T, b []byte, f func(v any) ([]byte, error)) []byte {
 // with is traced back to that mistake, and to no other category.
 func TestCauses(t *testing.T) {
 	t.Parallel()
-	tok, prev := auth.NewWebhookToken(), auth.NewWebhookToken()
+	tok, prev, next := auth.NewWebhookToken(), auth.NewWebhookToken(), auth.NewWebhookToken()
 	b := body(t)
 	raw := strings.TrimPrefix(tok, "whsec_")
 	decoded, err := base64.RawURLEncoding.DecodeString(raw)
@@ -80,6 +80,7 @@ func TestCauses(t *testing.T) {
 		{"UTF-8 read as Latin-1", hmacB64([]byte(tok), mojibake(b)), []sigcheck.Category{sigcheck.Encoding}, "encoded twice"},
 		{"a trailing newline added", hmacB64([]byte(tok), append(bytes.Clone(b), '\n')), []sigcheck.Category{sigcheck.Whitespace}, "line break added"},
 		{"signed with the previous token", hmacB64([]byte(prev), b), []sigcheck.Category{sigcheck.WrongToken}, "previous token"},
+		{"signed with a rotation's next token", hmacB64([]byte(next), b), []sigcheck.Category{sigcheck.WrongToken}, "rotation moves to"},
 		{"the token read with its newline", hmacB64([]byte(tok+"\n"), b), []sigcheck.Category{sigcheck.WrongToken}, "line break"},
 		{"the token without its prefix", hmacB64([]byte(raw), b), []sigcheck.Category{sigcheck.WrongToken}, "without its whsec_ prefix"},
 		{"the token Base64-decoded", hmacB64(decoded, b), []sigcheck.Category{sigcheck.WrongToken}, "Base64-decodes the token"},
@@ -97,7 +98,7 @@ func TestCauses(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := sigcheck.Check(sigcheck.Input{Body: b, Signature: tc.signature, Token: tok, Previous: []string{prev}})
+			r := sigcheck.Check(sigcheck.Input{Body: b, Signature: tc.signature, Token: tok, Previous: []string{prev}, Next: next})
 			if r.Signature != webhook.Sign(tok, b) {
 				t.Errorf("signature %q; want herald's %q", r.Signature, webhook.Sign(tok, b))
 			}
