@@ -98,6 +98,7 @@ type schema struct {
 	Format      string             `json:"format"`
 	Nullable    bool               `json:"nullable"`
 	Description string             `json:"description"`
+	Enum        []any              `json:"enum"`
 	Items       *schema            `json:"items"`
 	Properties  map[string]*schema `json:"properties"`
 }
@@ -131,12 +132,17 @@ var generic = map[string]string{
 
 // fieldsOf lists the fields of data (a JSON object of the reference's
 // schema name) in the order they come, each with its reference entry, and
-// the fields of the items of each list of objects after it.
+// after each field holding objects (a list of them, or one written out in
+// place) the fields of those objects, as "files[].size" or "failure.reason".
 func fieldsOf(schemas map[string]*schema, name string, data json.RawMessage, prefix string) ([]Field, error) {
 	s := schemas[name]
 	if s == nil {
 		return nil, fmt.Errorf("no schema %s in the API reference", name)
 	}
+	return fieldsOfSchema(schemas, name, s, data, prefix)
+}
+
+func fieldsOfSchema(schemas map[string]*schema, name string, s *schema, data json.RawMessage, prefix string) ([]Field, error) {
 	keys, values, err := objectKeys(data)
 	if err != nil {
 		return nil, err
@@ -148,7 +154,7 @@ func fieldsOf(schemas map[string]*schema, name string, data json.RawMessage, pre
 			return nil, fmt.Errorf("field %s%s is not in the reference's %s", prefix, k, name)
 		}
 		f := Field{Name: prefix + k, Nullable: p.Nullable, Description: clean(p.Description)}
-		itemRef := ""
+		var sub []Field
 		switch {
 		case p.Ref != "":
 			ref := schemas[refName(p.Ref)]
@@ -160,25 +166,28 @@ func fieldsOf(schemas map[string]*schema, name string, data json.RawMessage, pre
 				f.Description = clean(ref.Description)
 			}
 		case p.Type == "array" && p.Items != nil && p.Items.Ref != "":
-			itemRef = refName(p.Items.Ref)
+			itemRef := refName(p.Items.Ref)
 			f.Type = "array of " + itemRef
+			var items []json.RawMessage
+			if json.Unmarshal(values[i], &items) == nil && len(items) > 0 {
+				if sub, err = fieldsOf(schemas, itemRef, items[0], prefix+k+"[]."); err != nil {
+					return nil, err
+				}
+			}
+		case p.Type == "object" && len(p.Properties) > 0:
+			f.Type = "object"
+			if bytes.HasPrefix(bytes.TrimSpace(values[i]), []byte("{")) {
+				if sub, err = fieldsOfSchema(schemas, name, p, values[i], prefix+k+"."); err != nil {
+					return nil, err
+				}
+			}
 		default:
 			f.Type = typeOf(p)
 		}
 		if f.Description == "" {
 			f.Description = generic[k]
 		}
-		out = append(out, f)
-		if itemRef != "" {
-			var items []json.RawMessage
-			if json.Unmarshal(values[i], &items) == nil && len(items) > 0 {
-				sub, err := fieldsOf(schemas, itemRef, items[0], prefix+k+"[].")
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, sub...)
-			}
-		}
+		out = append(append(out, f), sub...)
 	}
 	return out, nil
 }
@@ -186,7 +195,14 @@ func fieldsOf(schemas map[string]*schema, name string, data json.RawMessage, pre
 func refName(ref string) string { return strings.TrimPrefix(ref, "#/components/schemas/") }
 
 func typeOf(s *schema) string {
-	if s.Format != "" {
+	switch {
+	case len(s.Enum) > 0:
+		var names []string
+		for _, v := range s.Enum {
+			names = append(names, fmt.Sprint(v))
+		}
+		return s.Type + ": " + strings.Join(names, ", ")
+	case s.Format != "":
 		return s.Type + " (" + s.Format + ")"
 	}
 	return s.Type
