@@ -44,6 +44,22 @@ func TestBrowserSignatureCheck(t *testing.T) {
 			t.Errorf("%s: %d fields, %d labels", size.name, n, b.count("main label[for]"))
 		}
 
+		// Base64 that is not: refused beside the field, the focus on the
+		// summary, what was typed kept.
+		b.do(chromedp.SetValue(chromedp.CSS("#encoding"), "base64"))
+		setExact(b, "#body", "not base64!")
+		if code := b.click("form[action$='/signature'] button[type=submit]"); code != http.StatusUnprocessableEntity {
+			t.Errorf("%s: bad Base64 answered %d; want 422", size.name, code)
+		}
+		b.contains("#body-error", "not valid Base64")
+		if focused := run(b, chromedp.Evaluate[string](`document.activeElement.id`)); focused != "check-errors" {
+			t.Errorf("%s: focus on %q after the refusal; want the error summary", size.name, focused)
+		}
+		if v := b.value("#body"); v != "not base64!" {
+			t.Errorf("%s: the text box holds %q after the refusal", size.name, v)
+		}
+		b.do(chromedp.SetValue(chromedp.CSS("#encoding"), "text"))
+
 		body := "{\n  \"name\": \"Zoë Ångström – 日本語 – 🚀\"\n}"
 		setExact(b, "#body", body)
 		setExact(b, "#signature", sign(tok, []byte(body)))

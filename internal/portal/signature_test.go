@@ -221,6 +221,16 @@ func TestSignatureCheckRefusesBadInput(t *testing.T) {
 		t.Errorf("the refused form lost what was typed:\n%s", page)
 	}
 
+	// Bodies beyond the other forms' 64 KiB are read; beyond 512 KiB, 413.
+	big := `{"id":"x","data":"` + strings.Repeat("é", 40<<10) + `"}` // 80 KiB, 240 KiB percent-encoded
+	if code, _, page := b.post("/webhooks/"+id+"/signature", url.Values{"body": {big}}); code != http.StatusOK || firstMatch(bytesShown, page) != thousands(len(big)) {
+		t.Errorf("an 80 KiB body: %d, %s bytes checked; want 200 and %d", code, firstMatch(bytesShown, page), len(big))
+	}
+	if code, _, _ := b.post("/webhooks/"+id+"/signature", url.Values{"body": {strings.Repeat("x", 600<<10)}}); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 600 KiB form: %d; want 413", code)
+	}
+	b.get("/webhooks/" + id + "/signature") // a 413 page carries no form token
+
 	if code, _, _ := b.do("POST", "/webhooks/"+id+"/signature", url.Values{"body": {"{}"}}); code != http.StatusForbidden {
 		t.Errorf("without the CSRF token: %d; want 403", code)
 	}
