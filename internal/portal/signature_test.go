@@ -337,6 +337,7 @@ func TestSignatureCheckKnowsWhatWasSent(t *testing.T) {
 	}{
 		{"the sent bytes", string(sent), webhook.Sign(tok, sent), "match", "exactly these bytes"},
 		{"a formatted copy, the receiver right", string(pretty), webhook.Sign(tok, sent), "sent", "differ from byte 1"},
+		{"a formatted copy the receiver hashed", string(pretty), webhook.Sign(tok, pretty), "match-changed", "differ from byte 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, page := b.post("/webhooks/"+hook.ID+"/signature", url.Values{"body": {tc.pasted}, "signature": {tc.signature}})
