@@ -128,6 +128,9 @@ var generic = map[string]string{
 	"filename":  "The file's name.",
 	"hostname":  "The machine's host name, as the activation gave it.",
 	"os":        "The machine's operating system, as the activation gave it.",
+	"url":       "Its URL.",
+	"eventId":   "The id of the event.",
+	"failedAt":  "When it failed.",
 }
 
 // fieldsOf lists the fields of data (a JSON object of the reference's
@@ -162,6 +165,9 @@ func fieldsOfSchema(schemas map[string]*schema, name string, s *schema, data jso
 				return nil, fmt.Errorf("field %s: no schema %s", k, p.Ref)
 			}
 			f.Type, f.Nullable = typeOf(ref), ref.Nullable
+			if len(ref.Enum) > maxEnum {
+				f.Type = ref.Type + " (" + refName(p.Ref) + ")"
+			}
 			if f.Description == "" {
 				f.Description = clean(ref.Description)
 			}
@@ -194,6 +200,10 @@ func fieldsOfSchema(schemas map[string]*schema, name string, s *schema, data jso
 
 func refName(ref string) string { return strings.TrimPrefix(ref, "#/components/schemas/") }
 
+// maxEnum is the most values a field's type lists; a longer enumeration
+// is named by its schema instead.
+const maxEnum = 6
+
 func typeOf(s *schema) string {
 	switch {
 	case len(s.Enum) > 0:
@@ -208,8 +218,30 @@ func typeOf(s *schema) string {
 	return s.Type
 }
 
-// clean puts a description on one line: the reference's YAML folds them.
-func clean(s string) string { return strings.Join(strings.Fields(s), " ") }
+// clean puts a description on one line, as a table cell needs: the
+// reference folds its lines, and a list's items ("- `Healthy`: …") become
+// clauses joined by semicolons.
+func clean(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.Join(strings.Fields(line), " ")
+		if line == "" {
+			continue
+		}
+		item, isItem := strings.CutPrefix(line, "- ")
+		sofar := strings.TrimSuffix(b.String(), ".")
+		switch {
+		case b.Len() == 0:
+			b.WriteString(item)
+		case isItem && !strings.HasSuffix(sofar, ":"):
+			b.Reset()
+			b.WriteString(sofar + "; " + item)
+		default:
+			b.WriteString(" " + item)
+		}
+	}
+	return b.String()
+}
 
 // objectKeys reads an object's keys in order, with their raw values.
 func objectKeys(data json.RawMessage) ([]string, []json.RawMessage, error) {

@@ -105,7 +105,7 @@ func TestFieldsAreTheReferences(t *testing.T) {
 			if f.Type == "" {
 				t.Errorf("%s.%s has no type", r.Name, f.Name)
 			}
-			if !strings.Contains(f.Name, "[]") {
+			if !strings.ContainsAny(f.Name, "[.") {
 				top = append(top, f.Name)
 			}
 		}

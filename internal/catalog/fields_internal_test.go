@@ -39,6 +39,9 @@ func TestFieldsOfNestedAndEnumerated(t *testing.T) {
 	if _, err := fieldsOf(schemas, "Hook", json.RawMessage(`{"id":"x","extra":1}`), ""); err == nil {
 		t.Errorf("a field the reference lacks was accepted")
 	}
+	if got := clean("The state:\n- `A`: first.\n- `B`: second.\n"); got != "The state: `A`: first; `B`: second." {
+		t.Errorf("clean(list) = %q", got)
+	}
 	if got, _ := fieldsOf(schemas, "Hook", json.RawMessage(`{"failure":null}`), ""); len(got) != 1 {
 		t.Errorf("a null object lists %d fields; want itself only", len(got))
 	}

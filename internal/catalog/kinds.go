@@ -60,4 +60,13 @@ var kinds = []entry{
 	{Kind: event.TrialActivationDeleted, Resource: "TrialActivation", Data: "TrialActivation, as it was",
 		Fires: "A trial activation is deleted: `DELETE /v3/trial-activations/{id}`.",
 		Notes: []string{"The machine may then start a new trial of the product."}},
+	{Kind: event.WebhookUnhealthy, Resource: "WebhookHealthEvent", Data: "WebhookHealthEvent",
+		Fires: "Another webhook of the account turns Unhealthy: an event failed after every attempt.",
+		Notes: []string{"Herald keeps sending to it; if its most recent completed events all fail (50 by default) it is suspended."}},
+	{Kind: event.WebhookSuspended, Resource: "WebhookHealthEvent", Data: "WebhookHealthEvent",
+		Fires: "Another webhook of the account is suspended: its most recent completed events all failed.",
+		Notes: []string{"Herald sends it nothing until a delivery to it (a resend) succeeds; its events are logged meanwhile, so they can be resent."}},
+	{Kind: event.WebhookRecovered, Resource: "WebhookHealthEvent", Data: "WebhookHealthEvent, with the failure it recovered from",
+		Fires: "Another webhook of the account, Unhealthy or Suspended, is Healthy again: a delivery to it got a 2xx (a resend's included).",
+		Notes: nil},
 }

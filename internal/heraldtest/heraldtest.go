@@ -50,6 +50,12 @@ type Options struct {
 	TrustedProxies                ratelimit.Proxies
 	// ReadTimeout bounds reading each request (server.Config.ReadTimeout).
 	ReadTimeout time.Duration
+	// PublicURL, SuspendedReminder, ReminderCheck and ReminderClock are
+	// server.Config's.
+	PublicURL                        string
+	SuspendedReminder, ReminderCheck time.Duration
+	ReminderClock                    func() time.Time
+
 	// Setup runs on the opened server before it starts serving, to mount more
 	// handlers (e.g. the portal) or adjust it.
 	Setup func(*server.Server)
@@ -111,6 +117,7 @@ func (h *Herald) run() {
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
+		PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, ReminderClock: o.ReminderClock,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)

@@ -184,6 +184,7 @@ func TestEventKinds(t *testing.T) {
 		"user.created", "user.updated", "user.deleted",
 		"release.created", "release.deleted",
 		"trial-activation.created", "trial-activation.deleted",
+		"webhook.unhealthy", "webhook.suspended", "webhook.recovered",
 	}
 	slices.Sort(got)
 	slices.Sort(want)

@@ -2,7 +2,8 @@
 // Exercise(t, newURL) checks claims and leases, outcomes and health,
 // concurrency across several store handles on one database (as several
 // herald processes would hold), the email outbox, retention, migrations,
-// wake-ups, idempotency keys and API tokens. A behaviour is tested here, across engines, never in one engine's
+// wake-ups, idempotency keys, API tokens, and the warnings of a webhook's
+// health (emails, operational events, reminders). A behaviour is tested here, across engines, never in one engine's
 // test alone. It drives the store directly, with a clock the test moves.
 package storetest
 
@@ -56,6 +57,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"APITokenUseIsRecordedSparinglyAndRevocationSeenEverywhere", 2, testAPITokenUseAcrossProcesses},
 		{"WebhookListsSearchCountAndPage", 1, testWebhookListsSearchCountAndPage},
 		{"LogListsFilterCountAndPage", 1, testLogListsFilterCountAndPage},
+		{"HealthChangesWarnByEmailAndOperationalEvents", 1, testWarnings},
+		{"SuspendedWebhooksAreRemindedOncePerPeriod", 3, testReminders},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +99,7 @@ func (b *bundle) open(t testing.TB) *store.Store {
 	if b.st != nil && b.st.Engine() == "sqlite" {
 		return b.st
 	}
-	st, err := store.Open(b.ctx, b.url, store.Options{Key: b.key, Now: b.clock.Now})
+	st, err := store.Open(b.ctx, b.url, store.Options{Key: b.key, Now: b.clock.Now, PublicURL: publicURL})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
