@@ -55,31 +55,28 @@ func parsePages(static *staticFiles) (*pages, error) {
 type view struct {
 	Email string // the signed-in owner; "" when nobody is
 	CSRF  string // the session's CSRF token, for every form
+	Page  string // the page's own address, sent with every form: an ended session comes back here
 	Nav   string // the current navigation entry
-	Flash string // what the last action did
+	Flash string // what the last action did, shown once
 	Data  any
 }
 
-// flashes are the confirmations a redirect names with ?done=.
-var flashes = map[string]string{
-	"created":  "Webhook added.",
-	"saved":    "Webhook saved.",
-	"deleted":  "Webhook deleted.",
-	"enabled":  "Webhook enabled.",
-	"disabled": "Webhook disabled.",
-	"account":  "Settings saved.",
-
-	"token-revoked": "API token revoked. Requests that carry it now answer 401.",
-}
-
 // render executes a page into a buffer first, so a template error becomes
-// a clean 500 rather than half a page.
+// a clean 500 rather than half a page. A page showing a refused form's
+// flash answers the refusal's status.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) error {
 	t := h.pages.byName[name]
 	if t == nil {
 		return fmt.Errorf("no page %q", name)
 	}
-	v := view{Data: data, Flash: flashes[r.URL.Query().Get("done")], Nav: navFor(r.URL.Path)}
+	f := flashFrom(r.Context())
+	v := view{Data: data, Flash: f.Notice, Nav: navFor(r.URL.Path), Page: r.URL.RequestURI()}
+	if r.Method != http.MethodGet {
+		v.Page = localPath(r.PostForm.Get("page"), "/webhooks")
+	}
+	if status == http.StatusOK && f.Status != 0 {
+		status = f.Status
+	}
 	if s, ok := sessionFrom(r.Context()); ok {
 		v.Email, v.CSRF = s.OwnerEmail, s.CSRFToken
 	}
@@ -113,9 +110,11 @@ func navFor(p string) string {
 func funcs(static *staticFiles) template.FuncMap {
 	return template.FuncMap{
 		"static": static.url,
-		"when":   when,
-		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
-		"ms":     duration,
+		// formToken is a form's one-time token, new at each rendering.
+		"formToken": randomToken,
+		"when":      when,
+		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+		"ms":        duration,
 		"statusText": func(code int) string {
 			return http.StatusText(code)
 		},

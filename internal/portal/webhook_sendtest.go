@@ -33,36 +33,49 @@ func newTestData(hook store.Webhook) testData {
 }
 
 // testPage shows the Test form: the event (by default the first subscribed)
-// and the option to check that the endpoint rejects wrong signatures.
+// and the option to check that the endpoint rejects wrong signatures; after
+// a send, the stored result of that send (a flash), never a new one.
 func (h *handler) testPage(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	return h.render(w, r, http.StatusOK, "webhook_test", newTestData(hook))
+	d := newTestData(hook)
+	if f := flashFrom(r.Context()); f.Form != nil {
+		d.Event, d.CheckVerification = event.Kind(f.Form.Get("event")), f.Form.Get("checkVerification") == "on"
+		d.Errors, d.Result = f.Errors, f.Test
+	}
+	return h.render(w, r, http.StatusOK, "webhook_test", d)
 }
 
-// sendTest sends the sample now and shows what went and what came back. A
-// test is not logged and never changes the webhook's health.
+// sendTest sends the sample now, then shows what went and what came back on
+// the Test page. A test is not logged and never changes the webhook's
+// health; its result waits for the page in a flash, so a refresh shows the
+// page rather than sending again.
 func (h *handler) sendTest(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	d := newTestData(hook)
-	d.Event, d.CheckVerification = event.Kind(r.PostForm.Get("event")), r.PostForm.Get("checkVerification") == "on"
-	if !d.Event.Valid() {
-		d.Errors.add("event", fmt.Sprintf("Event %q is not a known event kind.", d.Event))
-		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_test", d)
+	page := "/webhooks/" + hook.ID + "/test"
+	kind := event.Kind(r.PostForm.Get("event"))
+	if !kind.Valid() {
+		var errs fieldErrors
+		errs.add("event", fmt.Sprintf("Event %q is not a known event kind.", kind))
+		return h.refused(w, r, page, errs)
 	}
-	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, d.Event, d.CheckVerification)
+	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, kind, r.PostForm.Get("checkVerification") == "on")
 	if errors.Is(err, delivery.ErrBusy) {
-		d.Errors.add("", "The webhook already has as many requests in flight as it may take. Nothing was sent; try again in a moment.")
-		return h.render(w, r, http.StatusTooManyRequests, "webhook_test", d)
+		var errs fieldErrors
+		errs.add("", "The webhook already has as many requests in flight as it may take. Nothing was sent; try again in a moment.")
+		return h.redirectWith(w, r, page, flash{Status: http.StatusTooManyRequests, Form: typed(r.PostForm), Errors: errs})
 	}
 	if err != nil {
 		return err
 	}
-	d.Result = &res
-	return h.render(w, r, http.StatusOK, "webhook_test", d)
+	// Sent: this form's token is spent even though nothing was stored.
+	if err := h.store.MarkIdempotencyApplied(r.Context()); err != nil {
+		return err
+	}
+	return h.redirectWith(w, r, page, flash{Form: typed(r.PostForm), Test: &res})
 }

@@ -25,21 +25,26 @@ func (h *handler) webhook(w http.ResponseWriter, r *http.Request, s store.Sessio
 	if err != nil {
 		return err
 	}
+	if flashFrom(r.Context()).Reveal {
+		if d.Token, err = h.store.WebhookToken(r.Context(), s.AccountID, d.Webhook.ID); err != nil {
+			return err
+		}
+	}
 	return h.render(w, r, http.StatusOK, "webhook", d)
 }
 
-// revealToken shows the webhook's page with its signing token. It is a POST,
-// so the token never sits in a URL or a history entry, and the page is not
-// cached.
+// revealToken asks the webhook's page to show its signing token once. It
+// is a POST answered with a redirect, so the token never sits in a URL, a
+// history entry or a flash (the page reads it), and the page is not cached.
 func (h *handler) revealToken(w http.ResponseWriter, r *http.Request, s store.Session) error {
-	d, err := h.webhookData(r, s)
+	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	if d.Token, err = h.store.WebhookToken(r.Context(), s.AccountID, d.Webhook.ID); err != nil {
+	if err := h.store.MarkIdempotencyApplied(r.Context()); err != nil {
 		return err
 	}
-	return h.render(w, r, http.StatusOK, "webhook", d)
+	return h.redirectWith(w, r, "/webhooks/"+hook.ID, flash{Reveal: true})
 }
 
 func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, error) {

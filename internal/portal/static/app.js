@@ -60,6 +60,49 @@
     });
   }
 
+  // Forms that change something are sent once: the first submit disables
+  // the form's buttons and says what is happening (a Test may wait 15 s for
+  // the receiver); further clicks and Enter do nothing. The server acts on
+  // each form once anyway (its one-time token); this spares the wait and
+  // shows progress. Back restores the page as it was left, so it is reset.
+  var sending = [];
+  document.querySelectorAll("form[method=post]").forEach(function (form) {
+    form.addEventListener("submit", function (e) {
+      if (form.getAttribute("data-sending")) {
+        e.preventDefault();
+        return;
+      }
+      form.setAttribute("data-sending", "1");
+      form.setAttribute("aria-busy", "true");
+      var buttons = form.querySelectorAll("button[type=submit]");
+      var button = e.submitter || buttons[0];
+      // Disabled a moment later: a button disabled now would drop out of
+      // the form data being sent.
+      setTimeout(function () {
+        buttons.forEach(function (b) {
+          sending.push({ b: b, text: b.textContent });
+          b.disabled = true;
+        });
+        if (button) {
+          button.textContent = button.getAttribute("data-progress") || "Working…";
+        }
+        var status = form.querySelector("[data-progress-status]");
+        if (status) { status.hidden = false; }
+      }, 0);
+    });
+  });
+  window.addEventListener("pageshow", function (e) {
+    if (!e.persisted) { return; }
+    sending.forEach(function (s) { s.b.disabled = false; s.b.textContent = s.text; });
+    sending = [];
+    document.querySelectorAll("form[data-sending]").forEach(function (form) {
+      form.removeAttribute("data-sending");
+      form.removeAttribute("aria-busy");
+      var status = form.querySelector("[data-progress-status]");
+      if (status) { status.hidden = true; }
+    });
+  });
+
   // A result that arrived with the page (a test just sent) takes the focus,
   // so keyboard and screen-reader users land on it.
   var result = document.querySelector("[data-focus]");

@@ -59,6 +59,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"LogListsFilterCountAndPage", 1, testLogListsFilterCountAndPage},
 		{"HealthChangesWarnByEmailAndOperationalEvents", 1, testWarnings},
 		{"SuspendedWebhooksAreRemindedOncePerPeriod", 3, testReminders},
+		{"FlashesAreShownOnceOnTheirPage", 1, testFlashes},
+		{"FormKeysKeepAnswersOnlyOfChanges", 1, testFormKeysSettle},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
