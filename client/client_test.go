@@ -95,6 +95,11 @@ func TestLogsResendTestAndProblems(t *testing.T) {
 	if got := rcv.Requests()[before].Body; string(got) != full.Payload {
 		t.Errorf("the resend sent %s; want the same bytes %s", got, full.Payload)
 	}
+	// The resend's attempt keeps the headers sent: the signature the receiver got among them.
+	sig := rcv.Requests()[before].Header.Get("webhook-signature")
+	if h := resent.Attempts[1].Headers; h == nil || !slices.Contains(h.Request, client.Header{Name: "webhook-signature", Value: sig}) {
+		t.Errorf("the resend's attempt headers %+v; want the signature sent, %q", h, sig)
+	}
 
 	res, err := c.TestWebhook(ctx, w.ID, client.TestRequest{Event: "license.renewed"})
 	if err != nil || !res.Succeeded || res.Event != "license.renewed" || res.Response == nil || res.Response.StatusCode != 204 {

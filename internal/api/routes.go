@@ -81,6 +81,8 @@ func New(c Config) http.Handler {
 	h("DELETE /v3/webhooks/{id}", a.deleteWebhook)
 	h("GET /v3/webhooks/{id}/token", a.getWebhookToken)
 	h("POST /v3/webhooks/{id}/test", a.testWebhook)
+	h("POST /v3/webhooks/{id}/token/rotate", a.rotateWebhookToken)
+	h("POST /v3/webhooks/{id}/token/rotate/finish", a.finishWebhookTokenRotation)
 
 	h("GET /v3/webhook-event-logs", a.listLogs)
 	h("GET /v3/webhook-event-logs/{id}", a.getLog)

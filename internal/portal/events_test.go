@@ -86,11 +86,7 @@ func TestBrowserEventCatalog(t *testing.T) {
 		width, height int64
 		phone         bool
 	}{{"desktop", 1440, 900, false}, {"phone", 390, 844, true}} {
-		if size.phone {
-			b.do(chromedp.EmulateViewport(size.width, size.height, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-		} else {
-			b.do(chromedp.EmulateViewport(size.width, size.height))
-		}
+		b.size(size.phone) // every navigation also runs axe-core at both sizes
 		b.open("/webhooks/new")
 		href := run(b, chromedp.Evaluate[string](`document.querySelector("fieldset #events-hint a").getAttribute("href")`))
 		if href != "/events" {
@@ -121,6 +117,7 @@ func TestBrowserEventCatalog(t *testing.T) {
 		if got := b.exact("#licenseexpiresatupdated-example"); got != want.Example {
 			t.Errorf("%s: the example reads %q; want the catalog's", size.name, got)
 		}
+		fit(b, size.phone, size.width, size.height)
 		if w := run(b, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > int(size.width) {
 			t.Errorf("%s: the catalog is %dpx wide at %dpx", size.name, w, size.width)
 		}

@@ -211,13 +211,17 @@ func TestResultsAndConfirmationsAreShownOnce(t *testing.T) {
 	// page, answering 409 there, not at /resend.
 	h.Must(200, "PATCH", "/v3/webhooks/"+hook.ID, map[string]any{"enabled": true}, nil)
 	h.CreateLicense(nil)
-	heraldtest.Eventually(t, 10e9, "the event delivered", func() bool { return rcv.Count() == 2 })
+	// Delivered and recorded: a log still pending would be refused for its
+	// attempt in flight, not for the webhook being disabled.
+	heraldtest.Eventually(t, 30e9, "the event delivered and recorded", func() bool {
+		return rcv.Count() == 2 && len(h.Logs("status=succeeded")) == 1
+	})
 	logID := h.Logs("")[0].ID
 	h.Must(200, "PATCH", "/v3/webhooks/"+hook.ID, map[string]any{"enabled": false}, nil)
 	_, _, page := b.get("/webhook-event-logs/" + logID)
 	code, loc, body := b.submit("/webhook-event-logs/"+logID+"/resend", formFields(t, page, "/webhook-event-logs/"+logID+"/resend"))
 	if code != http.StatusConflict || loc != "/webhook-event-logs/"+logID || !strings.Contains(body, "The webhook is disabled") {
-		t.Errorf("a refused resend: %d at %q; want 409 on the log's page saying why", code, loc)
+		t.Errorf("a refused resend: %d at %q; want 409 on the log's page saying why\n%s", code, loc, body)
 	}
 	if code, _, body := b.get(loc); code != http.StatusOK || strings.Contains(body, "The webhook is disabled") {
 		t.Errorf("a refresh after the refusal: %d, still refusing", code)

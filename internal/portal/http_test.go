@@ -132,7 +132,8 @@ func TestWithoutSessionEveryPageRedirectsToSignIn(t *testing.T) {
 		t.Errorf("redirect %q; want it to bring the owner back", loc)
 	}
 	for _, p := range []string{"/webhooks/new", "/webhooks/" + hook.ID + "/delete", "/webhooks/" + hook.ID + "/test",
-		"/webhooks/" + hook.ID + "/token", "/webhook-event-logs/" + logID + "/resend", "/account", "/account/api-tokens",
+		"/webhooks/" + hook.ID + "/token", "/webhooks/" + hook.ID + "/token/rotate", "/webhooks/" + hook.ID + "/token/rotate/finish",
+		"/webhook-event-logs/" + logID + "/resend", "/account", "/account/api-tokens",
 		"/account/api-tokens/" + hook.ID + "/revoke", "/signout"} {
 		if code, loc, _ := b.do("POST", p, url.Values{"name": {"x"}}); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin?") {
 			t.Errorf("POST %s: %d to %q; want 303 to /signin", p, code, loc)
@@ -409,8 +410,9 @@ func TestAnotherAccountsWebhooksAndLogsAreNotFound(t *testing.T) {
 			t.Errorf("B: GET %s = %d; want 404", p, code)
 		}
 	}
-	for _, p := range []string{"/webhooks/" + hook.ID + "/delete", "/webhooks/" + hook.ID + "/enabled", "/webhook-event-logs/" + logID + "/resend", "/webhooks/" + hook.ID + "/token"} {
-		if code, _, _ := b.post(p, url.Values{"enabled": {"false"}}); code != http.StatusNotFound {
+	for _, p := range []string{"/webhooks/" + hook.ID + "/delete", "/webhooks/" + hook.ID + "/enabled", "/webhook-event-logs/" + logID + "/resend", "/webhooks/" + hook.ID + "/token",
+		"/webhooks/" + hook.ID + "/token/rotate", "/webhooks/" + hook.ID + "/token/rotate/finish"} {
+		if code, _, _ := b.post(p, url.Values{"enabled": {"false"}, "overlap": {"3600"}}); code != http.StatusNotFound {
 			t.Errorf("B: POST %s = %d; want 404", p, code)
 		}
 	}
@@ -425,6 +427,9 @@ func TestAnotherAccountsWebhooksAndLogsAreNotFound(t *testing.T) {
 	}
 	if w := h.Webhook(hook.ID); w.Name != "Mine" || !w.Enabled {
 		t.Errorf("A's webhook changed: %+v", w)
+	}
+	if w, err := h.API.Webhook(context.Background(), hook.ID); err != nil || w.TokenRotation != nil {
+		t.Errorf("A's webhook after B's rotation: %+v, %v; want no rotation", w.TokenRotation, err)
 	}
 }
 

@@ -50,7 +50,7 @@ type Config struct {
 
 // deliverer is what the portal asks of the delivery package.
 type deliverer interface {
-	Test(ctx context.Context, accountID, webhookID string, kind event.Kind, checkVerification bool) (delivery.TestResult, error)
+	Test(ctx context.Context, accountID, webhookID string, kind event.Kind, opt delivery.TestOptions) (delivery.TestResult, error)
 	Resend(ctx context.Context, accountID, logID string) (store.EventLog, error)
 }
 

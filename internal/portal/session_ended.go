@@ -11,7 +11,7 @@ import (
 var restorable = map[string]bool{
 	"name": true, "url": true, "events": true, "enabled": true,
 	"notificationEmail": true, "scope": true, "expires": true,
-	"event": true, "checkVerification": true,
+	"event": true, "checkVerification": true, "signWith": true, "overlap": true,
 }
 
 const (

@@ -29,11 +29,7 @@ func TestBrowserSignatureCheck(t *testing.T) {
 		width, height int64
 		phone         bool
 	}{{"desktop", 1440, 900, false}, {"phone", 390, 844, true}} {
-		if size.phone {
-			b.do(chromedp.EmulateViewport(size.width, size.height, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-		} else {
-			b.do(chromedp.EmulateViewport(size.width, size.height))
-		}
+		b.size(size.phone) // every navigation also runs axe-core at both sizes
 		b.open("/webhooks/" + id)
 		b.do(chromedp.Click(chromedp.CSS(".page-head details.menu summary")))
 		if code := b.click(".page-head a[href$='/signature']"); code != http.StatusOK {
@@ -93,6 +89,7 @@ func TestBrowserSignatureCheck(t *testing.T) {
 		if strings.Contains(run(b, chromedp.Evaluate[string](`document.documentElement.outerHTML`)), tok) {
 			t.Errorf("%s: the page shows the token", size.name)
 		}
+		fit(b, size.phone, size.width, size.height)
 		if w := run(b, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > int(size.width) {
 			t.Errorf("%s: the page is %dpx wide at %dpx", size.name, w, size.width)
 		}
@@ -106,4 +103,15 @@ func setExact(b *tab, css, value string) {
 	sel, _ := json.Marshal(css)
 	val, _ := json.Marshal(value)
 	run(b, chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+string(sel)+`); e.value = `+string(val)+`; return true })()`))
+}
+
+// fit sets the viewport to exactly width×height (the shared helpers use
+// 1280×900 for a desktop), for the width checks and screenshots.
+func fit(b *tab, phone bool, width, height int64) {
+	b.t.Helper()
+	if phone {
+		b.do(chromedp.EmulateViewport(width, height, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	} else {
+		b.do(chromedp.EmulateViewport(width, height))
+	}
 }

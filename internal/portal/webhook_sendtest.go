@@ -15,6 +15,7 @@ type testData struct {
 	Event             event.Kind
 	Other             []event.Kind // kinds the webhook does not subscribe to
 	CheckVerification bool
+	SignWith          delivery.SignedWith
 	Errors            fieldErrors
 	Result            *delivery.TestResult
 }
@@ -43,6 +44,7 @@ func (h *handler) testPage(w http.ResponseWriter, r *http.Request, s store.Sessi
 	d := newTestData(hook)
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Event, d.CheckVerification = event.Kind(f.Form.Get("event")), f.Form.Get("checkVerification") == "on"
+		d.SignWith = delivery.SignedWith(f.Form.Get("signWith"))
 		d.Errors, d.Result = f.Errors, f.Test
 	}
 	return h.render(w, r, http.StatusOK, "webhook_test", d)
@@ -59,14 +61,23 @@ func (h *handler) sendTest(w http.ResponseWriter, r *http.Request, s store.Sessi
 	}
 	page := "/webhooks/" + hook.ID + "/test"
 	kind := event.Kind(r.PostForm.Get("event"))
+	signWith := delivery.SignedWith(r.PostForm.Get("signWith"))
+	var errs fieldErrors
 	if !kind.Valid() {
-		var errs fieldErrors
 		errs.add("event", fmt.Sprintf("Event %q is not a known event kind.", kind))
+	}
+	if signWith != "" && !signWith.Valid() {
+		errs.add("signWith", "Choose the token that signs the test.")
+	}
+	if len(errs) > 0 {
 		return h.refused(w, r, page, errs)
 	}
-	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, kind, r.PostForm.Get("checkVerification") == "on")
+	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, kind, delivery.TestOptions{CheckVerification: r.PostForm.Get("checkVerification") == "on", SignWith: signWith})
+	if errors.Is(err, delivery.ErrNoRotation) {
+		errs.add("signWith", "No token rotation is under way any more, so there is no next token. Nothing was sent.")
+		return h.redirectWith(w, r, page, flash{Status: http.StatusConflict, Form: typed(r.PostForm), Errors: errs})
+	}
 	if errors.Is(err, delivery.ErrBusy) {
-		var errs fieldErrors
 		errs.add("", "The webhook already has as many requests in flight as it may take. Nothing was sent; try again in a moment.")
 		return h.redirectWith(w, r, page, flash{Status: http.StatusTooManyRequests, Form: typed(r.PostForm), Errors: errs})
 	}

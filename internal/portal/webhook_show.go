@@ -13,9 +13,14 @@ const latestLogs = 10
 type webhookData struct {
 	Webhook store.Webhook
 	Token   string // shown after Reveal, else ""
-	Success successChart
-	Latency latencyChart
-	Logs    []logRow
+	// NextToken is the rotation's next token, shown after Reveal during a
+	// rotation, else "".
+	NextToken string
+	Overlaps  []rotationOverlap
+	Error     string // why the last action changed nothing
+	Success   successChart
+	Latency   latencyChart
+	Logs      []logRow
 }
 
 // webhook shows a webhook: its settings, charts of its recent attempts, and
@@ -25,10 +30,14 @@ func (h *handler) webhook(w http.ResponseWriter, r *http.Request, s store.Sessio
 	if err != nil {
 		return err
 	}
-	if flashFrom(r.Context()).Reveal {
-		if d.Token, err = h.store.WebhookToken(r.Context(), s.AccountID, d.Webhook.ID); err != nil {
+	f := flashFrom(r.Context())
+	d.Error = f.Error
+	if f.Reveal {
+		tokens, err := h.store.WebhookTokens(r.Context(), s.AccountID, d.Webhook.ID)
+		if err != nil {
 			return err
 		}
+		d.Token, d.NextToken = tokens.Current, tokens.Next
 	}
 	return h.render(w, r, http.StatusOK, "webhook", d)
 }
@@ -53,7 +62,7 @@ func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, er
 	if err != nil {
 		return webhookData{}, err
 	}
-	d := webhookData{Webhook: hook}
+	d := webhookData{Webhook: hook, Overlaps: rotationOverlaps}
 	now := h.now()
 	since := now.Truncate(time.Hour).Add(-(successHours - 1) * time.Hour)
 	hours, err := h.store.AttemptsByHour(ctx, s.AccountID, hook.ID, since)

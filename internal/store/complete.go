@@ -67,6 +67,7 @@ type AttemptRecord struct {
 	Duration     time.Duration
 	Error        string
 	ResponseBody []byte
+	Headers      *AttemptHeaders // kept within MaxAttemptHeaders and MaxAttemptHeaderBytes
 }
 
 // MaxResponseBody is how much of a receiver's answer is kept.
@@ -257,9 +258,13 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 	if a.Error != "" {
 		errText = a.Error
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body)
-VALUES (?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
-		o.LogID, o.LogID, o.Trigger, sent, recv, code, a.Duration.Milliseconds(), errText, cleanBody(a.ResponseBody))
+	headers, err := encodeHeaders(a.Headers)
+	if err != nil {
+		return false, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
+VALUES (?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
+		o.LogID, o.LogID, o.Trigger, sent, recv, code, a.Duration.Milliseconds(), errText, cleanBody(a.ResponseBody), headers)
 	if err != nil {
 		return false, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
 	}

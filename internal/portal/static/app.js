@@ -33,6 +33,15 @@
   }
   menus.forEach(function (m) {
     m.addEventListener("toggle", function () { if (m.open) { closeAll(m); } });
+    // Tabbing out of an open menu closes it, as a click elsewhere does. A
+    // press inside it is not leaving it: some browsers focus nothing when a
+    // button is clicked, and closing then would swallow the click.
+    var pressed = false;
+    m.addEventListener("pointerdown", function () { pressed = true; });
+    document.addEventListener("pointerup", function () { setTimeout(function () { pressed = false; }, 0); });
+    m.addEventListener("focusout", function (e) {
+      if (m.open && !pressed && !(e.relatedTarget && m.contains(e.relatedTarget))) { m.open = false; }
+    });
     m.addEventListener("keydown", function (e) {
       if (e.key === "Escape" && m.open) {
         m.open = false;
@@ -103,8 +112,31 @@
     });
   });
 
-  // A result that arrived with the page (a test just sent) takes the focus,
-  // so keyboard and screen-reader users land on it.
+  // Times: the page says each in UTC (what shows without this file); here
+  // it reads in the viewer's own zone, the UTC text kept as its title.
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  document.querySelectorAll("time[datetime]").forEach(function (el) {
+    var d = new Date(el.getAttribute("datetime"));
+    if (isNaN(d.getTime())) { return; }
+    var zone = "";
+    try {
+      new Intl.DateTimeFormat("en-US", {timeZoneName: "short"}).formatToParts(d).forEach(function (p) {
+        if (p.type === "timeZoneName") { zone = p.value; }
+      });
+    } catch (e) { /* no Intl: the offset below still says which zone */ }
+    if (!zone) {
+      var off = -d.getTimezoneOffset();
+      zone = "UTC" + (off < 0 ? "−" : "+") + pad(Math.floor(Math.abs(off) / 60)) + ":" + pad(Math.abs(off) % 60);
+    }
+    el.title = el.textContent;
+    el.textContent = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+      pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + " " + zone;
+    el.setAttribute("data-local", "");
+  });
+
+  // A result that arrived with the page (a test just sent, a resend's
+  // outcome, the summary of a refused form) takes the focus, so keyboard and
+  // screen-reader users land on it.
   var result = document.querySelector("[data-focus]");
   if (result) { result.focus(); }
 })();

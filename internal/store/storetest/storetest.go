@@ -36,6 +36,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"LeasesAreRenewedAndReleased", 2, testLeasesRenewAndRelease},
 		{"ClaimGivesEachWebhookItsRoom", 1, testClaimGivesEachWebhookItsRoom},
 		{"ClaimPassesOverExcludedBeforeItsWindow", 1, testClaimPassesOverExcludedBeforeItsWindow},
+		{"ClaimSharesBetweenAccounts", 1, testClaimSharesBetweenAccounts},
+		{"ClaimTakesFirstAttemptsBeforeRetries", 1, testClaimTakesFirstAttemptsBeforeRetries},
 		{"ResendMarksItsLogInFlight", 1, testBeginResend},
 		{"FireKeepsTheTraceContextForEveryAttempt", 1, testFireKeepsTraceContext},
 		{"HealthFollowsTheFailureStreak", 1, testHealthStreak},
@@ -61,6 +63,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"SuspendedWebhooksAreRemindedOncePerPeriod", 3, testReminders},
 		{"FlashesAreShownOnceOnTheirPage", 1, testFlashes},
 		{"FormKeysKeepAnswersOnlyOfChanges", 1, testFormKeysSettle},
+		{"TokenRotationOverlapsThenSwitches", 1, testTokenRotation},
+		{"AttemptHeadersAreKeptBounded", 1, testAttemptHeadersAreKeptBounded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
