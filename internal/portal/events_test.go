@@ -46,7 +46,7 @@ func TestEventCatalogPageIsTheDoc(t *testing.T) {
 	if len(docs) != len(event.Kinds) {
 		t.Errorf("docs/events.md has %d examples; want %d", len(docs), len(event.Kinds))
 	}
-	example := regexp.MustCompile(`(?s)<pre class="body" id="([^"]+)-example">(.*?)</pre>`)
+	example := regexp.MustCompile(`(?s)<pre class="body" id="([^"]+)-example"[^>]*>(.*?)</pre>`)
 	shown := map[string]string{}
 	for _, m := range example.FindAllStringSubmatch(page, -1) {
 		shown[m[1]] = html.UnescapeString(m[2])
