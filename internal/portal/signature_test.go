@@ -368,3 +368,33 @@ func TestSignatureCheckKnowsWhatWasSent(t *testing.T) {
 		t.Errorf("the event's id in capitals is not recognised, or the difference not placed at byte %d", at)
 	}
 }
+
+// TestSignatureCheckDuringARotation: while a token rotation runs, the
+// check signs with the current token, and a receiver already on the next
+// token is told so.
+func TestSignatureCheckDuringARotation(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	id, tok := signedWebhook(t, h)
+	h.Must(200, "POST", "/v3/webhooks/"+id+"/token/rotate", map[string]any{}, nil)
+	var tokens struct {
+		Token     string
+		NextToken *string
+	}
+	h.Must(200, "GET", "/v3/webhooks/"+id+"/token", nil, &tokens)
+	if tokens.Token != tok || tokens.NextToken == nil {
+		t.Fatalf("tokens %+v; want the rotation under way", tokens)
+	}
+	b := mustSignIn(t, h)
+	body := sampleBody(t)
+	code, _, page := b.post("/webhooks/"+id+"/signature", url.Values{"body": {string(body)}, "signature": {sign(*tokens.NextToken, body)}})
+	if code != http.StatusOK || firstMatch(verdictAttr, page) != "mismatch" || firstMatch(causeAttr, page) != "token" || !strings.Contains(page, "rotation moves to") {
+		t.Errorf("%d, verdict %q, cause %q; want the next token named", code, firstMatch(verdictAttr, page), firstMatch(causeAttr, page))
+	}
+	if got := firstMatch(heraldSig, page); got != webhook.Sign(tok, body) {
+		t.Errorf("herald's signature %q; want the current token's", got)
+	}
+	if strings.Contains(page, *tokens.NextToken) {
+		t.Errorf("the page shows the next token")
+	}
+}

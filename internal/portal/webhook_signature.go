@@ -98,11 +98,13 @@ func (h *handler) checkSignature(w http.ResponseWriter, r *http.Request, s store
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
-	token, err := h.store.WebhookToken(r.Context(), s.AccountID, hook.ID)
+	// During a rotation the header is signed with the current token; a
+	// receiver already on the next one is told so.
+	tokens, err := h.store.WebhookTokens(r.Context(), s.AccountID, hook.ID)
 	if err != nil {
 		return fmt.Errorf("signature check: %w", err)
 	}
-	in := sigcheck.Input{Body: body, Signature: d.Signature, Token: token}
+	in := sigcheck.Input{Body: body, Signature: d.Signature, Token: tokens.Current, Next: tokens.Next}
 	if d.SentLog, err = h.sentLog(r, s, hook.ID, body); err != nil {
 		return err
 	}
