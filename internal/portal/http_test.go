@@ -118,7 +118,7 @@ func TestWithoutSessionEveryPageRedirectsToSignIn(t *testing.T) {
 	logID := h.Logs("")[0].ID
 	b := newBrowser(t, h)
 	for _, p := range []string{"/", "/webhooks", "/webhooks/new", "/webhooks/" + hook.ID, "/webhooks/" + hook.ID + "/edit",
-		"/webhooks/" + hook.ID + "/test", "/webhooks/" + hook.ID + "/delete", "/webhook-event-logs",
+		"/webhooks/" + hook.ID + "/test", "/webhooks/" + hook.ID + "/signature", "/webhooks/" + hook.ID + "/delete", "/webhook-event-logs",
 		"/webhook-event-logs?status=failed", "/webhook-event-logs/" + logID, "/account", "/account/api-tokens", "/no-such-page"} {
 		code, loc, body := b.get(p)
 		if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin") {

@@ -77,6 +77,9 @@ type handler struct {
 	// hashing bounds concurrent password checks: each argon2id check takes
 	// 64 MiB and a noticeable slice of a core.
 	hashing chan struct{}
+	// checking bounds concurrent signature checks: each hashes a body of up
+	// to a few hundred KiB some hundred ways.
+	checking chan struct{}
 }
 
 // New returns the portal's handler, to be mounted at /.
@@ -85,7 +88,8 @@ func New(c Config) http.Handler {
 	h := &handler{
 		store: c.Store, policy: c.Policy, log: c.Logger, secure: c.SecureCookies, now: c.Now, publicURL: c.PublicURL,
 		pages: mustParsePages(static), static: static,
-		hashing: make(chan struct{}, max(2, runtime.NumCPU())),
+		hashing:  make(chan struct{}, max(2, runtime.NumCPU())),
+		checking: make(chan struct{}, max(2, runtime.NumCPU())),
 	}
 	if c.Dispatcher != nil {
 		h.delivery = c.Dispatcher

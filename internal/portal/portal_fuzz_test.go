@@ -26,6 +26,7 @@ var fuzzForms = []string{
 	"/webhooks/{loopback}/test",
 	"/webhooks/{loopback}/enabled",
 	"/webhooks/{hook}/token",
+	"/webhooks/{hook}/signature",
 }
 
 // FuzzPortalForm posts any urlencoded body to the form its first byte picks,
@@ -46,6 +47,8 @@ func FuzzPortalForm(f *testing.F) {
 		{"event=license.renewed&checkVerification=on", "event=nope", "event=", ""},
 		{"enabled=true", "enabled=false", "enabled=maybe&next=%2Fwebhooks", "enabled=on&next=https%3A%2F%2Fevil.example%2F"},
 		{"", "password=x"},
+		{"body=%7B%22a%22%3A%22Zo%C3%AB%22%7D&signature=abc", "body=%ff%fe&encoding=text&lineEndings=crlf&signature=sha256%3D00",
+			"body=%0D%0A&encoding=base64", "body=%7B%7D&encoding=nope&lineEndings=nope&signature=%00"},
 	} {
 		for _, b := range bodies {
 			f.Add(uint8(form), b)

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/sigcheck"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -43,9 +45,13 @@ func TestTemplatesParseAndRender(t *testing.T) {
 		"webhook_delete": hook,
 		"webhook":        webhookData{Webhook: hook, Token: "whsec_x", Success: newSuccessChart(now.Truncate(time.Hour).Add(-23*time.Hour), []store.HourOfAttempts{{Start: now.Truncate(time.Hour), Attempts: 4, Succeeded: 3}}), Latency: newLatencyChart([]store.AttemptPoint{{SentAt: now, DurationMS: 12, StatusCode: &ok, Succeeded: true}, {SentAt: now, DurationMS: 40}}), Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}},
 		"webhook_test":   testData{Webhook: hook, Event: "license.created", Result: &delivery.TestResult{Event: "license.created", Succeeded: true, Response: &delivery.TestResponse{StatusCode: 200, Body: "ok"}, VerificationCheck: &delivery.VerificationCheck{Sent: true, StatusCode: &ok}}},
-		"logs":           logsData{Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}, Filter: logFilter{Webhook: "w1", From: "2026-11-01"}, WebhookName: "CRM", Filtered: true, Count: 10000, More: true, Statuses: logStatuses, Pages: pager{Older: "/webhook-event-logs?cursor=x"}},
-		"log":            logData{Log: l, Webhook: hook, Pretty: "{}", Resent: &l.Attempts[0]},
-		"account":        accountData{Name: "Acme", NotificationEmail: "ops@example.com", OwnerEmail: "a@example.com"},
+		"webhook_signature": signatureData{Webhook: hook, Body: "{}", Signature: "x", LineEndings: lineLF, Encoding: bodyText, Bytes: 2,
+			Report: &sigcheck.Report{Signature: "abc=", Given: "x", Checked: true, Causes: []sigcheck.Cause{{Categories: []sigcheck.Category{sigcheck.WrongToken}, Summary: "s", Fix: "f"}},
+				Notes: []sigcheck.Note{{Category: sigcheck.Whitespace, Text: "n"}}, Sent: true, SentDiffAt: 3, SentSignature: "def="}, SentLog: &l},
+		"events":  eventsData{Kinds: catalog.Kinds()},
+		"logs":    logsData{Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}, Filter: logFilter{Webhook: "w1", From: "2026-11-01"}, WebhookName: "CRM", Filtered: true, Count: 10000, More: true, Statuses: logStatuses, Pages: pager{Older: "/webhook-event-logs?cursor=x"}},
+		"log":     logData{Log: l, Webhook: hook, Pretty: "{}", Resent: &l.Attempts[0]},
+		"account": accountData{Name: "Acme", NotificationEmail: "ops@example.com", OwnerEmail: "a@example.com"},
 		"api_tokens": apiTokensData{Tokens: []store.APIToken{{ID: "t1", Name: "CI", Scope: store.ScopeRead, CreatedAt: now, ExpiresAt: &now, LastUsedAt: &now}, {ID: "t2", Name: "First token", Scope: store.ScopeWrite, CreatedAt: now}},
 			Next: "/account/api-tokens?cursor=x", Now: now, Lifetimes: tokenLifetimes, Scope: "read", Errors: fieldErrors{"name": "Name must be 1 to 200 characters."},
 			Created: &store.APIToken{ID: "t1", Name: "CI", Scope: store.ScopeRead}, Secret: "hrld_x"},

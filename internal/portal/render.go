@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
@@ -96,6 +97,8 @@ func navFor(p string) string {
 		return "logs"
 	case strings.HasPrefix(p, "/webhooks"):
 		return "webhooks"
+	case p == "/events":
+		return "events"
 	case strings.HasPrefix(p, "/account/api-tokens"):
 		return "api-tokens"
 	case strings.HasPrefix(p, "/account/members"), strings.HasPrefix(p, "/account/invitations"):
@@ -132,6 +135,10 @@ func funcs(static *staticFiles) template.FuncMap {
 			return many
 		},
 		"str": func(b []byte) string { return string(b) },
+		// inline renders `code` spans of catalog text; anchor is a kind's id
+		// on the catalog page, the same as in docs/events.md.
+		"inline": inlineCode,
+		"anchor": func(k any) string { return catalog.Anchor(fmt.Sprint(k)) },
 		// num reads a status code that may be absent (*int).
 		"num": func(v any) int {
 			if p, ok := v.(*int); ok && p != nil {

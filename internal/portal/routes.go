@@ -35,6 +35,10 @@ func (h *handler) routes() http.Handler {
 	private("POST /webhooks/{id}/delete", h.deleteWebhook)
 	private("GET /webhooks/{id}/test", h.testPage)
 	private("POST /webhooks/{id}/test", h.sendTest)
+	private("GET /webhooks/{id}/signature", h.signaturePage)
+	private("POST /webhooks/{id}/signature", h.checkSignature)
+
+	private("GET /events", h.events)
 
 	private("GET /webhook-event-logs", h.logs)
 	private("GET /webhook-event-logs/{id}", h.eventLog)

@@ -64,6 +64,9 @@ func (h *handler) serve(fn handlerFunc) http.Handler {
 			if r.URL.Path == "/signin" {
 				limit = maxSignInForm
 			}
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/signature") {
+				limit = maxSignatureForm
+			}
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		err := checkURL(r)

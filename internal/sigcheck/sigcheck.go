@@ -1,0 +1,287 @@
+// Package sigcheck owns the reasoning of the portal's signature debugger:
+// given a body, the webhook's token and, optionally, the signature a
+// receiver computed or saw, it gives the signature herald sends over those
+// exact bytes, whether they match, and, when they do not, which mistake
+// reproduces the receiver's signature. Causes are computed, never guessed:
+// each one names a transformation of the body, the token or the signature
+// whose HMAC equals what the receiver has. It imports only the receiver
+// package, so its verdicts use the very signing code of a delivery.
+package sigcheck
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"hash"
+	"strings"
+
+	"github.com/heraldhq/herald/webhook"
+)
+
+// Category groups causes into the mistakes a receiver can make.
+type Category string
+
+const (
+	Reserialised Category = "reserialised" // parsed and written out again
+	Encoding     Category = "encoding"     // the bytes went through another character encoding
+	Whitespace   Category = "whitespace"   // whitespace trimmed, added, or line endings changed
+	WrongToken   Category = "token"        // signed with another key than the webhook's token
+	Format       Category = "format"       // the right MAC, written another way
+	Algorithm    Category = "algorithm"    // not HMAC-SHA256
+)
+
+// Cause is one computed explanation of a mismatch: the transformations
+// under which the receiver's signature is reproduced.
+type Cause struct {
+	Categories []Category
+	Summary    string // one sentence: what the receiver did
+	Fix        string // what to change
+}
+
+// Input is what the debugger was given. Token signs the webhook-signature
+// header; Previous lists earlier tokens still worth checking, and Next the
+// token a rotation under way moves to, if any.
+type Input struct {
+	Body      []byte
+	Signature string // as the receiver has it; empty: only compute herald's
+	Token     string
+	Previous  []string
+	Next      string
+	// Sent is what herald sent for the event the body names, when that
+	// event went to this webhook; nil when unknown. It tells a receiver
+	// whether the body it pasted is the body it was sent.
+	Sent []byte
+}
+
+// Report is the debugger's answer. It never holds a token.
+type Report struct {
+	Signature string // herald's signature over the exact body
+	Given     string // the receiver's signature, trimmed
+	Checked   bool   // a signature was given
+	Match     bool   // it equals herald's, byte for byte
+	Causes    []Cause
+	Notes     []Note // what the body itself shows, signature or not
+
+	// Of the sent event, when Input.Sent was given:
+	Sent          bool
+	SentSame      bool   // the pasted body is exactly the sent one
+	SentDiffAt    int    // else the offset of the first byte that differs
+	SentSignature string // the signature herald sent with it
+	MatchesSent   bool   // the receiver's signature is SentSignature
+}
+
+// Check computes the report for in.
+func Check(in Input) Report {
+	r := Report{Signature: webhook.Sign(in.Token, in.Body), Given: strings.TrimSpace(in.Signature)}
+	r.Notes = notes(in.Body)
+	if in.Sent != nil {
+		r.Sent, r.SentSame = true, bytes.Equal(in.Sent, in.Body)
+		r.SentSignature = webhook.Sign(in.Token, in.Sent)
+		if !r.SentSame {
+			r.SentDiffAt = firstDifference(in.Sent, in.Body)
+		}
+	}
+	if r.Given == "" {
+		return r
+	}
+	r.Checked = true
+	r.Match = hmac.Equal([]byte(r.Given), []byte(r.Signature))
+	if r.Match {
+		return r
+	}
+	r.MatchesSent = r.Sent && hmac.Equal([]byte(r.Given), []byte(r.SentSignature))
+	if r.MatchesSent {
+		return r
+	}
+	r.Causes = causes(in, r.Given)
+	if len(r.Causes) == 0 && r.Sent && !r.SentSame {
+		// The receiver hashed a variant of what it was sent, and the
+		// pasted body is another: start from the sent bytes.
+		sent := in
+		sent.Body = in.Sent
+		r.Causes = causes(sent, r.Given)
+	}
+	return r
+}
+
+func firstDifference(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// key is a candidate signing key and how the receiver came to use it.
+type key struct {
+	bytes []byte
+	cause *Cause // nil: the webhook's token as it is
+}
+
+// keys lists the token and the ways a receiver commonly ends up with
+// another key.
+func keys(in Input) []key {
+	out := []key{{bytes: []byte(in.Token)}}
+	add := func(b []byte, summary, fix string) {
+		if len(b) == 0 || bytes.Equal(b, []byte(in.Token)) {
+			return
+		}
+		out = append(out, key{bytes: b, cause: &Cause{Categories: []Category{WrongToken}, Summary: summary, Fix: fix}})
+	}
+	add([]byte(in.Next), "The receiver signs with the token the webhook's rotation moves to, while the webhook-signature header is still signed with the current one.",
+		"Until the rotation ends, verify webhook-signature with the current token, or the next token's own header; accept either.")
+	for _, p := range in.Previous {
+		add([]byte(p), "The receiver signs with the webhook's previous token.",
+			"Use the current token (Reveal token on the webhook's page).")
+	}
+	add([]byte(in.Token+"\n"), "The receiver's token ends with a line break (read from a file or an environment variable with its newline).",
+		"Trim the token where it is read.")
+	add([]byte(in.Token+"\r\n"), "The receiver's token ends with a Windows line break (CRLF).",
+		"Trim the token where it is read.")
+	add([]byte(" "+in.Token), "The receiver's token starts with a space.", "Trim the token where it is read.")
+	add([]byte(in.Token+" "), "The receiver's token ends with a space.", "Trim the token where it is read.")
+	if rest, ok := strings.CutPrefix(in.Token, "whsec_"); ok {
+		add([]byte(rest), "The receiver signs with the token without its whsec_ prefix.",
+			"Use the whole token, whsec_ included, as the HMAC key.")
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if b, err := enc.DecodeString(rest); err == nil {
+				add(b, "The receiver Base64-decodes the token before using it as the key (as Standard Webhooks libraries do).",
+					"Use the token's text as the key, unchanged: herald's signature is not the Standard Webhooks scheme.")
+				break
+			}
+		}
+	}
+	return out
+}
+
+// causes finds every combination of a body variant and a key whose
+// HMAC-SHA256 is the given signature (decoded every way a signature is
+// commonly written), then signatures made with another hash.
+func causes(in Input, given string) []Cause {
+	macs, format := decodings(given)
+	bodies := variants(in.Body)
+	var out []Cause
+	seen := map[string]bool{}
+	addCause := func(c Cause) {
+		if !seen[c.Summary] {
+			seen[c.Summary] = true
+			out = append(out, c)
+		}
+	}
+	for _, k := range keys(in) {
+		for _, v := range bodies {
+			m := hmac.New(sha256.New, k.bytes)
+			m.Write(v.body)
+			sum := m.Sum(nil)
+			for i, mac := range macs {
+				if !hmac.Equal(sum, mac) {
+					continue
+				}
+				c := combine(v.cause, k.cause, format[i])
+				if c.Summary == "" {
+					// Base64 decoding skips line breaks: the same MAC, other text.
+					c = Cause{Categories: []Category{Format}, Summary: "The receiver's signature holds the right HMAC with extra characters (such as line breaks) inside.",
+						Fix: "Compare against the header's value exactly, with nothing added."}
+				}
+				addCause(c)
+			}
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, alg := range []struct {
+		name string
+		h    func() hash.Hash
+	}{{"HMAC-SHA1", sha1.New}, {"HMAC-SHA512", sha512.New}} {
+		m := hmac.New(alg.h, []byte(in.Token))
+		m.Write(in.Body)
+		sum := m.Sum(nil)
+		for _, mac := range macs {
+			if hmac.Equal(sum, mac) {
+				addCause(Cause{Categories: []Category{Algorithm}, Summary: "The receiver computes " + alg.name + ", not HMAC-SHA256.",
+					Fix: "Use HMAC with SHA-256, keyed with the token, over the raw body."})
+			}
+		}
+	}
+	plain := sha256.Sum256(in.Body)
+	for _, mac := range macs {
+		if hmac.Equal(plain[:], mac) {
+			addCause(Cause{Categories: []Category{Algorithm}, Summary: "The receiver computes a plain SHA-256 of the body, without the token.",
+				Fix: "Use HMAC-SHA256 keyed with the token."})
+		}
+	}
+	return out
+}
+
+// combine joins the parts of a cause; nil parts are the exact body, the
+// webhook's token, or a signature in herald's own form.
+func combine(parts ...*Cause) Cause {
+	var c Cause
+	var summaries, fixes []string
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		c.Categories = append(c.Categories, p.Categories...)
+		summaries, fixes = append(summaries, p.Summary), append(fixes, p.Fix)
+	}
+	c.Summary, c.Fix = strings.Join(summaries, " "), strings.Join(fixes, " ")
+	return c
+}
+
+// decodings reads the given signature every way one is commonly written:
+// herald's standard Base64, Base64 without padding, URL-safe Base64, hex,
+// and each after a scheme prefix. The second result says, for each MAC,
+// what differed from herald's form (nil: nothing).
+func decodings(given string) ([][]byte, []*Cause) {
+	var macs [][]byte
+	var why []*Cause
+	add := func(b []byte, c *Cause) {
+		for _, m := range macs {
+			if bytes.Equal(m, b) {
+				return
+			}
+		}
+		macs, why = append(macs, b), append(why, c)
+	}
+	for _, p := range []string{"", "sha256=", "v1,", "v1="} {
+		s, ok := strings.CutPrefix(given, p)
+		if !ok {
+			continue
+		}
+		prefix := ""
+		if p != "" {
+			prefix = "It carries a " + p + " prefix, which herald's header does not have. "
+		}
+		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+			add(b, formatCause(prefix, ""))
+		}
+		if b, err := base64.RawStdEncoding.DecodeString(s); err == nil {
+			add(b, formatCause(prefix, "It is Base64 without its = padding. "))
+		}
+		for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.RawURLEncoding} {
+			if b, err := enc.DecodeString(s); err == nil {
+				add(b, formatCause(prefix, "It is URL-safe Base64 (- and _ instead of + and /). "))
+			}
+		}
+		if b, err := hex.DecodeString(s); err == nil {
+			add(b, formatCause(prefix, "It is hexadecimal, not Base64. "))
+		}
+	}
+	return macs, why
+}
+
+func formatCause(prefix, how string) *Cause {
+	if prefix == "" && how == "" {
+		return nil
+	}
+	return &Cause{Categories: []Category{Format}, Summary: strings.TrimSpace("The receiver computes the right HMAC but writes it differently. " + prefix + how),
+		Fix: "Compare against the standard Base64 of the HMAC (with padding), as the webhook-signature header carries it."}
+}
