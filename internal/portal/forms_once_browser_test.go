@@ -45,6 +45,27 @@ func (b *tab) until(what, js string) {
 	}
 }
 
+// afterNavigation waits until js is true in the page a navigation already
+// under way leads to. Evaluating while the old page is torn down can fail
+// ("Cannot find context with specified id"), so each try is short and its
+// error only means "not yet".
+func (b *tab) afterNavigation(what, js string) {
+	b.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("waiting for %s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // endSession ends the tab's session on the server, as its expiry would.
 func (b *tab) endSession(h *heraldtest.Herald) {
 	b.t.Helper()
@@ -100,7 +121,7 @@ func TestBrowserDoubleSubmitsActOnce(t *testing.T) {
 			b.screenshot("test-in-progress-" + s.name)
 			heraldtest.Eventually(t, 30*time.Second, "the test at the receiver", func() bool { return rcv.Count() >= 1 })
 			close(release)
-			b.do(chromedp.WaitVisible(chromedp.CSS("#test-result")))
+			b.afterNavigation("the Test's result", `!!document.querySelector("#test-result")`)
 			b.contains("#test-result", "Delivered.")
 			if n := rcv.Count(); n != 1 {
 				t.Errorf("a double click on Send test sent %d requests; want 1", n)
