@@ -92,7 +92,11 @@ type WebhookLimitError struct {
 }
 
 func (e *WebhookLimitError) Error() string {
-	return fmt.Sprintf("this account may have at most %d webhooks; it has %d", e.Limit, e.Count)
+	noun := "webhooks"
+	if e.Limit == 1 {
+		noun = "webhook"
+	}
+	return fmt.Sprintf("this account may have at most %d %s; it has %d", e.Limit, noun, e.Count)
 }
 
 // checkWebhookCap refuses one more webhook for an account at its cap. The
