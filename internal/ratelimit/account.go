@@ -13,12 +13,13 @@ import (
 // use, with bursts of twice the rate, as the token limit has. An account
 // with no rate set is not counted here. A nil *Accounts allows everything.
 type Accounts struct {
+	now    func() time.Time
 	mu     sync.Mutex
 	byRate map[int64]*Limiter
 }
 
 // NewAccounts returns an empty set of account limiters.
-func NewAccounts() *Accounts { return &Accounts{byRate: map[int64]*Limiter{}} }
+func NewAccounts() *Accounts { return &Accounts{now: time.Now, byRate: map[int64]*Limiter{}} }
 
 // Allow counts a request of account against rate requests per second.
 func (a *Accounts) Allow(account string, rate int64) Decision {
@@ -34,6 +35,7 @@ func (a *Accounts) limiter(rate int64) *Limiter {
 	l := a.byRate[rate]
 	if l == nil {
 		l = New(float64(rate), int(max(2, 2*rate)))
+		l.now = a.now
 		a.byRate[rate] = l
 	}
 	return l
@@ -55,16 +57,25 @@ func (a *Accounts) Run(ctx context.Context, shared Shared, log *slog.Logger) {
 			return
 		case <-t.C:
 		}
-		a.mu.Lock()
-		rates := make(map[int64]*Limiter, len(a.byRate))
-		for r, l := range a.byRate {
-			rates[r] = l
-		}
-		a.mu.Unlock()
-		for r, l := range rates {
-			if err := l.sync(ctx, shared, "c"+strconv.FormatInt(r, 10)+"/"); err != nil && ctx.Err() == nil {
-				log.Warn("share account rate-limit counts", "err", err)
-			}
+		if err := a.sync(ctx, shared); err != nil && ctx.Err() == nil {
+			log.Warn("share account rate-limit counts", "err", err)
 		}
 	}
+}
+
+// sync shares each rate's counts once; it returns the first error.
+func (a *Accounts) sync(ctx context.Context, shared Shared) error {
+	a.mu.Lock()
+	rates := make(map[int64]*Limiter, len(a.byRate))
+	for r, l := range a.byRate {
+		rates[r] = l
+	}
+	a.mu.Unlock()
+	var first error
+	for r, l := range rates {
+		if err := l.sync(ctx, shared, "c"+strconv.FormatInt(r, 10)+"/"); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
