@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	hc "github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/ratelimit"
 )
 
 // TestAccountLimits: an operator sets an account's limits through the
@@ -120,4 +122,46 @@ func patch(t *testing.T, url, body string) (int, string) {
 		t.Errorf("PATCH %s: the answer is not JSON: %s", body, b)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// Two heralds on one PostgreSQL count an account's rate together: calls
+// one of them made are refused by the other, whatever the tokens.
+func TestAccountRateIsSharedByProcesses(t *testing.T) {
+	t.Parallel()
+	db := heraldtest.PostgresURL(t)
+	h1 := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, OperatorToken: operatorToken})
+	h2 := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Key: h1.Options.Key, Token: h1.Token, OperatorToken: operatorToken})
+	ctx := t.Context()
+	op := hc.New(h1.URL, operatorToken, nil)
+	accts, err := op.ListAccounts(ctx, hc.ListOptions{})
+	if err != nil || len(accts.Data) != 1 {
+		t.Fatalf("accounts: %+v, %v", accts, err)
+	}
+	if _, err := op.SetAccountLimits(ctx, accts.Data[0].ID, hc.LimitsChange{APIRequestsPerSecond: hc.To(5)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 { // the burst, spent on h1
+		if _, err := h1.API.ListWebhooks(ctx, hc.WebhookFilter{}); err != nil {
+			t.Fatalf("call %d within the burst: %v", i, err)
+		}
+	}
+	if _, err := h2.API.ListWebhooks(ctx, hc.WebhookFilter{}); err != nil {
+		t.Logf("h2's first call: %v", err) // refused already if h2 had heard of h1's calls
+	}
+	time.Sleep(3 * ratelimit.SyncInterval) // both share their counts
+	allowed := 0
+	for range 9 { // alone, h2 would allow all nine
+		_, err := h2.API.ListWebhooks(ctx, hc.WebhookFilter{})
+		var ce *hc.Error
+		if errors.As(err, &ce) && ce.Status == 429 {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		allowed++
+	}
+	if allowed > 4 {
+		t.Errorf("h2 allowed %d calls after h1 spent the burst; want it refused within a few", allowed)
+	}
 }
