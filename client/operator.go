@@ -72,4 +72,46 @@ type Account struct {
 	NotificationEmail string    `json:"notificationEmail"`
 	CreatedAt         time.Time `json:"createdAt"`
 	UpdatedAt         time.Time `json:"updatedAt"`
+	Limits            Limits    `json:"limits"`
+}
+
+// Limits are the limits an operator set on an account; nil is the
+// server-wide default (no cap on webhooks; no rate beyond each API token's
+// own).
+type Limits struct {
+	Webhooks             *int64 `json:"webhooks"`
+	APIRequestsPerSecond *int64 `json:"apiRequestsPerSecond"`
+}
+
+// LimitsChange is what SetAccountLimits changes: a nil field stays as it
+// is; a Limit changes it.
+type LimitsChange struct {
+	Webhooks             *Limit
+	APIRequestsPerSecond *Limit
+}
+
+// Limit is one limit's new value: To(n), or Default() for the server-wide
+// default.
+type Limit struct{ n *int64 }
+
+// To is the limit n.
+func To(n int64) *Limit { return &Limit{&n} }
+
+// Default puts a limit back to the server-wide default.
+func Default() *Limit { return &Limit{} }
+
+// SetAccountLimits changes an account's limits and returns the account. An
+// invalid limit is a 422 *Error naming it (limits.webhooks), and changes
+// nothing.
+func (c *Client) SetAccountLimits(ctx context.Context, id string, ch LimitsChange) (Account, error) {
+	limits := map[string]any{}
+	if ch.Webhooks != nil {
+		limits["webhooks"] = ch.Webhooks.n
+	}
+	if ch.APIRequestsPerSecond != nil {
+		limits["apiRequestsPerSecond"] = ch.APIRequestsPerSecond.n
+	}
+	var out Account
+	err := c.do(ctx, "PATCH", "/v3/operator/accounts/"+esc(id), nil, map[string]any{"limits": limits}, &out)
+	return out, err
 }

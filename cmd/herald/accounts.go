@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,6 +23,7 @@ with herald stopped, as SQLite serves one process):
   herald accounts list
   herald accounts delete ID
   herald accounts link ID --public-url URL [--ttl 5m]
+  herald accounts limits ID [--webhooks N|default] [--api-rps N|default]
   herald accounts reset-password --email E
 `
 
@@ -29,7 +31,7 @@ with herald stopped, as SQLite serves one process):
 // forgotten password's reset, for whoever holds the database.
 func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"herald accounts", errors.New("name a command: create, list, delete, link or reset-password")}
+		return usageError{"herald accounts", errors.New("name a command: create, list, delete, link, limits or reset-password")}
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
@@ -125,6 +127,35 @@ func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stdout, "%s\n(works once, until %s)\n", l.URL, l.ExpiresAt.Format(time.RFC3339))
 			return nil
 		}
+	case "limits":
+		webhooks := e.fs.String("webhooks", "", "the most webhooks the account may have, 1 to 1000000, or default (no cap); left out: unchanged")
+		rps := e.fs.String("api-rps", "", "API requests per second across all the account's tokens (bursts of twice as many), 1 to 1000000, or default (none beyond each token's own); left out: unchanged")
+		pos, err := parseArgs(e, args[1:], 1, "an account ID")
+		if err != nil {
+			return err
+		}
+		var p store.LimitsPatch
+		var msgs []string
+		p.Webhooks = limitFlag(&msgs, "--webhooks", *webhooks)
+		p.APIRequestsPerSecond = limitFlag(&msgs, "--api-rps", *rps)
+		if len(msgs) > 0 {
+			return errors.New(strings.Join(msgs, "; "))
+		}
+		run = func(st *store.Store) error {
+			a, err := st.SetAccountLimits(ctx, pos[0], p)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no account %s", pos[0])
+			}
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return printJSON(stdout, accountOut(a))
+			}
+			fmt.Fprintf(stdout, "account %s: webhooks %s, API requests per second %s\n", a.ID,
+				limitText(a.Limits.Webhooks, "no cap"), limitText(a.Limits.APIRequestsPerSecond, "each token's own rate"))
+			return nil
+		}
 	case "reset-password":
 		email := e.fs.String("email", "", "the address the user signs in with (required)")
 		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
@@ -148,7 +179,7 @@ func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return nil
 		}
 	default:
-		return usageError{"herald accounts", fmt.Errorf("unknown command %q; want create, list, delete, link or reset-password", args[0])}
+		return usageError{"herald accounts", fmt.Errorf("unknown command %q; want create, list, delete, link, limits or reset-password", args[0])}
 	}
 	st, err := openExisting(ctx, sf, stderr)
 	if err != nil {
@@ -203,6 +234,30 @@ func listAccounts(ctx context.Context, st *store.Store, stdout io.Writer, asJSON
 	return tw.Flush()
 }
 
+// limitFlag reads a limit flag: "" leaves the limit, "default" clears it,
+// else a whole number from 1 to store.MaxAccountLimit.
+func limitFlag(msgs *[]string, name, v string) *store.LimitChange {
+	switch v {
+	case "":
+		return nil
+	case "default":
+		return &store.LimitChange{}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > store.MaxAccountLimit {
+		*msgs = append(*msgs, fmt.Sprintf("%s %q: want a whole number from 1 to %d, or default", name, v, store.MaxAccountLimit))
+		return nil
+	}
+	return &store.LimitChange{Value: &n}
+}
+
+func limitText(n *int64, def string) string {
+	if n == nil {
+		return "default (" + def + ")"
+	}
+	return strconv.FormatInt(*n, 10)
+}
+
 // flagErrors joins validator errors, whose fields are flag names, into one.
 func flagErrors(ve validator.Errors) error {
 	if len(ve) == 0 {
@@ -222,8 +277,14 @@ type accountJSON struct {
 	NotificationEmail string    `json:"notificationEmail"`
 	CreatedAt         time.Time `json:"createdAt"`
 	UpdatedAt         time.Time `json:"updatedAt"`
+	Limits            struct {
+		Webhooks             *int64 `json:"webhooks"`
+		APIRequestsPerSecond *int64 `json:"apiRequestsPerSecond"`
+	} `json:"limits"`
 }
 
 func accountOut(a store.Account) accountJSON {
-	return accountJSON{a.ID, a.Name, a.NotificationEmail, a.CreatedAt, a.UpdatedAt}
+	out := accountJSON{ID: a.ID, Name: a.Name, NotificationEmail: a.NotificationEmail, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+	out.Limits.Webhooks, out.Limits.APIRequestsPerSecond = a.Limits.Webhooks, a.Limits.APIRequestsPerSecond
+	return out
 }

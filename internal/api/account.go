@@ -8,15 +8,24 @@ import (
 )
 
 type accountJSON struct {
-	ID                string `json:"id"`
-	Name              string `json:"name"`
-	NotificationEmail string `json:"notificationEmail"`
-	CreatedAt         string `json:"createdAt"`
-	UpdatedAt         string `json:"updatedAt"`
+	ID                string     `json:"id"`
+	Name              string     `json:"name"`
+	NotificationEmail string     `json:"notificationEmail"`
+	CreatedAt         string     `json:"createdAt"`
+	UpdatedAt         string     `json:"updatedAt"`
+	Limits            limitsJSON `json:"limits"`
+}
+
+// limitsJSON are an account's limits; null is the server-wide default (no
+// cap on webhooks; no rate beyond each API token's own).
+type limitsJSON struct {
+	Webhooks             *int64 `json:"webhooks"`
+	APIRequestsPerSecond *int64 `json:"apiRequestsPerSecond"`
 }
 
 func toAccountJSON(a store.Account) accountJSON {
-	return accountJSON{a.ID, a.Name, a.NotificationEmail, ts(a.CreatedAt), ts(a.UpdatedAt)}
+	return accountJSON{a.ID, a.Name, a.NotificationEmail, ts(a.CreatedAt), ts(a.UpdatedAt),
+		limitsJSON{a.Limits.Webhooks, a.Limits.APIRequestsPerSecond}}
 }
 
 func (a *API) getAccount(w http.ResponseWriter, r *http.Request) error {

@@ -63,6 +63,15 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		if !a.allow(w, r, a.limits.ByCredential(hash), "API token") {
 			return
 		}
+		if rps := acct.Limits.APIRequestsPerSecond; rps != nil {
+			if d := a.limits.Accounts.Allow(acct.ID, *rps); !d.Allowed {
+				d.SetHeaders(w.Header())
+				a.writeError(w, r, problem(http.StatusTooManyRequests, "rate-limited", "Too many requests",
+					fmt.Sprintf("this account has made more requests than its limit of %d a second (bursts of %d), set by the operator for the account and counted across all its API tokens; retry after %s seconds",
+						*rps, d.Limit, w.Header().Get("Retry-After"))))
+				return
+			}
+		}
 		if tok.Scope != store.ScopeWrite && !readOnly(r.Method) {
 			a.writeError(w, r, problem(http.StatusForbidden, "read-only-token", "Forbidden",
 				"this API token's scope is read: it may make GET calls only; use a write token to make changes"))

@@ -53,6 +53,7 @@ func (a *API) operator() http.Handler {
 func (a *API) operatorRoutes(h func(pattern string, fn handler)) {
 	h("POST /v3/operator/accounts", a.createAccount)
 	h("GET /v3/operator/accounts", a.listAccounts)
+	h("PATCH /v3/operator/accounts/{id}", a.setAccountLimits)
 	h("DELETE /v3/operator/accounts/{id}", a.deleteAccount)
 	h("POST /v3/operator/accounts/{id}/portal-link", a.createPortalLink)
 }

@@ -65,6 +65,11 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 		n.Token = *in.Token
 	}
 	hook, err := a.store.CreateWebhook(r.Context(), accountID(r), n)
+	var le *store.WebhookLimitError
+	if errors.As(err, &le) {
+		return problem(http.StatusConflict, "webhook-limit", "Webhook limit reached",
+			le.Error()+"; delete one, or ask whoever runs herald to raise the limit")
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 
@@ -25,6 +26,7 @@ type webhookFormData struct {
 	Form    webhookForm
 	Kinds   []kindOption
 	Errors  fieldErrors
+	Refusal string // why the webhook was not added, beyond its fields (the account's webhook limit)
 }
 
 type kindOption struct {
@@ -67,7 +69,7 @@ func (h *handler) check(f *webhookForm, create bool) fieldErrors {
 func (h *handler) newWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d := webhookFormData{Form: webhookForm{Token: auth.NewWebhookToken(), Enabled: true}}
 	if f := flashFrom(r.Context()); f.Form != nil {
-		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
+		d.Form, d.Errors, d.Refusal = webhookFormFrom(f.Form), f.Errors, f.Error
 		if !f.Form.Has("token") {
 			d.Form.Token = auth.NewWebhookToken()
 		}
@@ -87,6 +89,12 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 	}
 	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
 		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token})
+	var le *store.WebhookLimitError
+	if errors.As(err, &le) {
+		// The same words as the API's 409: the limit and how many exist.
+		return h.redirectWith(w, r, "/webhooks/new", flash{Status: http.StatusConflict, Form: typed(r.PostForm),
+			Error: "The webhook was not added: " + le.Error() + ". Delete one, or ask whoever runs herald to raise the limit."})
+	}
 	if err != nil {
 		return err
 	}

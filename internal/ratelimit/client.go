@@ -81,8 +81,9 @@ func (p Proxies) ClientAddr(r *http.Request) string {
 // Limits are the rate limits of herald's HTTP surface. The zero value, and
 // nil limiters in it, limit nothing.
 type Limits struct {
-	Token     *Limiter // per API token, and per portal session
-	Anonymous *Limiter // per client address, for requests without valid credentials
+	Token     *Limiter  // per API token, and per portal session
+	Anonymous *Limiter  // per client address, for requests without valid credentials
+	Accounts  *Accounts // per account, at the rate an operator set for it
 	Proxies   Proxies
 }
 

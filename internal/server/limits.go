@@ -19,6 +19,7 @@ func (s *Server) shareLimits(ctx context.Context) {
 		shared := sharedCounts{s.Store}
 		wg.Go(func() { s.limits.Token.Run(ctx, shared, "t", s.log) })
 		wg.Go(func() { s.limits.Anonymous.Run(ctx, shared, "a", s.log) })
+		wg.Go(func() { s.limits.Accounts.Run(ctx, shared, s.log) })
 	}
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()

@@ -252,6 +252,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.limits = ratelimit.Limits{
 		Token:     ratelimit.New(tokenRate, max(2, int(2*tokenRate))),
 		Anonymous: ratelimit.New(anonRate, max(2, int(2*anonRate))),
+		Accounts:  ratelimit.NewAccounts(),
 		Proxies:   cfg.TrustedProxies,
 	}
 	deviceKey := cfg.DeviceKey

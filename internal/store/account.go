@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,40 @@ type Account struct {
 	NotificationEmail string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	Limits            AccountLimits
+}
+
+// AccountLimits are the limits an operator sets on one account; nil is the
+// server-wide default. Webhooks caps the account's webhooks (default: no
+// cap). APIRequestsPerSecond is the rate every API request made with any of
+// the account's tokens counts against, with bursts of twice as many
+// (default: none beyond each token's own --rate-limit).
+type AccountLimits struct {
+	Webhooks             *int64
+	APIRequestsPerSecond *int64
+}
+
+// MaxAccountLimit is the largest value either limit takes.
+const MaxAccountLimit = 1_000_000
+
+// accountColumns are the columns scanAccount reads, in its order.
+const accountColumns = `id, name, notification_email, created_at, updated_at, max_webhooks, api_requests_per_second`
+
+// accountFields are the Scan destinations of accountColumns; done fills in
+// what needs converting once scanned.
+func accountFields(a *Account) (fields []any, done func()) {
+	var c, u int64
+	var mw, rps sql.NullInt64
+	return []any{&a.ID, &a.Name, &a.NotificationEmail, &c, &u, &mw, &rps}, func() {
+		a.CreatedAt, a.UpdatedAt = fromMS(c), fromMS(u)
+		a.Limits = AccountLimits{}
+		if mw.Valid {
+			a.Limits.Webhooks = &mw.Int64
+		}
+		if rps.Valid {
+			a.Limits.APIRequestsPerSecond = &rps.Int64
+		}
+	}
 }
 
 // Bootstrap is the first account, created on a first start.
@@ -97,13 +132,48 @@ func (s *Store) CreateAccount(ctx context.Context, b Bootstrap) (Account, error)
 
 // Account returns one account.
 func (s *Store) Account(ctx context.Context, id string) (Account, error) {
-	return s.scanAccount(s.QueryRow(ctx, `SELECT id, name, notification_email, created_at, updated_at FROM accounts WHERE id = ?`, id))
+	return s.scanAccount(s.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE id = ?`, id))
 }
 
 // AccountPatch holds the fields to change; nil leaves a field as it is.
 type AccountPatch struct {
 	Name              *string
 	NotificationEmail *string
+}
+
+// LimitsPatch holds the limits to change: a field set changes its limit,
+// to Value, or back to the default when Value is nil.
+type LimitsPatch struct {
+	Webhooks             *LimitChange
+	APIRequestsPerSecond *LimitChange
+}
+
+// LimitChange is one limit's new value; a nil Value is the default.
+type LimitChange struct{ Value *int64 }
+
+// SetAccountLimits changes an account's limits and returns the account. A
+// missing account is ErrNotFound.
+func (s *Store) SetAccountLimits(ctx context.Context, id string, p LimitsPatch) (Account, error) {
+	err := s.InTx(ctx, func(tx *Tx) error {
+		set, args := []string{"updated_at = ?"}, []any{ms(s.now())}
+		for _, c := range []struct {
+			col string
+			ch  *LimitChange
+		}{{"max_webhooks", p.Webhooks}, {"api_requests_per_second", p.APIRequestsPerSecond}} {
+			if c.ch != nil {
+				set, args = append(set, c.col+" = ?"), append(args, c.ch.Value)
+			}
+		}
+		res, err := tx.Exec(ctx, `UPDATE accounts SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...)
+		if err != nil {
+			return fmt.Errorf("set account limits: %w", err)
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return Account{}, err
+	}
+	return s.Account(ctx, id)
 }
 
 // UpdateAccount changes an account.
@@ -124,15 +194,15 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, p AccountPatch) (A
 
 func (s *Store) scanAccount(row *sql.Row) (Account, error) {
 	var a Account
-	var c, u int64
-	err := row.Scan(&a.ID, &a.Name, &a.NotificationEmail, &c, &u)
+	fields, done := accountFields(&a)
+	err := row.Scan(fields...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Account{}, ErrNotFound
 	}
 	if err != nil {
 		return Account{}, fmt.Errorf("read account: %w", err)
 	}
-	a.CreatedAt, a.UpdatedAt = fromMS(c), fromMS(u)
+	done()
 	return a, nil
 }
 

@@ -11,7 +11,7 @@ import (
 // query in the store not scoped to an account.
 func (s *Store) Accounts(ctx context.Context, p Page) (list []Account, next string, err error) {
 	// apply adds its keyset condition with AND.
-	q, args := p.apply(`SELECT id, name, notification_email, created_at, updated_at FROM accounts WHERE 1 = 1`, nil)
+	q, args := p.apply(`SELECT `+accountColumns+` FROM accounts WHERE 1 = 1`, nil)
 	rows, err := s.Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list accounts: %w", err)
@@ -19,11 +19,11 @@ func (s *Store) Accounts(ctx context.Context, p Page) (list []Account, next stri
 	defer rows.Close()
 	for rows.Next() {
 		var a Account
-		var c, u int64
-		if err := rows.Scan(&a.ID, &a.Name, &a.NotificationEmail, &c, &u); err != nil {
+		fields, done := accountFields(&a)
+		if err := rows.Scan(fields...); err != nil {
 			return nil, "", fmt.Errorf("list accounts: %w", err)
 		}
-		a.CreatedAt, a.UpdatedAt = fromMS(c), fromMS(u)
+		done()
 		list = append(list, a)
 	}
 	if err := rows.Err(); err != nil {

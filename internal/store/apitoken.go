@@ -124,19 +124,19 @@ func (s *Store) RevokeAPIToken(ctx context.Context, accountID, id string) error 
 // ErrNotFound. It only reads; Authenticate also records the use.
 func (s *Store) APITokenByHash(ctx context.Context, hash string) (Account, APIToken, error) {
 	var a Account
-	var ac, au int64
-	row := s.QueryRow(ctx, `SELECT a.id, a.name, a.notification_email, a.created_at, a.updated_at,
+	fields, done := accountFields(&a)
+	row := s.QueryRow(ctx, `SELECT a.id, a.name, a.notification_email, a.created_at, a.updated_at, a.max_webhooks, a.api_requests_per_second,
 t.id, t.account_id, t.name, t.scope, t.created_at, t.expires_at, t.last_used_at
 FROM api_tokens t JOIN accounts a ON a.id = t.account_id
 WHERE t.token_hash = ? AND (t.expires_at IS NULL OR t.expires_at > ?)`, hash, ms(s.now()))
-	t, err := scanAPIToken(prefixScanner{row, []any{&a.ID, &a.Name, &a.NotificationEmail, &ac, &au}})
+	t, err := scanAPIToken(prefixScanner{row, fields})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Account{}, APIToken{}, ErrNotFound
 	}
 	if err != nil {
 		return Account{}, APIToken{}, fmt.Errorf("read api token: %w", err)
 	}
-	a.CreatedAt, a.UpdatedAt = fromMS(ac), fromMS(au)
+	done()
 	return a, t, nil
 }
 

@@ -66,16 +66,59 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now))}
 	events, _ := json.Marshal(n.Events)
 	err := s.InTx(ctx, func(tx *Tx) error {
+		if err := checkWebhookCap(ctx, tx, accountID); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, account_id, name, url, events, enabled, status, token_sealed, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, accountID, w.Name, w.URL, string(events), w.Enabled, string(Healthy),
 			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now))
 		return err
 	})
+	var le *WebhookLimitError
+	if errors.As(err, &le) {
+		return Webhook{}, err
+	}
 	if err != nil {
 		return Webhook{}, fmt.Errorf("create webhook: %w", err)
 	}
 	return w, nil
+}
+
+// WebhookLimitError is CreateWebhook's answer when the account already has
+// as many webhooks as its limit allows.
+type WebhookLimitError struct {
+	Limit, Count int64
+}
+
+func (e *WebhookLimitError) Error() string {
+	noun := "webhooks"
+	if e.Limit == 1 {
+		noun = "webhook"
+	}
+	return fmt.Sprintf("this account may have at most %d %s; it has %d", e.Limit, noun, e.Count)
+}
+
+// checkWebhookCap refuses one more webhook for an account at its cap. The
+// account's row is locked first (on PostgreSQL; SQLite's writer holds the
+// database's write lock from BEGIN), so concurrent creates for one account
+// count one after another and never exceed the cap together.
+func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
+	var max sql.NullInt64
+	if err := tx.QueryRow(ctx, `SELECT max_webhooks FROM accounts WHERE id = ?`+tx.ForUpdate(), accountID).Scan(&max); err != nil {
+		return notFound(err, "read webhook limit")
+	}
+	if !max.Valid {
+		return nil
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM webhooks WHERE account_id = ?`, accountID).Scan(&n); err != nil {
+		return fmt.Errorf("count webhooks: %w", err)
+	}
+	if n >= max.Int64 {
+		return &WebhookLimitError{Limit: max.Int64, Count: n}
+	}
+	return nil
 }
 
 const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at`

@@ -68,6 +68,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"FormKeysKeepAnswersOnlyOfChanges", 1, testFormKeysSettle},
 		{"TokenRotationOverlapsThenSwitches", 1, testTokenRotation},
 		{"AttemptHeadersAreKeptBounded", 1, testAttemptHeadersAreKeptBounded},
+		{"AccountLimitsCapWebhooksEvenConcurrently", 3, testAccountLimits},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
