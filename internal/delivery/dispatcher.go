@@ -366,7 +366,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 		o.Result, o.Reason = store.Cancel, "webhook disabled before this attempt; no delivery attempted"
 		return o
 	case c.Health == store.Suspended:
-		o.Result, o.Reason = store.Cancel, "webhook suspended before this attempt; no automatic delivery (resend to deliver)"
+		o.Result, o.Reason = store.Cancel, store.ReasonSuspendedBefore
 		return o
 	}
 	if d.stopping.Load() { // stopping: not attempted, due again at once

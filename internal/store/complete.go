@@ -54,6 +54,9 @@ type Outcome struct {
 	Attempt   *AttemptRecord // nil for Cancel
 	NextAt    time.Time      // for Retry
 	Reason    string         // retry or cancel reason
+	// Recovery names the recovery that made this resend, which counts it
+	// in the same transaction; "" for any other attempt.
+	Recovery string
 }
 
 // AttemptRecord is what one POST saw.
@@ -119,6 +122,11 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			applied := moved[o.LogID]
 			if o.Trigger != TriggerAutomatic || perLog[o.LogID] > 1 {
 				if applied, err = tx.recordOutcome(ctx, o, now); err != nil {
+					return err
+				}
+			}
+			if applied && o.Recovery != "" {
+				if err := tx.recordRecovery(ctx, o); err != nil {
 					return err
 				}
 			}

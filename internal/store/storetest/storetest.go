@@ -2,7 +2,7 @@
 // Exercise(t, newURL) checks claims and leases, outcomes and health,
 // concurrency across several store handles on one database (as several
 // herald processes would hold), the email outbox, retention, migrations,
-// wake-ups, idempotency keys and API tokens. A behaviour is tested here, across engines, never in one engine's
+// wake-ups, idempotency keys, API tokens and recoveries. A behaviour is tested here, across engines, never in one engine's
 // test alone. It drives the store directly, with a clock the test moves.
 package storetest
 
@@ -56,6 +56,9 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"APITokenUseIsRecordedSparinglyAndRevocationSeenEverywhere", 2, testAPITokenUseAcrossProcesses},
 		{"WebhookListsSearchCountAndPage", 1, testWebhookListsSearchCountAndPage},
 		{"LogListsFilterCountAndPage", 1, testLogListsFilterCountAndPage},
+		{"RecoveryChoosesItsLogs", 1, testRecoveryChoosesItsLogs},
+		{"RecoveryResendsEachLogOnceAcrossATakeover", 3, testRecoveryResendsEachLogOnce},
+		{"RecoveryGivesBackUnsentLogsAndStopsWhenDisabled", 1, testRecoveryStopsWhenDisabled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
