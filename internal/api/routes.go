@@ -81,6 +81,10 @@ func New(c Config) http.Handler {
 	h("DELETE /v3/webhooks/{id}", a.deleteWebhook)
 	h("GET /v3/webhooks/{id}/token", a.getWebhookToken)
 	h("POST /v3/webhooks/{id}/test", a.testWebhook)
+	h("POST /v3/webhooks/{id}/recover", a.recoverWebhook)
+	h("GET /v3/webhooks/{id}/recoveries", a.listRecoveries)
+	h("GET /v3/webhooks/{id}/recoveries/{rid}", a.getRecovery)
+	h("DELETE /v3/webhooks/{id}/recoveries/{rid}", a.cancelRecovery)
 
 	h("GET /v3/webhook-event-logs", a.listLogs)
 	h("GET /v3/webhook-event-logs/{id}", a.getLog)

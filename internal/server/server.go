@@ -191,6 +191,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			log.Warn("attempts left in flight by a previous run are due again", "logs", n)
 			dm.TookOver(int(n))
 		}
+		// Likewise a recovery it was running resumes now.
+		if err := st.ReleaseRecoveries(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	var sender *notify.Sender
 	if cfg.SMTPURL != "" {
@@ -351,9 +356,10 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		ReadTimeout: cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: 120 * time.Second}
 	work, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan struct{}, 4)
+	done := make(chan struct{}, 5)
 	go func() { s.shareLimits(work); done <- struct{}{} }()
 	go func() { s.Dispatcher.Run(work); done <- struct{}{} }()
+	go func() { s.Dispatcher.RunRecoveries(work); done <- struct{}{} }()
 	go func() { s.outbox.Run(work); done <- struct{}{} }()
 	go func() {
 		// Always: with Keep 0 (logs kept forever) it still removes
@@ -389,10 +395,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		metricsSrv.Shutdown(shutdown)
 	}
 	stop()
-	<-done
-	<-done
-	<-done
-	<-done
+	for range cap(done) {
+		<-done
+	}
 	s.Store.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
