@@ -251,6 +251,10 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(200, "GET", "/v3/webhook-event-logs?eventId="+logs.Data[0]["eventId"].(string), nil, nil)
 	c.call(200, "GET", "/v3/webhook-event-logs?webhookId="+all["id"].(string)+"&status=cancelled", nil, nil)
 	c.call(422, "GET", "/v3/webhook-event-logs?status=lost", nil, nil)
+	c.call(200, "GET", "/v3/webhook-event-logs?status=failed&status=cancelled&since=2026-01-01T00:00:00Z&until="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339), nil, nil)
+	c.call(422, "GET", "/v3/webhook-event-logs?status=failed&status=lost", nil, nil)
+	c.call(422, "GET", "/v3/webhook-event-logs?since=yesterday", nil, nil)
+	c.call(422, "GET", "/v3/webhook-event-logs?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", nil, nil)
 	logID := logs.Data[len(logs.Data)-1]["id"].(string)           // cancelled: its webhook is disabled
 	c.call(200, "GET", "/v3/webhook-event-logs/"+logID, nil, nil) // with no attempt
 	c.call(404, "GET", "/v3/webhook-event-logs/"+missing, nil, nil)
@@ -281,6 +285,16 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(404, "POST", "/v3/webhooks/"+missing+"/recover", map[string]any{"since": since}, nil)
 	var count map[string]any
 	c.call(200, "POST", recoverPath, map[string]any{"since": since, "dryRun": true}, &count)
+	var downHook map[string]any
+	c.call(200, "GET", "/v3/webhooks/"+did, nil, &downHook)
+	if downHook["undeliveredCount"] != float64(2) {
+		t.Errorf("suspended webhook's undeliveredCount %v; want 2", downHook["undeliveredCount"])
+	}
+	var undelivered struct{ Data []map[string]any }
+	c.call(200, "GET", "/v3/webhook-event-logs?webhookId="+did+"&status=failed&status=cancelled&since="+since, nil, &undelivered)
+	if len(undelivered.Data) != 2 {
+		t.Errorf("%d failed or cancelled logs listed; want 2", len(undelivered.Data))
+	}
 	if count["count"] != float64(2) {
 		t.Errorf("dry run counted %v; want 2 (one failed, one cancelled while suspended)", count["count"])
 	}

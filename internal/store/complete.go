@@ -319,7 +319,11 @@ func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAf
 		if next == h && nextStreak == streak {
 			continue
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhooks SET status = ?, failure_streak = ? WHERE id = ?`, string(next), nextStreak, id); err != nil {
+		// left_healthy_at marks where its undelivered logs begin: set as it
+		// leaves Healthy, kept while it stays out, cleared on its return.
+		if _, err := tx.Exec(ctx, `UPDATE webhooks SET status = ?, failure_streak = ?,
+left_healthy_at = CASE WHEN CAST(? AS TEXT) = 'Healthy' THEN NULL ELSE COALESCE(left_healthy_at, ?) END WHERE id = ?`,
+			string(next), nextStreak, string(next), ms(now), id); err != nil {
 			return nil, fmt.Errorf("update health of webhook %s: %w", id, err)
 		}
 		if becameSuspended && next == Suspended {

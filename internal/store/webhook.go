@@ -35,6 +35,10 @@ type Webhook struct {
 	Status    Health
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// UndeliveredCount counts its failed and suspended-cancelled logs
+	// completed since it last left Healthy (0 while Healthy): what a
+	// recovery would resend.
+	UndeliveredCount int
 }
 
 // Subscribes reports whether w wants events of kind k.
@@ -75,13 +79,18 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	return w, nil
 }
 
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at`
+// webhookColumns reads a webhook with its undelivered count, through the
+// partial index of failed and cancelled logs by webhook and completion.
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at,
+(SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
+ AND l.status IN ('failed', 'cancelled') AND l.completed_at >= webhooks.left_healthy_at
+ AND (l.status = 'failed' OR ` + suspendedReasons + `))`
 
 func scanWebhook(sc interface{ Scan(...any) error }) (Webhook, error) {
 	var w Webhook
 	var events, status string
 	var c, u int64
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u); err != nil {
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
 	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {

@@ -77,6 +77,8 @@ func webhook() map[string]any {
 		"status":    "Healthy",
 		"createdAt": now,
 		"updatedAt": now,
+
+		"undeliveredCount": 0,
 	}
 }
 

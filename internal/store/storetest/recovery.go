@@ -289,3 +289,63 @@ func testRecoveryStopsWhenDisabled(t *testing.T, b *bundle) {
 		t.Fatalf("recovery of a disabled webhook %+v, %v; want cancelled after 2", got, err)
 	}
 }
+
+// testUndeliveredCount: a webhook counts its failed and suspended-cancelled
+// logs since it last left Healthy, and a log list takes several statuses.
+func testUndeliveredCount(t *testing.T, b *bundle) {
+	w, d, failed, _ := b.undelivered(t, 3, 2)
+	undelivered := func(id string) int {
+		t.Helper()
+		hook, err := b.st.Webhook(b.ctx, b.account.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, _, err := b.st.Webhooks(b.ctx, b.account.ID, store.WebhookFilter{Page: store.Page{Limit: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range list {
+			if h.ID == id && h.UndeliveredCount != hook.UndeliveredCount {
+				t.Fatalf("list says %d undelivered, the webhook %d", h.UndeliveredCount, hook.UndeliveredCount)
+			}
+		}
+		return hook.UndeliveredCount
+	}
+	if n := undelivered(w.ID); n != 5 {
+		t.Errorf("suspended webhook: %d undelivered; want 5 (3 failed, 2 cancelled while suspended)", n)
+	}
+	if n := undelivered(d.ID); n != 0 {
+		t.Errorf("disabled webhook: %d undelivered; want 0 (its cancelled logs were never due)", n)
+	}
+	for _, tt := range []struct {
+		statuses []store.LogStatus
+		want     int
+	}{
+		{[]store.LogStatus{store.Failed, store.Cancelled}, 5},
+		{[]store.LogStatus{store.Failed, store.Succeeded}, 4},
+		{[]store.LogStatus{store.Queued}, 0},
+	} {
+		if got := b.logs(t, store.LogFilter{WebhookID: w.ID, Statuses: tt.statuses}); len(got) != tt.want {
+			t.Errorf("logs with status in %v: %d; want %d", tt.statuses, len(got), tt.want)
+		}
+	}
+	// A 2xx makes it Healthy, with nothing undelivered since.
+	b.complete(t, b.st, 3, resent(store.Claim{LogID: failed[0], WebhookID: w.ID}, "", true, b.clock.Now()))
+	if n := undelivered(w.ID); n != 0 {
+		t.Errorf("healthy again: %d undelivered; want 0", n)
+	}
+	// The next event that fails counts alone: the ones before are older.
+	b.clock.Add(time.Minute)
+	b.fire(t, b.st, 1)
+	c := b.claim(t, b.st, 0, time.Minute, 10, 10)
+	if len(c) != 1 {
+		t.Fatalf("claimed %d; want 1", len(c))
+	}
+	b.complete(t, b.st, 3, outcome(c[0], store.Exhausted, 500, b.clock.Now()))
+	if h, _ := b.health(t, w.ID); h != store.Unhealthy {
+		t.Fatalf("webhook %s; want Unhealthy", h)
+	}
+	if n := undelivered(w.ID); n != 1 {
+		t.Errorf("unhealthy again: %d undelivered; want 1", n)
+	}
+}

@@ -59,6 +59,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"RecoveryChoosesItsLogs", 1, testRecoveryChoosesItsLogs},
 		{"RecoveryResendsEachLogOnceAcrossATakeover", 3, testRecoveryResendsEachLogOnce},
 		{"RecoveryGivesBackUnsentLogsAndStopsWhenDisabled", 1, testRecoveryStopsWhenDisabled},
+		{"UndeliveredCountAndLogsOfSeveralStatuses", 1, testUndeliveredCount},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
