@@ -48,6 +48,9 @@ type Recovery struct {
 type RecoveryFilter struct {
 	Since, Until time.Time
 	Statuses     []LogStatus
+	// CompletedSince, when set, also keeps only logs completed at or after
+	// it: with a webhook's LeftHealthyAt, exactly its UndeliveredCount.
+	CompletedSince time.Time
 }
 
 // suspendedReasons matches the reasons of logs cancelled because their
@@ -62,6 +65,10 @@ func (f RecoveryFilter) where(q string, args []any) (string, []any) {
 	if !f.Until.IsZero() {
 		q += ` AND l.created_at < ?`
 		args = append(args, ms(f.Until))
+	}
+	if !f.CompletedSince.IsZero() {
+		q += ` AND l.completed_at >= ?`
+		args = append(args, ms(f.CompletedSince))
 	}
 	failed := len(f.Statuses) == 0 || slices.Contains(f.Statuses, Failed)
 	cancelled := len(f.Statuses) == 0 || slices.Contains(f.Statuses, Cancelled)
@@ -105,7 +112,7 @@ var ErrRecoveryRunning = errors.New("a recovery of this webhook is already runni
 func (s *Store) StartRecovery(ctx context.Context, accountID, webhookID string, f RecoveryFilter) (Recovery, error) {
 	now := fromMS(ms(s.now()))
 	r := Recovery{ID: NewID(), AccountID: accountID, WebhookID: webhookID, Status: RecoveryRunning, CreatedAt: now}
-	statuses, _ := json.Marshal(f.Statuses)
+	statuses, _ := json.Marshal(f.Statuses) // a record of what was asked
 	var until any
 	if !f.Until.IsZero() {
 		until = ms(f.Until)

@@ -39,6 +39,8 @@ type Webhook struct {
 	// completed since it last left Healthy (0 while Healthy): what a
 	// recovery would resend.
 	UndeliveredCount int
+	// LeftHealthyAt is when it last left Healthy; nil while Healthy.
+	LeftHealthyAt *time.Time
 }
 
 // Subscribes reports whether w wants events of kind k.
@@ -81,7 +83,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 
 // webhookColumns reads a webhook with its undelivered count, through the
 // partial index of failed and cancelled logs by webhook and completion.
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at,
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, left_healthy_at,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.status IN ('failed', 'cancelled') AND l.completed_at >= webhooks.left_healthy_at
  AND (l.status = 'failed' OR ` + suspendedReasons + `))`
@@ -90,13 +92,14 @@ func scanWebhook(sc interface{ Scan(...any) error }) (Webhook, error) {
 	var w Webhook
 	var events, status string
 	var c, u int64
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &w.UndeliveredCount); err != nil {
+	var left sql.NullInt64
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &left, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
 	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
 		return Webhook{}, fmt.Errorf("webhook %s events: %w", w.ID, err)
 	}
-	w.Status, w.CreatedAt, w.UpdatedAt = Health(status), fromMS(c), fromMS(u)
+	w.Status, w.CreatedAt, w.UpdatedAt, w.LeftHealthyAt = Health(status), fromMS(c), fromMS(u), optTime(left)
 	return w, nil
 }
 

@@ -314,6 +314,13 @@ func testUndeliveredCount(t *testing.T, b *bundle) {
 	if n := undelivered(w.ID); n != 5 {
 		t.Errorf("suspended webhook: %d undelivered; want 5 (3 failed, 2 cancelled while suspended)", n)
 	}
+	hook, _ := b.st.Webhook(b.ctx, b.account.ID, w.ID)
+	if hook.LeftHealthyAt == nil {
+		t.Fatal("a suspended webhook has no LeftHealthyAt")
+	}
+	if n, err := b.st.CountRecoverable(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 5 {
+		t.Errorf("recoverable since it left Healthy: %d, %v; want 5, its undelivered count", n, err)
+	}
 	if n := undelivered(d.ID); n != 0 {
 		t.Errorf("disabled webhook: %d undelivered; want 0 (its cancelled logs were never due)", n)
 	}
@@ -347,5 +354,9 @@ func testUndeliveredCount(t *testing.T, b *bundle) {
 	}
 	if n := undelivered(w.ID); n != 1 {
 		t.Errorf("unhealthy again: %d undelivered; want 1", n)
+	}
+	hook, _ = b.st.Webhook(b.ctx, b.account.ID, w.ID)
+	if n, err := b.st.CountRecoverable(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 1 {
+		t.Errorf("recoverable since it left Healthy again: %d, %v; want 1", n, err)
 	}
 }
