@@ -287,6 +287,9 @@ func TestFormWithoutCSRFTokenIsRefused(t *testing.T) {
 	if code, _, _ := b.do("POST", "/webhooks/"+hook.ID+"/test", url.Values{"event": {"license.created"}}); code != http.StatusForbidden {
 		t.Errorf("test without token: %d; want 403", code)
 	}
+	if code, _, _ := b.do("POST", "/webhooks/"+hook.ID+"/recover", url.Values{}); code != http.StatusForbidden {
+		t.Errorf("recover without token: %d; want 403", code)
+	}
 	if got := h.Webhook(hook.ID); got.Name != "CRM" {
 		t.Errorf("a refused form changed the webhook: %+v", got)
 	}
@@ -381,7 +384,8 @@ func TestAnotherAccountsWebhooksAndLogsAreNotFound(t *testing.T) {
 			t.Errorf("B: GET %s = %d; want 404", p, code)
 		}
 	}
-	for _, p := range []string{"/webhooks/" + hook.ID + "/delete", "/webhooks/" + hook.ID + "/enabled", "/webhook-event-logs/" + logID + "/resend", "/webhooks/" + hook.ID + "/token"} {
+	for _, p := range []string{"/webhooks/" + hook.ID + "/delete", "/webhooks/" + hook.ID + "/enabled", "/webhook-event-logs/" + logID + "/resend", "/webhooks/" + hook.ID + "/token",
+		"/webhooks/" + hook.ID + "/recover"} {
 		if code, _, _ := b.post(p, url.Values{"enabled": {"false"}}); code != http.StatusNotFound {
 			t.Errorf("B: POST %s = %d; want 404", p, code)
 		}

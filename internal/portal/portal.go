@@ -68,6 +68,9 @@ type handler struct {
 	// hashing bounds concurrent password checks: each argon2id check takes
 	// 64 MiB and a noticeable slice of a core.
 	hashing chan struct{}
+	// suspendAfter is how many failed events in a row suspend a webhook,
+	// for the page that explains suspension.
+	suspendAfter int
 }
 
 // New returns the portal's handler, to be mounted at /.
@@ -80,6 +83,7 @@ func New(c Config) http.Handler {
 	}
 	if c.Dispatcher != nil {
 		h.delivery = c.Dispatcher
+		h.suspendAfter = c.Dispatcher.Config().SuspendAfter
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -68,6 +68,9 @@ var flashes = map[string]string{
 	"disabled": "Webhook disabled.",
 	"account":  "Settings saved.",
 
+	"recovery":       "Resending the missed events, each once; the progress shows below.",
+	"nothing-missed": "The webhook is Healthy: it has no missed events to resend.",
+
 	"token-revoked": "API token revoked. Requests that carry it now answer 401.",
 }
 

@@ -29,6 +29,7 @@ func (h *handler) routes() http.Handler {
 	private("POST /webhooks/{id}/delete", h.deleteWebhook)
 	private("GET /webhooks/{id}/test", h.testPage)
 	private("POST /webhooks/{id}/test", h.sendTest)
+	private("POST /webhooks/{id}/recover", h.recoverWebhook)
 
 	private("GET /webhook-event-logs", h.logs)
 	private("GET /webhook-event-logs/{id}", h.eventLog)

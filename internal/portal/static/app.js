@@ -26,6 +26,12 @@
     });
   });
 
+  // A page showing work in progress (a recovery) reloads itself until it ends.
+  var refresh = document.querySelector("[data-refresh]");
+  if (refresh) {
+    setTimeout(function () { location.reload(); }, 1000 * Number(refresh.getAttribute("data-refresh")));
+  }
+
   // Action menus: one open at a time; Escape or a click elsewhere closes.
   var menus = document.querySelectorAll("details.menu");
   function closeAll(except) {
