@@ -171,9 +171,10 @@ func TestKilledRecoveryFinishesWithoutSendingALogTwice(t *testing.T) {
 	t.Parallel()
 	env, token := serveEnv(t)
 	heraldtest.DumpLogsOnFailure(t, strings.TrimPrefix(env[0], "HERALD_DATABASE_URL="))
-	// Two requests in flight at most, so the recovery goes in batches of
-	// two and the kill lands between its first batch and the rest.
-	env = append(env, "HERALD_MAX_ATTEMPTS=1", "HERALD_SUSPEND_AFTER=1", "HERALD_PER_WEBHOOK_CONCURRENCY=2",
+	// Three requests in flight at most, of which a recovery leaves one for
+	// new events: it goes in batches of two, and the kill lands between its
+	// first batch and the rest.
+	env = append(env, "HERALD_MAX_ATTEMPTS=1", "HERALD_SUSPEND_AFTER=1", "HERALD_PER_WEBHOOK_CONCURRENCY=3",
 		"HERALD_ATTEMPT_TIMEOUT=10s", "HERALD_LEASE=5m") // far beyond the test: the restart must take the recovery over
 	const n = 12
 	p, rcv, hookID, since := suspend(t, env, token, 4, n-4)

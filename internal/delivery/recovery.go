@@ -18,7 +18,10 @@ import (
 // webhook's slots like a Resend, so the receiver never sees more at once
 // than automatic attempts would send it. A resend waits while this process
 // holds automatic attempts of the webhook: first attempts of new events go
-// first, and a recovery only fills the gaps between them.
+// first, and a recovery only fills the gaps between them. And it leaves one
+// of the webhook's slots free (when it has more than one), so a new event
+// that fires while resends are in flight is attempted at once, not after
+// them.
 
 // RunRecoveries takes up and runs recoveries, one at a time, until ctx is
 // done. Resends in flight at a stop finish and are recorded; a recovery not
@@ -133,7 +136,7 @@ func (d *Dispatcher) renewRecovery(held context.Context, lost func(), id, lease 
 func (d *Dispatcher) recoveryBatch(webhookID string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return max(1, d.hook(webhookID).limit)
+	return max(1, d.hook(webhookID).limit-1)
 }
 
 // resendForRecovery resends one log of a recovery and records it, counted
@@ -175,13 +178,14 @@ func (d *Dispatcher) resendForRecovery(held context.Context, recovery string, c 
 }
 
 // takeBehindAutomatic takes a slot of the webhook, like take, but only
-// while this process holds none of its automatic attempts: those go first.
-// It reports false when stop closes first.
+// while this process holds none of its automatic attempts (those go first)
+// and another slot stays free for the next one. It reports false when stop
+// closes first.
 func (d *Dispatcher) takeBehindAutomatic(id string, stop <-chan struct{}) bool {
 	d.mu.Lock()
 	for {
 		st := d.hook(id)
-		if st.held == 0 && st.sending < st.limit {
+		if st.held == 0 && (st.sending < st.limit-1 || (st.limit == 1 && st.sending == 0)) {
 			st.sending++
 			d.mu.Unlock()
 			return true
