@@ -1,7 +1,8 @@
 // Package delivery owns getting events to receivers: it claims due event logs,
 // POSTs their signed bodies, turns each attempt into an outcome (delivered,
 // retry, exhausted, cancelled), and records outcomes in batches, which is
-// where webhook health moves. It also makes manual resends and Test sends.
+// where webhook health moves. It also makes manual resends and Test sends,
+// and runs bulk recoveries (recovery.go).
 package delivery
 
 import (
