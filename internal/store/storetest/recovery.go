@@ -360,3 +360,41 @@ func testUndeliveredCount(t *testing.T, b *bundle) {
 		t.Errorf("recoverable since it left Healthy again: %d, %v; want 1", n, err)
 	}
 }
+
+// testRecoverySkipsLogsDeliveredMeanwhile: a log resent by hand after the
+// recovery started is not sent again by it.
+func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *bundle) {
+	w, _, failed, _ := b.undelivered(t, 2, 1)
+	r, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{})
+	if err != nil || r.Count != 3 {
+		t.Fatalf("recovery %+v, %v; want 3 logs", r, err)
+	}
+	b.complete(t, b.st, 2, resent(store.Claim{LogID: failed[0], WebhookID: w.ID}, "", true, b.clock.Now()))
+	lease := store.NewID()
+	if _, ok, err := b.st.AcquireRecovery(b.ctx, lease, b.clock.Now().Add(time.Minute)); !ok || err != nil {
+		t.Fatalf("acquire: %v, %v", ok, err)
+	}
+	var sent []string
+	for {
+		batch, err := b.st.NextRecoveryLogs(b.ctx, r.ID, lease, 10, b.clock.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for _, c := range batch {
+			sent = append(sent, c.LogID)
+			b.complete(t, b.st, 2, resent(c, r.ID, true, b.clock.Now()))
+		}
+	}
+	for _, id := range sent {
+		if id == failed[0] {
+			t.Errorf("log %s, delivered by hand meanwhile, was handed out again", id)
+		}
+	}
+	done, err := b.st.Recovery(b.ctx, b.account.ID, w.ID, r.ID)
+	if err != nil || len(sent) != 2 || done.Status != store.RecoveryDone || done.Sent != 2 || done.Count != 3 {
+		t.Errorf("sent %d; recovery %+v, %v; want 2 sent of 3, done", len(sent), done, err)
+	}
+}

@@ -60,6 +60,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"RecoveryResendsEachLogOnceAcrossATakeover", 3, testRecoveryResendsEachLogOnce},
 		{"RecoveryGivesBackUnsentLogsAndStopsWhenDisabled", 1, testRecoveryStopsWhenDisabled},
 		{"UndeliveredCountAndLogsOfSeveralStatuses", 1, testUndeliveredCount},
+		{"RecoverySkipsLogsDeliveredMeanwhile", 1, testRecoverySkipsLogsDeliveredMeanwhile},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
