@@ -128,18 +128,32 @@ func (s *Store) NextRecoveryLogs(ctx context.Context, id, lease string, n int, m
 		var status string
 		var held sql.NullString
 		var enabled bool
-		// The recovery's row alone is locked: Complete locks webhooks,
-		// then logs, then recoveries, and this takes none of those first.
+		// Locks in the order a webhook's deletion takes them (the webhook,
+		// then what cascades from it): the webhook FOR KEY SHARE, which
+		// Complete's lock of it does not wait for, then the recovery.
+		// Complete takes the recovery last, after the webhook and the log,
+		// and this takes no log it records.
 		var webhookID string
-		err := tx.QueryRow(ctx, `SELECT status, lease, webhook_id FROM recoveries WHERE id = ?`+tx.ForUpdate(), id).Scan(&status, &held, &webhookID)
+		err := tx.QueryRow(ctx, `SELECT webhook_id FROM recoveries WHERE id = ?`, id).Scan(&webhookID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrLeaseLost // its webhook was deleted
 		}
 		if err != nil {
 			return fmt.Errorf("read recovery: %w", err)
 		}
-		if err := tx.QueryRow(ctx, `SELECT enabled FROM webhooks WHERE id = ?`, webhookID).Scan(&enabled); err != nil {
+		err = tx.QueryRow(ctx, `SELECT enabled FROM webhooks WHERE id = ?`+tx.ForKeyShare(), webhookID).Scan(&enabled)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrLeaseLost
+		}
+		if err != nil {
 			return fmt.Errorf("read webhook of recovery: %w", err)
+		}
+		err = tx.QueryRow(ctx, `SELECT status, lease FROM recoveries WHERE id = ?`+tx.ForUpdate(), id).Scan(&status, &held)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrLeaseLost
+		}
+		if err != nil {
+			return fmt.Errorf("lock recovery: %w", err)
 		}
 		if status != string(RecoveryRunning) || held.String != lease {
 			return ErrLeaseLost

@@ -288,6 +288,28 @@ func testRecoveryStopsWhenDisabled(t *testing.T, b *bundle) {
 	if err != nil || got.Status != store.RecoveryCancelled || got.Sent != 2 {
 		t.Fatalf("recovery of a disabled webhook %+v, %v; want cancelled after 2", got, err)
 	}
+	// Deleting a webhook ends its running recovery with it.
+	on := true
+	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{})
+	if err != nil || again.Count != 2 {
+		t.Fatalf("second recovery %+v, %v; want the 2 logs left", again, err)
+	}
+	lease = store.NewID()
+	if _, ok, err := b.st.AcquireRecovery(b.ctx, lease, b.clock.Now().Add(time.Minute)); !ok || err != nil {
+		t.Fatalf("acquire: %v, %v", ok, err)
+	}
+	if err := b.st.DeleteWebhook(b.ctx, b.account.ID, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.NextRecoveryLogs(b.ctx, again.ID, lease, 3, b.clock.Now().Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("recovery of a deleted webhook: %v; want ErrLeaseLost", err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM recoveries WHERE webhook_id = ?`, w.ID); n != 0 {
+		t.Errorf("%d recoveries left of a deleted webhook", n)
+	}
 }
 
 // testUndeliveredCount: a webhook counts its failed and suspended-cancelled
