@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,11 @@ func TestLogsResendTestAndProblems(t *testing.T) {
 	if got := rcv.Requests()[before].Body; string(got) != full.Payload {
 		t.Errorf("the resend sent %s; want the same bytes %s", got, full.Payload)
 	}
+	// The resend's attempt keeps the headers sent: the signature the receiver got among them.
+	sig := rcv.Requests()[before].Header.Get("webhook-signature")
+	if h := resent.Attempts[1].Headers; h == nil || !slices.Contains(h.Request, client.Header{Name: "webhook-signature", Value: sig}) {
+		t.Errorf("the resend's attempt headers %+v; want the signature sent, %q", h, sig)
+	}
 
 	res, err := c.TestWebhook(ctx, w.ID, client.TestRequest{Event: "license.renewed"})
 	if err != nil || !res.Succeeded || res.Event != "license.renewed" || res.Response == nil || res.Response.StatusCode != 204 {
@@ -114,16 +120,32 @@ func TestLogsResendTestAndProblems(t *testing.T) {
 	}
 }
 
-// Trigger knows every kind herald fires, so `herald trigger` can show each.
+// Trigger knows every kind herald fires, so `herald trigger` can show each:
+// it fires every licensing kind, and refuses each operational one (which
+// only a change of a webhook's health fires) with how to see it.
 func TestTriggerKnowsEveryKind(t *testing.T) {
-	var kinds []string
+	var kinds, operational []string
 	for _, k := range event.Kinds {
-		kinds = append(kinds, string(k))
+		if k.Operational() {
+			operational = append(operational, string(k))
+		} else {
+			kinds = append(kinds, string(k))
+		}
 	}
 	slices.Sort(kinds)
 	got := slices.Sorted(slices.Values(client.TriggerKinds))
 	if !slices.Equal(got, kinds) {
-		t.Errorf("Trigger fires %v; herald's kinds are %v", got, kinds)
+		t.Errorf("Trigger fires %v; herald's licensing kinds are %v", got, kinds)
+	}
+	if got := slices.Sorted(slices.Values(client.OperationalKinds)); !slices.Equal(got, slices.Sorted(slices.Values(operational))) {
+		t.Errorf("client.OperationalKinds %v; herald's operational kinds are %v", got, operational)
+	}
+	c := client.New("http://127.0.0.1:1", "hrld_unused", nil)
+	for _, k := range client.OperationalKinds {
+		calls, err := c.Trigger(t.Context(), k)
+		if err == nil || len(calls) != 0 || !strings.Contains(err.Error(), "POST /v3/webhooks/{id}/test") {
+			t.Errorf("Trigger(%s) = %v, %v; want no call and how to see one", k, calls, err)
+		}
 	}
 }
 

@@ -35,6 +35,24 @@ type Attempt struct {
 	DurationMS   int64      `json:"durationMs"`
 	Error        *string    `json:"error"`
 	ResponseBody string     `json:"responseBody"`
+	// Headers are those sent and answered; nil for attempts recorded
+	// before herald kept them.
+	Headers *AttemptHeaders `json:"headers"`
+}
+
+// AttemptHeaders are an attempt's headers: those herald sent (the signature
+// among them) and those the receiver answered with, names in lower case, at
+// most 50 lines and 8 KiB together; Omitted counts the lines left out.
+type AttemptHeaders struct {
+	Request  []Header `json:"request"`
+	Response []Header `json:"response"`
+	Omitted  int      `json:"omitted"`
+}
+
+// Header is one header line.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // LogFilter narrows ListEventLogs; empty fields do not filter.

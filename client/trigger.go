@@ -20,12 +20,21 @@ var TriggerKinds = []string{
 	"trial-activation.created", "trial-activation.deleted",
 }
 
+// OperationalKinds are the event kinds about webhooks themselves. No API
+// call fires them: a change of a webhook's health does, and Trigger refuses
+// them with how to see one (a Test of the kind sends a sample).
+var OperationalKinds = []string{"webhook.unhealthy", "webhook.suspended", "webhook.recovered"}
+
 // Trigger makes the real API calls that fire an event of kind, creating
 // first what that change needs (a product, a license…), so a developer sees
 // a real delivery with one call. Those calls fire their own events too, as
 // any real change would (a license.renewed comes after a product.created and
 // a license.created). It returns the calls it made, in order.
 func (c *Client) Trigger(ctx context.Context, kind string) ([]string, error) {
+	if slices.Contains(OperationalKinds, kind) {
+		return nil, fmt.Errorf("trigger: %s fires only when a webhook's health changes, which no API call can do on purpose; "+
+			"to see one, send a sample to a webhook subscribed to it: POST /v3/webhooks/{id}/test {\"event\": %q}", kind, kind)
+	}
 	if !slices.Contains(TriggerKinds, kind) {
 		return nil, fmt.Errorf("trigger: unknown event kind %q", kind)
 	}

@@ -19,6 +19,8 @@ type Webhook struct {
 	UndeliveredCount int       `json:"undeliveredCount"`
 	CreatedAt        time.Time `json:"createdAt"`
 	UpdatedAt        time.Time `json:"updatedAt"`
+	// TokenRotation is the token rotation under way; nil when none is.
+	TokenRotation *TokenRotation `json:"tokenRotation"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -94,12 +96,64 @@ func (c *Client) WebhookToken(ctx context.Context, id string) (string, error) {
 	return out.Token, err
 }
 
+// WebhookTokens reads the token that signs webhook-signature now and,
+// during a rotation, the next token ("" when none is under way).
+func (c *Client) WebhookTokens(ctx context.Context, id string) (token, next string, err error) {
+	var out struct {
+		Token     string  `json:"token"`
+		NextToken *string `json:"nextToken"`
+	}
+	if err := c.do(ctx, "GET", "/v3/webhooks/"+esc(id)+"/token", nil, nil, &out); err != nil {
+		return "", "", err
+	}
+	if out.NextToken != nil {
+		next = *out.NextToken
+	}
+	return out.Token, next, nil
+}
+
+// TokenRotation is a webhook's token rotation under way: until EndsAt
+// deliveries carry webhook-signature under the old token and
+// webhook-signature-next under the next one; from EndsAt the next token
+// signs webhook-signature alone.
+type TokenRotation struct {
+	StartedAt time.Time `json:"startedAt"`
+	EndsAt    time.Time `json:"endsAt"`
+}
+
+// RotateWebhookToken starts a token rotation that lasts overlap (0: herald's
+// default, 24 hours; else whole seconds from a minute to 30 days). Read the
+// next token with WebhookTokens. A rotation already under way is a 409.
+func (c *Client) RotateWebhookToken(ctx context.Context, id string, overlap time.Duration) (Webhook, error) {
+	var in struct {
+		OverlapSeconds *int64 `json:"overlapSeconds,omitempty"`
+	}
+	if overlap != 0 {
+		s := int64(overlap / time.Second)
+		in.OverlapSeconds = &s
+	}
+	var out Webhook
+	err := c.do(ctx, "POST", "/v3/webhooks/"+esc(id)+"/token/rotate", nil, in, &out)
+	return out, err
+}
+
+// FinishWebhookTokenRotation ends the rotation under way now: the next
+// token signs webhook-signature from then on and the old one is erased.
+func (c *Client) FinishWebhookTokenRotation(ctx context.Context, id string) (Webhook, error) {
+	var out Webhook
+	err := c.do(ctx, "POST", "/v3/webhooks/"+esc(id)+"/token/rotate/finish", nil, struct{}{}, &out)
+	return out, err
+}
+
 // TestRequest asks for a test delivery: Event "" tests the webhook's first
 // subscribed kind; CheckVerification also sends the sample with a wrong
-// signature and reports whether the receiver refused it.
+// signature and reports whether the receiver refused it; SignWith "next"
+// signs with the next token of the rotation under way, "" or "current" with
+// the token that signs deliveries now.
 type TestRequest struct {
 	Event             string `json:"event,omitempty"`
 	CheckVerification bool   `json:"checkVerification,omitempty"`
+	SignWith          string `json:"signWith,omitempty"`
 }
 
 // TestResult is what a test delivery sent and what came back.
@@ -125,6 +179,9 @@ type TestResult struct {
 		Rejected   bool   `json:"rejected"`
 		Error      string `json:"error"`
 	} `json:"verificationCheck"`
+	// SignedWith names the token that signed webhook-signature: "current"
+	// or "next".
+	SignedWith string `json:"signedWith"`
 }
 
 // TestWebhook sends a test delivery and waits for the receiver's answer.

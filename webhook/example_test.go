@@ -97,3 +97,17 @@ func ExampleParse() {
 	// 2026-11-21 08:07:13.120 UTC
 	// {"key":"HRLD-7Q4M-2KX9","name":"Zoë – 日本語 – 🚀"}
 }
+
+func ExampleVerifyAny() {
+	// During a token rotation, hold the old token and the next one: herald
+	// signs webhook-signature with the old token until the rotation ends and
+	// with the next one from then on.
+	tokens := []string{"whsec_old", "whsec_next"}
+	fmt.Println(webhook.VerifyAny(tokens, body, webhook.Sign("whsec_old", body)))
+	fmt.Println(webhook.VerifyAny(tokens, body, webhook.Sign("whsec_next", body)))
+	fmt.Println(webhook.VerifyAny(tokens, body, webhook.Sign("whsec_other", body)))
+	// Output:
+	// <nil>
+	// <nil>
+	// webhook: signature does not match the body
+}

@@ -26,6 +26,15 @@ func RawBody(r *http.Request) []byte {
 // next. A verified request reaches next with its body readable again from the
 // start, and the same bytes available from [RawBody].
 func Middleware(token string, next http.Handler) http.Handler {
+	return MiddlewareAny([]string{token}, next)
+}
+
+// MiddlewareAny is [Middleware] for a receiver that accepts any of several
+// tokens, as during a token rotation: give it the old token and the next
+// one until the rotation has ended, then the next one alone (see
+// [VerifyAny]).
+func MiddlewareAny(tokens []string, next http.Handler) http.Handler {
+	tokens = append([]string(nil), tokens...) // the caller's slice may change later
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		if err != nil {
@@ -37,7 +46,7 @@ func Middleware(token string, next http.Handler) http.Handler {
 			http.Error(w, "cannot read body", http.StatusBadRequest)
 			return
 		}
-		if err := Verify(token, body, r.Header.Get(SignatureHeader)); err != nil {
+		if err := VerifyAny(tokens, body, r.Header.Get(SignatureHeader)); err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}

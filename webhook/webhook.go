@@ -8,7 +8,9 @@
 // Receivers must verify over the body exactly as it arrived, before any JSON
 // parsing: re-serialising parsed JSON changes key order, whitespace and escapes,
 // and so the bytes. [Verify] does the comparison in constant time, and
-// [Middleware] does the whole job for a net/http receiver. [Parse] then
+// [Middleware] does the whole job for a net/http receiver; while the
+// webhook's token is being rotated, [VerifyAny] and [MiddlewareAny] accept
+// either token. [Parse] then
 // decodes the verified body into a [Payload].
 //
 // Delivery is at least once: a timed-out or failed attempt is retried, and an
@@ -29,6 +31,14 @@ import (
 // names are case-insensitive; read it with http.Header.Get, which does not
 // assume a casing.
 const SignatureHeader = "webhook-signature"
+
+// NextSignatureHeader carries, while the webhook's token is being rotated,
+// the signature of the body under the next token, computed like the one in
+// [SignatureHeader]. That header keeps its meaning (the signature under the
+// token the webhook signs with now) and changes to the next token when the
+// rotation ends; a receiver that holds both tokens (see [VerifyAny]) needs
+// to read only [SignatureHeader].
+const NextSignatureHeader = "webhook-signature-next"
 
 // IDHeader carries the event id (the payload's id) so that a receiver can
 // de-duplicate before reading the body.
@@ -64,6 +74,28 @@ func Verify(token string, body []byte, signature string) error {
 		return ErrInvalidSignature
 	}
 	if !hmac.Equal(got, mac(token, body)) {
+		return ErrInvalidSignature
+	}
+	return nil
+}
+
+// VerifyAny reports whether signature is the signature of body under any of
+// tokens. A receiver holds two tokens while the webhook's token is being
+// rotated: the old one, which signs [SignatureHeader] until the rotation
+// ends, and the next one, which signs it from then on. Every token is
+// compared, in constant time, whichever matches, so the time taken does not
+// tell which one did.
+func VerifyAny(tokens []string, body []byte, signature string) error {
+	if signature == "" {
+		return ErrMissingSignature
+	}
+	matched := false
+	for _, token := range tokens {
+		if Verify(token, body, signature) == nil {
+			matched = true
+		}
+	}
+	if !matched {
 		return ErrInvalidSignature
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -276,6 +277,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e.Group("Email")
 	smtpURL := e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
 	mailFrom := e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
+	publicURL := e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it, e.g. https://herald.example.com, for the links in emails (default: emails name the page's path only)")
+	reminder := e.Duration("suspended-reminder", "HERALD_SUSPENDED_REMINDER", 7*24*time.Hour, "remind the account by email this often while a webhook stays suspended (0: never)")
 	e.Group("Security")
 	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
 	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private or link-local addresses (not cloud metadata ones)")
@@ -330,6 +333,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *allowMetadata && !*allowPrivate {
 		v = append(v, "--allow-metadata-addresses needs --allow-private-networks: metadata addresses are private addresses too")
+	}
+	if *reminder < 0 {
+		v = append(v, "--suspended-reminder must not be negative (0 turns reminders off)")
+	}
+	if err := checkPublicURL(*publicURL); err != nil {
+		v = append(v, "--public-url "+err.Error())
 	}
 	retain, err := retention.ParseDuration(*keep)
 	if err != nil {
@@ -402,6 +411,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
 			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
 			ResponseBodyLimit: keepBody},
+		PublicURL: *publicURL, SuspendedReminder: *reminder,
 		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, AllowMetadata: *allowMetadata, SecureCookies: *secureCookies,
 		Retention:   retention.Config{Keep: retain},
 		NoAccessLog: !*accessLog,
@@ -413,6 +423,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return srv.Run(ctx, ln)
+}
+
+// checkPublicURL accepts "" or an absolute http or https URL with a host and
+// nothing after its path, since emails append the page's path to it.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q: want an http or https address such as https://herald.example.com", s)
+	}
+	return nil
 }
 
 // maxAttemptTimeout bounds --attempt-timeout.

@@ -5,6 +5,7 @@ package receivers_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	heraldclient "github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/webhook"
 )
@@ -320,11 +322,12 @@ type running struct {
 var readyLine = regexp.MustCompile(`(?m)^listening on (127\.0\.0\.1:\d+)$`)
 
 // start runs cmd with the token and PORT=0 (a free port, which the receiver
-// reports), waits until it is listening, and kills it when the test ends.
-func start(t *testing.T, cmd *exec.Cmd) *running {
+// reports), and env after them (a later entry wins), waits until it is
+// listening, and kills it when the test ends.
+func start(t *testing.T, cmd *exec.Cmd, env ...string) *running {
 	t.Helper()
 	stdout, stderr := new(heraldtest.Output), new(heraldtest.Output)
-	cmd.Env = append(os.Environ(), "HERALD_WEBHOOK_TOKEN="+token, "PORT=0")
+	cmd.Env = append(append(os.Environ(), "HERALD_WEBHOOK_TOKEN="+token, "PORT=0"), env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -374,4 +377,89 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+// TestReceiversThroughATokenRotation follows docs/receiving.md, "Rotating
+// the token", with each receiver: it keeps its token when the rotation
+// starts, is restarted with HERALD_WEBHOOK_NEXT_TOKEN as well, passes a Test
+// signed with the next token, keeps accepting after the rotation is
+// finished, and is restarted with the next token alone. Every real delivery
+// along the way is accepted at its first attempt; at the end a request
+// signed with the old token is refused.
+func TestReceiversThroughATokenRotation(t *testing.T) {
+	t.Parallel()
+	for _, rc := range receivers {
+		t.Run(rc.name, func(t *testing.T) {
+			t.Parallel()
+			h := heraldtest.Start(t, heraldtest.Options{})
+			ctx := context.Background()
+			r := start(t, rc.command(t))
+			hook, err := h.API.CreateWebhook(ctx, heraldclient.WebhookCreate{Name: "rotating (" + rc.name + ")",
+				URL: r.url + "/webhooks/herald", Events: []string{"license.created"}, Token: token})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// point moves the webhook to a restarted receiver's port.
+			point := func(r *running) {
+				t.Helper()
+				u := r.url + "/webhooks/herald"
+				if _, err := h.API.UpdateWebhook(ctx, hook.ID, heraldclient.WebhookUpdate{URL: &u}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			delivered := func(r *running, want int) {
+				t.Helper()
+				h.CreateLicense(map[string]any{"customer": nonASCII})
+				heraldtest.Eventually(t, 20*time.Second, "the event to be delivered", func() bool {
+					logs := h.Logs("webhookId=" + hook.ID)
+					return len(logs) == want && (logs[0].Status == "succeeded" || logs[0].Status == "failed")
+				})
+				if l := h.Logs("webhookId=" + hook.ID)[0]; l.Status != "succeeded" || l.AttemptCount != 1 {
+					t.Fatalf("delivery %d: %s after %d attempts (%v); want succeeded at the first", want, l.Status, l.AttemptCount, deref(l.RetryReason))
+				}
+				r.waitForLines(t, 2) // the ready line and the delivery
+			}
+
+			// 1. Rotate: the receiver, unchanged, still verifies.
+			if _, err := h.API.RotateWebhookToken(ctx, hook.ID, time.Hour); err != nil {
+				t.Fatalf("rotate: %v", err)
+			}
+			delivered(r, 1)
+			_, next, err := h.API.WebhookTokens(ctx, hook.ID)
+			if err != nil || next == "" {
+				t.Fatalf("the next token: %q, %v", next, err)
+			}
+
+			// 2. Restart it with both tokens; a Test signed with the next
+			// token shows it accepts that one.
+			both := start(t, rc.command(t), "HERALD_WEBHOOK_NEXT_TOKEN="+next)
+			point(both)
+			for _, signWith := range []string{"current", "next"} {
+				res, err := h.API.TestWebhook(ctx, hook.ID, heraldclient.TestRequest{SignWith: signWith, CheckVerification: true})
+				if err != nil || !res.Succeeded || res.SignedWith != signWith || res.VerificationCheck == nil || !res.VerificationCheck.Rejected {
+					t.Fatalf("Test signed with %s: %+v, %v; want accepted, and the forgery rejected", signWith, res, err)
+				}
+			}
+			delivered(both, 2)
+
+			// 3. Finish: the next token signs alone, and is accepted.
+			if _, err := h.API.FinishWebhookTokenRotation(ctx, hook.ID); err != nil {
+				t.Fatalf("finish: %v", err)
+			}
+			delivered(both, 3)
+
+			// 4. Restart it with the next token alone.
+			only := start(t, rc.command(t), "HERALD_WEBHOOK_TOKEN="+next)
+			point(only)
+			delivered(only, 4)
+			res, err := h.API.TestWebhook(ctx, hook.ID, heraldclient.TestRequest{})
+			if err != nil || !res.Succeeded || res.SignedWith != "current" {
+				t.Fatalf("Test after the rotation: %+v, %v; want accepted", res, err)
+			}
+			sent := sentRequest{URL: res.Request.URL, Headers: res.Request.Headers, Body: res.Request.Body, Signature: res.Request.Signature}
+			if status := replay(t, sent, signWith(token), false); status != http.StatusUnauthorized {
+				t.Errorf("signed with the old token after the rotation: %d; want 401", status)
+			}
+		})
+	}
 }

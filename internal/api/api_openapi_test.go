@@ -139,6 +139,24 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(422, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"event": "nope"}, nil)
 	c.call(404, "POST", "/v3/webhooks/"+missing+"/test", nil, nil)
 
+	// Token rotation: bad input and wrong states answer without changing
+	// anything; then a rotation, a test under each token, and its finish.
+	c.call(409, "POST", "/v3/webhooks/"+hid+"/token/rotate/finish", nil, nil)
+	c.call(409, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"signWith": "next"}, nil)
+	c.call(422, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"signWith": "old"}, nil)
+	c.call(422, "POST", "/v3/webhooks/"+hid+"/token/rotate", map[string]any{"overlapSeconds": 59}, nil)
+	c.call(404, "POST", "/v3/webhooks/"+missing+"/token/rotate", nil, nil)
+	c.call(404, "POST", "/v3/webhooks/"+missing+"/token/rotate/finish", nil, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/token/rotate", map[string]any{"overlapSeconds": 3600}, nil)
+	c.call(409, "POST", "/v3/webhooks/"+hid+"/token/rotate", nil, nil)
+	c.call(200, "GET", "/v3/webhooks/"+hid+"/token", nil, nil)
+	c.call(200, "GET", "/v3/webhooks/"+hid, nil, nil)
+	c.call(200, "GET", "/v3/webhooks", nil, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"signWith": "current"}, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"signWith": "next", "checkVerification": true}, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/token/rotate/finish", nil, nil)
+	c.call(200, "POST", "/v3/webhooks/"+hid+"/token/rotate", nil, nil)
+
 	// Products.
 	var product, other map[string]any
 	c.call(201, "POST", "/v3/products", map[string]any{"name": "Zoë's App", "metadata": map[string]any{"plan": "pro", "n": 12345678901234567}}, &product)
@@ -245,7 +263,19 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	})
 	var logs, delivered struct{ Data []map[string]any }
 	c.call(200, "GET", "/v3/webhook-event-logs?webhookId="+hid+"&status=succeeded", nil, &delivered)
-	c.call(200, "GET", "/v3/webhook-event-logs/"+delivered.Data[0]["id"].(string), nil, nil) // with an attempt
+	var withAttempt struct {
+		Attempts []struct {
+			Headers *struct {
+				Request []struct{ Name, Value string }
+			}
+		}
+	}
+	c.call(200, "GET", "/v3/webhook-event-logs/"+delivered.Data[0]["id"].(string), nil, &withAttempt) // with an attempt and its headers
+	if a := withAttempt.Attempts; len(a) == 0 || a[0].Headers == nil || !slices.ContainsFunc(a[0].Headers.Request, func(h struct{ Name, Value string }) bool {
+		return h.Name == "webhook-signature" && h.Value != ""
+	}) {
+		t.Errorf("the delivered log's attempt shows no signature among its headers: %+v", a)
+	}
 	c.call(200, "GET", "/v3/webhook-event-logs", nil, &logs)
 	c.call(200, "GET", "/v3/webhook-event-logs?event=license.created&limit=1", nil, nil)
 	c.call(200, "GET", "/v3/webhook-event-logs?eventId="+logs.Data[0]["eventId"].(string), nil, nil)

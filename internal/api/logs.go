@@ -29,14 +29,41 @@ type logJSON struct {
 }
 
 type attemptJSON struct {
-	Number       int     `json:"number"`
-	Trigger      string  `json:"trigger"`
-	SentAt       string  `json:"sentAt"`
-	ReceivedAt   *string `json:"receivedAt"`
-	StatusCode   *int    `json:"statusCode"`
-	DurationMS   int64   `json:"durationMs"`
-	Error        *string `json:"error"`
-	ResponseBody string  `json:"responseBody"`
+	Number       int          `json:"number"`
+	Trigger      string       `json:"trigger"`
+	SentAt       string       `json:"sentAt"`
+	ReceivedAt   *string      `json:"receivedAt"`
+	StatusCode   *int         `json:"statusCode"`
+	DurationMS   int64        `json:"durationMs"`
+	Error        *string      `json:"error"`
+	ResponseBody string       `json:"responseBody"`
+	Headers      *headersJSON `json:"headers"`
+}
+
+// headersJSON is an attempt's headers; lines never null, so clients can range.
+type headersJSON struct {
+	Request  []headerLine `json:"request"`
+	Response []headerLine `json:"response"`
+	Omitted  int          `json:"omitted"`
+}
+
+type headerLine struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func toHeadersJSON(h *store.AttemptHeaders) *headersJSON {
+	if h == nil {
+		return nil
+	}
+	out := &headersJSON{Request: make([]headerLine, 0, len(h.Request)), Response: make([]headerLine, 0, len(h.Response)), Omitted: h.Omitted}
+	for _, l := range h.Request {
+		out.Request = append(out.Request, headerLine(l))
+	}
+	for _, l := range h.Response {
+		out.Response = append(out.Response, headerLine(l))
+	}
+	return out
 }
 
 func toLogJSON(l store.EventLog, withAttempts bool) logJSON {
@@ -49,7 +76,8 @@ func toLogJSON(l store.EventLog, withAttempts bool) logJSON {
 		out.Attempts = &attempts
 		for i, a := range l.Attempts {
 			attempts[i] = attemptJSON{Number: a.Number, Trigger: a.Trigger, SentAt: ts(a.SentAt), ReceivedAt: optTS(a.ReceivedAt),
-				StatusCode: a.StatusCode, DurationMS: a.DurationMS, Error: a.Error, ResponseBody: a.ResponseBody}
+				StatusCode: a.StatusCode, DurationMS: a.DurationMS, Error: a.Error, ResponseBody: a.ResponseBody,
+				Headers: toHeadersJSON(a.Headers)}
 		}
 	}
 	return out

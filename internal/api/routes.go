@@ -85,6 +85,8 @@ func New(c Config) http.Handler {
 	h("GET /v3/webhooks/{id}/recoveries", a.listRecoveries)
 	h("GET /v3/webhooks/{id}/recoveries/{rid}", a.getRecovery)
 	h("DELETE /v3/webhooks/{id}/recoveries/{rid}", a.cancelRecovery)
+	h("POST /v3/webhooks/{id}/token/rotate", a.rotateWebhookToken)
+	h("POST /v3/webhooks/{id}/token/rotate/finish", a.finishWebhookTokenRotation)
 
 	h("GET /v3/webhook-event-logs", a.listLogs)
 	h("GET /v3/webhook-event-logs/{id}", a.getLog)

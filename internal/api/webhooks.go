@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
@@ -23,12 +24,15 @@ type webhookJSON struct {
 	UndeliveredCount int    `json:"undeliveredCount"`
 	CreatedAt        string `json:"createdAt"`
 	UpdatedAt        string `json:"updatedAt"`
-	Token            string `json:"token,omitempty"`
+	// TokenRotation is the token rotation under way, null when none is.
+	TokenRotation *tokenRotationJSON `json:"tokenRotation"`
+	Token         string             `json:"token,omitempty"`
 }
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
 	return webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
-		Status: w.Status, UndeliveredCount: w.UndeliveredCount, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt)}
+		Status: w.Status, UndeliveredCount: w.UndeliveredCount, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
+		TokenRotation: toTokenRotationJSON(w.Rotation)}
 }
 
 type webhookInput struct {
@@ -143,21 +147,29 @@ func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getWebhookToken(w http.ResponseWriter, r *http.Request) error {
-	tok, err := a.store.WebhookToken(r.Context(), accountID(r), pathID(r, "id"))
+	tokens, err := a.store.WebhookTokens(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")
 	}
 	if err != nil {
 		return err
 	}
+	out := struct {
+		Token     string  `json:"token"`
+		NextToken *string `json:"nextToken"` // during a rotation
+	}{Token: tokens.Current}
+	if tokens.Next != "" {
+		out.NextToken = &tokens.Next
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	return writeJSON(w, http.StatusOK, map[string]string{"token": tok})
+	return writeJSON(w, http.StatusOK, out)
 }
 
 func (a *API) testWebhook(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		Event             *event.Kind `json:"event"`
-		CheckVerification bool        `json:"checkVerification"`
+		Event             *event.Kind          `json:"event"`
+		CheckVerification bool                 `json:"checkVerification"`
+		SignWith          *delivery.SignedWith `json:"signWith"`
 	}
 	if err := decode(w, r, &in, true); err != nil {
 		return err
@@ -176,7 +188,19 @@ func (a *API) testWebhook(w http.ResponseWriter, r *http.Request) error {
 		}
 		kind = *in.Event
 	}
-	res, err := a.delivery.Test(r.Context(), accountID(r), hook.ID, kind, in.CheckVerification)
+	opt := delivery.TestOptions{CheckVerification: in.CheckVerification}
+	if in.SignWith != nil {
+		if !in.SignWith.Valid() {
+			return Invalid{{"signWith", fmt.Sprintf("%q: must be current or next", *in.SignWith)}}.Err()
+		}
+		opt.SignWith = *in.SignWith
+	}
+	res, err := a.delivery.Test(r.Context(), accountID(r), hook.ID, kind, opt)
+	if errors.Is(err, delivery.ErrNoRotation) {
+		p := problem(http.StatusConflict, "no-rotation", "No token rotation under way", "signWith: "+delivery.ErrNoRotation.Error())
+		p.Errors = Invalid{{"signWith", delivery.ErrNoRotation.Error()}}
+		return p
+	}
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,17 @@ type child struct {
 // startChild starts binary serve on a fresh store: a SQLite file in a new
 // directory, or a new schema of the PostgreSQL database at pgBase.
 func startChild(ctx context.Context, binary, pgBase string, env ...string) (*child, error) {
+	return startChildWith(ctx, binary, pgBase, nil, env...)
+}
+
+// prepareFunc readies a child's fresh store before the child starts: it gets
+// the store's URL, the key file the child will read, and the API token the
+// child's first account is to have.
+type prepareFunc func(ctx context.Context, dbURL, keyFile, token string) error
+
+// startChildWith is startChild with a store prepared first (prepare may be
+// nil).
+func startChildWith(ctx context.Context, binary, pgBase string, prepare prepareFunc, env ...string) (*child, error) {
 	dir, err := os.MkdirTemp("", "herald-bench")
 	if err != nil {
 		return nil, err
@@ -58,11 +69,18 @@ func startChild(ctx context.Context, binary, pgBase string, env ...string) (*chi
 	token := "hrld_bench_" + randomHex(16)
 	c := &child{url: "http://" + addr, token: token, out: &bytes.Buffer{}, drop: drop, done: make(chan struct{}),
 		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}}
+	keyFile := filepath.Join(dir, "herald.key")
+	if prepare != nil {
+		if err := prepare(ctx, dbURL, keyFile, token); err != nil {
+			drop()
+			return nil, fmt.Errorf("prepare the store: %w", err)
+		}
+	}
 	c.cmd = exec.Command(binary, "serve")
 	c.cmd.Env = append(os.Environ(),
 		"HERALD_ADDR="+addr,
 		"HERALD_DATABASE_URL="+dbURL,
-		"HERALD_SECRET_KEY_FILE="+filepath.Join(dir, "herald.key"),
+		"HERALD_SECRET_KEY_FILE="+keyFile,
 		"HERALD_BOOTSTRAP_EMAIL=bench@example.com",
 		"HERALD_BOOTSTRAP_PASSWORD=bench password "+randomHex(8),
 		"HERALD_BOOTSTRAP_TOKEN="+token,
@@ -101,6 +119,13 @@ func startChild(ctx context.Context, binary, pgBase string, env ...string) (*chi
 			return nil, fmt.Errorf("herald not ready after 60s:\n%s", c.out)
 		}
 	}
+}
+
+// as returns the child as another account sees it: its calls carry token.
+func (c *child) as(token string) *child {
+	other := *c
+	other.token = token
+	return &other
 }
 
 // stop ends the child (SIGTERM, then SIGKILL after 10 s) and drops its store.

@@ -127,3 +127,47 @@ func BenchmarkDeliver(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecord measures recording outcomes alone (Store.Complete in
+// batches of 200 delivered attempts, as the recorder writes them), with and
+// without the headers each attempt keeps: what keeping them costs the
+// recorder, apart from the network and the receiver.
+func BenchmarkRecord(b *testing.B) {
+	sent := store.HeaderLines(http.Header{
+		"Content-Type": {"application/json; charset=utf-8"}, "Content-Length": {"214"}, "User-Agent": {"herald/1.0.0"},
+		"webhook-signature": {"6P7jSxkBv1dzlVZmq3fWz0Qe0WvKk2pX3s4Yp0Rk8aA="}, "webhook-id": {"01936f0e-8c41-7e2a-9d55-4a4a1c0e7b21"},
+	})
+	answered := store.HeaderLines(http.Header{"Content-Length": {"0"}, "Date": {"Sat, 21 Nov 2026 08:07:13 GMT"}, "Server": {"nginx"}})
+	for _, e := range engines(b) {
+		for _, withHeaders := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/headers=%v", e.Name, withHeaders), func(b *testing.B) {
+				st, acct := benchStore(b, e.URL(b), 1, "http://127.0.0.1:1/")
+				fire(b, st, acct, b.N)
+				ctx := context.Background()
+				now := time.Now()
+				claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Hour), Lease: store.NewID(), Limit: b.N, PerWebhook: b.N})
+				if err != nil || len(claims) != b.N {
+					b.Fatalf("claimed %d of %d: %v", len(claims), b.N, err)
+				}
+				code := 204
+				outs := make([]store.Outcome, len(claims))
+				for i, c := range claims {
+					a := &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code, Duration: time.Millisecond}
+					if withHeaders {
+						a.Headers = &store.AttemptHeaders{Request: sent, Response: answered}
+					}
+					outs[i] = store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic, Result: store.Delivered, Attempt: a}
+				}
+				b.ResetTimer()
+				for len(outs) > 0 {
+					n := min(len(outs), 200)
+					if _, err := st.Complete(ctx, outs[:n], 50); err != nil {
+						b.Fatal(err)
+					}
+					outs = outs[n:]
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "attempts/s")
+			})
+		}
+	}
+}

@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/store"
-	"github.com/heraldhq/herald/webhook"
 )
 
 // Config tunes a Dispatcher. Zero fields take the defaults shown.
@@ -77,7 +76,11 @@ type Dispatcher struct {
 	mu     sync.Mutex
 	hooks  map[string]*hookState // webhook id → its standing here (see share.go)
 	active int                   // of them, those holding slots
-	freed  chan struct{}         // signalled when a slot frees
+	// accounts holds what each account's webhooks hold, for accounts
+	// holding any; accountsActive is how many those are.
+	accounts       map[string]*accountState
+	accountsActive int
+	freed          chan struct{} // signalled when a slot frees
 
 	held      map[store.Held]struct{} // logs claimed here and not yet recorded: their leases are renewed
 	orphans   map[string]time.Time    // leases of claims that failed but may have committed → when
@@ -89,13 +92,14 @@ type Dispatcher struct {
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{
-		store:   st,
-		sender:  NewSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent),
-		cfg:     cfg,
-		hooks:   map[string]*hookState{},
-		freed:   make(chan struct{}, 1),
-		held:    map[store.Held]struct{}{},
-		orphans: map[string]time.Time{},
+		store:    st,
+		sender:   NewSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent),
+		cfg:      cfg,
+		hooks:    map[string]*hookState{},
+		accounts: map[string]*accountState{},
+		freed:    make(chan struct{}, 1),
+		held:     map[store.Held]struct{}{},
+		orphans:  map[string]time.Time{},
 	}
 }
 
@@ -133,10 +137,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		got := 0
 		if want > 0 {
 			now := time.Now()
-			perWebhook, room, exclude := d.room()
+			perWebhook, room, exclude, perAccount, accountRoom := d.room()
 			claims := d.claim(store.ClaimParams{
 				Now: now, LeaseUntil: now.Add(d.cfg.Lease), Lease: store.NewID(),
 				Limit: want, PerWebhook: perWebhook, Room: room, Exclude: exclude,
+				PerAccount: perAccount, AccountRoom: accountRoom,
 			})
 			got = len(claims)
 			takenOver := 0
@@ -155,7 +160,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				// when the attempt ends: an attempt sent but not recorded
 				// is sent again if this process dies, so Concurrency also
 				// bounds how many deliveries a crash can repeat.
-				d.acquire(c.WebhookID)
+				d.acquire(c.AccountID, c.WebhookID)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -330,17 +335,19 @@ func (d *Dispatcher) total() int {
 	return n
 }
 
-func (d *Dispatcher) acquire(webhookID string) {
+func (d *Dispatcher) acquire(accountID, webhookID string) {
 	d.mu.Lock()
-	d.hold(d.hook(webhookID), 1, 0)
+	d.hold(d.hook(webhookID, accountID), 1, 0)
 	d.mu.Unlock()
 }
 
 func (d *Dispatcher) release(webhookID string) {
 	d.mu.Lock()
-	st := d.hook(webhookID)
+	st := d.hook(webhookID, "")
 	d.hold(st, -1, 0)
-	if n, worth := d.roomOf(st, d.share()); n >= worth || st.held+st.manual == 0 {
+	// An account over its share gets nothing from a claim, so its freed
+	// slots wake no claim (with 50 hanging webhooks, one per time-out).
+	if n, worth := d.roomOf(st, d.shareOf(st)); (n >= worth || st.held+st.manual == 0) && d.accountRoom(st.account) > 0 {
 		d.claimable.Store(true) // this webhook is worth a claim again
 	}
 	d.forget(webhookID, st, time.Now())
@@ -388,7 +395,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil time
 	number := c.AttemptCount + 1
 	ctx, span := d.startSpan(ctx, spanOf{name: SpanAttempt, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
 		logID: c.LogID, attempt: number, fired: c.TraceParent})
-	res := d.sender.Send(ctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+	res := d.sender.Send(ctx, signed(c))
 	d.done(c.WebhookID, res)
 	d.cfg.Metrics.attempted(res)
 	o.Attempt = d.attemptRecord(res)
@@ -430,10 +437,15 @@ func (d *Dispatcher) logOutcome(ctx context.Context, c store.Claim, o store.Outc
 const DefaultResponseBodyLimit = 4 << 10
 
 // attemptRecord is what is stored of an attempt: its answer's body cut at
-// ResponseBodyLimit, before the outcome waits to be recorded.
+// ResponseBodyLimit, and the headers both ways (the store bounds them),
+// before the outcome waits to be recorded.
 func (d *Dispatcher) attemptRecord(r Result) *store.AttemptRecord {
-	return &store.AttemptRecord{SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
+	a := &store.AttemptRecord{SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
 		Duration: r.Duration, Error: r.Err, ResponseBody: cut(r.RespBody, d.cfg.ResponseBodyLimit)}
+	if len(r.Headers) > 0 || len(r.RespHeader) > 0 {
+		a.Headers = &store.AttemptHeaders{Request: store.HeaderLines(r.Headers), Response: store.HeaderLines(r.RespHeader)}
+	}
+	return a
 }
 
 // cut keeps at most n bytes of b (none when n <= 0), without leaving half a

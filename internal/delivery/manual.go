@@ -48,14 +48,14 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 		return store.EventLog{}, ErrWebhookDisabled
 	}
 	var span trace.Span
-	res, err := d.manual(nil, c.WebhookID, func() Result {
+	res, err := d.manual(nil, c.AccountID, c.WebhookID, func() Result {
 		// A child of the request that asked, linked to the trace that fired
 		// the event: the resend is this request's work, and part of the
 		// event's story.
 		var sctx context.Context
 		sctx, span = d.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
 			logID: c.LogID, fired: c.TraceParent, link: true})
-		return d.sender.Send(sctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+		return d.sender.Send(sctx, signed(c))
 	})
 	if err != nil {
 		d.endResend(ctx, logID)
@@ -95,6 +95,41 @@ type TestResult struct {
 	Error             *string            `json:"error"`
 	Succeeded         bool               `json:"succeeded"`
 	VerificationCheck *VerificationCheck `json:"verificationCheck"`
+	// SignedWith says which token signed webhook-signature: the webhook's
+	// token, or the next token of the rotation under way.
+	SignedWith SignedWith `json:"signedWith"`
+}
+
+// SignedWith names the token that signed a Test's webhook-signature.
+type SignedWith string
+
+// The tokens a Test can sign with.
+const (
+	// SignedWithCurrent: the token that signs deliveries' webhook-signature
+	// now; during a rotation the old one, and the request then also carries
+	// webhook-signature-next, exactly like a delivery.
+	SignedWithCurrent SignedWith = "current"
+	// SignedWithNext: the next token of the rotation under way, on
+	// webhook-signature alone, as deliveries will be signed once the
+	// rotation ends; it shows the receiver accepts the next token before
+	// the switch.
+	SignedWithNext SignedWith = "next"
+)
+
+// Valid reports whether s names a token.
+func (s SignedWith) Valid() bool { return s == SignedWithCurrent || s == SignedWithNext }
+
+// ErrNoRotation refuses a Test signed with the next token when no rotation
+// is under way.
+var ErrNoRotation = errors.New("no token rotation is under way, so there is no next token to sign with")
+
+// TestOptions tunes a Test.
+type TestOptions struct {
+	// CheckVerification also sends the sample under a wrong signature.
+	CheckVerification bool
+	// SignWith picks the token that signs webhook-signature; "" is
+	// SignedWithCurrent.
+	SignWith SignedWith
 }
 
 // TestRequest is the request as sent; Body is the exact string signed.
@@ -127,14 +162,23 @@ type VerificationCheck struct {
 // Test sends a sample payload of kind to a webhook, signed like a real
 // delivery. It records nothing and never touches health. Its requests take
 // the webhook's slots like any attempt (ErrBusy when none frees in time).
-func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind event.Kind, checkVerification bool) (TestResult, error) {
+func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind event.Kind, opt TestOptions) (TestResult, error) {
+	checkVerification := opt.CheckVerification
 	w, err := d.store.Webhook(ctx, accountID, webhookID)
 	if err != nil {
 		return TestResult{}, err
 	}
-	token, err := d.store.WebhookToken(ctx, accountID, webhookID)
+	tokens, err := d.store.WebhookTokens(ctx, accountID, webhookID)
 	if err != nil {
 		return TestResult{}, err
+	}
+	signedWith := SignedWithCurrent
+	if opt.SignWith == SignedWithNext {
+		if tokens.Next == "" {
+			return TestResult{}, ErrNoRotation
+		}
+		// As deliveries will be signed after the switch: the next token alone.
+		tokens, signedWith = store.WebhookTokens{Current: tokens.Next}, SignedWithNext
 	}
 	now := time.Now()
 	id := store.NewID()
@@ -142,10 +186,11 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	if err != nil {
 		return TestResult{}, err
 	}
-	sig := webhook.Sign(token, body)
-	res, err := d.manual(ctx.Done(), w.ID, func() Result {
+	req := signed(store.Claim{URL: w.URL, EventID: id, Body: body, Token: tokens.Current, NextToken: tokens.Next})
+	sig := req.Signature
+	res, err := d.manual(ctx.Done(), accountID, w.ID, func() Result {
 		sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
-		res := d.sender.Send(sctx, Request{URL: w.URL, EventID: id, Body: body, Signature: sig})
+		res := d.sender.Send(sctx, req)
 		endSpan(span, res, testOutcome(res.OK()))
 		return res
 	})
@@ -153,9 +198,10 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		return TestResult{}, err
 	}
 	out := TestResult{
-		Event:     kind,
-		Request:   TestRequest{URL: w.URL, Headers: flatten(res.Headers), Body: string(body), Signature: sig},
-		Succeeded: res.OK(),
+		Event:      kind,
+		Request:    TestRequest{URL: w.URL, Headers: flatten(res.Headers), Body: string(body), Signature: sig},
+		Succeeded:  res.OK(),
+		SignedWith: signedWith,
 	}
 	if res.StatusCode != nil {
 		out.Response = &TestResponse{StatusCode: *res.StatusCode, Headers: flatten(res.RespHeader),
@@ -170,7 +216,7 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		out.VerificationCheck = &VerificationCheck{Error: &reason}
 	case checkVerification:
 		// Signed with a token the receiver cannot hold: well-formed, and wrong.
-		forged, err := d.manual(ctx.Done(), w.ID, func() Result {
+		forged, err := d.manual(ctx.Done(), accountID, w.ID, func() Result {
 			sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
 			if span != nil {
 				span.SetAttributes(attribute.Bool("herald.verification_check", true))

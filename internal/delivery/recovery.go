@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/store"
-	"github.com/heraldhq/herald/webhook"
 )
 
 // Recoveries (POST /v3/webhooks/{id}/recover) are recorded in the store and
@@ -62,7 +61,7 @@ func (d *Dispatcher) runRecovery(ctx context.Context, r store.Recovery, lease st
 	defer func() { <-renewed }()
 	for held.Err() == nil {
 		markUntil := time.Now().Add(manualWait + d.cfg.AttemptTimeout + 30*time.Second)
-		claims, err := d.store.NextRecoveryLogs(context.WithoutCancel(held), r.ID, lease, d.recoveryBatch(r.WebhookID), markUntil)
+		claims, err := d.store.NextRecoveryLogs(context.WithoutCancel(held), r.ID, lease, d.recoveryBatch(r.AccountID, r.WebhookID), markUntil)
 		switch {
 		case errors.Is(err, store.ErrLeaseLost):
 			return
@@ -132,11 +131,12 @@ func (d *Dispatcher) renewRecovery(held context.Context, lost func(), id, lease 
 }
 
 // recoveryBatch is how many logs of a webhook a recovery marks at once: the
-// requests in flight the webhook has earned here.
-func (d *Dispatcher) recoveryBatch(webhookID string) int {
+// requests in flight the webhook has earned here, within its account's
+// share.
+func (d *Dispatcher) recoveryBatch(account, webhookID string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return max(1, d.hook(webhookID).limit-1)
+	return max(1, d.hook(webhookID, account).limit-1)
 }
 
 // resendForRecovery resends one log of a recovery and records it, counted
@@ -144,11 +144,11 @@ func (d *Dispatcher) recoveryBatch(webhookID string) int {
 // (stopping, or the recovery's lease lost while it waited for a slot).
 func (d *Dispatcher) resendForRecovery(held context.Context, recovery string, c store.Claim) bool {
 	d.mu.Lock()
-	d.hold(d.hook(c.WebhookID), 0, 1)
+	d.hold(d.hook(c.WebhookID, c.AccountID), 0, 1)
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
-		st := d.hook(c.WebhookID)
+		st := d.hook(c.WebhookID, "")
 		d.hold(st, 0, -1)
 		d.forget(c.WebhookID, st, time.Now())
 		d.mu.Unlock()
@@ -160,7 +160,8 @@ func (d *Dispatcher) resendForRecovery(held context.Context, recovery string, c 
 	ctx := context.WithoutCancel(held) // a stop lets a resend in flight finish
 	sctx, span := d.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
 		logID: c.LogID, fired: c.TraceParent})
-	res := d.sender.Send(sctx, Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)})
+	// Signed like any attempt: during a token rotation, with both tokens.
+	res := d.sender.Send(sctx, signed(c))
 	d.done(c.WebhookID, res)
 	d.cfg.Metrics.attempted(res)
 	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: store.TriggerResend, Attempt: d.attemptRecord(res),
@@ -184,7 +185,7 @@ func (d *Dispatcher) resendForRecovery(held context.Context, recovery string, c 
 func (d *Dispatcher) takeBehindAutomatic(id string, stop <-chan struct{}) bool {
 	d.mu.Lock()
 	for {
-		st := d.hook(id)
+		st := d.hook(id, "")
 		if st.held == 0 && (st.sending < st.limit-1 || (st.limit == 1 && st.sending == 0)) {
 			st.sending++
 			d.mu.Unlock()

@@ -74,6 +74,19 @@ type Request struct {
 	EventID   string
 	Body      []byte
 	Signature string
+	// NextSignature, during a token rotation, is the body's signature under
+	// the next token, sent in webhook-signature-next; "" sends no such header.
+	NextSignature string
+}
+
+// signed returns the request for a claim's body, signed with the tokens of
+// the claim's moment.
+func signed(c store.Claim) Request {
+	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)}
+	if c.NextToken != "" {
+		r.NextSignature = webhook.Sign(c.NextToken, c.Body)
+	}
+	return r
 }
 
 // Result is what one POST saw.
@@ -113,6 +126,9 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		webhook.SignatureHeader: {req.Signature},
 		webhook.IDHeader:        {req.EventID},
 		"User-Agent":            {s.userAgent},
+	}
+	if req.NextSignature != "" {
+		hr.Header[webhook.NextSignatureHeader] = []string{req.NextSignature}
 	}
 	res := Result{Headers: hr.Header.Clone(), SentAt: time.Now()}
 	resp, err := s.client.Do(hr)

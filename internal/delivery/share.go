@@ -14,11 +14,20 @@ import (
 //     one more for each answer that comes promptly, up to PerWebhook, and
 //     loses half of them for each answer that comes slowly or not at all. A
 //     receiver that never answers is soon down to one request at a time.
-//   - No webhook holds more than a fair share of the process:
-//     Concurrency/(webhooks holding slots + 1), so a webhook with due work
-//     that holds none always finds a share free.
+//   - No webhook holds more than a fair share of its account's share:
+//     that share/(the account's webhooks holding slots + 1), so a webhook
+//     with due work that holds none always finds a share free, and one
+//     account's many webhooks do not shrink another account's webhooks'
+//     shares.
 //   - Webhooks whose latest answer was slow hold at most half of the process
 //     together, however many there are.
+//   - Above the webhooks, accounts: the webhooks of one account together hold
+//     at most the account's share (accountShare), so one account's many
+//     webhooks cannot take the process from another account's one; an
+//     account alone may hold all but an eighth, kept for an account that
+//     holds nothing yet. The claim passes the rest of each account's share
+//     as its room, and takes first attempts before retries, account by
+//     account (store.ClaimParams).
 //   - A claim takes no more of a webhook than its room: twice its limit, so
 //     that a second round is claimed while the first is in flight and a fast
 //     receiver does not wait for claims; only its limit for a slow webhook,
@@ -40,6 +49,7 @@ var ErrBusy = errors.New("the webhook already has as many requests in flight as 
 
 // hookState is one webhook's standing in this process.
 type hookState struct {
+	account string        // the webhook's account, once a claim or a manual send named it
 	held    int           // automatic logs claimed here and not yet recorded
 	manual  int           // Tests and Resends in flight or waiting for a slot
 	sending int           // requests in flight, automatic and manual
@@ -49,14 +59,56 @@ type hookState struct {
 	wake    chan struct{} // closed, and replaced, when a slot frees or limit grows
 }
 
-// hook returns id's standing, new if it has none. d.mu is held.
-func (d *Dispatcher) hook(id string) *hookState {
+// hook returns id's standing, new if it has none; account, when not "",
+// names the webhook's account. d.mu is held.
+func (d *Dispatcher) hook(id, account string) *hookState {
 	st := d.hooks[id]
 	if st == nil {
 		st = &hookState{limit: min(startLimit, d.cfg.PerWebhook), wake: make(chan struct{})}
 		d.hooks[id] = st
 	}
+	if st.account == "" && account != "" {
+		st.account = account
+		if n := st.held + st.manual; n > 0 {
+			d.holdAccount(account, n, 1)
+		}
+	}
 	return st
+}
+
+// accountState is what one account's webhooks hold here.
+type accountState struct {
+	held  int // slots, automatic and manual
+	hooks int // webhooks holding any
+}
+
+// holdAccount changes what an account's webhooks hold (n slots, hooks
+// webhooks holding any), keeping count of the accounts that hold any. d.mu
+// is held.
+func (d *Dispatcher) holdAccount(account string, n, hooks int) {
+	if account == "" || (n == 0 && hooks == 0) {
+		return
+	}
+	a := d.accounts[account]
+	if a == nil {
+		a = &accountState{}
+		d.accounts[account] = a
+		d.accountsActive++
+	}
+	a.held += n
+	a.hooks += hooks
+	if a.held <= 0 {
+		delete(d.accounts, account)
+		d.accountsActive--
+	}
+}
+
+// heldBy is what an account's webhooks hold here. d.mu is held.
+func (d *Dispatcher) heldBy(account string) int {
+	if a := d.accounts[account]; a != nil {
+		return a.held
+	}
+	return 0
 }
 
 // forget drops a standing nobody needs: nothing held or waiting, and
@@ -77,9 +129,46 @@ func (d *Dispatcher) sweep() {
 	}
 }
 
-// share is what one webhook may hold now: Concurrency/(webhooks holding
-// slots + 1). d.mu is held.
+// share is what one webhook of no known account may hold now:
+// Concurrency/(webhooks holding slots + 1). d.mu is held.
 func (d *Dispatcher) share() int { return max(1, d.cfg.Concurrency/(d.active+1)) }
+
+// shareOf is what a webhook may hold now: its account's share/(the
+// account's webhooks holding slots + 1). d.mu is held.
+func (d *Dispatcher) shareOf(st *hookState) int {
+	if st.account == "" {
+		return d.share()
+	}
+	holders, hooks := d.accountsActive, 0
+	if a := d.accounts[st.account]; a != nil {
+		hooks = a.hooks
+	} else {
+		holders++ // it would hold once claimed for
+	}
+	return max(1, accountShare(d.cfg.Concurrency, holders)/(hooks+1))
+}
+
+// accountShare is what the webhooks of one account may hold together when
+// holders accounts hold slots, the asking one counted: the process less an
+// eighth kept free for an account that holds nothing yet (so its first
+// attempts never wait for another account's time-outs), split evenly. An
+// account alone keeps seven eighths: sharing costs a lone account little,
+// and the webhook shares and the slow half bind long before on one account.
+func accountShare(concurrency, holders int) int {
+	keep := concurrency / 8
+	return max(1, (concurrency-keep)/max(1, holders))
+}
+
+// accountRoom is what a claim may still take of an account's webhooks
+// together. d.mu is held.
+func (d *Dispatcher) accountRoom(account string) int {
+	held := d.heldBy(account)
+	holders := d.accountsActive
+	if held == 0 {
+		holders++ // it would hold once claimed for
+	}
+	return accountShare(d.cfg.Concurrency, holders) - held
+}
 
 // hold changes what a webhook holds, automatic and manual, keeping count of
 // the webhooks that hold any (share runs on every recorded outcome, so it
@@ -88,12 +177,16 @@ func (d *Dispatcher) hold(st *hookState, automatic, manual int) {
 	before := st.held+st.manual > 0
 	st.held += automatic
 	st.manual += manual
+	hooks := 0
 	switch after := st.held+st.manual > 0; {
 	case after && !before:
 		d.active++
+		hooks = 1
 	case before && !after:
 		d.active--
+		hooks = -1
 	}
+	d.holdAccount(st.account, automatic+manual, hooks)
 }
 
 // signal wakes whoever waits for a slot of the webhook. d.mu is held.
@@ -116,11 +209,14 @@ func (d *Dispatcher) roomOf(st *hookState, share int) (room, worth int) {
 // room says how much a claim may take: the default for webhooks with no
 // standing here, what each webhook with one may still hold, and the
 // webhooks passed over (no room, or too little to be worth a claim while
-// their earlier logs are in flight).
-func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []string) {
+// their earlier logs are in flight); then the same for accounts.
+func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []string, perAccount int, accountRoom map[string]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	share := d.share()
+	accountRoom = make(map[string]int, len(d.accounts))
+	for account := range d.accounts {
+		accountRoom[account] = max(0, d.accountRoom(account))
+	}
 	slowHeld := 0
 	for _, st := range d.hooks {
 		if st.slow {
@@ -130,14 +226,15 @@ func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []stri
 	slowFull := slowHeld >= max(1, d.cfg.Concurrency/2)
 	room = make(map[string]int, len(d.hooks))
 	for id, st := range d.hooks {
-		n, worth := d.roomOf(st, share)
-		if (st.slow && slowFull) || n <= 0 || (n < worth && st.held+st.manual > 0) {
+		n, worth := d.roomOf(st, d.shareOf(st))
+		full := st.account != "" && accountRoom[st.account] <= 0 && d.heldBy(st.account) > 0
+		if full || (st.slow && slowFull) || n <= 0 || (n < worth && st.held+st.manual > 0) {
 			exclude = append(exclude, id)
 			continue
 		}
 		room[id] = n
 	}
-	return min(startLimit, share, d.cfg.PerWebhook), room, exclude
+	return min(startLimit, d.share(), d.cfg.PerWebhook), room, exclude, d.accountRoom(""), accountRoom
 }
 
 // take waits until the webhook has a request slot free, takes it, and
@@ -147,7 +244,7 @@ func (d *Dispatcher) take(id string, deadline time.Time, stop <-chan struct{}) b
 	defer t.Stop()
 	d.mu.Lock()
 	for {
-		st := d.hook(id)
+		st := d.hook(id, "")
 		if !time.Now().Before(deadline) {
 			d.mu.Unlock()
 			return false
@@ -176,7 +273,7 @@ func (d *Dispatcher) done(id string, res Result) {
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := d.hook(id)
+	st := d.hook(id, "")
 	st.sending--
 	st.seen = now
 	slowAfter := d.cfg.AttemptTimeout / 3
@@ -194,20 +291,20 @@ func (d *Dispatcher) done(id string, res Result) {
 func (d *Dispatcher) untake(id string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := d.hook(id)
+	st := d.hook(id, "")
 	st.sending--
 	st.signal()
 	d.forget(id, st, time.Now())
 }
 
 // manual makes a Test's or Resend's request within the webhook's slots.
-func (d *Dispatcher) manual(stop <-chan struct{}, id string, send func() Result) (Result, error) {
+func (d *Dispatcher) manual(stop <-chan struct{}, account, id string, send func() Result) (Result, error) {
 	d.mu.Lock()
-	d.hold(d.hook(id), 0, 1)
+	d.hold(d.hook(id, account), 0, 1)
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
-		st := d.hook(id)
+		st := d.hook(id, "")
 		d.hold(st, 0, -1)
 		d.forget(id, st, time.Now())
 		d.mu.Unlock()

@@ -117,7 +117,7 @@ func TestAttemptSpansContinueTheFiringTrace(t *testing.T) {
 			t.Fatal(err)
 		}
 		request.End()
-		if _, err := d.Test(reqCtx, acct.ID, hook.ID, event.LicenseUpdated, false); err != nil {
+		if _, err := d.Test(reqCtx, acct.ID, hook.ID, event.LicenseUpdated, delivery.TestOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{delivery.SpanResend, delivery.SpanTest} {

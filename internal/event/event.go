@@ -43,6 +43,14 @@ const (
 	TrialActivationDeleted Kind = "trial-activation.deleted"
 )
 
+// Operational kinds: a webhook's health changed. They go to the account's
+// other webhooks that subscribe to them, never to the webhook they are about.
+const (
+	WebhookUnhealthy Kind = "webhook.unhealthy"
+	WebhookSuspended Kind = "webhook.suspended"
+	WebhookRecovered Kind = "webhook.recovered"
+)
+
 // Kinds lists every kind a webhook may subscribe to, in documentation order.
 var Kinds = []Kind{
 	LicenseCreated, LicenseUpdated, LicenseRenewed, LicenseExpiresAtUpdated,
@@ -51,6 +59,13 @@ var Kinds = []Kind{
 	UserCreated, UserUpdated, UserDeleted,
 	ActivationCreated, ReleaseCreated, ReleaseDeleted,
 	TrialActivationCreated, TrialActivationDeleted,
+	WebhookUnhealthy, WebhookSuspended, WebhookRecovered,
+}
+
+// Operational reports whether k is about herald's own webhooks rather than
+// a licensing resource: no API call fires it; a change of health does.
+func (k Kind) Operational() bool {
+	return k == WebhookUnhealthy || k == WebhookSuspended || k == WebhookRecovered
 }
 
 // Valid reports whether k is a documented kind.

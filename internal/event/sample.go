@@ -60,6 +60,22 @@ func Sample(kind Kind, now time.Time) map[string]any {
 			"createdAt": ts,
 			"updatedAt": ts,
 		}
+	case WebhookUnhealthy, WebhookSuspended, WebhookRecovered:
+		status := map[Kind]string{WebhookUnhealthy: "Unhealthy", WebhookSuspended: "Suspended", WebhookRecovered: "Healthy"}[kind]
+		return map[string]any{
+			"id":     "00000000-0000-7000-8000-000000000007",
+			"name":   SampleText,
+			"url":    "https://example.com/webhooks/zoë",
+			"status": status,
+			"latestFailure": map[string]any{
+				"logId":      "00000000-0000-7000-8000-000000000008",
+				"eventId":    "00000000-0000-7000-8000-000000000009",
+				"event":      string(LicenseCreated),
+				"statusCode": 503,
+				"reason":     "receiver answered 503; no attempts left",
+				"failedAt":   ts,
+			},
+		}
 	case TrialActivationCreated, TrialActivationDeleted:
 		return map[string]any{
 			"id":          "00000000-0000-7000-8000-000000000006",

@@ -25,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/server"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // Options configure Start. Zero fields take test-friendly defaults: attempt
@@ -50,6 +51,12 @@ type Options struct {
 	TrustedProxies                ratelimit.Proxies
 	// ReadTimeout bounds reading each request (server.Config.ReadTimeout).
 	ReadTimeout time.Duration
+	// PublicURL, SuspendedReminder, ReminderCheck and ReminderClock are
+	// server.Config's.
+	PublicURL                        string
+	SuspendedReminder, ReminderCheck time.Duration
+	ReminderClock                    func() time.Time
+
 	// Setup runs on the opened server before it starts serving, to mount more
 	// handlers (e.g. the portal) or adjust it.
 	Setup func(*server.Server)
@@ -111,6 +118,7 @@ func (h *Herald) run() {
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
+		PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, ReminderClock: o.ReminderClock,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)
@@ -340,3 +348,18 @@ func (h *Herald) CreateLicense(metadata map[string]any) string {
 
 // Env is os.Getenv; here so tests read configuration in one place.
 func Env(name string) string { return os.Getenv(name) }
+
+// NewAccount creates another account in h's database, with an owner and an
+// API token of its own, and returns h as that account sees it: its API
+// calls carry the new account's token.
+func (h *Herald) NewAccount(name, email string) *Herald {
+	h.t.Helper()
+	token := auth.NewAPIToken()
+	if _, err := h.Server.Store.CreateAccount(context.Background(), store.Bootstrap{
+		AccountName: name, OwnerEmail: email, PasswordHash: "x", TokenHash: auth.HashToken(token)}); err != nil {
+		h.t.Fatalf("create account %s: %v", name, err)
+	}
+	other := &Herald{URL: h.URL, Token: token, Email: email, Server: h.Server, Client: h.Client,
+		API: client.New(h.URL, token, h.Client), Options: h.Options, t: h.t}
+	return other
+}

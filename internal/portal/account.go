@@ -21,7 +21,11 @@ func (h *handler) account(w http.ResponseWriter, r *http.Request, s store.Sessio
 	if err != nil {
 		return err
 	}
-	return h.render(w, r, http.StatusOK, "account", accountData{Name: a.Name, NotificationEmail: a.NotificationEmail, OwnerEmail: s.OwnerEmail})
+	d := accountData{Name: a.Name, NotificationEmail: a.NotificationEmail, OwnerEmail: s.OwnerEmail}
+	if f := flashFrom(r.Context()); f.Form != nil {
+		d.Name, d.NotificationEmail, d.Errors = f.Form.Get("name"), f.Form.Get("notificationEmail"), f.Errors
+	}
+	return h.render(w, r, http.StatusOK, "account", d)
 }
 
 // saveAccount saves the settings with the API's rules.
@@ -30,11 +34,11 @@ func (h *handler) saveAccount(w http.ResponseWriter, r *http.Request, s store.Se
 	var v validator.Errors
 	validator.CheckAccountName(&v, "name", &d.Name)
 	validator.CheckEmail(&v, "notificationEmail", &d.NotificationEmail)
-	if d.Errors = fromValidator(v); len(d.Errors) > 0 {
-		return h.render(w, r, http.StatusUnprocessableEntity, "account", d)
+	if errs := fromValidator(v); len(errs) > 0 {
+		return h.refused(w, r, "/account", errs)
 	}
 	if _, err := h.store.UpdateAccount(r.Context(), s.AccountID, store.AccountPatch{Name: &d.Name, NotificationEmail: &d.NotificationEmail}); err != nil {
 		return err
 	}
-	return redirect(w, r, "/account?done=account")
+	return h.redirectWith(w, r, "/account", flash{Notice: "Settings saved."})
 }

@@ -28,8 +28,15 @@ type apiTokensData struct {
 }
 
 // apiTokens lists the account's API tokens with a form to create one.
+// A token just created, or a refused form, arrives as a flash.
 func (h *handler) apiTokens(w http.ResponseWriter, r *http.Request, s store.Session) error {
-	return h.renderAPITokens(w, r, s, http.StatusOK, apiTokensData{Scope: string(store.ScopeRead)})
+	d := apiTokensData{Scope: string(store.ScopeRead)}
+	f := flashFrom(r.Context())
+	if f.Form != nil {
+		d.Name, d.Scope, d.Expires, d.Errors = f.Form.Get("name"), f.Form.Get("scope"), f.Form.Get("expires"), f.Errors
+	}
+	d.Created, d.Secret = f.Created, f.Secret
+	return h.renderAPITokens(w, r, s, http.StatusOK, d)
 }
 
 func (h *handler) renderAPITokens(w http.ResponseWriter, r *http.Request, s store.Session, status int, d apiTokensData) error {
@@ -46,8 +53,9 @@ func (h *handler) renderAPITokens(w http.ResponseWriter, r *http.Request, s stor
 }
 
 // createAPIToken creates a token with the API's rules and shows its secret
-// on the page it answers (a POST's answer, never a URL), the only time
-// herald can show it.
+// on the tokens page, the only time herald can show it: the secret crosses
+// the redirect in a flash sealed for this browser's session (never a URL),
+// and the page shows it once.
 func (h *handler) createAPIToken(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d := apiTokensData{Name: r.PostForm.Get("name"), Scope: r.PostForm.Get("scope"), Expires: r.PostForm.Get("expires")}
 	var v validator.Errors
@@ -60,8 +68,8 @@ func (h *handler) createAPIToken(w http.ResponseWriter, r *http.Request, s store
 		t := h.now().AddDate(0, 0, days)
 		expires = &t
 	}
-	if d.Errors = fromValidator(v); len(d.Errors) > 0 {
-		return h.renderAPITokens(w, r, s, http.StatusUnprocessableEntity, d)
+	if errs := fromValidator(v); len(errs) > 0 {
+		return h.refused(w, r, "/account/api-tokens", errs)
 	}
 	secret := auth.NewAPIToken()
 	tok, err := h.store.CreateAPIToken(r.Context(), s.AccountID, store.NewAPIToken{
@@ -69,7 +77,7 @@ func (h *handler) createAPIToken(w http.ResponseWriter, r *http.Request, s store
 	if err != nil {
 		return err
 	}
-	return h.renderAPITokens(w, r, s, http.StatusCreated, apiTokensData{Scope: string(store.ScopeRead), Created: &tok, Secret: secret})
+	return h.redirectWith(w, r, "/account/api-tokens", flash{Created: &tok, Secret: secret})
 }
 
 func validLifetime(days string) bool {
@@ -87,5 +95,5 @@ func (h *handler) revokeAPIToken(w http.ResponseWriter, r *http.Request, s store
 	if err := h.store.RevokeAPIToken(r.Context(), s.AccountID, r.PathValue("id")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/account/api-tokens?done=token-revoked")
+	return h.redirectWith(w, r, "/account/api-tokens", flash{Notice: "API token revoked. Requests that carry it now answer 401."})
 }

@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"context"
+	_ "embed"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,8 @@ type tab struct {
 	ctx   context.Context
 	base  string
 	shots string // where screenshots go
+	phone bool   // the viewport is a phone's (390×844), else a desktop's (1280×900)
+	noAxe bool   // a step that expects to stay on a page that is not herald's (none so far)
 }
 
 func newTab(t *testing.T, h *heraldtest.Herald) *tab {
@@ -64,6 +67,64 @@ func newTab(t *testing.T, h *heraldtest.Herald) *tab {
 	return b
 }
 
+// size sets the viewport: a phone's (390×844, scaled 2×) or a desktop's.
+func (b *tab) size(phone bool) {
+	b.t.Helper()
+	b.phone = phone
+	b.do(viewport(phone))
+}
+
+func viewport(phone bool) chromedp.Action[chromedp.Void] {
+	if phone {
+		return chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)
+	}
+	return chromedp.EmulateViewport(1280, 900)
+}
+
+// axeSource is axe-core (testdata/axe/README.md says which and from where).
+//
+//go:embed testdata/axe/axe.min.js
+var axeSource string
+
+// axeRun loads axe-core into the page unless it is there already, checks
+// the whole page against every rule axe runs by default, and returns one
+// line per violation with the elements it names.
+const axeRun = `(async () => {
+  const r = await axe.run(document, {resultTypes: ["violations"]});
+  return r.violations.map(v => v.id + " (" + v.impact + "): " + v.help + "\n    " +
+    v.nodes.slice(0, 6).map(n => n.target.join(" ") + ": " + (n.failureSummary || "").replace(/\s+/g, " ")).join("\n    "));
+})()`
+
+// accessible fails the test for every violation axe-core finds on the
+// current page, at both sizes, and leaves the viewport as it found it.
+// Every navigation of the browser tests calls it.
+func (b *tab) accessible() {
+	b.t.Helper()
+	where := b.path()
+	for _, phone := range []bool{b.phone, !b.phone} {
+		b.do(viewport(phone))
+		loaded, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`typeof window.axe === "object"`))
+		if err == nil && !loaded {
+			_, err = chromedp.Run(b.ctx, chromedp.Evaluate[bool](axeSource+";true"))
+		}
+		var found []string
+		if err == nil {
+			found, err = chromedp.Run(b.ctx, chromedp.Evaluate[[]string](axeRun, chromedp.EvalAwaitPromise))
+		}
+		if err != nil {
+			b.t.Fatalf("axe on %s: %v", where, err)
+		}
+		size := "desktop"
+		if phone {
+			size = "phone"
+		}
+		for _, v := range found {
+			b.t.Errorf("axe, %s at %s size: %s", where, size, v)
+		}
+	}
+	b.do(viewport(b.phone))
+}
+
 // do runs steps that return nothing.
 func (b *tab) do(steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
@@ -79,6 +140,7 @@ func (b *tab) open(path string) int64 {
 	if err != nil {
 		b.t.Fatalf("open %s: %v", path, err)
 	}
+	b.accessible()
 	return resp.Status
 }
 
@@ -92,6 +154,7 @@ func (b *tab) follow(steps ...chromedp.Action[chromedp.Void]) int64 {
 	if err != nil {
 		b.t.Fatalf("browser: %v", err)
 	}
+	b.accessible()
 	return resp.Status
 }
 

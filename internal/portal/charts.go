@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/heraldhq/herald/internal/store"
@@ -69,7 +70,7 @@ func newSuccessChart(since time.Time, hours []store.HourOfAttempts) successChart
 	for i := range successHours {
 		start := since.Add(time.Duration(i) * time.Hour)
 		x := plotLeft + float64(i)*slot + slot*(1-barFill)/2
-		span := start.UTC().Format("15:04") + "–" + start.Add(time.Hour).UTC().Format("15:04") + " UTC"
+		span := start.UTC().Format("Jan 2 15:04") + "–" + start.Add(time.Hour).UTC().Format("15:04") + " UTC"
 		h, ok := byStart[start.Unix()]
 		if !ok || h.Attempts == 0 {
 			c.Bars = append(c.Bars, bar{X: x, Y: plotBase - 3, Width: slot * barFill, Height: 3, Class: "none", Label: span + ": no attempts"})
@@ -83,7 +84,13 @@ func newSuccessChart(since time.Time, hours []store.HourOfAttempts) successChart
 			c.Succeeded += h.Succeeded
 		}
 		if i%successLabelEveryNHours == 0 {
-			c.XTicks = append(c.XTicks, tick{X: plotLeft + float64(i)*slot, Y: plotBase + 18, Text: start.UTC().Format("15:04")})
+			// The first label and the first of each new day carry the date:
+			// the 24 hours span two days.
+			label := start.UTC().Format("15:04")
+			if len(c.XTicks) == 0 || start.UTC().Day() != since.Add(time.Duration(i-successLabelEveryNHours)*time.Hour).UTC().Day() {
+				label = start.UTC().Format("Jan 2 15:04")
+			}
+			c.XTicks = append(c.XTicks, tick{X: plotLeft + float64(i)*slot, Y: plotBase + 18, Text: label})
 		}
 	}
 	for _, p := range []int{0, 50, 100} {
@@ -139,7 +146,7 @@ func newLatencyChart(points []store.AttemptPoint) latencyChart {
 			Height: height, Class: class, Label: fmt.Sprintf("%s UTC: %s in %s", p.SentAt.UTC().Format("Jan 2 15:04:05"), outcome, duration(p.DurationMS))})
 	}
 	for _, v := range []int64{0, top / 2, top} {
-		c.YTicks = append(c.YTicks, tick{X: plotLeft - 8, Y: plotBase - float64(plotHeight)*float64(v)/float64(top), Text: duration(v)})
+		c.YTicks = append(c.YTicks, tick{X: plotLeft - 8, Y: plotBase - float64(plotHeight)*float64(v)/float64(top), Text: axisDuration(v, top)})
 	}
 	c.MedianY = plotBase - float64(plotHeight)*float64(c.Median)/float64(top)
 	c.Summary = fmt.Sprintf("Last %d %s: median %s, 95th percentile %s, slowest %s.", len(points),
@@ -186,6 +193,16 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// axisDuration labels an axis up to top in one unit: seconds when the top
+// is a second or more (0 s, 5 s, 10 s), else milliseconds; mixed, "0 ms"
+// beside "10 s" read as different scales.
+func axisDuration(ms, top int64) string {
+	if top < 1000 {
+		return fmt.Sprintf("%d ms", ms)
+	}
+	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) + " s"
 }
 
 // duration shows milliseconds as a person reads them: 12 ms, 1.25 s.

@@ -39,6 +39,12 @@ func TestBrowserFormsEditDisableDelete(t *testing.T) {
 		t.Errorf("invalid form: %d; want 422", code)
 	}
 	b.contains(".notice.bad", "not saved")
+	if id := run(b, chromedp.Evaluate[string](`document.activeElement.id`)); id != "error-summary" {
+		t.Errorf("after the refusal the focus is on %q; want the error summary", id)
+	}
+	if n := b.count("#error-summary a[href='#url-error'], #error-summary a[href='#token-error'], #error-summary a[href='#events-error']"); n != 3 {
+		t.Errorf("the error summary links to %d of the 3 fields in error", n)
+	}
 	b.contains("#url-error", "URL must use http or https.")
 	b.contains("#token-error", "Token must be 16 to 256 characters.")
 	b.contains("#events-error", "Events must name at least one event kind.")

@@ -74,10 +74,28 @@ func (b *browser) post(path string, form url.Values) (int, string, string) {
 	return b.do("POST", path, form)
 }
 
+// submit posts a form as a browser does: a redirect is followed to the
+// page it names, whose status, address and body are returned.
+func (b *browser) submit(path string, form url.Values) (int, string, string) {
+	b.t.Helper()
+	code, loc, body := b.post(path, form)
+	if code != http.StatusSeeOther {
+		return code, loc, body
+	}
+	code, _, body = b.get(loc)
+	return code, loc, body
+}
+
+// signIn signs in through the form; a refusal is followed back to the
+// sign-in page, which shows it.
 func (b *browser) signIn(email, password string) (int, string, string) {
 	b.t.Helper()
 	b.get("/signin")
-	return b.post("/signin", url.Values{"email": {email}, "password": {password}})
+	code, loc, body := b.post("/signin", url.Values{"email": {email}, "password": {password}})
+	if code == http.StatusSeeOther && strings.HasPrefix(loc, "/signin") {
+		return b.get(loc)
+	}
+	return code, loc, body
 }
 
 func mustSignIn(t *testing.T, h *heraldtest.Herald) *browser {
@@ -114,9 +132,10 @@ func TestWithoutSessionEveryPageRedirectsToSignIn(t *testing.T) {
 		t.Errorf("redirect %q; want it to bring the owner back", loc)
 	}
 	for _, p := range []string{"/webhooks/new", "/webhooks/" + hook.ID + "/delete", "/webhooks/" + hook.ID + "/test",
-		"/webhooks/" + hook.ID + "/token", "/webhook-event-logs/" + logID + "/resend", "/account", "/account/api-tokens",
+		"/webhooks/" + hook.ID + "/token", "/webhooks/" + hook.ID + "/token/rotate", "/webhooks/" + hook.ID + "/token/rotate/finish",
+		"/webhook-event-logs/" + logID + "/resend", "/account", "/account/api-tokens",
 		"/account/api-tokens/" + hook.ID + "/revoke", "/signout"} {
-		if code, loc, _ := b.do("POST", p, url.Values{"name": {"x"}}); code != http.StatusSeeOther || loc != "/signin" {
+		if code, loc, _ := b.do("POST", p, url.Values{"name": {"x"}}); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin?") {
 			t.Errorf("POST %s: %d to %q; want 303 to /signin", p, code, loc)
 		}
 	}
@@ -190,8 +209,14 @@ func TestSignIn(t *testing.T) {
 
 	// Sign-out ends the session on the server, not only in the browser.
 	b.get("/webhooks")
-	if code, loc, _ := b.post("/signout", url.Values{}); code != http.StatusSeeOther || loc != "/signin?signedout=1" {
+	if code, loc, _ := b.post("/signout", url.Values{}); code != http.StatusSeeOther || loc != "/signin" {
 		t.Errorf("sign out: %d to %q", code, loc)
+	}
+	if _, _, body := b.get("/signin"); !strings.Contains(body, "You have signed out.") {
+		t.Errorf("the sign-in page does not say the owner signed out")
+	}
+	if _, _, body := b.get("/signin"); strings.Contains(body, "You have signed out.") {
+		t.Errorf("a refresh says again that the owner signed out")
 	}
 	replay := newBrowser(t, h)
 	u, _ := url.Parse(h.URL)
@@ -218,7 +243,11 @@ func TestSignInIsRateLimited(t *testing.T) {
 func (b *browser) signInFrom(addr, email, password string) (int, string, string) {
 	b.t.Helper()
 	b.do("GET", "/signin", nil, "X-Forwarded-For", addr)
-	return b.do("POST", "/signin", url.Values{"email": {email}, "password": {password}, "csrf": {b.csrf}}, "X-Forwarded-For", addr)
+	code, loc, body := b.do("POST", "/signin", url.Values{"email": {email}, "password": {password}, "csrf": {b.csrf}}, "X-Forwarded-For", addr)
+	if code == http.StatusSeeOther && strings.HasPrefix(loc, "/signin") {
+		return b.do("GET", loc, nil, "X-Forwarded-For", addr)
+	}
+	return code, loc, body
 }
 
 // A stranger who knows the owner's email and fails to sign in from their own
@@ -310,7 +339,7 @@ func TestValidationErrorsStayNextToTheirFieldsWithTheValues(t *testing.T) {
 	h := heraldtest.Start(t, heraldtest.Options{})
 	b := mustSignIn(t, h)
 	b.get("/webhooks/new")
-	code, _, body := b.post("/webhooks/new", url.Values{"name": {"Billing é"}, "url": {"ftp://example.com/x"},
+	code, _, body := b.submit("/webhooks/new", url.Values{"name": {"Billing é"}, "url": {"ftp://example.com/x"},
 		"token": {"short"}, "enabled": {"on"}})
 	if code != http.StatusUnprocessableEntity {
 		t.Fatalf("invalid form: %d; want 422", code)
@@ -330,7 +359,7 @@ func TestValidationErrorsStayNextToTheirFieldsWithTheValues(t *testing.T) {
 		t.Errorf("name is valid but shows an error")
 	}
 	// A second try keeps chosen events checked while other fields are wrong.
-	_, _, body = b.post("/webhooks/new", url.Values{"name": {""}, "url": {"https://example.com/h"}, "events": {"license.renewed", "license.deleted"}})
+	_, _, body = b.submit("/webhooks/new", url.Values{"name": {""}, "url": {"https://example.com/h"}, "events": {"license.renewed", "license.deleted"}})
 	for _, want := range []string{`id="name-error"`, `value="license.renewed" checked`, `value="license.deleted" checked`, `value="license.created">`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("second try lacks %s", want)
@@ -343,11 +372,11 @@ func TestValidationErrorsStayNextToTheirFieldsWithTheValues(t *testing.T) {
 	}
 
 	b.get("/account")
-	code, _, body = b.post("/account", url.Values{"name": {"Acme"}, "notificationEmail": {"not an email"}})
+	code, _, body = b.submit("/account", url.Values{"name": {"Acme"}, "notificationEmail": {"not an email"}})
 	if code != http.StatusUnprocessableEntity || !strings.Contains(body, `id="notificationEmail-error"`) || !strings.Contains(body, `value="not an email"`) {
 		t.Errorf("account form: %d; want the error beside the email and the value kept\n%s", code, body)
 	}
-	if code, loc, _ := b.post("/account", url.Values{"name": {"Acme"}, "notificationEmail": {"ops@example.com"}}); code != http.StatusSeeOther || loc != "/account?done=account" {
+	if code, loc, _ := b.post("/account", url.Values{"name": {"Acme"}, "notificationEmail": {"ops@example.com"}}); code != http.StatusSeeOther || loc != "/account" {
 		t.Errorf("account save: %d to %q", code, loc)
 	}
 	var acct struct{ NotificationEmail string }
@@ -385,8 +414,8 @@ func TestAnotherAccountsWebhooksAndLogsAreNotFound(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/webhooks/" + hook.ID + "/delete", "/webhooks/" + hook.ID + "/enabled", "/webhook-event-logs/" + logID + "/resend", "/webhooks/" + hook.ID + "/token",
-		"/webhooks/" + hook.ID + "/recover"} {
-		if code, _, _ := b.post(p, url.Values{"enabled": {"false"}}); code != http.StatusNotFound {
+		"/webhooks/" + hook.ID + "/token/rotate", "/webhooks/" + hook.ID + "/token/rotate/finish", "/webhooks/" + hook.ID + "/recover"} {
+		if code, _, _ := b.post(p, url.Values{"enabled": {"false"}, "overlap": {"3600"}}); code != http.StatusNotFound {
 			t.Errorf("B: POST %s = %d; want 404", p, code)
 		}
 	}
@@ -401,6 +430,9 @@ func TestAnotherAccountsWebhooksAndLogsAreNotFound(t *testing.T) {
 	}
 	if w := h.Webhook(hook.ID); w.Name != "Mine" || !w.Enabled {
 		t.Errorf("A's webhook changed: %+v", w)
+	}
+	if w, err := h.API.Webhook(context.Background(), hook.ID); err != nil || w.TokenRotation != nil {
+		t.Errorf("A's webhook after B's rotation: %+v, %v; want no rotation", w.TokenRotation, err)
 	}
 }
 

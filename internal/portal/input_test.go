@@ -40,7 +40,7 @@ func TestControlCharactersInFormsAreRefused(t *testing.T) {
 			{"/account", "notificationEmail", url.Values{"name": {"Acme"}, "notificationEmail": {"ops\x00@example.com"}}},
 		} {
 			b.get(c.page)
-			code, _, body := b.post(c.page, c.form)
+			code, _, body := b.submit(c.page, c.form)
 			if code != http.StatusUnprocessableEntity || !strings.Contains(body, `id="`+c.field+`-error"`) {
 				t.Errorf("%s with a control character in %s: %d; want 422 with the error beside it", c.page, c.field, code)
 			}

@@ -119,6 +119,12 @@ func TestBrowserJourney(t *testing.T) {
 	if n := b.count(row + " details.menu[open]"); n != 0 {
 		t.Errorf("Escape left the menu open")
 	}
+	// Tabbing past its last item closes it too.
+	b.do(chromedp.Focus(chromedp.CSS(row+" summary")), chromedp.KeyEvent(kb.Enter))
+	b.do(chromedp.Focus(chromedp.CSS(row+" .menu-items li:last-child a")), chromedp.KeyEvent(kb.Tab))
+	if n := b.count(row + " details.menu[open]"); n != 0 {
+		t.Errorf("the menu stays open after the focus tabbed out of it")
+	}
 
 	// Test, against a receiver that accepts anything: a clear warning.
 	rcv.Status(200, "ok")
@@ -213,6 +219,15 @@ func TestBrowserJourney(t *testing.T) {
 	if b.count(fmt.Sprintf("tbody tr:nth-child(3)[data-log='%s']", target.ID)) != 1 {
 		t.Errorf("the oldest log is not last: newest first is broken")
 	}
+	// Each log's link is named for that log, not just for its event kind.
+	names := run(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr[data-log] th a")].map(a => a.textContent.replace(/\s+/g, " ").trim())`))
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] || !strings.Contains(n, "Licence emails") || !strings.Contains(n, "created") {
+			t.Errorf("log link named %q; want a name of its own, with its webhook and time", n)
+		}
+		seen[n] = true
+	}
 	b.screenshot("webhook-event-logs")
 
 	// Open it: the exact payload and both attempts.
@@ -239,6 +254,14 @@ func TestBrowserJourney(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(".page-head details.menu summary")))
 	b.click("form[action$='/resend'] button[type=submit]")
 	b.contains("#resend-outcome", "Resent:", "202 Accepted", "attempt 3")
+	if id := run(b, chromedp.Evaluate[string](`document.activeElement.id`)); id != "resend-outcome" {
+		t.Errorf("after the resend the focus is on %q; want the outcome", id)
+	}
+	// The new attempt keeps the headers sent, the signature the receiver got among them.
+	sig := webhook.Sign(token, []byte(target.Payload))
+	if got := b.exact("tr[data-attempt='3'] dl[data-headers=request]"); !strings.Contains(got, "webhook-signature"+sig) {
+		t.Errorf("attempt 3's request headers read %q; want the signature sent, %q", got, sig)
+	}
 	if n := b.count("tr[data-attempt]"); n != 3 {
 		t.Errorf("%d attempts after the resend; want 3", n)
 	}
@@ -287,7 +310,7 @@ func TestBrowserJourney(t *testing.T) {
 	b.contains(fmt.Sprintf("tr[data-webhook='%s']", suspended.ID), "Inventory sync", "Suspended")
 	b.contains("tbody", "Slack alerts", "Unhealthy")
 	b.screenshot("webhooks")
-	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	b.size(true)
 	b.open("/webhooks")
 	if w := run(b, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
 		t.Errorf("the list is %dpx wide on a 390px phone; want no sideways scrolling", w)
@@ -303,7 +326,7 @@ func TestBrowserJourney(t *testing.T) {
 		t.Errorf("the webhook page is %dpx wide on a 390px phone", w)
 	}
 	b.screenshot("webhook-phone")
-	b.do(chromedp.EmulateViewport(1280, 900))
+	b.size(false)
 
 	// Sign out: the session is over.
 	b.click("form[action='/signout'] button")

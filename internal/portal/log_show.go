@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -19,13 +18,15 @@ type logData struct {
 }
 
 // eventLog shows one event log: its exact payload, every attempt, and the
-// outcome of a resend just made (?resent=N names its attempt).
+// outcome of a resend just made, or why it was refused (a flash).
 func (h *handler) eventLog(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d, err := h.logData(r, s)
 	if err != nil {
 		return err
 	}
-	if n, err := strconv.Atoi(r.URL.Query().Get("resent")); err == nil {
+	f := flashFrom(r.Context())
+	d.Error = f.Error
+	if n := f.Resent; n > 0 {
 		for i, a := range d.Log.Attempts {
 			if a.Number == n && a.Trigger == store.TriggerResend {
 				d.Resent = &d.Log.Attempts[i]

@@ -7,7 +7,9 @@
 // once at start; static files are embedded and served under checksummed URLs.
 // A little JavaScript (static/app.js) makes some pages nicer, and none of them
 // needs it. Every page and action behind sign-in reads and changes only the
-// signed-in owner's account; every form carries a CSRF token.
+// signed-in owner's account; every form carries a CSRF token and a one-time
+// token (once.go), and every POST answers with a redirect whose page shows
+// what it did once (flash.go).
 package portal
 
 import (
@@ -48,7 +50,7 @@ type Config struct {
 
 // deliverer is what the portal asks of the delivery package.
 type deliverer interface {
-	Test(ctx context.Context, accountID, webhookID string, kind event.Kind, checkVerification bool) (delivery.TestResult, error)
+	Test(ctx context.Context, accountID, webhookID string, kind event.Kind, opt delivery.TestOptions) (delivery.TestResult, error)
 	Resend(ctx context.Context, accountID, logID string) (store.EventLog, error)
 }
 

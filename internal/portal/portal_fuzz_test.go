@@ -53,7 +53,9 @@ func FuzzPortalForm(f *testing.F) {
 	}
 	for form := range fuzzForms {
 		for _, b := range []string{"", "&&&", "=", "%", "%zz", "a=%", "a;b=c", "csrf=other", "\x00", "\xff",
-			strings.Repeat("a=b&", 2000), "name=" + strings.Repeat("%41", 5000)} {
+			strings.Repeat("a=b&", 2000), "name=" + strings.Repeat("%41", 5000),
+			// A one-time form token: well formed, and one holding a NUL.
+			"form=" + strings.Repeat("A", 43) + "&page=/webhooks", "form=" + strings.Repeat("A", 42) + "%00"} {
 			f.Add(uint8(form), b)
 		}
 	}

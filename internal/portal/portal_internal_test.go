@@ -105,8 +105,17 @@ func TestCharts(t *testing.T) {
 	if c.Bars[0].Class != "ok" || c.Bars[0].Height != plotHeight || c.Bars[23].Class != "bad" || c.Bars[1].Class != "none" {
 		t.Errorf("bars %+v … %+v", c.Bars[0], c.Bars[23])
 	}
-	if !strings.Contains(c.Bars[23].Label, "08:00–09:00 UTC: 1 of 3 attempts succeeded (33%)") {
+	if !strings.Contains(c.Bars[23].Label, "Nov 21 08:00–09:00 UTC: 1 of 3 attempts succeeded (33%)") {
 		t.Errorf("label %q", c.Bars[23].Label)
+	}
+	// The hour labels carry the date where a day starts: the first, and
+	// the first after midnight.
+	var hours []string
+	for _, tk := range c.XTicks {
+		hours = append(hours, tk.Text)
+	}
+	if got, want := strings.Join(hours, ", "), "Nov 20 09:00, 15:00, 21:00, Nov 21 03:00"; got != want {
+		t.Errorf("hour labels %q; want %q", got, want)
 	}
 	if got := newSuccessChart(since, nil).Summary; got != "No attempts in the last 24 hours." {
 		t.Errorf("empty summary %q", got)
@@ -125,6 +134,25 @@ func TestCharts(t *testing.T) {
 	}
 	if last := l.Bars[19]; last.Class != "bad" || last.Height != plotHeight {
 		t.Errorf("slowest bar %+v; want full height, failed", last)
+	}
+	// The latency axis speaks one unit.
+	tests := []struct {
+		slowest int64
+		want    string
+	}{
+		{200, "0 ms, 100 ms, 200 ms"},
+		{8000, "0 s, 5 s, 10 s"},
+		{1500, "0 s, 1 s, 2 s"},
+		{900, "0 s, 0.5 s, 1 s"},
+	}
+	for _, tt := range tests {
+		var labels []string
+		for _, tk := range newLatencyChart([]store.AttemptPoint{{DurationMS: tt.slowest, Succeeded: true}}).YTicks {
+			labels = append(labels, tk.Text)
+		}
+		if got := strings.Join(labels, ", "); got != tt.want {
+			t.Errorf("latency axis up to %d ms reads %q; want %q", tt.slowest, got, tt.want)
+		}
 	}
 	for v, want := range map[int64]int64{0: 10, 7: 10, 11: 20, 150: 200, 201: 500, 1500: 2000, 15000: 20000} {
 		if got := niceCeil(v); got != want {
@@ -262,6 +290,29 @@ func TestParseDay(t *testing.T) {
 		got, ok := parseDay(tt.in, tt.end)
 		if ok != tt.ok || !got.Equal(tt.want) {
 			t.Errorf("parseDay(%q, %v) = %v, %v; want %v, %v", tt.in, tt.end, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestFailureReadsAsASentence(t *testing.T) {
+	t.Parallel()
+	code := func(c int) *int { return &c }
+	tests := []struct {
+		reason string
+		code   *int
+		ms     int64
+		want   string
+	}{
+		{"receiver answered 500", code(500), 4, "The receiver answered 500 Internal Server Error in 4 ms."},
+		{`receiver answered 302 redirect to "/x"; redirects are not followed`, code(302), 12, "The receiver answered 302 Found in 12 ms; redirects are not followed."},
+		{"timed out after 15s reading the response", code(200), 15000, "The receiver answered 200 OK in 15 s, but timed out after 15s reading the response."},
+		{"", code(204), 3, "The receiver answered 204 No Content in 3 ms."},
+		{"timed out after 15s with no response", nil, 0, "Timed out after 15s with no response."},
+		{"", nil, 0, "No answer."},
+	}
+	for _, tt := range tests {
+		if got := failure(tt.reason, tt.code, tt.ms); got != tt.want {
+			t.Errorf("failure(%q, %v, %d) = %q; want %q", tt.reason, tt.code, tt.ms, got, tt.want)
 		}
 	}
 }

@@ -21,6 +21,9 @@ func TestBrowserSuspendedWebhookExplainsItselfAndResendsWhatWasMissed(t *testing
 	rcv := heraldtest.NewReceiver(t)
 	rcv.Status(http.StatusServiceUnavailable, "down")
 	hook := h.CreateWebhook("Billing", rcv.URL, "license.created")
+	// The account's watcher hears that the recovery made it Healthy.
+	watchRcv := heraldtest.NewReceiver(t)
+	h.CreateWebhook("Watcher", watchRcv.URL, "webhook.recovered")
 	b := signInTab(t, h)
 	page := "/webhooks/" + hook.ID
 	settled := func(status string, logs int) {
@@ -61,17 +64,28 @@ func TestBrowserSuspendedWebhookExplainsItselfAndResendsWhatWasMissed(t *testing
 	if code := b.click("#recover-button"); code != http.StatusOK {
 		t.Fatalf("after the button: %d", code)
 	}
-	if p := b.path(); !strings.HasPrefix(p, page+"?done=recovery") {
+	if p := b.path(); p != page {
 		t.Errorf("after the button the page is %s; want the webhook's page (post/redirect/get)", p)
 	}
+	b.contains("main", "Resending the missed events, each once")
 	b.contains("#recovery-progress", "of 3")
+	// The page follows the progress in place, without reloading.
 	heraldtest.Eventually(t, 30*time.Second, "the progress to read done", func() bool {
-		b.open(page)
-		return strings.Contains(b.text("#recovery-status"), "Done: 3 of 3 delivered, 0 failed")
+		return strings.Contains(b.text("#recovery-status"), "Done: 3 of 3 delivered, 0 failed") && b.count("#state-help") == 0
 	})
+	b.contains(".badges", "Healthy")
+	b.open(page)
+	if strings.Contains(b.text("main"), "Resending the missed events, each once") {
+		t.Errorf("the confirmation is shown again on a refresh")
+	}
+	b.contains("#recovery-status", "Done: 3 of 3 delivered, 0 failed")
 	b.contains(".badges", "Healthy")
 	if n := b.count("#state-help"); n != 0 {
 		t.Errorf("a Healthy webhook's page still explains a bad state")
+	}
+	heraldtest.Eventually(t, 30*time.Second, "the watcher's webhook.recovered", func() bool { return watchRcv.Count() >= 1 })
+	if p, err := webhook.Parse(watchRcv.Requests()[0].Body); err != nil || p.Event != "webhook.recovered" {
+		t.Errorf("the watcher heard %+v, %v; want webhook.recovered", p, err)
 	}
 	b.screenshot("webhook-recovered")
 	ids := map[string]int{}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -54,34 +55,28 @@ func parsePages(static *staticFiles) (*pages, error) {
 type view struct {
 	Email string // the signed-in owner; "" when nobody is
 	CSRF  string // the session's CSRF token, for every form
+	Page  string // the page's own address, sent with every form: an ended session comes back here
 	Nav   string // the current navigation entry
-	Flash string // what the last action did
+	Flash string // what the last action did, shown once
 	Data  any
 }
 
-// flashes are the confirmations a redirect names with ?done=.
-var flashes = map[string]string{
-	"created":  "Webhook added.",
-	"saved":    "Webhook saved.",
-	"deleted":  "Webhook deleted.",
-	"enabled":  "Webhook enabled.",
-	"disabled": "Webhook disabled.",
-	"account":  "Settings saved.",
-
-	"recovery":       "Resending the missed events, each once; the progress shows below.",
-	"nothing-missed": "The webhook is Healthy: it has no missed events to resend.",
-
-	"token-revoked": "API token revoked. Requests that carry it now answer 401.",
-}
-
 // render executes a page into a buffer first, so a template error becomes
-// a clean 500 rather than half a page.
+// a clean 500 rather than half a page. A page showing a refused form's
+// flash answers the refusal's status.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) error {
 	t := h.pages.byName[name]
 	if t == nil {
 		return fmt.Errorf("no page %q", name)
 	}
-	v := view{Data: data, Flash: flashes[r.URL.Query().Get("done")], Nav: navFor(r.URL.Path)}
+	f := flashFrom(r.Context())
+	v := view{Data: data, Flash: f.Notice, Nav: navFor(r.URL.Path), Page: r.URL.RequestURI()}
+	if r.Method != http.MethodGet {
+		v.Page = localPath(r.PostForm.Get("page"), "/webhooks")
+	}
+	if status == http.StatusOK && f.Status != 0 {
+		status = f.Status
+	}
 	if s, ok := sessionFrom(r.Context()); ok {
 		v.Email, v.CSRF = s.OwnerEmail, s.CSRFToken
 	}
@@ -113,9 +108,11 @@ func navFor(p string) string {
 func funcs(static *staticFiles) template.FuncMap {
 	return template.FuncMap{
 		"static": static.url,
-		"when":   when,
-		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
-		"ms":     duration,
+		// formToken is a form's one-time token, new at each rendering.
+		"formToken": randomToken,
+		"when":      when,
+		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+		"ms":        duration,
 		"statusText": func(code int) string {
 			return http.StatusText(code)
 		},
@@ -142,6 +139,7 @@ func funcs(static *staticFiles) template.FuncMap {
 			return n
 		},
 		"fieldError": func(id string, errs fieldErrors) fieldErrorArgs { return fieldErrorArgs{ID: id, Msg: errs[id]} },
+		"summary":    func(msg string, errs fieldErrors) summaryArgs { return summaryArgs{Msg: msg, Errors: errs} },
 		// item passes a row and the page's root to a partial, and where an
 		// action on the row comes back to.
 		"item": func(root view, it any, back ...string) rowArgs {
@@ -151,16 +149,36 @@ func funcs(static *staticFiles) template.FuncMap {
 			}
 			return a
 		},
+		"stamp":        stamp,
+		"short":        short,
+		"maxHeaders":   func() int { return store.MaxAttemptHeaders },
+		"maxHeaderKiB": func() int { return store.MaxAttemptHeaderBytes >> 10 },
 		"resendOutcome": func(a *store.Attempt) string {
-			if a.Error == nil {
-				return fmt.Sprintf("the receiver answered %d %s in %s", *a.StatusCode, http.StatusText(*a.StatusCode), duration(a.DurationMS))
+			reason := ""
+			if a.Error != nil {
+				reason = *a.Error
 			}
-			return *a.Error
+			return failure(reason, a.StatusCode, a.DurationMS)
+		},
+		"testOutcome": func(r *delivery.TestResult) string {
+			reason := ""
+			if r.Error != nil {
+				reason = *r.Error
+			}
+			if r.Response == nil {
+				return failure(reason, nil, 0)
+			}
+			return failure(reason, &r.Response.StatusCode, r.Response.DurationMS)
 		},
 	}
 }
 
 type fieldErrorArgs struct{ ID, Msg string }
+
+type summaryArgs struct {
+	Msg    string
+	Errors fieldErrors
+}
 
 type rowArgs struct {
 	Root view
@@ -179,6 +197,60 @@ func when(t any) string {
 		}
 	}
 	return "—"
+}
+
+// stampArgs is a time as the "time" partial writes it: the machine-readable
+// instant, and the UTC text that pages show without JavaScript (app.js
+// rewrites it into the viewer's local time, keeping UTC in the title).
+type stampArgs struct{ ISO, UTC string }
+
+// stamp reads a time.Time or *time.Time; nil for none.
+func stamp(t any) *stampArgs {
+	var v time.Time
+	switch x := t.(type) {
+	case time.Time:
+		v = x
+	case *time.Time:
+		if x == nil {
+			return nil
+		}
+		v = *x
+	default:
+		return nil
+	}
+	return &stampArgs{ISO: v.UTC().Format(time.RFC3339Nano), UTC: when(v)}
+}
+
+// short keeps the first n characters of s, and an ellipsis when it cut:
+// lists show long names and URLs so, with the whole value in a title and
+// on the webhook's own page.
+func short(n int, s string) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// failure says what an attempt saw as a sentence: the receiver's answer
+// with its meaning and how long it took when one came (and the reason when
+// the answer itself was not the failure: a redirect, a body cut short), else
+// the reason, capitalised.
+func failure(reason string, code *int, ms int64) string {
+	if code == nil {
+		if reason == "" {
+			return "No answer."
+		}
+		return strings.ToUpper(reason[:1]) + reason[1:] + "."
+	}
+	s := fmt.Sprintf("The receiver answered %d %s in %s", *code, http.StatusText(*code), duration(ms))
+	switch {
+	case *code >= 300 && *code < 400:
+		s += "; redirects are not followed"
+	case reason != "" && !strings.HasPrefix(reason, "receiver answered"):
+		s += ", but " + reason
+	}
+	return s + "."
 }
 
 // thousands writes n with a comma between groups of three digits, as the

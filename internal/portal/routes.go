@@ -22,6 +22,8 @@ func (h *handler) routes() http.Handler {
 	private("POST /webhooks/new", h.createWebhook)
 	private("GET /webhooks/{id}", h.webhook)
 	private("POST /webhooks/{id}/token", h.revealToken)
+	private("POST /webhooks/{id}/token/rotate", h.rotateToken)
+	private("POST /webhooks/{id}/token/rotate/finish", h.finishRotation)
 	private("GET /webhooks/{id}/edit", h.editWebhook)
 	private("POST /webhooks/{id}/edit", h.updateWebhook)
 	private("POST /webhooks/{id}/enabled", h.setEnabled)

@@ -57,21 +57,35 @@ func (h *handler) signedIn(fn sessionFunc) handlerFunc {
 			if _, err := r.Cookie(h.cookieName(r, sessionCookie)); err == nil {
 				h.clearCookie(w, r, sessionCookie)
 			}
+			if r.Method == http.MethodPost {
+				return h.sessionEnded(w, r)
+			}
 			to := "/signin"
 			if r.Method == http.MethodGet && r.URL.Path != "/" {
 				to = withQuery(to, "next", r.URL.RequestURI())
 			}
 			return redirect(w, r, to)
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
+		if r.Method == http.MethodGet {
+			f, err := h.takeFlash(r.Context(), h.sessionSecret(r), r.URL.Path)
+			if err != nil {
+				return err
+			}
+			return fn(w, r.WithContext(context.WithValue(r.Context(), flashKey{}, f)), s)
+		}
+		if r.Method != http.MethodHead {
 			if err := r.ParseForm(); err != nil {
 				return formError(err)
 			}
 			if !sameToken(r.PostForm.Get("csrf"), s.CSRFToken) {
 				return &httpError{Code: http.StatusForbidden, Msg: "This form has expired or did not come from this portal, so it was refused. Go back, reload the page and try again."}
 			}
+			if r.PostForm.Has("form") {
+				return h.once(w, r, s, fn)
+			}
 		}
-		return fn(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)), s)
+		return fn(w, r, s)
 	}
 }
 
@@ -113,17 +127,17 @@ func expiry(created, now time.Time) time.Time {
 }
 
 // startSession signs an owner in: a new random session id in the cookie, its
-// hash in the store. A new id at every sign-in means an id planted before
+// hash in the store; it returns the id, which seals the session's flashes. A new id at every sign-in means an id planted before
 // sign-in is worth nothing after it.
-func (h *handler) startSession(w http.ResponseWriter, r *http.Request, o store.Owner) error {
+func (h *handler) startSession(w http.ResponseWriter, r *http.Request, o store.Owner) (string, error) {
 	id, now := randomToken(), h.now()
 	s := store.Session{IDHash: hashID(id), AccountID: o.AccountID, OwnerID: o.ID, CSRFToken: randomToken(),
 		CreatedAt: now, SeenAt: now, ExpiresAt: expiry(now, now)}
 	if err := h.store.CreateSession(r.Context(), s); err != nil {
-		return err
+		return "", err
 	}
 	h.setCookie(w, r, sessionCookie, id, now.Add(maxLifetime))
-	return nil
+	return id, nil
 }
 
 // Cookies. Over TLS (or with SecureCookies) they are Secure and carry the

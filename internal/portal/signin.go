@@ -1,10 +1,12 @@
 package portal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -28,6 +30,8 @@ type signInData struct {
 }
 
 // signInPage shows the sign-in form; a signed-in owner goes straight on.
+// What the last sign-in or sign-out said waits here as a flash of the
+// browser's sign-in cookie.
 func (h *handler) signInPage(w http.ResponseWriter, r *http.Request) error {
 	next := localPath(r.URL.Query().Get("next"), "/webhooks")
 	if _, ok, err := h.currentSession(r); err != nil {
@@ -36,15 +40,21 @@ func (h *handler) signInPage(w http.ResponseWriter, r *http.Request) error {
 		return redirect(w, r, next)
 	}
 	d := signInData{Next: next, Token: h.signInToken(w, r)}
-	if r.URL.Query().Has("signedout") {
-		d.Notice = "You have signed out."
+	f, err := h.takeFlash(r.Context(), d.Token, "/signin")
+	if err != nil {
+		return err
 	}
-	return h.render(w, r, http.StatusOK, "signin", d)
+	d.Notice, d.Errors = f.Notice, f.Errors
+	if f.Form != nil {
+		d.Email = f.Form.Get("email")
+	}
+	return h.render(w, r.WithContext(context.WithValue(r.Context(), flashKey{}, flash{Status: f.Status})), http.StatusOK, "signin", d)
 }
 
 // signInToken returns the CSRF token of the sign-in form, kept in a cookie
 // until the owner signs in (a double-submit token: a page of another site
-// can neither read the cookie nor set the field).
+// can neither read the cookie nor set the field). It is also the secret
+// that seals the browser's flashes before sign-in.
 func (h *handler) signInToken(w http.ResponseWriter, r *http.Request) string {
 	if c, err := r.Cookie(h.cookieName(r, signInCookie)); err == nil && len(c.Value) == 43 {
 		return c.Value
@@ -54,7 +64,9 @@ func (h *handler) signInToken(w http.ResponseWriter, r *http.Request) string {
 	return tok
 }
 
-// signIn checks the owner's email and password and starts a session.
+// signIn checks the owner's email and password and starts a session. A
+// refusal goes back to the sign-in page with the email (never the
+// password), so Back and refresh never post the password again.
 func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		return formError(err)
@@ -64,6 +76,13 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{Code: http.StatusForbidden, Msg: "This sign-in form has expired or did not come from this portal. Reload the sign-in page and try again."}
 	}
 	d := signInData{Email: strings.TrimSpace(r.PostForm.Get("email")), Next: localPath(r.PostForm.Get("next"), "/webhooks"), Token: c.Value}
+	refuse := func(status int) error {
+		f := flash{Status: status, Errors: d.Errors, Form: url.Values{"email": {d.Email}}}
+		if err := h.addFlash(r.Context(), c.Value, "/signin", f); err != nil {
+			return err
+		}
+		return redirect(w, r, withQuery("/signin", "next", d.Next))
+	}
 	password := r.PostForm.Get("password")
 	if d.Email == "" {
 		d.Errors.add("email", "Enter your email address.")
@@ -72,20 +91,20 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		d.Errors.add("password", "Enter your password.")
 	}
 	if len(d.Errors) > 0 {
-		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
+		return refuse(http.StatusUnprocessableEntity)
 	}
 	if validator.SingleLine(d.Email) != "" {
 		// No owner has such an email, and PostgreSQL could not look it up.
 		d.Email = ""
 		d.Errors.add("", "The email address or password is not right.")
-		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
+		return refuse(http.StatusUnprocessableEntity)
 	}
 	addr := h.limits.Proxies.ClientAddr(r)
 	if wait, err := h.limiter.take(r.Context(), d.Email, addr, h.known(r, d.Email)); err != nil {
 		return err
 	} else if wait > 0 {
 		d.Errors.add("", fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", int(math.Ceil(wait.Minutes()))))
-		return h.render(w, r, http.StatusTooManyRequests, "signin", d)
+		return refuse(http.StatusTooManyRequests)
 	}
 	owner, ok, err := h.checkPassword(r, d.Email, password)
 	if err != nil {
@@ -93,13 +112,17 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !ok {
 		d.Errors.add("", "The email address or password is not right.")
-		return h.render(w, r, http.StatusUnprocessableEntity, "signin", d)
+		return refuse(http.StatusUnprocessableEntity)
 	}
 	if err := h.limiter.succeeded(r.Context(), d.Email, addr); err != nil {
 		return err
 	}
 	h.setCookie(w, r, knownCookie, h.limiter.mark(d.Email), h.now().Add(knownFor))
-	if err := h.startSession(w, r, owner); err != nil {
+	id, err := h.startSession(w, r, owner)
+	if err != nil {
+		return err
+	}
+	if err := h.moveFlashes(r.Context(), c.Value, id); err != nil {
 		return err
 	}
 	h.clearCookie(w, r, signInCookie)
@@ -134,5 +157,8 @@ func (h *handler) signOut(w http.ResponseWriter, r *http.Request, s store.Sessio
 		return err
 	}
 	h.clearCookie(w, r, sessionCookie)
-	return redirect(w, r, "/signin?signedout=1")
+	if err := h.addFlash(r.Context(), h.signInToken(w, r), "/signin", flash{Notice: "You have signed out."}); err != nil {
+		return err
+	}
+	return redirect(w, r, "/signin")
 }

@@ -20,5 +20,5 @@ func (h *handler) deleteWebhook(w http.ResponseWriter, r *http.Request, s store.
 	if err := h.store.DeleteWebhook(r.Context(), s.AccountID, r.PathValue("id")); err != nil {
 		return err
 	}
-	return redirect(w, r, "/webhooks?done=deleted")
+	return h.redirectWith(w, r, "/webhooks", flash{Notice: "Webhook deleted."})
 }

@@ -20,9 +20,9 @@ func (h *handler) setEnabled(w http.ResponseWriter, r *http.Request, s store.Ses
 	if _, err := h.store.UpdateWebhook(r.Context(), s.AccountID, r.PathValue("id"), store.WebhookPatch{Enabled: &enabled}); err != nil {
 		return err
 	}
-	done := "disabled"
+	done := "Webhook disabled."
 	if enabled {
-		done = "enabled"
+		done = "Webhook enabled."
 	}
-	return redirect(w, r, withQuery(localPath(r.PostForm.Get("next"), "/webhooks"), "done", done))
+	return h.redirectWith(w, r, localPath(r.PostForm.Get("next"), "/webhooks"), flash{Notice: done})
 }

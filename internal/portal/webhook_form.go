@@ -2,6 +2,7 @@ package portal
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/event"
@@ -40,10 +41,11 @@ func (d *webhookFormData) fillKinds() {
 
 // readWebhookForm reads the posted form as the person typed it, so a form
 // that fails validation comes back with nothing lost.
-func readWebhookForm(r *http.Request) webhookForm {
-	f := webhookForm{Name: r.PostForm.Get("name"), URL: r.PostForm.Get("url"), Token: r.PostForm.Get("token"),
-		Enabled: r.PostForm.Get("enabled") == "on"}
-	for _, k := range r.PostForm["events"] {
+func readWebhookForm(r *http.Request) webhookForm { return webhookFormFrom(r.PostForm) }
+
+func webhookFormFrom(v url.Values) webhookForm {
+	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on"}
+	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
 	return f
@@ -59,9 +61,17 @@ func (h *handler) check(f *webhookForm, create bool) fieldErrors {
 	return fromValidator(validator.CheckWebhook(h.policy, in, create))
 }
 
-// newWebhook shows an empty form with a generated token.
+// newWebhook shows an empty form with a generated token, or the form as it
+// was sent when it was refused or its session ended (a token is kept only
+// from a refusal: an ended session's form gets a new one).
 func (h *handler) newWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d := webhookFormData{Form: webhookForm{Token: auth.NewWebhookToken(), Enabled: true}}
+	if f := flashFrom(r.Context()); f.Form != nil {
+		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
+		if !f.Form.Has("token") {
+			d.Form.Token = auth.NewWebhookToken()
+		}
+	}
 	d.fillKinds()
 	return h.render(w, r, http.StatusOK, "webhook_form", d)
 }
@@ -69,9 +79,8 @@ func (h *handler) newWebhook(w http.ResponseWriter, r *http.Request, s store.Ses
 // createWebhook adds a webhook and opens its page.
 func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d := webhookFormData{Form: readWebhookForm(r)}
-	if d.Errors = h.check(&d.Form, true); len(d.Errors) > 0 {
-		d.fillKinds()
-		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_form", d)
+	if errs := h.check(&d.Form, true); len(errs) > 0 {
+		return h.refused(w, r, "/webhooks/new", errs)
 	}
 	if d.Form.Token == "" {
 		d.Form.Token = auth.NewWebhookToken()
@@ -81,7 +90,7 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/webhooks/"+hook.ID+"?done=created")
+	return h.redirectWith(w, r, "/webhooks/"+hook.ID, flash{Notice: "Webhook added."})
 }
 
 // editWebhook shows a webhook's form; the token stays hidden and unchanged
@@ -93,6 +102,9 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 	}
 	d := webhookFormData{Editing: true, ID: hook.ID,
 		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled}}
+	if f := flashFrom(r.Context()); f.Form != nil {
+		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
+	}
 	d.fillKinds()
 	return h.render(w, r, http.StatusOK, "webhook_form", d)
 }
@@ -104,9 +116,8 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: id, Form: readWebhookForm(r)}
-	if d.Errors = h.check(&d.Form, true); len(d.Errors) > 0 {
-		d.fillKinds()
-		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_form", d)
+	if errs := h.check(&d.Form, true); len(errs) > 0 {
+		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
 	}
 	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled}
 	if d.Form.Token != "" {
@@ -115,5 +126,5 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 	if _, err := h.store.UpdateWebhook(r.Context(), s.AccountID, id, p); err != nil {
 		return err
 	}
-	return redirect(w, r, "/webhooks/"+id+"?done=saved")
+	return h.redirectWith(w, r, "/webhooks/"+id, flash{Notice: "Webhook saved."})
 }

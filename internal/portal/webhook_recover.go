@@ -13,7 +13,6 @@ import (
 type recovery struct {
 	Missed int
 	Latest *store.Recovery
-	Error  string // why a recovery was refused, for the page that answers the POST
 }
 
 // Running says whether the latest recovery still runs.
@@ -37,33 +36,31 @@ func (h *handler) recoveryData(r *http.Request, s store.Session, hook store.Webh
 }
 
 // recoverWebhook starts a recovery of the webhook's missed events (those
-// undeliveredCount counts), then goes back to its page, which shows the
-// progress.
+// undeliveredCount counts), then goes back to its page (post/redirect/get),
+// which shows the progress; a refusal is shown there as the page's error.
 func (h *handler) recoverWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
+	page := "/webhooks/" + hook.ID
 	if hook.LeftHealthyAt == nil {
-		return redirect(w, r, withQuery("/webhooks/"+hook.ID, "done", "nothing-missed"))
+		// Nothing to resend, and nothing stored: the form is still spent.
+		if err := h.store.MarkIdempotencyApplied(r.Context()); err != nil {
+			return err
+		}
+		return h.redirectWith(w, r, page, flash{Notice: "The webhook is Healthy: it has no missed events to resend."})
 	}
 	_, err = h.store.StartRecovery(r.Context(), s.AccountID, hook.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt})
-	var refused string
 	switch {
 	case errors.Is(err, store.ErrWebhookDisabled):
-		refused = "The webhook is disabled, so it sends nothing. Enable it, then resend its missed events."
+		return h.redirectWith(w, r, page, flash{Status: http.StatusConflict,
+			Error: "The webhook is disabled, so it sends nothing. Enable it, then resend its missed events."})
 	case errors.Is(err, store.ErrRecoveryRunning):
-		refused = "The missed events are already being resent; see the progress below."
+		return h.redirectWith(w, r, page, flash{Status: http.StatusConflict,
+			Error: "The missed events are already being resent; see the progress below."})
 	case err != nil:
 		return err
 	}
-	if refused != "" {
-		d, err := h.webhookData(r, s)
-		if err != nil {
-			return err
-		}
-		d.Recovery.Error = refused
-		return h.render(w, r, http.StatusConflict, "webhook", d)
-	}
-	return redirect(w, r, withQuery("/webhooks/"+hook.ID, "done", "recovery"))
+	return h.redirectWith(w, r, page, flash{Notice: "Resending the missed events, each once; the progress shows below."})
 }

@@ -15,6 +15,7 @@ type testData struct {
 	Event             event.Kind
 	Other             []event.Kind // kinds the webhook does not subscribe to
 	CheckVerification bool
+	SignWith          delivery.SignedWith
 	Errors            fieldErrors
 	Result            *delivery.TestResult
 }
@@ -33,36 +34,59 @@ func newTestData(hook store.Webhook) testData {
 }
 
 // testPage shows the Test form: the event (by default the first subscribed)
-// and the option to check that the endpoint rejects wrong signatures.
+// and the option to check that the endpoint rejects wrong signatures; after
+// a send, the stored result of that send (a flash), never a new one.
 func (h *handler) testPage(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	return h.render(w, r, http.StatusOK, "webhook_test", newTestData(hook))
+	d := newTestData(hook)
+	if f := flashFrom(r.Context()); f.Form != nil {
+		d.Event, d.CheckVerification = event.Kind(f.Form.Get("event")), f.Form.Get("checkVerification") == "on"
+		d.SignWith = delivery.SignedWith(f.Form.Get("signWith"))
+		d.Errors, d.Result = f.Errors, f.Test
+	}
+	return h.render(w, r, http.StatusOK, "webhook_test", d)
 }
 
-// sendTest sends the sample now and shows what went and what came back. A
-// test is not logged and never changes the webhook's health.
+// sendTest sends the sample now, then shows what went and what came back on
+// the Test page. A test is not logged and never changes the webhook's
+// health; its result waits for the page in a flash, so a refresh shows the
+// page rather than sending again.
 func (h *handler) sendTest(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	d := newTestData(hook)
-	d.Event, d.CheckVerification = event.Kind(r.PostForm.Get("event")), r.PostForm.Get("checkVerification") == "on"
-	if !d.Event.Valid() {
-		d.Errors.add("event", fmt.Sprintf("Event %q is not a known event kind.", d.Event))
-		return h.render(w, r, http.StatusUnprocessableEntity, "webhook_test", d)
+	page := "/webhooks/" + hook.ID + "/test"
+	kind := event.Kind(r.PostForm.Get("event"))
+	signWith := delivery.SignedWith(r.PostForm.Get("signWith"))
+	var errs fieldErrors
+	if !kind.Valid() {
+		errs.add("event", fmt.Sprintf("Event %q is not a known event kind.", kind))
 	}
-	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, d.Event, d.CheckVerification)
+	if signWith != "" && !signWith.Valid() {
+		errs.add("signWith", "Choose the token that signs the test.")
+	}
+	if len(errs) > 0 {
+		return h.refused(w, r, page, errs)
+	}
+	res, err := h.delivery.Test(r.Context(), s.AccountID, hook.ID, kind, delivery.TestOptions{CheckVerification: r.PostForm.Get("checkVerification") == "on", SignWith: signWith})
+	if errors.Is(err, delivery.ErrNoRotation) {
+		errs.add("signWith", "No token rotation is under way any more, so there is no next token. Nothing was sent.")
+		return h.redirectWith(w, r, page, flash{Status: http.StatusConflict, Form: typed(r.PostForm), Errors: errs})
+	}
 	if errors.Is(err, delivery.ErrBusy) {
-		d.Errors.add("", "The webhook already has as many requests in flight as it may take. Nothing was sent; try again in a moment.")
-		return h.render(w, r, http.StatusTooManyRequests, "webhook_test", d)
+		errs.add("", "The webhook already has as many requests in flight as it may take. Nothing was sent; try again in a moment.")
+		return h.redirectWith(w, r, page, flash{Status: http.StatusTooManyRequests, Form: typed(r.PostForm), Errors: errs})
 	}
 	if err != nil {
 		return err
 	}
-	d.Result = &res
-	return h.render(w, r, http.StatusOK, "webhook_test", d)
+	// Sent: this form's token is spent even though nothing was stored.
+	if err := h.store.MarkIdempotencyApplied(r.Context()); err != nil {
+		return err
+	}
+	return h.redirectWith(w, r, page, flash{Form: typed(r.PostForm), Test: &res})
 }

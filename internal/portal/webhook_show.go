@@ -13,9 +13,14 @@ const latestLogs = 10
 type webhookData struct {
 	Webhook store.Webhook
 	Token   string // shown after Reveal, else ""
-	Success successChart
-	Latency latencyChart
-	Logs    []logRow
+	// NextToken is the rotation's next token, shown after Reveal during a
+	// rotation, else "".
+	NextToken string
+	Overlaps  []rotationOverlap
+	Error     string // why the last action changed nothing
+	Success   successChart
+	Latency   latencyChart
+	Logs      []logRow
 	// Recovery: shown while the webhook is not Healthy, or a recovery of
 	// it is recent.
 	Recovery recovery
@@ -30,21 +35,30 @@ func (h *handler) webhook(w http.ResponseWriter, r *http.Request, s store.Sessio
 	if err != nil {
 		return err
 	}
+	f := flashFrom(r.Context())
+	d.Error = f.Error
+	if f.Reveal {
+		tokens, err := h.store.WebhookTokens(r.Context(), s.AccountID, d.Webhook.ID)
+		if err != nil {
+			return err
+		}
+		d.Token, d.NextToken = tokens.Current, tokens.Next
+	}
 	return h.render(w, r, http.StatusOK, "webhook", d)
 }
 
-// revealToken shows the webhook's page with its signing token. It is a POST,
-// so the token never sits in a URL or a history entry, and the page is not
-// cached.
+// revealToken asks the webhook's page to show its signing token once. It
+// is a POST answered with a redirect, so the token never sits in a URL, a
+// history entry or a flash (the page reads it), and the page is not cached.
 func (h *handler) revealToken(w http.ResponseWriter, r *http.Request, s store.Session) error {
-	d, err := h.webhookData(r, s)
+	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	if d.Token, err = h.store.WebhookToken(r.Context(), s.AccountID, d.Webhook.ID); err != nil {
+	if err := h.store.MarkIdempotencyApplied(r.Context()); err != nil {
 		return err
 	}
-	return h.render(w, r, http.StatusOK, "webhook", d)
+	return h.redirectWith(w, r, "/webhooks/"+hook.ID, flash{Reveal: true})
 }
 
 func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, error) {
@@ -53,7 +67,7 @@ func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, er
 	if err != nil {
 		return webhookData{}, err
 	}
-	d := webhookData{Webhook: hook, SuspendAfter: h.suspendAfter}
+	d := webhookData{Webhook: hook, Overlaps: rotationOverlaps, SuspendAfter: h.suspendAfter}
 	if d.Recovery, err = h.recoveryData(r, s, hook); err != nil {
 		return webhookData{}, err
 	}

@@ -89,11 +89,10 @@ func (f webhookFilter) url(key, value string) string {
 	return "/webhooks?" + v.Encode()
 }
 
-// selfURL is the address of the page asked for without its flash (?done=),
-// for actions on its rows to come back to.
+// selfURL is the address of the page asked for, for actions on its rows to
+// come back to.
 func selfURL(r *http.Request, path string) string {
 	q := r.URL.Query()
-	q.Del("done")
 	if len(q) == 0 {
 		return path
 	}

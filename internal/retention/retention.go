@@ -4,7 +4,8 @@
 // refers to any more. It never removes a queued, pending or retrying log, and
 // it deletes in small batches, each its own short transaction with a pause
 // after it, so that delivery and the API never wait long behind it. It also
-// removes API idempotency keys older than their 24 hours.
+// removes API idempotency keys older than their 24 hours, and erases the old
+// webhook tokens of rotations whose overlap has ended.
 package retention
 
 import (
@@ -42,7 +43,8 @@ func (c Config) withDefaults() Config {
 }
 
 // Run removes expired logs and events (unless cfg.Keep is 0, which keeps
-// them forever) and idempotency keys past store.IdempotencyTTL every
+// them forever), idempotency keys past store.IdempotencyTTL and the old
+// tokens of ended rotations every
 // cfg.Interval until ctx is done. Several processes may run it on one
 // database at once: on PostgreSQL they split the work.
 func Run(ctx context.Context, st *store.Store, cfg Config) {
@@ -64,6 +66,13 @@ func Run(ctx context.Context, st *store.Store, cfg Config) {
 		}
 		if _, err := PurgeIdempotencyKeys(ctx, st, cfg); err != nil && ctx.Err() == nil {
 			cfg.Logger.Warn("retention: will try again", "err", err)
+		}
+		// Signing switched at each rotation's end already; this erases the
+		// old tokens within an interval of it.
+		if n, err := st.EndTokenRotations(ctx); err != nil && ctx.Err() == nil {
+			cfg.Logger.Warn("retention: will try again", "err", err)
+		} else if n > 0 {
+			cfg.Logger.Info("retention: ended webhook token rotations, old tokens erased", "webhooks", n)
 		}
 		select {
 		case <-ctx.Done():

@@ -37,6 +37,8 @@ func testAnotherAccountsTokenSeesNothing(t *testing.T, db string) {
 		{"DELETE", "/v3/webhooks/" + hook.ID},
 		{"GET", "/v3/webhooks/" + hook.ID + "/token"},
 		{"POST", "/v3/webhooks/" + hook.ID + "/test"},
+		{"POST", "/v3/webhooks/" + hook.ID + "/token/rotate"},
+		{"POST", "/v3/webhooks/" + hook.ID + "/token/rotate/finish"},
 		{"GET", "/v3/webhook-event-logs/" + logID},
 		{"POST", "/v3/webhook-event-logs/" + logID + "/resend"},
 	} {

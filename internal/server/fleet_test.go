@@ -33,7 +33,7 @@ func startFleet(t *testing.T, n int, o heraldtest.Options) []*heraldtest.Herald 
 }
 
 // Failures recorded at once by three processes suspend the webhook once, and
-// of the three email outboxes exactly one sends the one email.
+// of the three email outboxes exactly one sends each of the two warnings.
 func TestFleetSuspendsOnceAndEmailsOnce(t *testing.T) {
 	t.Parallel()
 	mail := smtptest.Start(t)
@@ -71,14 +71,17 @@ func TestFleetSuspendsOnceAndEmailsOnce(t *testing.T) {
 	if failed < suspendAfter {
 		t.Errorf("%d failed events; want at least %d", failed, suspendAfter)
 	}
-	mail.WaitFor(t, 1, 10*time.Second)
+	// Two warnings: Unhealthy, then suspended.
+	mail.WaitFor(t, 2, 10*time.Second)
 	time.Sleep(6 * time.Second) // every outbox has looked at least once more
-	if n := len(mail.Messages()); n != 1 {
-		t.Errorf("%d emails sent; want exactly 1", n)
+	if n := len(mail.Messages()); n != 2 {
+		t.Errorf("%d emails sent; want exactly 2", n)
 	}
-	var queued int
-	if err := h.Server.Store.QueryRow(context.Background(), `SELECT COUNT(*) FROM emails`).Scan(&queued); err != nil || queued != 1 {
-		t.Errorf("%d emails queued (%v); want 1", queued, err)
+	for _, kind := range []string{"unhealthy", "suspended"} {
+		var queued int
+		if err := h.Server.Store.QueryRow(context.Background(), `SELECT COUNT(*) FROM emails WHERE kind = ?`, kind).Scan(&queued); err != nil || queued != 1 {
+			t.Errorf("%d %s emails queued (%v); want 1", queued, kind, err)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"encoding/json"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,12 +48,31 @@ func testFiftyFailedEventsSuspendAndEmailOnce(t *testing.T, db string) {
 	if got := h.Webhook(hook.ID).Status; got != "Suspended" {
 		t.Fatalf("after 50 failed events: %s; want Suspended", got)
 	}
-	msgs := mail.WaitFor(t, 1, 10*time.Second)
-	if len(msgs[0].To) != 1 || msgs[0].To[0] != "alerts@example.com" {
-		t.Errorf("email to %v; want alerts@example.com", msgs[0].To)
+	// The warning of Unhealthy, then the suspension's.
+	msgs := mail.WaitFor(t, 2, 10*time.Second)
+	for _, m := range msgs {
+		if len(m.To) != 1 || m.To[0] != "alerts@example.com" {
+			t.Errorf("email to %v; want alerts@example.com", m.To)
+		}
+		if !strings.Contains(m.Subject+m.Text, "Zoë's CRM") {
+			t.Errorf("email does not name the webhook: %q %q", m.Subject, m.Text)
+		}
+		// Without --public-url the page is named by its path, and the
+		// missing setting said so, rather than a host invented.
+		if !strings.Contains(m.Text, "/webhooks/"+hook.ID+" in herald's portal") || !strings.Contains(m.Text, "--public-url") {
+			t.Errorf("email does not name the webhook's page:\n%s", m.Text)
+		}
 	}
-	if !strings.Contains(msgs[0].Subject+msgs[0].Text, "Zoë's CRM") {
-		t.Errorf("email does not name the webhook: %q %q", msgs[0].Subject, msgs[0].Text)
+	if !strings.Contains(msgs[0].Subject, "Unhealthy") || !strings.Contains(msgs[1].Subject, "suspended") {
+		t.Errorf("emails %q, %q; want the Unhealthy warning, then the suspension", msgs[0].Subject, msgs[1].Subject)
+	}
+	// The warning counts what is left when it is written: 49 when the first
+	// failure was recorded alone, fewer when a busy recorder took several
+	// failures in the batch that turned the webhook Unhealthy.
+	if m := regexp.MustCompile(`(\d+) more events? fails? after all retries`).FindStringSubmatch(msgs[0].Text); m == nil {
+		t.Errorf("the Unhealthy warning does not say how many more failed events suspend the webhook:\n%s", msgs[0].Text)
+	} else if n, _ := strconv.Atoi(m[1]); n < 1 || n > 49 {
+		t.Errorf("the Unhealthy warning says %d more failed events lead to suspension; want 1 to 49", n)
 	}
 
 	// While suspended: events are logged, nothing is sent, no second email.
@@ -64,8 +85,8 @@ func testFiftyFailedEventsSuspendAndEmailOnce(t *testing.T, db string) {
 	if rcv.Count() != sent {
 		t.Errorf("a suspended webhook got %d more requests", rcv.Count()-sent)
 	}
-	if n := len(mail.Messages()); n != 1 {
-		t.Errorf("%d emails; want exactly 1", n)
+	if n := len(mail.Messages()); n != 2 {
+		t.Errorf("%d emails; want exactly 2", n)
 	}
 }
 

@@ -134,7 +134,23 @@ type Config struct {
 	// Logger otherwise gets at info.
 	NoAccessLog bool
 	Out         io.Writer // where first-start credentials are printed
+
+	// PublicURL is the portal's address as its users reach it, for the
+	// links in emails; "": emails name the page's path and say the address
+	// is not configured.
+	PublicURL string
+	// SuspendedReminder is how often the owner of a webhook that stays
+	// Suspended is reminded by email; 0: never. ReminderCheck is how often
+	// herald looks for reminders due (DefaultReminderCheck when 0).
+	SuspendedReminder, ReminderCheck time.Duration
+	// ReminderClock is the clock reminders fall due by (time.Now when
+	// nil): tests move it to make them due without waiting days.
+	ReminderClock func() time.Time
 }
+
+// DefaultReminderCheck is how often herald looks for suspended webhooks
+// whose reminder is due: a reminder is at most this late.
+const DefaultReminderCheck = time.Minute
 
 // DefaultReadTimeout is how long a client has to send a whole request.
 const DefaultReadTimeout = 30 * time.Second
@@ -172,8 +188,15 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	// The metrics need the store and the store reports to the metrics: m is
 	// set before anything can fire.
 	var m *metrics.Metrics
+	// Likewise the outbox, woken by the store when a warning is queued.
+	var outbox *notify.Outbox
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log,
-		OnFired: func(kinds []event.Kind) { m.Fired(kinds) }})
+		PublicURL: cfg.PublicURL, OnFired: func(kinds []event.Kind) { m.Fired(kinds) },
+		OnEmail: func() {
+			if outbox != nil {
+				outbox.Wake()
+			}
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +228,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.outbox = notify.NewOutbox(st, sender, log)
+	outbox = s.outbox
 	s.outbox.Done = m.Email
 	s.cfg.Retention.Removed = m.Removed
 
@@ -296,6 +320,35 @@ func rateLabel(l *ratelimit.Limiter) string {
 	return strconv.FormatFloat(l.Rate(), 'f', -1, 64) + "/s"
 }
 
+// remind queues the reminders of suspended webhooks as they fall due, until
+// ctx is done. Each reminder is claimed in the database, so several
+// processes send each one once.
+func (s *Server) remind(ctx context.Context) {
+	if s.cfg.SuspendedReminder <= 0 {
+		return
+	}
+	now := s.cfg.ReminderClock
+	if now == nil {
+		now = time.Now
+	}
+	t := time.NewTicker(cmp.Or(s.cfg.ReminderCheck, DefaultReminderCheck))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := s.Store.RemindSuspended(ctx, now(), s.cfg.SuspendedReminder); err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("queue reminders of suspended webhooks", "err", err)
+			}
+		} else if n > 0 {
+			s.log.Info("reminders of suspended webhooks queued", "webhooks", n)
+		}
+	}
+}
+
 // Handler is the whole HTTP surface.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -356,19 +409,26 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		ReadTimeout: cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: 120 * time.Second}
 	work, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan struct{}, 5)
-	go func() { s.shareLimits(work); done <- struct{}{} }()
-	go func() { s.Dispatcher.Run(work); done <- struct{}{} }()
-	go func() { s.Dispatcher.RunRecoveries(work); done <- struct{}{} }()
-	go func() { s.outbox.Run(work); done <- struct{}{} }()
-	go func() {
+	// Every background loop is started by loop, so the wait below waits
+	// for each of them, however many there are.
+	done := make(chan struct{})
+	loops := 0
+	loop := func(f func()) {
+		loops++
+		go func() { f(); done <- struct{}{} }()
+	}
+	loop(func() { s.shareLimits(work) })
+	loop(func() { s.remind(work) })
+	loop(func() { s.Dispatcher.Run(work) })
+	loop(func() { s.Dispatcher.RunRecoveries(work) })
+	loop(func() { s.outbox.Run(work) })
+	loop(func() {
 		// Always: with Keep 0 (logs kept forever) it still removes
 		// expired idempotency keys.
 		rc := s.cfg.Retention
 		rc.Logger = cmp.Or(rc.Logger, s.log)
 		retention.Run(work, s.Store, rc)
-		done <- struct{}{}
-	}()
+	})
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	var metricsSrv *http.Server
@@ -395,7 +455,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		metricsSrv.Shutdown(shutdown)
 	}
 	stop()
-	for range cap(done) {
+	for range loops {
 		<-done
 	}
 	s.Store.Close()

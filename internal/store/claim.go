@@ -22,18 +22,41 @@ type ClaimParams struct {
 	// still take in this process without passing its share.
 	Room    map[string]int
 	Exclude []string // webhooks to pass over (no room left here)
+	// PerAccount is how many logs of one account's webhooks together to
+	// take at most, unless AccountRoom says otherwise (0: no account bound).
+	PerAccount  int
+	AccountRoom map[string]int
+}
+
+// Order of a claim. When more is due than a claim may take, what it takes
+// is shared: first attempts before retries (a retry whose time came never
+// takes a slot another webhook's first attempt wants), and within each,
+// account by account (each account's oldest due first, then each account's
+// second, …), so a deep backlog of one account, older than everything
+// else, cannot fill the claim while another account's logs are due.
+// Within a webhook the oldest due go first, retries or not.
+
+// accountBound is p's default account room as the statements take it.
+func (p ClaimParams) accountBound() int {
+	if p.PerAccount <= 0 {
+		return p.Limit
+	}
+	return p.PerAccount
 }
 
 // Claim is a log leased for one attempt, with all the attempt needs.
 type Claim struct {
-	LogID        string
-	AccountID    string
-	WebhookID    string
-	EventID      string
-	Event        event.Kind
-	Body         []byte
-	URL          string
-	Token        string
+	LogID     string
+	AccountID string
+	WebhookID string
+	EventID   string
+	Event     event.Kind
+	Body      []byte
+	URL       string
+	Token     string // signs webhook-signature
+	// NextToken, during a token rotation, signs webhook-signature-next; ""
+	// when none is under way.
+	NextToken    string
 	Enabled      bool
 	Health       Health
 	AttemptCount int // automatic attempts made before this one
@@ -59,7 +82,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 		return nil, nil
 	}
 	rows, err := s.Query(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, e.trace_parent, w.url, w.token_sealed, w.enabled, w.status
+e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
 	if err != nil {
@@ -84,17 +107,20 @@ func (s *Store) scanClaim(sc interface{ Scan(...any) error }) (Claim, error) {
 	var c Claim
 	var kind, health string
 	var lease, traceParent sql.NullString
-	var sealed []byte
+	var sealed, nextSealed []byte
+	var rotationEnds sql.NullInt64
 	if err := sc.Scan(&c.LogID, &c.AccountID, &c.WebhookID, &c.EventID, &kind, &c.AttemptCount, &lease,
-		&c.Body, &traceParent, &c.URL, &sealed, &c.Enabled, &health); err != nil {
+		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health); err != nil {
 		return Claim{}, err
 	}
 	c.Event, c.Health, c.Lease, c.TraceParent = event.Kind(kind), Health(health), lease.String, traceParent.String
-	tok, err := s.openToken(c.WebhookID, sealed)
+	// The tokens of the moment of the claim: a retry or resend is signed
+	// with the tokens of its own attempt, not those of the first.
+	tokens, err := s.signingTokens(c.WebhookID, sealed, nextSealed, rotationEnds, s.now())
 	if err != nil {
 		return Claim{}, err
 	}
-	c.Token = tok
+	c.Token, c.NextToken = tokens.Current, tokens.Next
 	return c, nil
 }
 
@@ -153,7 +179,7 @@ WHERE account_id = ? AND id = ? AND status <> 'pending' AND COALESCE(resend_unti
 		return Claim{}, fmt.Errorf("an attempt is in flight: %w", ErrConflict)
 	}
 	c, err := s.scanClaim(s.QueryRow(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, e.trace_parent, w.url, w.token_sealed, w.enabled, w.status
+e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.account_id = ? AND l.id = ?`, accountID, logID))
 	if errors.Is(err, sql.ErrNoRows) {

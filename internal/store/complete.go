@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/event"
 )
 
 // Result is what an attempt's outcome does to its log.
@@ -67,6 +70,7 @@ type AttemptRecord struct {
 	Duration     time.Duration
 	Error        string
 	ResponseBody []byte
+	Headers      *AttemptHeaders // kept within MaxAttemptHeaders and MaxAttemptHeaderBytes
 }
 
 // MaxResponseBody is how much of a receiver's answer is kept.
@@ -91,9 +95,12 @@ type Suspension struct {
 // failed). Any 2xx, a resend included, resets the streak and restores Healthy.
 // The webhook row is locked while it is read and written, so concurrent
 // completions in several processes neither lose a transition nor suspend twice.
-// Each suspension queues exactly one email in the same transaction.
+// Each change of health warns in the same transaction (warnings.go): one
+// email when a webhook turns Unhealthy, one when it is suspended, and an
+// operational event to the account's other webhooks.
 func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) ([]Suspension, error) {
 	var suspended []Suspension
+	var emailed bool
 	err := s.InTx(ctx, func(tx *Tx) error {
 		suspended = suspended[:0]
 		now := s.now()
@@ -135,16 +142,19 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			}
 			switch o.Result {
 			case Delivered:
-				effects = append(effects, healthEffect{o.WebhookID, true})
+				effects = append(effects, healthEffect{o.WebhookID, true, nil})
 			case Exhausted:
-				effects = append(effects, healthEffect{o.WebhookID, false})
+				effects = append(effects, healthEffect{o.WebhookID, false, &o})
 			}
 		}
-		suspended, err = tx.applyHealth(ctx, effects, suspendAfter, now)
+		suspended, emailed, err = tx.applyHealth(ctx, effects, suspendAfter, now)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record outcomes: %w", err)
+	}
+	if emailed && s.onEmail != nil {
+		s.onEmail()
 	}
 	return suspended, nil
 }
@@ -256,9 +266,13 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 	if a.Error != "" {
 		errText = a.Error
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body)
-VALUES (?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
-		o.LogID, o.LogID, o.Trigger, sent, recv, code, a.Duration.Milliseconds(), errText, cleanBody(a.ResponseBody))
+	headers, err := encodeHeaders(a.Headers)
+	if err != nil {
+		return false, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
+VALUES (?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
+		o.LogID, o.LogID, o.Trigger, sent, recv, code, a.Duration.Milliseconds(), errText, cleanBody(a.ResponseBody), headers)
 	if err != nil {
 		return false, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
 	}
@@ -270,45 +284,59 @@ VALUES (?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_
 type healthEffect struct {
 	webhookID string
 	delivered bool
+	outcome   *Outcome // the failed event's outcome, when not delivered
 }
 
 // applyHealth folds a batch's completions into each webhook's health, in
-// completion order, reading and writing each webhook once.
+// completion order, reading and writing each webhook once, and then warns
+// of what changed (warnings.go): an email when a webhook turns Unhealthy or
+// Suspended, and an operational event to the account's other webhooks for
+// each change. A batch that takes a webhook through several states reports
+// where it ends: Healthy to Suspended is one suspension, and Unhealthy to
+// Healthy and back to Unhealthy is no change.
 //
 // Webhook rows are locked in id order: two batches recorded at once by two
 // processes may touch the same webhooks, and taking their locks in one
 // global order means neither can hold one lock while waiting for another
 // that the other holds (a deadlock PostgreSQL would break by failing one).
-func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAfter int, now time.Time) ([]Suspension, error) {
+func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAfter int, now time.Time) ([]Suspension, bool, error) {
 	var order []string
-	byHook := map[string][]bool{}
+	byHook := map[string][]healthEffect{}
 	for _, e := range effects {
 		if _, ok := byHook[e.webhookID]; !ok {
 			order = append(order, e.webhookID)
 		}
-		byHook[e.webhookID] = append(byHook[e.webhookID], e.delivered)
+		byHook[e.webhookID] = append(byHook[e.webhookID], e)
 	}
 	slices.Sort(order)
 	var suspended []Suspension
+	var changes []healthChange
 	for _, id := range order {
-		var accountID, name, status string
+		var hook healthChange
+		var status string
 		var streak int
-		err := tx.QueryRow(ctx, `SELECT account_id, name, status, failure_streak FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
-			Scan(&accountID, &name, &status, &streak)
+		var lastFailure sql.NullString
+		var suspendedAt, remindedAt sql.NullInt64
+		err := tx.QueryRow(ctx, `SELECT account_id, name, url, status, failure_streak, last_failure, suspended_at, reminded_at
+FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
+			Scan(&hook.accountID, &hook.name, &hook.url, &status, &streak, &lastFailure, &suspendedAt, &remindedAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Deleted since the attempt: nothing to keep healthy.
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("lock webhook %s: %w", id, err)
+			return nil, false, fmt.Errorf("lock webhook %s: %w", id, err)
 		}
+		hook.webhookID, hook.suspendAfter = id, suspendAfter
 		h := Health(status)
 		next, nextStreak, becameSuspended := h, streak, false
-		for _, delivered := range byHook[id] {
-			if delivered {
+		var failed *Outcome
+		for _, e := range byHook[id] {
+			if e.delivered {
 				next, nextStreak = Healthy, 0
 				continue
 			}
+			failed = e.outcome
 			nextStreak++
 			if next != Suspended && nextStreak >= suspendAfter {
 				next, becameSuspended = Suspended, true
@@ -319,22 +347,49 @@ func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAf
 		if next == h && nextStreak == streak {
 			continue
 		}
+		failure := lastFailure
+		if failed != nil {
+			f, err := tx.failureOf(ctx, *failed, now)
+			if err != nil {
+				return nil, false, err
+			}
+			b, _ := json.Marshal(f)
+			failure = sql.NullString{String: string(b), Valid: true}
+		}
+		switch {
+		case next != Suspended:
+			suspendedAt, remindedAt = sql.NullInt64{}, sql.NullInt64{}
+		case becameSuspended:
+			suspendedAt, remindedAt = sql.NullInt64{Int64: ms(now), Valid: true}, sql.NullInt64{}
+		}
 		// left_healthy_at marks where its undelivered logs begin: set as it
 		// leaves Healthy, kept while it stays out, cleared on its return.
-		if _, err := tx.Exec(ctx, `UPDATE webhooks SET status = ?, failure_streak = ?,
+		if _, err := tx.Exec(ctx, `UPDATE webhooks SET status = ?, failure_streak = ?, last_failure = ?, suspended_at = ?, reminded_at = ?,
 left_healthy_at = CASE WHEN CAST(? AS TEXT) = 'Healthy' THEN NULL ELSE COALESCE(left_healthy_at, ?) END WHERE id = ?`,
-			string(next), nextStreak, string(next), ms(now), id); err != nil {
-			return nil, fmt.Errorf("update health of webhook %s: %w", id, err)
+			string(next), nextStreak, failure, suspendedAt, remindedAt, string(next), ms(now), id); err != nil {
+			return nil, false, fmt.Errorf("update health of webhook %s: %w", id, err)
 		}
-		if becameSuspended && next == Suspended {
-			sp := Suspension{AccountID: accountID, WebhookID: id, Name: name}
-			if err := tx.queueSuspensionEmail(ctx, sp, suspendAfter, now); err != nil {
-				return nil, err
-			}
-			suspended = append(suspended, sp)
+		hook.status, hook.streak, hook.failure = next, nextStreak, parseFailure(failure)
+		switch {
+		case becameSuspended && next == Suspended:
+			hook.kind = event.WebhookSuspended
+			suspended = append(suspended, Suspension{AccountID: hook.accountID, WebhookID: id, Name: hook.name})
+		case next == Unhealthy && h != Unhealthy:
+			// From Healthy, or from Suspended by a delivery and then a
+			// failure in one batch: receiving again, and failing.
+			hook.kind = event.WebhookUnhealthy
+		case next == Healthy && h != Healthy:
+			hook.kind = event.WebhookRecovered
+		default:
+			continue // a failure more while Unhealthy or Suspended
 		}
+		changes = append(changes, hook)
 	}
-	return suspended, nil
+	emailed, err := tx.warn(ctx, changes, now)
+	if err != nil {
+		return nil, false, err
+	}
+	return suspended, emailed, nil
 }
 
 func nilIfEmpty(s string) any {

@@ -139,6 +139,7 @@ type attemptRow struct {
 	Duration int64   `json:"d"`
 	Error    *string `json:"e"`
 	Body     string  `json:"b"`
+	Headers  *string `json:"x"` // the encoded headers, a string, so the statement reads it as text
 }
 
 // insertAttempts adds the attempts of the outcomes whose logs moved, in one
@@ -160,6 +161,10 @@ func (tx *Tx) insertAttempts(ctx context.Context, outs []Outcome, applied map[st
 			e := cleanText(a.Error)
 			r.Error = &e
 		}
+		var err error
+		if r.Headers, err = encodeHeaders(a.Headers); err != nil {
+			return fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
+		}
 		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
@@ -169,12 +174,13 @@ func (tx *Tx) insertAttempts(ctx context.Context, outs []Outcome, applied map[st
 	if err != nil {
 		return fmt.Errorf("insert %d attempts: %w", len(rows), err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body)
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
 SELECT v.log_id, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = v.log_id),
-       v.trigger, v.sent, v.recv, v.code, v.duration, v.error, v.body
+       v.trigger, v.sent, v.recv, v.code, v.duration, v.error, v.body, v.headers
 FROM (SELECT value ->> 'l' AS log_id, value ->> 'g' AS trigger, CAST(value ->> 't' AS BIGINT) AS sent,
              CAST(value ->> 'v' AS BIGINT) AS recv, CAST(value ->> 'k' AS INTEGER) AS code,
-             CAST(value ->> 'd' AS BIGINT) AS duration, value ->> 'e' AS error, value ->> 'b' AS body
+             CAST(value ->> 'd' AS BIGINT) AS duration, value ->> 'e' AS error, value ->> 'b' AS body,
+             value ->> 'x' AS headers
       FROM json_rows(?)) AS v`, arg)
 	if err != nil {
 		return fmt.Errorf("insert %d attempts: %w", len(rows), err)

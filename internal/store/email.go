@@ -21,25 +21,6 @@ type Email struct {
 	Attempts  int // failed sends so far
 }
 
-func (tx *Tx) queueSuspensionEmail(ctx context.Context, sp Suspension, suspendAfter int, now time.Time) error {
-	subject := fmt.Sprintf("Webhook %q suspended", sp.Name)
-	body := fmt.Sprintf(`Your webhook %q (id %s) has been suspended.
-
-Its %d most recent completed events all failed after every retry, so herald has
-stopped sending to it. Events are still recorded in its event log.
-
-To restore it, fix the receiving endpoint, then resend one of its event logs
-(Developer -> Webhook Event Logs, or POST /v3/webhook-event-logs/{id}/resend).
-The first successful delivery makes the webhook Healthy again.
-`, sp.Name, sp.WebhookID, suspendAfter)
-	_, err := tx.Exec(ctx, `INSERT INTO emails (id, account_id, recipient, subject, body, created_at)
-SELECT ?, id, notification_email, ?, ?, ? FROM accounts WHERE id = ?`, NewID(), subject, body, ms(now), sp.AccountID)
-	if err != nil {
-		return fmt.Errorf("queue suspension email: %w", err)
-	}
-	return nil
-}
-
 // ClaimEmails leases up to limit unsent emails whose lease (if any) has
 // ended, oldest first, and returns them. Several herald processes share one
 // outbox: a leased email is passed over by the others, so each is sent once;

@@ -263,3 +263,43 @@ func newLockID() string {
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// MarkIdempotencyApplied records, under the claim ctx carries, that the
+// request made its change even though the change wrote nothing of its own
+// (a portal Test sends and stores nothing). Without a claim it does nothing.
+func (s *Store) MarkIdempotencyApplied(ctx context.Context) error {
+	if claimFrom(ctx) == nil {
+		return nil
+	}
+	if err := s.InTx(ctx, func(*Tx) error { return nil }); err != nil {
+		return fmt.Errorf("mark idempotency key applied: %w", err)
+	}
+	return nil
+}
+
+// SettleIdempotencyKey ends a claimed key's request by what it did: a key
+// whose change was made keeps a as its answer; one whose request changed
+// nothing (a form refused for its values) is removed, so the same form,
+// corrected, can be sent again. It reports whether the answer was kept.
+func (s *Store) SettleIdempotencyKey(ctx context.Context, c IdempotencyClaim, a IdempotentAnswer) (bool, error) {
+	var kept int64
+	err := s.InTx(withoutClaim(ctx), func(tx *Tx) error {
+		res, err := tx.Exec(ctx, `UPDATE idempotency_keys SET state = 'done', status = ?, content_type = ?,
+  location = ?, body = ?, lock_id = NULL, locked_until = NULL
+WHERE account_id = ? AND key = ? AND lock_id = ? AND applied = 1`,
+			a.Status, a.ContentType, a.Location, a.Body, c.accountID, c.key, c.lockID)
+		if err != nil {
+			return err
+		}
+		if kept, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM idempotency_keys
+WHERE account_id = ? AND key = ? AND lock_id = ? AND applied = 0`, c.accountID, c.key, c.lockID)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("settle idempotency key: %w", err)
+	}
+	return kept == 1, nil
+}

@@ -73,6 +73,7 @@ type Attempt struct {
 	DurationMS   int64
 	Error        *string
 	ResponseBody string
+	Headers      *AttemptHeaders // nil for attempts recorded before herald kept them
 }
 
 // logColumns reads the event's body through a subquery rather than a join,
@@ -253,7 +254,7 @@ WHERE l.account_id = ? AND l.id = ?`, accountID, id))
 	if err != nil {
 		return EventLog{}, fmt.Errorf("read event log: %w", err)
 	}
-	rows, err := s.Query(ctx, `SELECT number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body
+	rows, err := s.Query(ctx, `SELECT number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers
 FROM webhook_attempts WHERE log_id = ? ORDER BY number`, id)
 	if err != nil {
 		return EventLog{}, fmt.Errorf("read attempts: %w", err)
@@ -263,9 +264,14 @@ FROM webhook_attempts WHERE log_id = ? ORDER BY number`, id)
 		var a Attempt
 		var sent int64
 		var recv, code sql.NullInt64
-		var errText sql.NullString
-		if err := rows.Scan(&a.Number, &a.Trigger, &sent, &recv, &code, &a.DurationMS, &errText, &a.ResponseBody); err != nil {
+		var errText, headers sql.NullString
+		if err := rows.Scan(&a.Number, &a.Trigger, &sent, &recv, &code, &a.DurationMS, &errText, &a.ResponseBody, &headers); err != nil {
 			return EventLog{}, fmt.Errorf("read attempts: %w", err)
+		}
+		if headers.Valid {
+			if a.Headers, err = decodeHeaders(&headers.String); err != nil {
+				return EventLog{}, fmt.Errorf("read attempt %d of log %s: %w", a.Number, id, err)
+			}
 		}
 		a.SentAt, a.ReceivedAt = fromMS(sent), optTime(recv)
 		if code.Valid {

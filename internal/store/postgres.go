@@ -125,7 +125,16 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 
 // claim locks due rows with FOR NO KEY UPDATE SKIP LOCKED, so concurrent claims by
 // other processes pass over them instead of waiting, then caps each
-// webhook's share with a window function and leases what it keeps.
+// webhook's share and each account's with window functions and leases what
+// it keeps, in the order ClaimParams gives.
+//
+// The due rows are read account by account (the oldest due of each,
+// through the (account_id, due_at) index of migration 0020), not in one scan
+// in due order: that scan read the oldest 4×Limit due logs of all accounts,
+// so one account's deep backlog hid every other account's newer logs until
+// it had drained. An account's scan reads at most four times its room, so
+// a claim locks about what it may take; accounts with nothing due cost one
+// index probe each.
 //
 // Under READ COMMITTED a row that another claim changed and committed after
 // this statement's snapshot is re-checked against the WHERE clause once
@@ -143,19 +152,29 @@ func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]st
 	}
 	rows, err := s.writer.QueryContext(ctx, `
 WITH due AS (
-  SELECT id, webhook_id, due_at, status FROM webhook_event_logs
-  WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= $4 AND NOT (webhook_id = ANY($5))
-    AND COALESCE(resend_until, 0) <= $4
-  ORDER BY due_at LIMIT $6
-  FOR NO KEY UPDATE SKIP LOCKED),
+  SELECT d.id, d.webhook_id, d.account_id, d.due_at, d.status, d.attempt_count > 0 AS retry
+  FROM accounts a CROSS JOIN LATERAL (
+    SELECT id, webhook_id, account_id, due_at, status, attempt_count FROM webhook_event_logs
+    WHERE account_id = a.id AND status IN ('queued', 'retrying', 'pending') AND due_at <= $4
+      AND NOT (webhook_id = ANY($5)) AND COALESCE(resend_until, 0) <= $4
+    ORDER BY due_at
+    LIMIT LEAST($6, 4 * COALESCE(($10::jsonb ->> a.id)::int, $11))
+    FOR NO KEY UPDATE SKIP LOCKED) d),
 ranked AS (
-  SELECT id, webhook_id, due_at, status, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
+  SELECT id, webhook_id, account_id, due_at, status, retry,
+    ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
+fit AS (
+  SELECT id, account_id, due_at, status, retry,
+    ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY retry, due_at, id) AS arn
+  FROM ranked WHERE rn <= COALESCE(($9::jsonb ->> ranked.webhook_id)::int, $7)),
 picked AS (
-  SELECT id, status FROM ranked WHERE rn <= COALESCE(($9::jsonb ->> ranked.webhook_id)::int, $7) ORDER BY due_at LIMIT $8)
+  SELECT id, status FROM fit WHERE arn <= COALESCE(($10::jsonb ->> fit.account_id)::int, $11)
+  ORDER BY retry, arn, due_at, id LIMIT $8)
 UPDATE webhook_event_logs l SET status = 'pending', lease = $1, due_at = $2, updated_at = $3
 FROM picked WHERE l.id = picked.id
 RETURNING l.id, picked.status = 'pending'`,
-		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit, roomJSON(p.Room))
+		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit, roomJSON(p.Room),
+		roomJSON(p.AccountRoom), p.accountBound())
 	if err != nil {
 		return nil, nil, err
 	}

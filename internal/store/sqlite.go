@@ -122,7 +122,8 @@ func (sqliteEngine) lockMigrations(context.Context, *sql.Tx) error { return nil 
 // in-flight cap, or excluded by the caller) contributes at most its room of
 // its oldest due logs, found through the (webhook_id, due_at) index, so one
 // slow receiver cannot fill a batch and the work is bounded by webhooks
-// times their room, however deep the backlog.
+// times their room, however deep the backlog. Each account takes at most
+// its room, and the claim is ordered as ClaimParams says.
 //
 // An earlier form scanned the oldest Limit×4 due logs in due order and
 // passed over full webhooks inside the scan. In a deep backlog whose
@@ -139,18 +140,24 @@ func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]strin
 	for _, n := range p.Room {
 		most = max(most, n)
 	}
-	args := []any{roomJSON(p.Room), p.PerWebhook, jsonTexts(p.Exclude), ms(p.Now), ms(p.Now), most, p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now)}
+	args := []any{roomJSON(p.Room), p.PerWebhook, jsonTexts(p.Exclude), ms(p.Now), ms(p.Now), most,
+		roomJSON(p.AccountRoom), p.accountBound(), p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now)}
 	q := `WITH hooks AS (
-  SELECT id, COALESCE((SELECT value FROM json_each(?) WHERE key = webhooks.id), ?) AS room FROM webhooks
+  SELECT id, account_id, COALESCE((SELECT value FROM json_each(?) WHERE key = webhooks.id), ?) AS room FROM webhooks
   WHERE id NOT IN (SELECT value FROM json_texts(?))),
 due AS (
-  SELECT l.id, l.due_at, h.room, ROW_NUMBER() OVER (PARTITION BY h.id ORDER BY l.due_at, l.id) AS rn
+  SELECT l.id, l.due_at, l.attempt_count > 0 AS retry, h.account_id, h.room,
+    ROW_NUMBER() OVER (PARTITION BY h.id ORDER BY l.due_at, l.id) AS rn
   FROM hooks h JOIN webhook_event_logs l ON l.id IN (
     SELECT id FROM webhook_event_logs
     WHERE webhook_id = h.id AND status IN ('queued', 'retrying', 'pending') AND due_at <= ? AND COALESCE(resend_until, 0) <= ?
     ORDER BY due_at LIMIT ?)),
+fit AS (
+  SELECT id, due_at, retry, account_id, ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY retry, due_at, id) AS arn
+  FROM due WHERE rn <= room),
 picked AS (
-  SELECT id FROM due WHERE rn <= room ORDER BY due_at, id LIMIT ?)
+  SELECT id FROM fit WHERE arn <= COALESCE((SELECT value FROM json_each(?) WHERE key = fit.account_id), ?)
+  ORDER BY retry, arn, due_at, id LIMIT ?)
 UPDATE webhook_event_logs SET status = 'pending', lease = ?, due_at = ?, updated_at = ?
 WHERE id IN (SELECT id FROM picked)
 RETURNING id`

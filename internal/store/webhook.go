@@ -41,6 +41,9 @@ type Webhook struct {
 	UndeliveredCount int
 	// LeftHealthyAt is when it last left Healthy; nil while Healthy.
 	LeftHealthyAt *time.Time
+	// Rotation is the token rotation under way, nil when none is (see
+	// RotateWebhookToken).
+	Rotation *TokenRotation
 }
 
 // Subscribes reports whether w wants events of kind k.
@@ -81,31 +84,38 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	return w, nil
 }
 
-// webhookColumns reads a webhook with its undelivered count, through the
-// partial index of failed and cancelled logs by webhook and completion.
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, left_healthy_at,
+// webhookColumns reads a webhook with its rotation, when it last left
+// Healthy and its undelivered count, the last through the partial index of
+// failed and cancelled logs by webhook and completion.
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.status IN ('failed', 'cancelled') AND l.completed_at >= webhooks.left_healthy_at
  AND (l.status = 'failed' OR ` + suspendedReasons + `))`
 
-func scanWebhook(sc interface{ Scan(...any) error }) (Webhook, error) {
+// scanWebhook reads a row of webhookColumns. A rotation whose end has come
+// by now is shown ended, whether or not the sweep has erased its old token
+// yet: from its end the next token signs (see signingTokens).
+func scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (Webhook, error) {
 	var w Webhook
 	var events, status string
 	var c, u int64
-	var left sql.NullInt64
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &left, &w.UndeliveredCount); err != nil {
+	var started, ends, left sql.NullInt64
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
 	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
 		return Webhook{}, fmt.Errorf("webhook %s events: %w", w.ID, err)
 	}
 	w.Status, w.CreatedAt, w.UpdatedAt, w.LeftHealthyAt = Health(status), fromMS(c), fromMS(u), optTime(left)
+	if started.Valid && ends.Valid && ends.Int64 > ms(now) {
+		w.Rotation = &TokenRotation{StartedAt: fromMS(started.Int64), EndsAt: fromMS(ends.Int64)}
+	}
 	return w, nil
 }
 
 // Webhook returns one of an account's webhooks.
 func (s *Store) Webhook(ctx context.Context, accountID, id string) (Webhook, error) {
-	w, err := scanWebhook(s.QueryRow(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
+	w, err := scanWebhook(s.QueryRow(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id), s.now())
 	if errors.Is(err, sql.ErrNoRows) {
 		return Webhook{}, ErrNotFound
 	}
@@ -158,8 +168,9 @@ func (s *Store) WebhookWindow(ctx context.Context, accountID string, f WebhookFi
 	}
 	defer rows.Close()
 	var list []Webhook
+	now := s.now()
 	for rows.Next() {
-		w, err := scanWebhook(rows)
+		w, err := scanWebhook(rows, now)
 		if err != nil {
 			return Window[Webhook]{}, fmt.Errorf("list webhooks: %w", err)
 		}
@@ -227,13 +238,21 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID, id string, p Webho
 		events = &e
 	}
 	var sealed []byte
-	if p.Token != nil {
+	// A token set outright replaces the one that signs now and ends any
+	// rotation under way, erasing its next token: the owner asked for this
+	// token, not for an overlap.
+	replaced := p.Token != nil
+	if replaced {
 		sealed = s.box.Seal([]byte(*p.Token), []byte(id))
 	}
 	err := s.InTx(ctx, func(tx *Tx) error {
 		res, err := tx.Exec(ctx, `UPDATE webhooks SET name = COALESCE(?, name), url = COALESCE(?, url), events = COALESCE(?, events),
-enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed), updated_at = ? WHERE account_id = ? AND id = ?`,
-			p.Name, p.URL, events, p.Enabled, sealed, ms(s.now()), accountID, id)
+enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed),
+next_token_sealed = CASE WHEN ? THEN NULL ELSE next_token_sealed END,
+rotation_started_at = CASE WHEN ? THEN NULL ELSE rotation_started_at END,
+rotation_ends_at = CASE WHEN ? THEN NULL ELSE rotation_ends_at END,
+updated_at = ? WHERE account_id = ? AND id = ?`,
+			p.Name, p.URL, events, p.Enabled, sealed, replaced, replaced, replaced, ms(s.now()), accountID, id)
 		if err != nil {
 			return fmt.Errorf("update webhook: %w", err)
 		}
@@ -256,17 +275,11 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, id string) error {
 	})
 }
 
-// WebhookToken returns a webhook's signing token.
+// WebhookToken returns the token that signs a webhook's webhook-signature
+// header now: during a rotation the old one, from its end the next one.
 func (s *Store) WebhookToken(ctx context.Context, accountID, id string) (string, error) {
-	var sealed []byte
-	err := s.QueryRow(ctx, `SELECT token_sealed FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id).Scan(&sealed)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	if err != nil {
-		return "", fmt.Errorf("read webhook token: %w", err)
-	}
-	return s.openToken(id, sealed)
+	t, err := s.WebhookTokens(ctx, accountID, id)
+	return t.Current, err
 }
 
 func (s *Store) openToken(webhookID string, sealed []byte) (string, error) {

@@ -2,6 +2,10 @@
 //
 //	HERALD_WEBHOOK_TOKEN=whsec_... PORT=8000 go run ./examples/receivers/go
 //
+// While the webhook's token is being rotated, also set
+// HERALD_WEBHOOK_NEXT_TOKEN to the next token: a delivery signed with either
+// is accepted (see "Rotating the token" in docs/receiving.md).
+//
 // webhook.Middleware reads the raw body, verifies its signature in constant
 // time and answers 401 when it does not match; the handler only ever sees
 // verified deliveries.
@@ -26,7 +30,11 @@ func main() {
 	}
 	addr := net.JoinHostPort("127.0.0.1", cmp.Or(os.Getenv("PORT"), "8000"))
 
-	handler := webhook.Middleware(token, http.HandlerFunc(receive))
+	tokens := []string{token}
+	if next := os.Getenv("HERALD_WEBHOOK_NEXT_TOKEN"); next != "" {
+		tokens = append(tokens, next)
+	}
+	handler := webhook.MiddlewareAny(tokens, http.HandlerFunc(receive))
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -2,6 +2,10 @@
 
     HERALD_WEBHOOK_TOKEN=whsec_... PORT=8000 python3 receiver.py
 
+While the webhook's token is being rotated, also set
+HERALD_WEBHOOK_NEXT_TOKEN to the next token: a delivery signed with either
+is accepted (see "Rotating the token" in docs/receiving.md).
+
 The signature covers the raw body bytes: read them exactly (Content-Length
 bytes, or a chunked body's chunks joined), verify them, and only then decode
 the JSON.
@@ -19,19 +23,29 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOKEN = os.environ.get("HERALD_WEBHOOK_TOKEN", "").encode("utf-8")
+NEXT_TOKEN = os.environ.get("HERALD_WEBHOOK_NEXT_TOKEN", "").encode("utf-8")
+# Every token a delivery may be signed with: during a rotation, two.
+TOKENS = [t for t in (TOKEN, NEXT_TOKEN) if t]
 PORT = int(os.environ.get("PORT", "8000"))
 MAX_BODY_BYTES = 1 << 20
 CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,8})[ \t]*(?:;[^\r\n]*)?\r?\n\Z")
 
 
-def verify(body: bytes, signature: str | None) -> bool:
-    """Report whether signature is base64(HMAC-SHA256(TOKEN, body))."""
+def verify(body: bytes, signature: str | None, token: bytes) -> bool:
+    """Report whether signature is base64(HMAC-SHA256(token, body))."""
     if not signature:
         return False
-    expected = base64.b64encode(hmac.new(TOKEN, body, hashlib.sha256).digest())
+    expected = base64.b64encode(hmac.new(token, body, hashlib.sha256).digest())
     given = signature.encode("ascii", "replace")
     # Lengths first, then a constant-time comparison of the bytes.
     return len(given) == len(expected) and hmac.compare_digest(given, expected)
+
+
+def verify_any(body: bytes, signature: str | None, tokens: list[bytes]) -> bool:
+    """Report whether signature verifies under any of tokens."""
+    # Every token is tried, so the time taken does not tell which matched.
+    results = [verify(body, signature, token) for token in tokens]
+    return any(results)
 
 
 class BodyError(Exception):
@@ -54,7 +68,7 @@ class Receiver(BaseHTTPRequestHandler):
             return self.answer(e.status, e.text)
 
         # self.headers.get matches header names case-insensitively.
-        if not verify(body, self.headers.get("webhook-signature")):
+        if not verify_any(body, self.headers.get("webhook-signature"), TOKENS):
             return self.answer(401, b"invalid signature\n")
         try:
             payload = json.loads(body)

@@ -184,6 +184,7 @@ func TestEventKinds(t *testing.T) {
 		"user.created", "user.updated", "user.deleted",
 		"release.created", "release.deleted",
 		"trial-activation.created", "trial-activation.deleted",
+		"webhook.unhealthy", "webhook.suspended", "webhook.recovered",
 	}
 	slices.Sort(got)
 	slices.Sort(want)
@@ -209,11 +210,11 @@ func TestSchemaInstances(t *testing.T) {
 			"updatedAt":"` + when + `"` + extra + `}`
 	}
 	attempt := `{"number":1,"trigger":"automatic","sentAt":"` + when + `","receivedAt":null,"statusCode":null,
-		"durationMs":15000,"error":"timed out after 15s","responseBody":""}`
+		"durationMs":15000,"error":"timed out after 15s","responseBody":"","headers":{"request":[{"name":"webhook-signature","value":"c2ln"}],"response":[],"omitted":0}}`
 	testResult := func(response, check string) string {
 		return `{"event":"license.created","request":{"url":"https://example.com/h","headers":{"webhook-id":"` + id + `"},
 			"body":"{}","signature":"c2ln"},"response":` + response + `,"error":null,"succeeded":true,
-			"verificationCheck":` + check + `}`
+			"verificationCheck":` + check + `,"signedWith":"current"}`
 	}
 	tests := []struct {
 		schema, value string
@@ -223,6 +224,10 @@ func TestSchemaInstances(t *testing.T) {
 		{"EventLog", eventLog(`,"attempts":[]`), false},
 		{"EventLogWithAttempts", eventLog(`,"attempts":[` + attempt + `]`), true},
 		{"EventLogWithAttempts", eventLog(""), false},
+		{"EventLogWithAttempts", eventLog(`,"attempts":[` + strings.Replace(attempt, `"headers":{`, `"headers":null,"x":{`, 1) + `]`), false},
+		{"Attempt", attempt[:strings.Index(attempt, `"headers"`)] + `"headers":null}`, true},
+		{"Attempt", strings.Replace(attempt, `"omitted":0`, `"omitted":-1`, 1), false},
+		{"Attempt", strings.Replace(attempt, `"response":[]`, `"response":[{"name":"x"}]`, 1), false},
 		{"EventLog", eventLog(`,"extra":1`), false},
 		{"WebhookTestResult", testResult("null", "null"), true},
 		{"WebhookTestResult", testResult(`{"statusCode":204,"headers":{},"body":"","durationMs":12}`,
@@ -230,6 +235,20 @@ func TestSchemaInstances(t *testing.T) {
 		{"WebhookTestResult", testResult(`{"statusCode":204}`, "null"), false},
 		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
 			"status":"Healthy","createdAt":"` + when + `","updatedAt":"` + when + `","token":"0123456789abcdef"}`, false},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":null}`, true},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":{"startedAt":"` + when + `","endsAt":"` + when + `"}}`, true},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `"}`, false},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":null}`, false},
+		{"TokenRotationRequest", `{"overlapSeconds":60}`, true},
+		{"TokenRotationRequest", `{"overlapSeconds":59}`, false},
+		{"TokenRotationRequest", `{"overlapSeconds":2592001}`, false},
+		{"WebhookToken", `{"token":"0123456789abcdef","nextToken":null}`, true},
+		{"WebhookToken", `{"token":"0123456789abcdef","nextToken":"fedcba9876543210"}`, true},
+		{"WebhookTestRequest", `{"signWith":"old"}`, false},
 		{"ValidationProblem", `{"type":"https://herald.dev/problems/validation","title":"Validation failed","status":422,"detail":"d","errors":[]}`, false},
 		{"ValidationProblem", `{"type":"https://herald.dev/problems/validation","title":"Validation failed","status":422,"detail":"d","errors":[{"field":"name","detail":"d"}]}`, true},
 		{"Problem", `{"type":"about:blank","title":"Not found","status":404,"detail":"d"}`, true},

@@ -77,6 +77,8 @@ func webhook() map[string]any {
 		"status":    "Healthy",
 		"createdAt": now,
 		"updatedAt": now,
+		// Required, null when no token rotation is under way.
+		"tokenRotation": nil,
 
 		"undeliveredCount": 0,
 	}

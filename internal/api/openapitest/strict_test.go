@@ -139,7 +139,7 @@ func TestStrictReference(t *testing.T) {
 	testResult := func(response, check string) string {
 		return `{"event":"license.created","request":{"url":"https://example.com/h","headers":{"webhook-id":"` + id + `"},
 			"body":"{}","signature":"c2ln"},"response":` + response + `,"error":null,"succeeded":false,
-			"verificationCheck":` + check + `}`
+			"verificationCheck":` + check + `,"signedWith":"current"}`
 	}
 	eventLog := func(extra string) string {
 		return `{"id":"` + id + `","webhookId":"` + id + `","eventId":"` + id + `","event":"license.created",

@@ -26,10 +26,46 @@
     });
   });
 
-  // A page showing work in progress (a recovery) reloads itself until it ends.
+  // A page showing work in progress (a recovery) reads it again every few
+  // seconds until it ends, and updates it in place rather than reloading:
+  // the reader keeps their place and focus, and the status line (a live
+  // region) says what changed. When the work ends, the webhook's health
+  // and the explanation of its state are updated too.
   var refresh = document.querySelector("[data-refresh]");
-  if (refresh) {
-    setTimeout(function () { location.reload(); }, 1000 * Number(refresh.getAttribute("data-refresh")));
+  if (refresh && refresh.id && window.fetch && window.DOMParser) {
+    var every = 1000 * Number(refresh.getAttribute("data-refresh"));
+    var swap = function (doc, css) {
+      var old = document.querySelector(css), next = doc.querySelector(css);
+      if (old && next) { old.innerHTML = next.innerHTML; } else if (old) { old.remove(); }
+    };
+    var poll = function () {
+      fetch(location.pathname, {credentials: "same-origin", headers: {Accept: "text/html"}})
+        .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+        .then(function (html) {
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var next = doc.getElementById(refresh.id);
+          if (!next) { return; }
+          ["h2", "progress", "[role=status]"].forEach(function (css) {
+            var o = refresh.querySelector(css), n = next.querySelector(css);
+            if (!o || !n) { return; }
+            if (css === "progress") {
+              o.max = n.max;
+              o.value = n.value;
+            }
+            o.innerHTML = n.innerHTML;
+          });
+          localTimes(refresh);
+          if (next.hasAttribute("data-refresh")) {
+            setTimeout(poll, every);
+            return;
+          }
+          refresh.removeAttribute("data-refresh");
+          swap(doc, ".badges");
+          swap(doc, "#state-help");
+        })
+        .catch(function () { setTimeout(poll, 2 * every); });
+    };
+    setTimeout(poll, every);
   }
 
   // Action menus: one open at a time; Escape or a click elsewhere closes.
@@ -39,6 +75,15 @@
   }
   menus.forEach(function (m) {
     m.addEventListener("toggle", function () { if (m.open) { closeAll(m); } });
+    // Tabbing out of an open menu closes it, as a click elsewhere does. A
+    // press inside it is not leaving it: some browsers focus nothing when a
+    // button is clicked, and closing then would swallow the click.
+    var pressed = false;
+    m.addEventListener("pointerdown", function () { pressed = true; });
+    document.addEventListener("pointerup", function () { setTimeout(function () { pressed = false; }, 0); });
+    m.addEventListener("focusout", function (e) {
+      if (m.open && !pressed && !(e.relatedTarget && m.contains(e.relatedTarget))) { m.open = false; }
+    });
     m.addEventListener("keydown", function (e) {
       if (e.key === "Escape" && m.open) {
         m.open = false;
@@ -66,8 +111,75 @@
     });
   }
 
-  // A result that arrived with the page (a test just sent) takes the focus,
-  // so keyboard and screen-reader users land on it.
+  // Forms that change something are sent once: the first submit disables
+  // the form's buttons and says what is happening (a Test may wait 15 s for
+  // the receiver); further clicks and Enter do nothing. The server acts on
+  // each form once anyway (its one-time token); this spares the wait and
+  // shows progress. Back restores the page as it was left, so it is reset.
+  var sending = [];
+  document.querySelectorAll("form[method=post]").forEach(function (form) {
+    form.addEventListener("submit", function (e) {
+      if (form.getAttribute("data-sending")) {
+        e.preventDefault();
+        return;
+      }
+      form.setAttribute("data-sending", "1");
+      form.setAttribute("aria-busy", "true");
+      var buttons = form.querySelectorAll("button[type=submit]");
+      var button = e.submitter || buttons[0];
+      // Disabled a moment later: a button disabled now would drop out of
+      // the form data being sent.
+      setTimeout(function () {
+        buttons.forEach(function (b) {
+          sending.push({ b: b, text: b.textContent });
+          b.disabled = true;
+        });
+        if (button) {
+          button.textContent = button.getAttribute("data-progress") || "Working…";
+        }
+        var status = form.querySelector("[data-progress-status]");
+        if (status) { status.hidden = false; }
+      }, 0);
+    });
+  });
+  window.addEventListener("pageshow", function (e) {
+    if (!e.persisted) { return; }
+    sending.forEach(function (s) { s.b.disabled = false; s.b.textContent = s.text; });
+    sending = [];
+    document.querySelectorAll("form[data-sending]").forEach(function (form) {
+      form.removeAttribute("data-sending");
+      form.removeAttribute("aria-busy");
+      var status = form.querySelector("[data-progress-status]");
+      if (status) { status.hidden = true; }
+    });
+  });
+
+  // Times: the page says each in UTC (what shows without this file); here
+  // it reads in the viewer's own zone, the UTC text kept as its title.
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function localTimes(root) { root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (el) {
+    var d = new Date(el.getAttribute("datetime"));
+    if (isNaN(d.getTime())) { return; }
+    var zone = "";
+    try {
+      new Intl.DateTimeFormat("en-US", {timeZoneName: "short"}).formatToParts(d).forEach(function (p) {
+        if (p.type === "timeZoneName") { zone = p.value; }
+      });
+    } catch (e) { /* no Intl: the offset below still says which zone */ }
+    if (!zone) {
+      var off = -d.getTimezoneOffset();
+      zone = "UTC" + (off < 0 ? "−" : "+") + pad(Math.floor(Math.abs(off) / 60)) + ":" + pad(Math.abs(off) % 60);
+    }
+    el.title = el.textContent;
+    el.textContent = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+      pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + " " + zone;
+    el.setAttribute("data-local", "");
+  }); }
+  localTimes(document);
+
+  // A result that arrived with the page (a test just sent, a resend's
+  // outcome, the summary of a refused form) takes the focus, so keyboard and
+  // screen-reader users land on it.
   var result = document.querySelector("[data-focus]");
   if (result) { result.focus(); }
 })();

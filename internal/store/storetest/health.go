@@ -35,8 +35,13 @@ func testHealthStreak(t *testing.T, b *bundle) {
 	step(outcome(c[5], store.Cancel, 0, now), store.Unhealthy, 1, 0) // a cancelled log is not a completed event
 	step(outcome(c[6], store.Exhausted, 500, now), store.Unhealthy, 2, 0)
 	step(outcome(c[7], store.Exhausted, 500, now), store.Suspended, 3, 1)
-	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND recipient = ?`, b.account.ID, b.account.NotificationEmail); n != 1 {
+	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND recipient = ? AND kind = 'suspended'`, b.account.ID, b.account.NotificationEmail); n != 1 {
 		t.Fatalf("%d suspension emails; want 1", n)
+	}
+	// Each turn to Unhealthy warned once: at c[1], and at c[4] after c[3]
+	// restored it; a failure more while Unhealthy did not.
+	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND kind = 'unhealthy'`, b.account.ID); n != 2 {
+		t.Fatalf("%d Unhealthy emails; want 2", n)
 	}
 
 	// The retry fails for good while suspended: no second suspension or email.
@@ -45,8 +50,8 @@ func testHealthStreak(t *testing.T, b *bundle) {
 		t.Fatalf("retry claim %+v", retry)
 	}
 	step(outcome(retry[0], store.Exhausted, 500, now), store.Suspended, 4, 0)
-	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.account.ID); n != 1 {
-		t.Fatalf("%d emails; want still 1", n)
+	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.account.ID); n != 3 {
+		t.Fatalf("%d emails; want still 3", n)
 	}
 
 	// A failed resend changes nothing; a delivered one makes it Healthy at once.
@@ -93,8 +98,11 @@ func testConcurrentFailuresSuspendOnce(t *testing.T, b *bundle) {
 	if got := suspensions.Load(); got != 1 {
 		t.Errorf("%d suspensions reported; want 1", got)
 	}
-	if got := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.account.ID); got != 1 {
-		t.Errorf("%d emails queued; want 1", got)
+	// And warned once of each state: Unhealthy, then Suspended.
+	for _, kind := range []string{store.EmailUnhealthy, store.EmailSuspended} {
+		if got := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND kind = ?`, b.account.ID, kind); got != 1 {
+			t.Errorf("%d %s emails queued; want 1", got, kind)
+		}
 	}
 }
 
@@ -116,7 +124,7 @@ func testConcurrentDeliveryNotLost(t *testing.T, b *bundle) {
 		for _, x := range c[:suspendAfter-1] {
 			b.complete(t, b.st, suspendAfter, outcome(x, store.Exhausted, 500, now))
 		}
-		emailsBefore := b.count(t, `SELECT COUNT(*) FROM emails`)
+		emailsBefore := b.count(t, `SELECT COUNT(*) FROM emails WHERE kind = 'suspended'`)
 		racing := c[suspendAfter-1:]
 		var suspensions atomic.Int32
 		parallel(len(racing), func(i int) {
@@ -131,7 +139,7 @@ func testConcurrentDeliveryNotLost(t *testing.T, b *bundle) {
 			suspensions.Add(int32(len(sp)))
 		})
 		h, streak := b.health(t, w.ID)
-		emails := b.count(t, `SELECT COUNT(*) FROM emails`) - emailsBefore
+		emails := b.count(t, `SELECT COUNT(*) FROM emails WHERE kind = 'suspended'`) - emailsBefore
 		sp := int(suspensions.Load())
 		ok := false
 		switch sp {

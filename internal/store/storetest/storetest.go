@@ -2,7 +2,8 @@
 // Exercise(t, newURL) checks claims and leases, outcomes and health,
 // concurrency across several store handles on one database (as several
 // herald processes would hold), the email outbox, retention, migrations,
-// wake-ups, idempotency keys, API tokens and recoveries. A behaviour is tested here, across engines, never in one engine's
+// wake-ups, idempotency keys, API tokens, recoveries, and the warnings of a
+// webhook's health (emails, operational events, reminders). A behaviour is tested here, across engines, never in one engine's
 // test alone. It drives the store directly, with a clock the test moves.
 package storetest
 
@@ -35,6 +36,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"LeasesAreRenewedAndReleased", 2, testLeasesRenewAndRelease},
 		{"ClaimGivesEachWebhookItsRoom", 1, testClaimGivesEachWebhookItsRoom},
 		{"ClaimPassesOverExcludedBeforeItsWindow", 1, testClaimPassesOverExcludedBeforeItsWindow},
+		{"ClaimSharesBetweenAccounts", 1, testClaimSharesBetweenAccounts},
+		{"ClaimTakesFirstAttemptsBeforeRetries", 1, testClaimTakesFirstAttemptsBeforeRetries},
 		{"ResendMarksItsLogInFlight", 1, testBeginResend},
 		{"FireKeepsTheTraceContextForEveryAttempt", 1, testFireKeepsTraceContext},
 		{"HealthFollowsTheFailureStreak", 1, testHealthStreak},
@@ -61,6 +64,12 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"RecoveryGivesBackUnsentLogsAndStopsWhenDisabled", 1, testRecoveryStopsWhenDisabled},
 		{"UndeliveredCountAndLogsOfSeveralStatuses", 1, testUndeliveredCount},
 		{"RecoverySkipsLogsDeliveredMeanwhile", 1, testRecoverySkipsLogsDeliveredMeanwhile},
+		{"HealthChangesWarnByEmailAndOperationalEvents", 1, testWarnings},
+		{"SuspendedWebhooksAreRemindedOncePerPeriod", 3, testReminders},
+		{"FlashesAreShownOnceOnTheirPage", 1, testFlashes},
+		{"FormKeysKeepAnswersOnlyOfChanges", 1, testFormKeysSettle},
+		{"TokenRotationOverlapsThenSwitches", 1, testTokenRotation},
+		{"AttemptHeadersAreKeptBounded", 1, testAttemptHeadersAreKeptBounded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +110,7 @@ func (b *bundle) open(t testing.TB) *store.Store {
 	if b.st != nil && b.st.Engine() == "sqlite" {
 		return b.st
 	}
-	st, err := store.Open(b.ctx, b.url, store.Options{Key: b.key, Now: b.clock.Now})
+	st, err := store.Open(b.ctx, b.url, store.Options{Key: b.key, Now: b.clock.Now, PublicURL: publicURL})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

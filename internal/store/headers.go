@@ -1,0 +1,103 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Header is one header line of an attempt, as sent or as answered.
+type Header struct {
+	Name  string
+	Value string
+}
+
+// AttemptHeaders are the headers of one attempt: the request's, as herald
+// sent them, and the receiver's answer's. Omitted counts the lines left out
+// to keep within MaxAttemptHeaders and MaxAttemptHeaderBytes.
+type AttemptHeaders struct {
+	Request  []Header
+	Response []Header
+	Omitted  int
+}
+
+// Bounds on the headers kept with each attempt, request and answer
+// together. A receiver chooses its answer's headers (up to 32 KiB of them,
+// delivery.MaxResponseHeaderBytes); kept whole, thousands of attempts a day
+// of one webhook would store far more headers than bodies. Herald's own
+// request headers come first, so they are always kept.
+const (
+	MaxAttemptHeaders     = 50
+	MaxAttemptHeaderBytes = 8 << 10
+)
+
+// headersJSON is the stored form: name-value pairs in order, "o" the
+// number of lines left out.
+type headersJSON struct {
+	Request  [][2]string `json:"q"`
+	Response [][2]string `json:"s"`
+	Omitted  int         `json:"o,omitempty"`
+}
+
+// encodeHeaders bounds h and returns its stored form; nil when there is
+// nothing to keep (an attempt recorded without headers).
+func encodeHeaders(h *AttemptHeaders) (*string, error) {
+	if h == nil || (len(h.Request) == 0 && len(h.Response) == 0) {
+		return nil, nil
+	}
+	out := headersJSON{Request: [][2]string{}, Response: [][2]string{}, Omitted: h.Omitted}
+	lines, size := 0, 0
+	keep := func(dst *[][2]string, src []Header) {
+		for _, l := range src {
+			name, value := cleanText(l.Name), cleanText(l.Value)
+			if lines >= MaxAttemptHeaders || size+len(name)+len(value) > MaxAttemptHeaderBytes {
+				out.Omitted++
+				continue
+			}
+			lines, size = lines+1, size+len(name)+len(value)
+			*dst = append(*dst, [2]string{name, value})
+		}
+	}
+	keep(&out.Request, h.Request)
+	keep(&out.Response, h.Response)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode attempt headers: %w", err)
+	}
+	s := string(b)
+	return &s, nil
+}
+
+// decodeHeaders reads the stored form back; nil for none.
+func decodeHeaders(s *string) (*AttemptHeaders, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	var in headersJSON
+	if err := json.Unmarshal([]byte(*s), &in); err != nil {
+		return nil, fmt.Errorf("decode attempt headers: %w", err)
+	}
+	h := &AttemptHeaders{Omitted: in.Omitted}
+	for _, l := range in.Request {
+		h.Request = append(h.Request, Header{l[0], l[1]})
+	}
+	for _, l := range in.Response {
+		h.Response = append(h.Response, Header{l[0], l[1]})
+	}
+	return h, nil
+}
+
+// HeaderLines turns an HTTP header map into lines sorted by name, one per
+// value, names in lower case (HTTP/2 spells them so, and the specification
+// writes webhook-signature so).
+func HeaderLines(h map[string][]string) []Header {
+	out := make([]Header, 0, len(h))
+	for name, values := range h {
+		for _, v := range values {
+			out = append(out, Header{strings.ToLower(name), v})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

@@ -1,0 +1,276 @@
+package storetest
+
+import (
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// publicURL is the portal's address the suite's stores are opened with.
+const publicURL = "https://herald.example.com"
+
+// emailsOf lists the account's emails of one kind, oldest first.
+func (b *bundle) emailsOf(t testing.TB, kind string) []store.Email {
+	t.Helper()
+	all, err := b.st.Emails(b.ctx, b.account.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []store.Email
+	for i := len(all) - 1; i >= 0; i-- {
+		if strings.HasPrefix(all[i].Subject, map[string]string{
+			store.EmailUnhealthy: "Webhook \"w\" is Unhealthy",
+			store.EmailSuspended: "Webhook \"w\" suspended",
+			store.EmailReminder:  "Webhook \"w\" is still suspended",
+		}[kind]) {
+			out = append(out, all[i])
+		}
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND kind = ?`, b.account.ID, kind); n != len(out) {
+		t.Fatalf("%d emails of kind %s, %d with its subject", n, kind, len(out))
+	}
+	return out
+}
+
+// operational lists the operational events a webhook was sent, oldest
+// first, with their data.
+func (b *bundle) operational(t testing.TB, webhookID string) []event.WebhookHealth {
+	t.Helper()
+	logs := b.logs(t, store.LogFilter{WebhookID: webhookID})
+	var out []event.WebhookHealth
+	for i := len(logs) - 1; i >= 0; i-- {
+		if !logs[i].Event.Operational() {
+			continue
+		}
+		var p struct {
+			Event event.Kind
+			Data  event.WebhookHealth
+		}
+		if err := json.Unmarshal(logs[i].Payload, &p); err != nil {
+			t.Fatalf("payload %s: %v", logs[i].Payload, err)
+		}
+		if p.Event != logs[i].Event {
+			t.Fatalf("log of %s carries a %s payload", logs[i].Event, p.Event)
+		}
+		out = append(out, p.Data)
+	}
+	return out
+}
+
+// testWarnings takes a webhook from Healthy to Unhealthy, to Suspended and
+// back: an email for each of the first two, naming the webhook, the failed
+// event, the receiver's answer and the reason, and linking to the webhook's
+// page; and an operational event of each change to the account's other
+// webhook that subscribes to them, never to the webhook itself.
+func testWarnings(t *testing.T, b *bundle) {
+	const suspendAfter = 3
+	ops := []event.Kind{event.LicenseCreated, event.WebhookUnhealthy, event.WebhookSuspended, event.WebhookRecovered}
+	w, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "w", URL: "https://example.com/w",
+		Events: ops, Enabled: true, Token: "whsec_w_0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "watcher", URL: "https://example.com/watcher",
+		Events: ops[1:], Enabled: true, Token: "whsec_watcher_0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := b.newAccount(t, "other@example.com")
+	stranger, err := b.st.CreateWebhook(b.ctx, other.ID, store.NewWebhook{Name: "stranger", URL: "https://example.com/s",
+		Events: ops[1:], Enabled: true, Token: "whsec_stranger_0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.fire(t, b.st, 4)
+	c := b.claim(t, b.st, 0, time.Minute, 100, 100)
+	if len(c) != 4 {
+		t.Fatalf("claimed %d; want 4 (the events of w)", len(c))
+	}
+	now := b.clock.Now()
+
+	b.complete(t, b.st, suspendAfter, outcome(c[0], store.Exhausted, 503, now))
+	un := b.emailsOf(t, store.EmailUnhealthy)
+	if len(un) != 1 {
+		t.Fatalf("%d Unhealthy emails; want 1", len(un))
+	}
+	first := b.log(t, c[0].LogID)
+	if strings.Contains(un[0].Body, w.URL) {
+		t.Errorf("Unhealthy email shows the receiver's path, which may hold its secret:\n%s", un[0].Body)
+	}
+	for _, want := range []string{`"w"`, w.ID, "https://example.com\n", first.EventID, c[0].LogID, "license.created", "HTTP 503",
+		"receiver answered 503; no attempts left", "2 more events fail", publicURL + "/webhooks/" + w.ID} {
+		if !strings.Contains(un[0].Body, want) {
+			t.Errorf("Unhealthy email lacks %q:\n%s", want, un[0].Body)
+		}
+	}
+	if un[0].To != b.account.NotificationEmail {
+		t.Errorf("Unhealthy email to %s; want %s", un[0].To, b.account.NotificationEmail)
+	}
+	got := b.operational(t, watcher.ID)
+	if len(got) != 1 || got[0].ID != w.ID || got[0].Name != "w" || got[0].URL != w.URL || got[0].Status != "Unhealthy" ||
+		got[0].LatestFailure == nil || got[0].LatestFailure.EventID != first.EventID || got[0].LatestFailure.LogID != c[0].LogID ||
+		got[0].LatestFailure.StatusCode == nil || *got[0].LatestFailure.StatusCode != 503 || got[0].LatestFailure.Event != event.LicenseCreated {
+		t.Fatalf("watcher got %+v; want w's turn to Unhealthy with its failure", got)
+	}
+
+	// A failure more while Unhealthy: no warning. Then the suspension.
+	b.complete(t, b.st, suspendAfter, outcome(c[1], store.Exhausted, 500, now))
+	if n := len(b.emailsOf(t, store.EmailUnhealthy)); n != 1 || len(b.operational(t, watcher.ID)) != 1 {
+		t.Fatalf("a failure while Unhealthy warned again: %d emails, %d events", n, len(b.operational(t, watcher.ID)))
+	}
+	b.complete(t, b.st, suspendAfter, outcome(c[2], store.Exhausted, 502, now))
+	sus := b.emailsOf(t, store.EmailSuspended)
+	if len(sus) != 1 {
+		t.Fatalf("%d suspension emails; want 1", len(sus))
+	}
+	third := b.log(t, c[2].LogID)
+	for _, want := range []string{`"w"`, w.ID, third.EventID, "HTTP 502", "does not lift the suspension", publicURL + "/webhooks/" + w.ID} {
+		if !strings.Contains(sus[0].Body, want) {
+			t.Errorf("suspension email lacks %q:\n%s", want, sus[0].Body)
+		}
+	}
+	got = b.operational(t, watcher.ID)
+	if len(got) != 2 || got[1].Status != "Suspended" || got[1].LatestFailure == nil || got[1].LatestFailure.EventID != third.EventID {
+		t.Fatalf("watcher got %+v; want the suspension second", got)
+	}
+
+	// One batch with a resend that succeeds and a failure after it: from
+	// Suspended to Unhealthy, which warns as a turn to Unhealthy does.
+	b.clock.Add(time.Second) // the emails' order is their time's
+	resent := outcome(store.Claim{LogID: c[0].LogID, WebhookID: w.ID}, store.Delivered, 200, now)
+	resent.Trigger = store.TriggerResend
+	b.complete(t, b.st, suspendAfter, resent, outcome(c[3], store.Exhausted, 504, now))
+	if h, streak := b.health(t, w.ID); h != store.Unhealthy || streak != 1 {
+		t.Fatalf("after a delivery then a failure: %s, streak %d; want Unhealthy, 1", h, streak)
+	}
+	fourth := b.log(t, c[3].LogID)
+	got = b.operational(t, watcher.ID)
+	if len(got) != 3 || got[2].Status != "Unhealthy" || got[2].LatestFailure == nil || got[2].LatestFailure.EventID != fourth.EventID {
+		t.Fatalf("watcher got %+v; want Unhealthy again third", got)
+	}
+	if un := b.emailsOf(t, store.EmailUnhealthy); len(un) != 2 || !strings.Contains(un[1].Body, "HTTP 504") {
+		t.Fatalf("%d Unhealthy emails; want a second, naming the 504", len(un))
+	}
+
+	// A resend that succeeds: recovered, with the failure that preceded it,
+	// and no email.
+	o := outcome(store.Claim{LogID: c[1].LogID, WebhookID: w.ID}, store.Delivered, 200, now)
+	o.Trigger = store.TriggerResend
+	b.complete(t, b.st, suspendAfter, o)
+	got = b.operational(t, watcher.ID)
+	if len(got) != 4 || got[3].Status != "Healthy" || got[3].LatestFailure == nil || got[3].LatestFailure.EventID != fourth.EventID {
+		t.Fatalf("watcher got %+v; want the recovery fourth", got)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.account.ID); n != 3 {
+		t.Errorf("%d emails; want 3 (no email for a recovery)", n)
+	}
+
+	// Never to the webhook the event is about, though it subscribes; never
+	// to another account's webhook.
+	if own := b.operational(t, w.ID); len(own) != 0 {
+		t.Errorf("w was sent %d events about itself", len(own))
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE webhook_id = ?`, stranger.ID); n != 0 {
+		t.Errorf("another account's webhook got %d logs", n)
+	}
+	// The operational events are queued like any event.
+	for _, l := range b.logs(t, store.LogFilter{WebhookID: watcher.ID}) {
+		if l.Status != store.Queued {
+			t.Errorf("watcher's %s log is %s; want queued", l.Event, l.Status)
+		}
+	}
+}
+
+// testReminders: a webhook that stays Suspended is reminded of once per
+// period, however many processes look at once; not before the period, not
+// while disabled, and never once it recovers.
+func testReminders(t *testing.T, b *bundle) {
+	const every = 7 * 24 * time.Hour
+	w := b.webhook(t, "w")
+	b.fire(t, b.st, 2)
+	c := b.claim(t, b.st, 0, time.Minute, 100, 100)
+	if sp := b.complete(t, b.st, 1, outcome(c[0], store.Exhausted, 500, b.clock.Now())); len(sp) != 1 {
+		t.Fatalf("%d suspensions; want 1", len(sp))
+	}
+	handles := []*store.Store{b.st, b.open(t), b.open(t)}
+	remindAll := func() int {
+		t.Helper()
+		var n atomic.Int32
+		parallel(6, func(i int) {
+			k, err := handles[i%len(handles)].RemindSuspended(b.ctx, b.clock.Now(), every)
+			if err != nil {
+				t.Errorf("remind: %v", err)
+			}
+			n.Add(int32(k))
+		})
+		return int(n.Load())
+	}
+	steps := []struct {
+		name    string
+		advance time.Duration
+		want    int // reminders queued by the step
+	}{
+		{"at once", 0, 0},
+		{"a day short of the period", every - 24*time.Hour, 0},
+		{"the period ends", 24 * time.Hour, 1},
+		{"just after", time.Minute, 0},
+		{"a period after the reminder, less a minute", every - 2*time.Minute, 0},
+		{"a second period", time.Minute, 1},
+	}
+	for _, s := range steps {
+		b.clock.Add(s.advance)
+		if got := remindAll(); got != s.want {
+			t.Fatalf("%s: %d reminders; want %d", s.name, got, s.want)
+		}
+	}
+	rem := b.emailsOf(t, store.EmailReminder)
+	if len(rem) != 2 {
+		t.Fatalf("%d reminder emails; want 2", len(rem))
+	}
+	for _, want := range []string{`"w"`, w.ID, "HTTP 500", "every 7 days", publicURL + "/webhooks/" + w.ID} {
+		if !strings.Contains(rem[0].Body, want) {
+			t.Errorf("reminder lacks %q:\n%s", want, rem[0].Body)
+		}
+	}
+
+	// Disabled: no reminder; enabled again, the one due comes.
+	off, on := false, true
+	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Add(every)
+	if got := remindAll(); got != 0 {
+		t.Fatalf("a disabled webhook: %d reminders; want 0", got)
+	}
+	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if got := remindAll(); got != 1 {
+		t.Fatalf("enabled again: %d reminders; want 1", got)
+	}
+
+	// Recovered: reminders end, and a new suspension starts a new period.
+	o := outcome(store.Claim{LogID: c[0].LogID, WebhookID: w.ID}, store.Delivered, 200, b.clock.Now())
+	o.Trigger = store.TriggerResend
+	b.complete(t, b.st, 1, o)
+	b.clock.Add(2 * every)
+	if got := remindAll(); got != 0 {
+		t.Fatalf("a recovered webhook: %d reminders; want 0", got)
+	}
+	if sp := b.complete(t, b.st, 1, outcome(c[1], store.Exhausted, 500, b.clock.Now())); len(sp) != 1 {
+		t.Fatalf("%d suspensions; want 1", len(sp))
+	}
+	b.clock.Add(every - time.Minute)
+	if got := remindAll(); got != 0 {
+		t.Fatalf("suspended anew, before the period: %d reminders; want 0", got)
+	}
+	b.clock.Add(time.Minute)
+	if got := remindAll(); got != 1 {
+		t.Fatalf("suspended anew, a period later: %d reminders; want 1", got)
+	}
+}
