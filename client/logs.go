@@ -59,8 +59,13 @@ type Header struct {
 type LogFilter struct {
 	WebhookID string
 	Status    string
-	Event     string
-	EventID   string
+	// Statuses keeps logs with any of these statuses (with Status too).
+	Statuses []string
+	Event    string
+	EventID  string
+	// Since and Until bound the event's time: at or after Since, before
+	// Until; zero leaves that end open.
+	Since, Until time.Time
 	ListOptions
 }
 
@@ -71,6 +76,15 @@ func (c *Client) ListEventLogs(ctx context.Context, f LogFilter) (Page[EventLog]
 		if v != "" {
 			q.Set(k, v)
 		}
+	}
+	for _, s := range f.Statuses {
+		q.Add("status", s)
+	}
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.Until.IsZero() {
+		q.Set("until", f.Until.UTC().Format(time.RFC3339Nano))
 	}
 	var p Page[EventLog]
 	err := c.do(ctx, "GET", "/v3/webhook-event-logs", q, nil, &p)

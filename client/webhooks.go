@@ -7,14 +7,18 @@ import (
 
 // Webhook is a receiver of events.
 type Webhook struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	URL       string    `json:"url"`
-	Events    []string  `json:"events"`
-	Enabled   bool      `json:"enabled"`
-	Status    string    `json:"status"` // Healthy, Unhealthy or Suspended
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	URL     string   `json:"url"`
+	Events  []string `json:"events"`
+	Enabled bool     `json:"enabled"`
+	Status  string   `json:"status"` // Healthy, Unhealthy or Suspended
+	// UndeliveredCount is how many of its logs failed or were cancelled
+	// while it was suspended, since it last left Healthy: what Recover
+	// would resend.
+	UndeliveredCount int       `json:"undeliveredCount"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
 	// TokenRotation is the token rotation under way; nil when none is.
 	TokenRotation *TokenRotation `json:"tokenRotation"`
 	// Token is the signing token: only in the answer of CreateWebhook.

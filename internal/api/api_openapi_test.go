@@ -15,6 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/heraldhq/herald/internal/api/openapitest"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
 
@@ -64,7 +65,7 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	h := heraldtest.Start(t, heraldtest.Options{OperatorToken: operatorToken, Transport: func(rt http.RoundTripper) http.RoundTripper {
 		cov = newCoverage(t, openapitest.Transport(t, rt))
 		return cov
-	}})
+	}, Delivery: delivery.Config{SuspendAfter: 1}}) // one failed event suspends, for the recovery calls
 	c := client{t: t, h: h}
 	rcv := heraldtest.NewReceiver(t)
 
@@ -280,6 +281,10 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(200, "GET", "/v3/webhook-event-logs?eventId="+logs.Data[0]["eventId"].(string), nil, nil)
 	c.call(200, "GET", "/v3/webhook-event-logs?webhookId="+all["id"].(string)+"&status=cancelled", nil, nil)
 	c.call(422, "GET", "/v3/webhook-event-logs?status=lost", nil, nil)
+	c.call(200, "GET", "/v3/webhook-event-logs?status=failed&status=cancelled&since=2026-01-01T00:00:00Z&until="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339), nil, nil)
+	c.call(422, "GET", "/v3/webhook-event-logs?status=failed&status=lost", nil, nil)
+	c.call(422, "GET", "/v3/webhook-event-logs?since=yesterday", nil, nil)
+	c.call(422, "GET", "/v3/webhook-event-logs?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", nil, nil)
 	logID := logs.Data[len(logs.Data)-1]["id"].(string)           // cancelled: its webhook is disabled
 	c.call(200, "GET", "/v3/webhook-event-logs/"+logID, nil, nil) // with no attempt
 	c.call(404, "GET", "/v3/webhook-event-logs/"+missing, nil, nil)
@@ -312,6 +317,69 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(204, "DELETE", "/v3/operator/accounts/"+newID, nil, nil, asOperator)
 	c.call(404, "DELETE", "/v3/operator/accounts/"+newID, nil, nil, asOperator)
 	c.call(401, "GET", "/v3/account", nil, nil, "Bearer "+created["apiToken"].(string))
+
+	// Recovery: a webhook whose receiver fails is suspended by its first
+	// failed event; the next event is cancelled while it is suspended.
+	down := heraldtest.NewReceiver(t)
+	down.Status(500, "down")
+	var dh map[string]any
+	c.call(201, "POST", "/v3/webhooks", map[string]any{"name": "Down", "url": down.URL, "events": []string{"license.created"}}, &dh)
+	did := dh["id"].(string)
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	c.call(201, "POST", "/v3/licenses", map[string]any{"productId": pid}, nil)
+	heraldtest.Eventually(t, 30*time.Second, "the failing webhook suspended", func() bool {
+		var w map[string]any
+		c.call(200, "GET", "/v3/webhooks/"+did, nil, &w)
+		return w["status"] == "Suspended"
+	})
+	c.call(201, "POST", "/v3/licenses", map[string]any{"productId": pid}, nil)
+	recoverPath := "/v3/webhooks/" + did + "/recover"
+	c.call(422, "POST", recoverPath, map[string]any{"dryRun": true}, nil)
+	c.call(422, "POST", recoverPath, map[string]any{"since": "yesterday", "statuses": []string{"succeeded"}}, nil)
+	c.call(422, "POST", recoverPath, map[string]any{"since": since, "until": since}, nil)
+	c.call(404, "POST", "/v3/webhooks/"+missing+"/recover", map[string]any{"since": since}, nil)
+	var count map[string]any
+	c.call(200, "POST", recoverPath, map[string]any{"since": since, "dryRun": true}, &count)
+	var downHook map[string]any
+	c.call(200, "GET", "/v3/webhooks/"+did, nil, &downHook)
+	if downHook["undeliveredCount"] != float64(2) {
+		t.Errorf("suspended webhook's undeliveredCount %v; want 2", downHook["undeliveredCount"])
+	}
+	var undelivered struct{ Data []map[string]any }
+	c.call(200, "GET", "/v3/webhook-event-logs?webhookId="+did+"&status=failed&status=cancelled&since="+since, nil, &undelivered)
+	if len(undelivered.Data) != 2 {
+		t.Errorf("%d failed or cancelled logs listed; want 2", len(undelivered.Data))
+	}
+	if count["count"] != float64(2) {
+		t.Errorf("dry run counted %v; want 2 (one failed, one cancelled while suspended)", count["count"])
+	}
+	// The receiver holds the resends, so the recovery is still running
+	// when it is cancelled.
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	down.SetRespond(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	})
+	var rec map[string]any
+	c.call(202, "POST", recoverPath, map[string]any{"since": since, "until": time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano),
+		"statuses": []string{"failed", "cancelled"}}, &rec)
+	recPath := "/v3/webhooks/" + did + "/recoveries/" + rec["id"].(string)
+	c.call(409, "POST", recoverPath, map[string]any{"since": since}, nil) // one is running
+	c.call(200, "GET", "/v3/webhooks/"+did+"/recoveries", nil, nil)
+	c.call(200, "GET", "/v3/webhooks/"+did+"/recoveries?limit=1", nil, nil)
+	c.call(404, "GET", "/v3/webhooks/"+missing+"/recoveries", nil, nil)
+	c.call(200, "GET", recPath, nil, nil)
+	c.call(404, "GET", "/v3/webhooks/"+did+"/recoveries/"+missing, nil, nil)
+	c.call(200, "DELETE", recPath, nil, &rec)
+	if rec["status"] != "cancelled" {
+		t.Errorf("cancelled recovery's status %v", rec["status"])
+	}
+	c.call(409, "DELETE", recPath, nil, nil)
+	c.call(200, "PATCH", "/v3/webhooks/"+did, map[string]any{"enabled": false}, nil)
+	c.call(409, "POST", recoverPath, map[string]any{"since": since, "dryRun": true}, nil) // a disabled webhook sends nothing
 
 	// Deletions last, each firing its event (or, for cascades, none).
 	c.call(204, "DELETE", "/v3/licenses/"+plain["id"].(string), nil, nil)

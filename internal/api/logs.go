@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
@@ -89,10 +90,24 @@ func (a *API) listLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	var v Invalid
-	f := store.LogFilter{Page: p, WebhookID: queryID(r, "webhookId", &v), Status: store.LogStatus(q.Get("status")),
+	f := store.LogFilter{Page: p, WebhookID: queryID(r, "webhookId", &v),
 		Event: event.Kind(q.Get("event")), EventID: queryID(r, "eventId", &v)}
-	if f.Status != "" && !f.Status.Valid() {
-		v.Add("status", "must be queued, pending, retrying, succeeded, failed or cancelled")
+	// status may be given several times (?status=failed&status=cancelled):
+	// logs with any of them.
+	for _, s := range q["status"] {
+		st := store.LogStatus(s)
+		if !st.Valid() {
+			v.Add("status", "each must be queued, pending, retrying, succeeded, failed or cancelled")
+			break
+		}
+		f.Statuses = append(f.Statuses, st)
+	}
+	if len(f.Statuses) == 1 {
+		f.Status, f.Statuses = f.Statuses[0], nil
+	}
+	f.From, f.To = queryTime(r, "since", &v), queryTime(r, "until", &v)
+	if !f.From.IsZero() && !f.To.IsZero() && !f.To.After(f.From) {
+		v.Add("until", "must be after since")
 	}
 	if f.Event != "" && !f.Event.Valid() {
 		v.Add("event", "is not a known event kind")
@@ -136,4 +151,18 @@ func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, toLogJSON(l, true))
+}
+
+// queryTime reads an optional RFC 3339 time from the query: zero when
+// absent, an entry in v when malformed.
+func queryTime(r *http.Request, name string, v *Invalid) time.Time {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		v.Add(name, "must be an RFC 3339 time, e.g. 2026-11-21T08:00:00Z")
+	}
+	return t
 }

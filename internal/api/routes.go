@@ -103,6 +103,10 @@ func New(c Config) http.Handler {
 	h("DELETE /v3/webhooks/{id}", a.deleteWebhook)
 	h("GET /v3/webhooks/{id}/token", a.getWebhookToken)
 	h("POST /v3/webhooks/{id}/test", a.testWebhook)
+	h("POST /v3/webhooks/{id}/recover", a.recoverWebhook)
+	h("GET /v3/webhooks/{id}/recoveries", a.listRecoveries)
+	h("GET /v3/webhooks/{id}/recoveries/{rid}", a.getRecovery)
+	h("DELETE /v3/webhooks/{id}/recoveries/{rid}", a.cancelRecovery)
 	h("POST /v3/webhooks/{id}/token/rotate", a.rotateWebhookToken)
 	h("POST /v3/webhooks/{id}/token/rotate/finish", a.finishWebhookTokenRotation)
 

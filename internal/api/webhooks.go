@@ -13,14 +13,17 @@ import (
 )
 
 type webhookJSON struct {
-	ID        string       `json:"id"`
-	Name      string       `json:"name"`
-	URL       string       `json:"url"`
-	Events    []event.Kind `json:"events"`
-	Enabled   bool         `json:"enabled"`
-	Status    store.Health `json:"status"`
-	CreatedAt string       `json:"createdAt"`
-	UpdatedAt string       `json:"updatedAt"`
+	ID      string       `json:"id"`
+	Name    string       `json:"name"`
+	URL     string       `json:"url"`
+	Events  []event.Kind `json:"events"`
+	Enabled bool         `json:"enabled"`
+	Status  store.Health `json:"status"`
+	// UndeliveredCount: its failed and suspended-cancelled logs since it
+	// last left Healthy, what a recovery would resend.
+	UndeliveredCount int    `json:"undeliveredCount"`
+	CreatedAt        string `json:"createdAt"`
+	UpdatedAt        string `json:"updatedAt"`
 	// TokenRotation is the token rotation under way, null when none is.
 	TokenRotation *tokenRotationJSON `json:"tokenRotation"`
 	Token         string             `json:"token,omitempty"`
@@ -28,7 +31,8 @@ type webhookJSON struct {
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
 	return webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
-		Status: w.Status, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt), TokenRotation: toTokenRotationJSON(w.Rotation)}
+		Status: w.Status, UndeliveredCount: w.UndeliveredCount, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
+		TokenRotation: toTokenRotationJSON(w.Rotation)}
 }
 
 type webhookInput struct {

@@ -1,7 +1,8 @@
 // Package delivery owns getting events to receivers: it claims due event logs,
 // POSTs their signed bodies, turns each attempt into an outcome (delivered,
 // retry, exhausted, cancelled), and records outcomes in batches, which is
-// where webhook health moves. It also makes manual resends and Test sends.
+// where webhook health moves. It also makes manual resends and Test sends,
+// and runs bulk recoveries (recovery.go).
 package delivery
 
 import (
@@ -374,7 +375,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 		o.Result, o.Reason = store.Cancel, "webhook disabled before this attempt; no delivery attempted"
 		return o
 	case c.Health == store.Suspended:
-		o.Result, o.Reason = store.Cancel, "webhook suspended before this attempt; no automatic delivery (resend to deliver)"
+		o.Result, o.Reason = store.Cancel, store.ReasonSuspendedBefore
 		return o
 	}
 	if d.stopping.Load() { // stopping: not attempted, due again at once

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
 
@@ -314,4 +315,55 @@ func endSession(t *testing.T, h *heraldtest.Herald, b *browser) {
 func hashHex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// TestResendMissedEventsIsActedOnOnceAndRefusedOnItsPage: the recovery
+// button is a form like the others: a refusal (the webhook was disabled
+// after the page was shown) is said on the webhook's page, answering 409
+// there and not again on a refresh; a recovery started confirms once.
+func TestResendMissedEventsIsActedOnOnceAndRefusedOnItsPage(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{Delivery: delivery.Config{MaxAttempts: 1, SuspendAfter: 5}})
+	rcv := heraldtest.NewReceiver(t)
+	rcv.Status(http.StatusServiceUnavailable, "down")
+	hook := h.CreateWebhook("Billing", rcv.URL, "license.created")
+	h.CreateLicense(nil)
+	heraldtest.Eventually(t, 30e9, "the webhook Unhealthy", func() bool {
+		return h.Webhook(hook.ID).Status == "Unhealthy" && len(h.Logs("status=failed")) == 1
+	})
+	b := mustSignIn(t, h)
+	page := "/webhooks/" + hook.ID
+	action := page + "/recover"
+
+	_, _, body := b.get(page)
+	h.Must(200, "PATCH", "/v3/webhooks/"+hook.ID, map[string]any{"enabled": false}, nil)
+	code, loc, body := b.submit(action, formFields(t, body, action))
+	if code != http.StatusConflict || loc != page || !strings.Contains(body, "The webhook is disabled") {
+		t.Errorf("a refused recovery: %d at %q; want 409 on the webhook's page saying why", code, loc)
+	}
+	if code, _, body := b.get(page); code != http.StatusOK || strings.Contains(body, "The webhook is disabled") {
+		t.Errorf("a refresh after the refusal: %d, still refusing", code)
+	}
+
+	h.Must(200, "PATCH", "/v3/webhooks/"+hook.ID, map[string]any{"enabled": true}, nil)
+	rcv.Status(http.StatusNoContent, "")
+	_, _, body = b.get(page)
+	fields := formFields(t, body, action)
+	code, loc, body = b.submit(action, fields)
+	if code != http.StatusOK || loc != page || !strings.Contains(body, "Resending the missed events") {
+		t.Errorf("a recovery: %d at %q; want 200 on the webhook's page confirming it", code, loc)
+	}
+	if _, _, body := b.get(page); strings.Contains(body, "Resending the missed events") {
+		t.Errorf("a refresh shows the confirmation again")
+	}
+	// The same form sent again is not acted on again.
+	if code, loc, _ := b.submit(action, fields); code != http.StatusOK || loc != page {
+		t.Errorf("the form sent again: %d at %q", code, loc)
+	}
+	heraldtest.Eventually(t, 30e9, "the log resent once", func() bool { return rcv.Count() == 2 && h.Webhook(hook.ID).Status == "Healthy" })
+	var list struct{ Data []any }
+	h.Must(200, "GET", "/v3/webhooks/"+hook.ID+"/recoveries", nil, &list)
+	if len(list.Data) != 1 {
+		t.Errorf("%d recoveries; want 1", len(list.Data))
+	}
 }

@@ -316,6 +316,9 @@ func TestFormWithoutCSRFTokenIsRefused(t *testing.T) {
 	if code, _, _ := b.do("POST", "/webhooks/"+hook.ID+"/test", url.Values{"event": {"license.created"}}); code != http.StatusForbidden {
 		t.Errorf("test without token: %d; want 403", code)
 	}
+	if code, _, _ := b.do("POST", "/webhooks/"+hook.ID+"/recover", url.Values{}); code != http.StatusForbidden {
+		t.Errorf("recover without token: %d; want 403", code)
+	}
 	if got := h.Webhook(hook.ID); got.Name != "CRM" {
 		t.Errorf("a refused form changed the webhook: %+v", got)
 	}
@@ -411,7 +414,7 @@ func TestAnotherAccountsWebhooksAndLogsAreNotFound(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/webhooks/" + hook.ID + "/delete", "/webhooks/" + hook.ID + "/enabled", "/webhook-event-logs/" + logID + "/resend", "/webhooks/" + hook.ID + "/token",
-		"/webhooks/" + hook.ID + "/token/rotate", "/webhooks/" + hook.ID + "/token/rotate/finish"} {
+		"/webhooks/" + hook.ID + "/token/rotate", "/webhooks/" + hook.ID + "/token/rotate/finish", "/webhooks/" + hook.ID + "/recover"} {
 		if code, _, _ := b.post(p, url.Values{"enabled": {"false"}, "overlap": {"3600"}}); code != http.StatusNotFound {
 			t.Errorf("B: POST %s = %d; want 404", p, code)
 		}

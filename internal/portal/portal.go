@@ -80,6 +80,9 @@ type handler struct {
 	// checking bounds concurrent signature checks: each hashes a body of up
 	// to a few hundred KiB some hundred ways.
 	checking chan struct{}
+	// suspendAfter is how many failed events in a row suspend a webhook,
+	// for the page that explains suspension.
+	suspendAfter int
 }
 
 // New returns the portal's handler, to be mounted at /.
@@ -93,6 +96,7 @@ func New(c Config) http.Handler {
 	}
 	if c.Dispatcher != nil {
 		h.delivery = c.Dispatcher
+		h.suspendAfter = c.Dispatcher.Config().SuspendAfter
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -39,6 +39,7 @@ func (h *handler) routes() http.Handler {
 	private("POST /webhooks/{id}/signature", h.checkSignature)
 
 	private("GET /events", h.events)
+	private("POST /webhooks/{id}/recover", h.recoverWebhook)
 
 	private("GET /webhook-event-logs", h.logs)
 	private("GET /webhook-event-logs/{id}", h.eventLog)

@@ -21,6 +21,11 @@ type webhookData struct {
 	Success   successChart
 	Latency   latencyChart
 	Logs      []logRow
+	// Recovery: shown while the webhook is not Healthy, or a recovery of
+	// it is recent.
+	Recovery recovery
+	// SuspendAfter is how many failed events in a row suspend a webhook.
+	SuspendAfter int
 }
 
 // webhook shows a webhook: its settings, charts of its recent attempts, and
@@ -62,7 +67,10 @@ func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, er
 	if err != nil {
 		return webhookData{}, err
 	}
-	d := webhookData{Webhook: hook, Overlaps: rotationOverlaps}
+	d := webhookData{Webhook: hook, Overlaps: rotationOverlaps, SuspendAfter: h.suspendAfter}
+	if d.Recovery, err = h.recoveryData(r, s, hook); err != nil {
+		return webhookData{}, err
+	}
 	now := h.now()
 	since := now.Truncate(time.Hour).Add(-(successHours - 1) * time.Hour)
 	hours, err := h.store.AttemptsByHour(ctx, s.AccountID, hook.ID, since)

@@ -219,6 +219,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			log.Warn("attempts left in flight by a previous run are due again", "logs", n)
 			dm.TookOver(int(n))
 		}
+		// Likewise a recovery it was running resumes now.
+		if err := st.ReleaseRecoveries(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	var sender *notify.Sender
 	if cfg.SMTPURL != "" {
@@ -411,19 +416,26 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		ReadTimeout: cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: 120 * time.Second}
 	work, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan struct{}, 5)
-	go func() { s.shareLimits(work); done <- struct{}{} }()
-	go func() { s.remind(work); done <- struct{}{} }()
-	go func() { s.Dispatcher.Run(work); done <- struct{}{} }()
-	go func() { s.outbox.Run(work); done <- struct{}{} }()
-	go func() {
+	// Every background loop is started by loop, so the wait below waits
+	// for each of them, however many there are.
+	done := make(chan struct{})
+	loops := 0
+	loop := func(f func()) {
+		loops++
+		go func() { f(); done <- struct{}{} }()
+	}
+	loop(func() { s.shareLimits(work) })
+	loop(func() { s.remind(work) })
+	loop(func() { s.Dispatcher.Run(work) })
+	loop(func() { s.Dispatcher.RunRecoveries(work) })
+	loop(func() { s.outbox.Run(work) })
+	loop(func() {
 		// Always: with Keep 0 (logs kept forever) it still removes
 		// expired idempotency keys.
 		rc := s.cfg.Retention
 		rc.Logger = cmp.Or(rc.Logger, s.log)
 		retention.Run(work, s.Store, rc)
-		done <- struct{}{}
-	}()
+	})
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	var metricsSrv *http.Server
@@ -450,11 +462,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		metricsSrv.Shutdown(shutdown)
 	}
 	stop()
-	<-done
-	<-done
-	<-done
-	<-done
-	<-done
+	for range loops {
+		<-done
+	}
 	s.Store.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

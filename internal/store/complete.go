@@ -57,6 +57,9 @@ type Outcome struct {
 	Attempt   *AttemptRecord // nil for Cancel
 	NextAt    time.Time      // for Retry
 	Reason    string         // retry or cancel reason
+	// Recovery names the recovery that made this resend, which counts it
+	// in the same transaction; "" for any other attempt.
+	Recovery string
 }
 
 // AttemptRecord is what one POST saw.
@@ -126,6 +129,11 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			applied := moved[o.LogID]
 			if o.Trigger != TriggerAutomatic || perLog[o.LogID] > 1 {
 				if applied, err = tx.recordOutcome(ctx, o, now); err != nil {
+					return err
+				}
+			}
+			if applied && o.Recovery != "" {
+				if err := tx.recordRecovery(ctx, o); err != nil {
 					return err
 				}
 			}
@@ -354,8 +362,11 @@ FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 		case becameSuspended:
 			suspendedAt, remindedAt = sql.NullInt64{Int64: ms(now), Valid: true}, sql.NullInt64{}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhooks SET status = ?, failure_streak = ?, last_failure = ?, suspended_at = ?, reminded_at = ? WHERE id = ?`,
-			string(next), nextStreak, failure, suspendedAt, remindedAt, id); err != nil {
+		// left_healthy_at marks where its undelivered logs begin: set as it
+		// leaves Healthy, kept while it stays out, cleared on its return.
+		if _, err := tx.Exec(ctx, `UPDATE webhooks SET status = ?, failure_streak = ?, last_failure = ?, suspended_at = ?, reminded_at = ?,
+left_healthy_at = CASE WHEN CAST(? AS TEXT) = 'Healthy' THEN NULL ELSE COALESCE(left_healthy_at, ?) END WHERE id = ?`,
+			string(next), nextStreak, failure, suspendedAt, remindedAt, string(next), ms(now), id); err != nil {
 			return nil, false, fmt.Errorf("update health of webhook %s: %w", id, err)
 		}
 		hook.status, hook.streak, hook.failure = next, nextStreak, parseFailure(failure)

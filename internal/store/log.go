@@ -121,8 +121,10 @@ func scanLog(sc interface{ Scan(...any) error }) (EventLog, error) {
 type LogFilter struct {
 	WebhookID string
 	Status    LogStatus
-	Event     event.Kind
-	EventID   string
+	// Statuses keeps logs with any of these statuses, besides Status.
+	Statuses []LogStatus
+	Event    event.Kind
+	EventID  string
 	// WebhookSearch keeps logs of the account's webhooks whose name
 	// contains it, as WebhookFilter.Search does; "" for any.
 	WebhookSearch string
@@ -148,6 +150,14 @@ func (f LogFilter) where(s *Store, q string, args []any, walk bool) (string, []a
 			q += ` AND ` + c.col + ` = ?`
 			args = append(args, c.val)
 		}
+	}
+	if len(f.Statuses) > 0 {
+		statuses := make([]string, len(f.Statuses))
+		for i, st := range f.Statuses {
+			statuses[i] = string(st)
+		}
+		q += ` AND l.status IN (SELECT value FROM json_texts(?))`
+		args = append(args, jsonTexts(statuses))
 	}
 	if f.WebhookSearch != "" {
 		q += ` AND l.webhook_id IN (SELECT id FROM webhooks WHERE account_id = l.account_id AND name ` + s.eng.caseInsensitiveLike() + ` ? ESCAPE '\')`

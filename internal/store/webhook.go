@@ -35,6 +35,12 @@ type Webhook struct {
 	Status    Health
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// UndeliveredCount counts its failed and suspended-cancelled logs
+	// completed since it last left Healthy (0 while Healthy): what a
+	// recovery would resend.
+	UndeliveredCount int
+	// LeftHealthyAt is when it last left Healthy; nil while Healthy.
+	LeftHealthyAt *time.Time
 	// Rotation is the token rotation under way, nil when none is (see
 	// RotateWebhookToken).
 	Rotation *TokenRotation
@@ -121,7 +127,13 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 	return nil
 }
 
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at`
+// webhookColumns reads a webhook with its rotation, when it last left
+// Healthy and its undelivered count, the last through the partial index of
+// failed and cancelled logs by webhook and completion.
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at,
+(SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
+ AND l.status IN ('failed', 'cancelled') AND l.completed_at >= webhooks.left_healthy_at
+ AND (l.status = 'failed' OR ` + suspendedReasons + `))`
 
 // scanWebhook reads a row of webhookColumns. A rotation whose end has come
 // by now is shown ended, whether or not the sweep has erased its old token
@@ -130,14 +142,14 @@ func scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (Webhook, er
 	var w Webhook
 	var events, status string
 	var c, u int64
-	var started, ends sql.NullInt64
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends); err != nil {
+	var started, ends, left sql.NullInt64
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
 	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
 		return Webhook{}, fmt.Errorf("webhook %s events: %w", w.ID, err)
 	}
-	w.Status, w.CreatedAt, w.UpdatedAt = Health(status), fromMS(c), fromMS(u)
+	w.Status, w.CreatedAt, w.UpdatedAt, w.LeftHealthyAt = Health(status), fromMS(c), fromMS(u), optTime(left)
 	if started.Valid && ends.Valid && ends.Int64 > ms(now) {
 		w.Rotation = &TokenRotation{StartedAt: fromMS(started.Int64), EndsAt: fromMS(ends.Int64)}
 	}

@@ -79,6 +79,8 @@ func webhook() map[string]any {
 		"updatedAt": now,
 		// Required, null when no token rotation is under way.
 		"tokenRotation": nil,
+
+		"undeliveredCount": 0,
 	}
 }
 

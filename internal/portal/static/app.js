@@ -26,6 +26,48 @@
     });
   });
 
+  // A page showing work in progress (a recovery) reads it again every few
+  // seconds until it ends, and updates it in place rather than reloading:
+  // the reader keeps their place and focus, and the status line (a live
+  // region) says what changed. When the work ends, the webhook's health
+  // and the explanation of its state are updated too.
+  var refresh = document.querySelector("[data-refresh]");
+  if (refresh && refresh.id && window.fetch && window.DOMParser) {
+    var every = 1000 * Number(refresh.getAttribute("data-refresh"));
+    var swap = function (doc, css) {
+      var old = document.querySelector(css), next = doc.querySelector(css);
+      if (old && next) { old.innerHTML = next.innerHTML; } else if (old) { old.remove(); }
+    };
+    var poll = function () {
+      fetch(location.pathname, {credentials: "same-origin", headers: {Accept: "text/html"}})
+        .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+        .then(function (html) {
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var next = doc.getElementById(refresh.id);
+          if (!next) { return; }
+          ["h2", "progress", "[role=status]"].forEach(function (css) {
+            var o = refresh.querySelector(css), n = next.querySelector(css);
+            if (!o || !n) { return; }
+            if (css === "progress") {
+              o.max = n.max;
+              o.value = n.value;
+            }
+            o.innerHTML = n.innerHTML;
+          });
+          localTimes(refresh);
+          if (next.hasAttribute("data-refresh")) {
+            setTimeout(poll, every);
+            return;
+          }
+          refresh.removeAttribute("data-refresh");
+          swap(doc, ".badges");
+          swap(doc, "#state-help");
+        })
+        .catch(function () { setTimeout(poll, 2 * every); });
+    };
+    setTimeout(poll, every);
+  }
+
   // Action menus: one open at a time; Escape or a click elsewhere closes.
   var menus = document.querySelectorAll("details.menu");
   function closeAll(except) {
@@ -115,7 +157,7 @@
   // Times: the page says each in UTC (what shows without this file); here
   // it reads in the viewer's own zone, the UTC text kept as its title.
   function pad(n) { return (n < 10 ? "0" : "") + n; }
-  document.querySelectorAll("time[datetime]").forEach(function (el) {
+  function localTimes(root) { root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (el) {
     var d = new Date(el.getAttribute("datetime"));
     if (isNaN(d.getTime())) { return; }
     var zone = "";
@@ -132,7 +174,8 @@
     el.textContent = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
       pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + " " + zone;
     el.setAttribute("data-local", "");
-  });
+  }); }
+  localTimes(document);
 
   // A result that arrived with the page (a test just sent, a resend's
   // outcome, the summary of a refused form) takes the focus, so keyboard and

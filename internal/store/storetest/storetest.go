@@ -2,8 +2,8 @@
 // Exercise(t, newURL) checks claims and leases, outcomes and health,
 // concurrency across several store handles on one database (as several
 // herald processes would hold), the email outbox, retention, migrations,
-// wake-ups, idempotency keys, API tokens, and the warnings of a webhook's
-// health (emails, operational events, reminders). A behaviour is tested here, across engines, never in one engine's
+// wake-ups, idempotency keys, API tokens, recoveries, and the warnings of a
+// webhook's health (emails, operational events, reminders). A behaviour is tested here, across engines, never in one engine's
 // test alone. It drives the store directly, with a clock the test moves.
 package storetest
 
@@ -62,6 +62,11 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"AccountsAreListedAndDeletedWithEverythingInThem", 1, testAccountsListedAndDeleted},
 		{"PeopleAndSignInLinks", 1, testPeopleAndLinks},
 		{"OwnersDemotingEachOtherKeepOne", 2, testOwnersDemotingEachOtherKeepOne},
+		{"RecoveryChoosesItsLogs", 1, testRecoveryChoosesItsLogs},
+		{"RecoveryResendsEachLogOnceAcrossATakeover", 3, testRecoveryResendsEachLogOnce},
+		{"RecoveryGivesBackUnsentLogsAndStopsWhenDisabled", 1, testRecoveryStopsWhenDisabled},
+		{"UndeliveredCountAndLogsOfSeveralStatuses", 1, testUndeliveredCount},
+		{"RecoverySkipsLogsDeliveredMeanwhile", 1, testRecoverySkipsLogsDeliveredMeanwhile},
 		{"HealthChangesWarnByEmailAndOperationalEvents", 1, testWarnings},
 		{"SuspendedWebhooksAreRemindedOncePerPeriod", 3, testReminders},
 		{"FlashesAreShownOnceOnTheirPage", 1, testFlashes},
