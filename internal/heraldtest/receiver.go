@@ -72,3 +72,42 @@ func (r *Receiver) Count() int {
 	defer r.mu.Unlock()
 	return len(r.got)
 }
+
+// Held is a receiver's hold on the requests it gets: each waits unanswered
+// until Release, then is answered 204. While a request is held, the sender
+// is known to be waiting for its answer, so what it shows meanwhile can be
+// read without racing the answer.
+type Held struct {
+	arrived     chan struct{}
+	arrivedOnce sync.Once
+	release     chan struct{}
+	releaseOnce sync.Once
+}
+
+// Hold makes the receiver hold every request from now on. The hold is let
+// go when the test ends, before the receiver closes (closing waits for the
+// requests it holds).
+func (r *Receiver) Hold(t testing.TB) *Held {
+	h := &Held{arrived: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(h.Release)
+	r.SetRespond(func(w http.ResponseWriter, _ *http.Request) {
+		h.arrivedOnce.Do(func() { close(h.arrived) })
+		<-h.release
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return h
+}
+
+// Wait returns once the first held request is in, and fails the test if
+// none arrives within patience.
+func (h *Held) Wait(t testing.TB, patience time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-h.arrived:
+	case <-time.After(patience):
+		t.Fatalf("%s: no request reached the receiver within %s", what, patience)
+	}
+}
+
+// Release answers the held requests, and those that come after, at once.
+func (h *Held) Release() { h.releaseOnce.Do(func() { close(h.release) }) }

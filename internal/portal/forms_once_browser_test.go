@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -9,9 +10,12 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
 
@@ -36,54 +40,157 @@ func webhookCount(h *heraldtest.Herald) int {
 	return len(list.Data)
 }
 
-// until waits, generously, for a JavaScript condition on the page.
-func (b *tab) until(what, js string) {
+// doubleClick is a person's double click on the element css selects: two
+// clicks in quick succession, the second with a click count of 2, as
+// Chromium gets them from a mouse. (chromedp's DoubleClick sends only the
+// second, which a page sees as one click.)
+func doubleClick(css string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		xy, err := chromedp.Evaluate[[]float64](`(() => { const e = document.querySelector(`+jsString(css)+`);
+			e.scrollIntoView({block: "center"}); const r = e.getBoundingClientRect();
+			return [r.left + r.width / 2, r.top + r.height / 2] })()`)(ctx, t)
+		if err != nil {
+			return fmt.Errorf("find %s: %w", css, err)
+		}
+		if _, err := chromedp.MouseClickXY(xy[0], xy[1])(ctx, t); err != nil {
+			return err
+		}
+		_, err = chromedp.MouseClickXY(xy[0], xy[1], chromedp.ClickCount(2))(ctx, t)
+		return err
+	})
+}
+
+// expect arranges, before a form is sent, to hear when the page shows what
+// js tests for, and returns the wait for it. The page tells (a binding it
+// calls from a MutationObserver) rather than being asked: while a
+// navigation is under way Chromium keeps the commands sent to the page
+// until the next page is there, so a page whose form is in flight cannot be
+// read, only heard from. The answer to the form must be held (by the
+// receiver it reaches, or by holdPosts) for the page to stay that long.
+func (b *tab) expect(what, js string) (wait func()) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js)); err != nil {
-		b.t.Fatalf("waiting for %s: %v", what, err)
+	if b.saw == nil {
+		b.saw = make(chan string, 16)
+		b.do(chromedp.Func(func(_ context.Context, t *chromedp.Target) error {
+			called := cdp.Events(b.ctx, t, runtime.BindingCalled)
+			go func() {
+				for ev, err := range called {
+					if err != nil {
+						return
+					}
+					if ev.Name != "heraldTestSaw" {
+						continue
+					}
+					select {
+					case b.saw <- ev.Payload:
+					case <-b.ctx.Done():
+						return
+					}
+				}
+			}()
+			_, err := cdp.Call(b.ctx, t, runtime.AddBinding, runtime.AddBindingParams{Name: "heraldTestSaw"})
+			return err
+		}))
+	}
+	run(b, chromedp.Evaluate[bool](`(() => { const seen = () => (`+js+`);
+		const tell = () => { if (seen()) { obs.disconnect(); heraldTestSaw(`+jsString(what)+`); } };
+		const obs = new MutationObserver(tell);
+		obs.observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
+		tell(); return true })()`))
+	return func() {
+		b.t.Helper()
+		deadline := time.After(60 * time.Second)
+		for {
+			select {
+			case got := <-b.saw:
+				if got == what {
+					return
+				}
+			case <-deadline:
+				b.t.Fatalf("the page did not show %s within 60s", what)
+			}
+		}
 	}
 }
 
-// progress waits until js is true on a page whose form was just sent.
-// Chromium may hand the page over to the coming navigation before the
-// answer arrives, after which the sending page can no longer be read
-// ("Cannot find context with specified id"): what it showed until then
-// cannot be checked, and the test goes on to the answer.
-func (b *tab) progress(what, js string) {
+// heldPosts are the form posts whose answers the browser holds back.
+type heldPosts struct {
+	b       *tab
+	arrived chan struct{} // closed when the first post's answer is held
+	mu      sync.Mutex
+	ids     []fetch.RequestID
+}
+
+// holdPosts makes the browser hold the answer to every POST to path (the
+// Fetch domain pauses it at its response) until release: the herald has
+// acted on the post, but the page that sent it stays until the test lets
+// the answer through, so what it shows meanwhile can be read without
+// racing the navigation.
+func (b *tab) holdPosts(path string) *heldPosts {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
-	defer cancel()
-	_, err := chromedp.Run(ctx, chromedp.Poll[bool](js))
-	switch {
-	case err == nil:
-	case strings.Contains(err.Error(), "Cannot find context"):
-		b.t.Logf("%s: the page was handed to the navigation before it could be read", what)
-	default:
-		b.t.Fatalf("waiting for %s: %v", what, err)
+	ctx, cancel := context.WithCancel(b.ctx)
+	hp := &heldPosts{b: b, arrived: make(chan struct{})}
+	b.t.Cleanup(cancel)
+	b.do(chromedp.Func(func(_ context.Context, t *chromedp.Target) error {
+		// Subscribed before the domain is enabled, and read to the
+		// test's end, so that another request to path (a GET) is let
+		// through whenever it is paused.
+		paused := cdp.Events(ctx, t, fetch.RequestPaused)
+		go func() {
+			for ev, err := range paused {
+				if err != nil {
+					return
+				}
+				if ev.Request.Method != http.MethodPost {
+					cdp.Call(ctx, t, fetch.ContinueResponse, fetch.ContinueResponseParams{RequestID: ev.RequestID})
+					continue
+				}
+				hp.mu.Lock()
+				if hp.ids = append(hp.ids, ev.RequestID); len(hp.ids) == 1 {
+					close(hp.arrived)
+				}
+				hp.mu.Unlock()
+			}
+		}()
+		_, err := cdp.Call(ctx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+			{URLPattern: b.base + path, RequestStage: fetch.RequestStageResponse}}})
+		return err
+	}))
+	return hp
+}
+
+// wait returns once the browser holds the answer to a post.
+func (hp *heldPosts) wait(what string) {
+	hp.b.t.Helper()
+	select {
+	case <-hp.arrived:
+	case <-time.After(60 * time.Second):
+		hp.b.t.Fatalf("%s: the browser sent no post within 60s", what)
 	}
 }
 
-// afterNavigation waits until js is true in the page a navigation already
-// under way leads to. Evaluating while the old page is torn down can fail
-// ("Cannot find context with specified id"), so each try is short and its
-// error only means "not yet".
-func (b *tab) afterNavigation(what, js string) {
-	b.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-		cancel()
-		if err == nil && ok {
-			return
+// release is the step that lets the held answers through and stops
+// holding; run it with follow to wait for the page they lead to.
+func (hp *heldPosts) release() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		hp.mu.Lock()
+		ids := hp.ids
+		hp.mu.Unlock()
+		for _, id := range ids {
+			// A post the browser dropped for a later one has no answer
+			// left to continue, so its error is not the test's.
+			cdp.Call(ctx, t, fetch.ContinueResponse, fetch.ContinueResponseParams{RequestID: id})
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		_, err := cdp.Call(ctx, t, fetch.Disable, cdp.Empty{})
+		return err
+	})
+}
+
+// posts is how many posts the browser sent while holding.
+func (hp *heldPosts) posts() int {
+	hp.mu.Lock()
+	defer hp.mu.Unlock()
+	return len(hp.ids)
 }
 
 // endSession ends the tab's session on the server, as its expiry would.
@@ -107,11 +214,20 @@ func (b *tab) endSession(h *heraldtest.Herald) {
 // TestBrowserDoubleSubmitsActOnce: a double click on Add webhook adds one
 // webhook; Send test shows its progress while a slow receiver answers and a
 // double click sends one test; a double click on Resend makes one attempt.
+//
+// Each double click's answer is held (by the browser for Add webhook, by
+// the receiver for Test and Resend) until the page that sent it has been
+// read, and the test lets it go itself: no read of a page can race the
+// navigation that replaces it, and the second click always lands on the
+// page that sent the first.
 func TestBrowserDoubleSubmitsActOnce(t *testing.T) {
 	t.Parallel()
 	for _, s := range screens {
 		t.Run(s.name, func(t *testing.T) {
-			h := heraldtest.Start(t, heraldtest.Options{})
+			// A Test or Resend held at the receiver ends only when the
+			// test lets it go, never by the attempt's time-out, however
+			// slow the machine.
+			h := heraldtest.Start(t, heraldtest.Options{Delivery: delivery.Config{AttemptTimeout: 10 * time.Minute}})
 			rcv := heraldtest.NewReceiver(t)
 			b := signInTabAt(t, h, s.w, s.h)
 
@@ -119,39 +235,33 @@ func TestBrowserDoubleSubmitsActOnce(t *testing.T) {
 			b.do(chromedp.SendKeys(chromedp.CSS("#name"), "Billing"))
 			b.set("#url", rcv.URL)
 			b.do(chromedp.Click(chromedp.CSS("input[name=events][value='license.created']")))
-			b.follow(chromedp.DoubleClick(chromedp.CSS("form[action='/webhooks/new'] button[type=submit]")))
-			b.do(chromedp.WaitVisible(chromedp.CSS(".notice.ok")))
+			add := b.holdPosts("/webhooks/new")
+			adding := b.expect("Add webhook's progress", `(() => { const b = document.querySelector("form[action='/webhooks/new'] button[type=submit]");
+				return b.disabled && b.textContent === "Adding…" })()`)
+			b.do(doubleClick("form[action='/webhooks/new'] button[type=submit]"))
+			add.wait("Add webhook")
+			adding()
+			b.follow(add.release())
 			b.contains(".notice.ok", "Webhook added.")
+			if n := add.posts(); n != 1 {
+				t.Errorf("a double click on Add webhook sent %d posts; want 1", n)
+			}
 			if n := webhookCount(h); n != 1 {
 				t.Fatalf("a double click on Add webhook made %d webhooks; want 1", n)
 			}
 			id := strings.TrimPrefix(b.path(), "/webhooks/")
 
 			// A slow receiver: the button says what is happening meanwhile.
-			release := make(chan struct{})
-			var releaseOnce sync.Once
-			letGo := func() { releaseOnce.Do(func() { close(release) }) }
-			// Cleanups run last first: this one, before the receiver's
-			// Close, which would otherwise wait for a held request forever
-			// when the test stops early.
-			t.Cleanup(letGo)
-			rcv.SetRespond(func(w http.ResponseWriter, r *http.Request) {
-				<-release
-				w.WriteHeader(http.StatusNoContent)
-			})
 			b.open("/webhooks/" + id + "/test")
-			b.do(chromedp.DoubleClick(chromedp.CSS("form[action$='/test'] button[type=submit]")))
-			b.progress("the Test's progress", `(() => { const b = document.querySelector("form[action$='/test'] button[type=submit]");
+			test := rcv.Hold(t)
+			sending := b.expect("the Test's progress", `(() => { const b = document.querySelector("form[action$='/test'] button[type=submit]");
 				const s = document.querySelector("[data-progress-status]");
-				return !!b && b.disabled && b.textContent === "Sending…" && !!s && !s.hidden })()`)
-			b.screenshot("test-in-progress-" + s.name)
-			// The page waits for the answer while the receiver holds it.
-			heraldtest.Eventually(t, 30*time.Second, "the test at the receiver", func() bool { return rcv.Count() >= 1 })
-			letGo()
-			// Read in one evaluation that may be retried: the double click's
-			// second post lands on the same page, which may replace it again.
-			b.afterNavigation("the Test's result", `(() => { const r = document.querySelector("#test-result");
-				return !!r && r.textContent.includes("Delivered.") })()`)
+				return b.disabled && b.textContent === "Sending…" && !s.hidden })()`)
+			b.do(doubleClick("form[action$='/test'] button[type=submit]"))
+			test.Wait(t, 60*time.Second, "the Test")
+			sending()
+			b.follow(chromedp.Func(func(context.Context, *chromedp.Target) error { test.Release(); return nil }))
+			b.contains("#test-result", "Delivered.")
 			if n := rcv.Count(); n != 1 {
 				t.Errorf("a double click on Send test sent %d requests; want 1", n)
 			}
@@ -165,7 +275,13 @@ func TestBrowserDoubleSubmitsActOnce(t *testing.T) {
 			logID := h.Logs("webhookId=" + id)[0].ID
 			b.open("/webhook-event-logs/" + logID)
 			b.do(chromedp.Click(chromedp.CSS(".page-head details.menu summary")))
-			b.follow(chromedp.DoubleClick(chromedp.CSS(".page-head form[action$='/resend'] button[type=submit]")))
+			resend := rcv.Hold(t)
+			resending := b.expect("the Resend's progress", `(() => { const b = document.querySelector(".page-head form[action$='/resend'] button[type=submit]");
+				return b.disabled && b.textContent === "Resending…" })()`)
+			b.do(doubleClick(".page-head form[action$='/resend'] button[type=submit]"))
+			resend.Wait(t, 60*time.Second, "the Resend")
+			resending()
+			b.follow(chromedp.Func(func(context.Context, *chromedp.Target) error { resend.Release(); return nil }))
 			b.do(chromedp.WaitVisible(chromedp.CSS("#resend-outcome")))
 			if n := len(h.Log(logID).Attempts); n != 2 {
 				t.Errorf("a double click on Resend made %d attempts; want 2 (the delivery and one resend)", n)
