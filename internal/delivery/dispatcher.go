@@ -78,7 +78,7 @@ func (c Config) withDefaults() Config {
 
 // Dispatcher delivers due event logs.
 type Dispatcher struct {
-	store  *store.Store
+	store  Store
 	sender *Sender
 	cfg    Config
 
@@ -97,8 +97,9 @@ type Dispatcher struct {
 	claimable atomic.Bool             // a webhook's room became worth a claim since the last sleep
 }
 
-// New returns a Dispatcher over st.
-func New(st *store.Store, cfg Config) *Dispatcher {
+// New returns a Dispatcher over st (a *store.Store, or any other Store; see
+// queue.go).
+func New(st Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{
 		store:    st,
