@@ -3,6 +3,12 @@
 // retry, exhausted, cancelled), and records outcomes in batches, which is
 // where webhook health moves. It also makes manual resends and Test sends,
 // and runs bulk recoveries (recovery.go).
+//
+// It holds no SQL: what it needs of the store is declared here (queue.go),
+// Queue for the due work an automatic attempt claims, renews, records and
+// releases, Manual and Recoveries for the rest, and *store.Store implements
+// them. It reads the time from Config.Now and waits on the time package's
+// timers, so its tests can fake both.
 package delivery
 
 import (
