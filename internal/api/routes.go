@@ -5,6 +5,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,16 +14,24 @@ import (
 	"github.com/heraldhq/herald/internal/api/openapi"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/licensing"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
 )
 
+// deliverer is what the API asks of the delivery package: the Test action
+// and resends.
+type deliverer interface {
+	Test(ctx context.Context, accountID, webhookID string, kind event.Kind, opt delivery.TestOptions) (delivery.TestResult, error)
+	Resend(ctx context.Context, accountID, logID string) (store.EventLog, error)
+}
+
 // API serves /v3.
 type API struct {
 	store     *store.Store
-	delivery  *delivery.Dispatcher
+	delivery  deliverer
 	licensing *licensing.Service
 	policy    netguard.Policy
 	log       *slog.Logger
@@ -52,7 +61,10 @@ type Config struct {
 
 // New returns the API's handler, to be mounted at /.
 func New(c Config) http.Handler {
-	a := &API{store: c.Store, delivery: c.Dispatcher, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits}
+	a := &API{store: c.Store, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits}
+	if c.Dispatcher != nil {
+		a.delivery = c.Dispatcher
+	}
 	if a.log == nil {
 		a.log = slog.Default()
 	}

@@ -3,6 +3,12 @@
 // retry, exhausted, cancelled), and records outcomes in batches, which is
 // where webhook health moves. It also makes manual resends and Test sends,
 // and runs bulk recoveries (recovery.go).
+//
+// It holds no SQL: what it needs of the store is declared here (queue.go),
+// Queue for the due work an automatic attempt claims, renews, records and
+// releases, Manual and Recoveries for the rest, and *store.Store implements
+// them. It reads the time from Config.Now and waits on the time package's
+// timers, so its tests can fake both.
 package delivery
 
 import (
@@ -45,6 +51,12 @@ type Config struct {
 	// error page, and a failing receiver's answers add up to most of the
 	// database otherwise.
 	ResponseBodyLimit int
+	// Now is the clock by which leases end, retries fall due and attempts
+	// are stamped: time.Now when nil. The server passes the store's, so
+	// that the times the dispatcher writes and the times the store compares
+	// them with come from one clock. Waiting (timers, tickers) is left to
+	// the time package, which testing/synctest fakes.
+	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -64,12 +76,15 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	return c
 }
 
 // Dispatcher delivers due event logs.
 type Dispatcher struct {
-	store  *store.Store
+	store  Store
 	sender *Sender
 	cfg    Config
 
@@ -88,12 +103,13 @@ type Dispatcher struct {
 	claimable atomic.Bool             // a webhook's room became worth a claim since the last sleep
 }
 
-// New returns a Dispatcher over st.
-func New(st *store.Store, cfg Config) *Dispatcher {
+// New returns a Dispatcher over st (a *store.Store, or any other Store; see
+// queue.go).
+func New(st Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{
 		store:    st,
-		sender:   NewSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent),
+		sender:   newSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent, cfg.Now),
 		cfg:      cfg,
 		hooks:    map[string]*hookState{},
 		accounts: map[string]*accountState{},
@@ -136,14 +152,14 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		want := min(free, d.cfg.BatchSize)
 		got := 0
 		if want > 0 {
-			now := time.Now()
+			now := d.cfg.Now()
 			perWebhook, room, exclude, perAccount, accountRoom := d.room()
 			claims := d.claim(store.ClaimParams{
 				Now: now, LeaseUntil: now.Add(d.cfg.Lease), Lease: store.NewID(),
 				Limit: want, PerWebhook: perWebhook, Room: room, Exclude: exclude,
 				PerAccount: perAccount, AccountRoom: accountRoom,
 			})
-			claimed := time.Now()
+			claimed := d.cfg.Now()
 			got = len(claims)
 			takenOver := 0
 			for _, c := range claims {
@@ -202,7 +218,7 @@ func (d *Dispatcher) claim(p store.ClaimParams) []store.Claim {
 	if err != nil {
 		d.cfg.Logger.Error("claim due logs", "err", err)
 		d.mu.Lock()
-		d.orphans[p.Lease] = time.Now()
+		d.orphans[p.Lease] = d.cfg.Now()
 		d.mu.Unlock()
 		d.releaseOrphans()
 		return nil
@@ -240,7 +256,7 @@ func (d *Dispatcher) releaseOrphans() {
 	}
 	d.mu.Lock()
 	for l, at := range d.orphans {
-		if time.Since(at) > d.cfg.Lease {
+		if d.cfg.Now().Sub(at) > d.cfg.Lease {
 			delete(d.orphans, l)
 		}
 	}
@@ -271,7 +287,7 @@ func (d *Dispatcher) renew(done <-chan struct{}) {
 		d.mu.Unlock()
 		if len(held) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), every)
-			if _, err := d.store.RenewLeases(ctx, held, time.Now().Add(d.cfg.Lease)); err != nil {
+			if _, err := d.store.RenewLeases(ctx, held, d.cfg.Now().Add(d.cfg.Lease)); err != nil {
 				d.cfg.Logger.Warn("renew leases", "logs", len(held), "err", err)
 			}
 			cancel()
@@ -290,7 +306,7 @@ func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full, shor
 	delay := d.cfg.PollInterval
 	if !full {
 		if due, ok, err := d.store.NextDue(ctx); err == nil && ok {
-			if until := time.Until(due); until > 0 {
+			if until := due.Sub(d.cfg.Now()); until > 0 {
 				delay = min(delay, until)
 			} else if !short {
 				delay = min(delay, time.Millisecond)
@@ -351,7 +367,7 @@ func (d *Dispatcher) release(webhookID string) {
 	if n, worth := d.roomOf(st, d.shareOf(st)); (n >= worth || st.held+st.manual == 0) && d.accountRoom(st.account) > 0 {
 		d.claimable.Store(true) // this webhook is worth a claim again
 	}
-	d.forget(webhookID, st, time.Now())
+	d.forget(webhookID, st, d.cfg.Now())
 	d.mu.Unlock()
 	d.signalFreed()
 }
@@ -404,7 +420,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	// already sent, and skips the look-up, which cost about a fifth of the
 	// CPU per delivery of one busy webhook (herald bench, scenario a). Not
 	// found: nothing is sent, and the outcome finds no log to record.
-	if (waited || time.Since(claimed) >= StillHeldAfter) && !d.stillHeld(ctx, c) {
+	if (waited || d.cfg.Now().Sub(claimed) >= StillHeldAfter) && !d.stillHeld(ctx, c) {
 		d.untake(c.WebhookID)
 		o.Result = store.Release
 		return o
@@ -422,7 +438,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	case number >= d.cfg.MaxAttempts:
 		o.Result, o.Reason = store.Exhausted, res.Err+"; no attempts left"
 	default:
-		o.Result, o.NextAt = store.Retry, time.Now().Add(d.cfg.RetryInterval)
+		o.Result, o.NextAt = store.Retry, d.cfg.Now().Add(d.cfg.RetryInterval)
 		o.Reason = res.Err
 	}
 	endSpan(span, res, o.Result.String())
@@ -569,7 +585,7 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 // stays unreachable past the lease, the logs are claimed again and delivered
 // again: at least once, never lost.
 func (d *Dispatcher) complete(batch []store.Outcome) {
-	deadline := time.Now().Add(d.cfg.Lease)
+	deadline := d.cfg.Now().Add(d.cfg.Lease)
 	backoff := 50 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -583,7 +599,7 @@ func (d *Dispatcher) complete(batch []store.Outcome) {
 			}
 			return
 		}
-		if time.Now().After(deadline) {
+		if d.cfg.Now().After(deadline) {
 			d.cfg.Logger.Error("record outcomes: giving up; the logs will be attempted again", "logs", len(batch), "err", err)
 			return
 		}

@@ -5,10 +5,10 @@ import (
 	"crypto/rand"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/heraldhq/herald/internal/delivery"
@@ -23,12 +23,19 @@ import (
 // the log once the lease ends, and the same delivery would go out twice with
 // nobody having crashed. Scaled down: time-out 1s, lease 2.5s, PerWebhook 2,
 // and a receiver that answers the first request and lets the rest time out.
+// The store is real (SQLite); the time is testing/synctest's, so the
+// seconds below pass at once, and the receiver is reached over net.Pipe,
+// since a goroutine waiting on a socket would keep the fake clock still.
 func TestNoDeliveryOutlivesItsLease(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testNoDeliveryOutlivesItsLease)
+}
+
+func testNoDeliveryOutlivesItsLease(t *testing.T) {
 	var n atomic.Int64
 	var mu sync.Mutex
 	seen := map[string]int{}
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rcv := newPipeReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		mu.Lock()
 		seen[r.Header.Get("webhook-id")]++
@@ -38,8 +45,7 @@ func TestNoDeliveryOutlivesItsLease(t *testing.T) {
 			return
 		}
 		time.Sleep(1500 * time.Millisecond) // the rest time out
-	}))
-	defer rcv.Close()
+	})
 
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -68,7 +74,7 @@ func TestNoDeliveryOutlivesItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := delivery.Config{AttemptTimeout: time.Second, Lease: 2500 * time.Millisecond, PerWebhook: 2,
-		RetryInterval: time.Hour, PollInterval: 100 * time.Millisecond}
+		RetryInterval: time.Hour, PollInterval: 100 * time.Millisecond, Dial: rcv.Dial}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)

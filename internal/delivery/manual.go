@@ -38,7 +38,7 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 	// recorded whole, within the attempt time-out.
 	ctx = context.WithoutCancel(ctx)
 	// The mark outlives the wait for a slot, the attempt and its recording.
-	until := time.Now().Add(manualWait + d.cfg.AttemptTimeout + 30*time.Second)
+	until := d.cfg.Now().Add(manualWait + d.cfg.AttemptTimeout + 30*time.Second)
 	c, err := d.store.BeginResend(ctx, accountID, logID, until)
 	if err != nil {
 		return store.EventLog{}, err
@@ -180,7 +180,7 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		// As deliveries will be signed after the switch: the next token alone.
 		tokens, signedWith = store.WebhookTokens{Current: tokens.Next}, SignedWithNext
 	}
-	now := time.Now()
+	now := d.cfg.Now()
 	id := store.NewID()
 	body, err := event.Build(id, kind, event.Sample(kind, now), now)
 	if err != nil {

@@ -29,7 +29,7 @@ func (d *Dispatcher) RunRecoveries(ctx context.Context) {
 	for ctx.Err() == nil {
 		wait := d.store.Wait() // before looking, so no wake-up is missed
 		lease := store.NewID()
-		r, ok, err := d.store.AcquireRecovery(ctx, lease, time.Now().Add(d.cfg.Lease))
+		r, ok, err := d.store.AcquireRecovery(ctx, lease, d.cfg.Now().Add(d.cfg.Lease))
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Error("look for recoveries", "err", err)
 		}
@@ -60,7 +60,7 @@ func (d *Dispatcher) runRecovery(ctx context.Context, r store.Recovery, lease st
 	}()
 	defer func() { <-renewed }()
 	for held.Err() == nil {
-		markUntil := time.Now().Add(manualWait + d.cfg.AttemptTimeout + 30*time.Second)
+		markUntil := d.cfg.Now().Add(manualWait + d.cfg.AttemptTimeout + 30*time.Second)
 		claims, err := d.store.NextRecoveryLogs(context.WithoutCancel(held), r.ID, lease, d.recoveryBatch(r.AccountID, r.WebhookID), markUntil)
 		switch {
 		case errors.Is(err, store.ErrLeaseLost):
@@ -118,7 +118,7 @@ func (d *Dispatcher) renewRecovery(held context.Context, lost func(), id, lease 
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(held, d.cfg.Lease/3)
-		err := d.store.RenewRecovery(ctx, id, lease, time.Now().Add(d.cfg.Lease))
+		err := d.store.RenewRecovery(ctx, id, lease, d.cfg.Now().Add(d.cfg.Lease))
 		cancel()
 		if errors.Is(err, store.ErrLeaseLost) {
 			lost()
@@ -150,7 +150,7 @@ func (d *Dispatcher) resendForRecovery(held context.Context, recovery string, c 
 		d.mu.Lock()
 		st := d.hook(c.WebhookID, "")
 		d.hold(st, 0, -1)
-		d.forget(c.WebhookID, st, time.Now())
+		d.forget(c.WebhookID, st, d.cfg.Now())
 		d.mu.Unlock()
 		d.signalFreed()
 	}()

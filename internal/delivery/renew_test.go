@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,14 +19,20 @@ import (
 // renews the lease, and another process does not take the log over and send
 // it again. The recording is held up by locking the webhook's row, which
 // recording locks first; this takes PostgreSQL's row locks (on SQLite the
-// one writer would hold up every process alike).
+// one writer would hold up every process alike), and a lock wait is a
+// network read, which testing/synctest's clock cannot pass. So the store
+// and both processes read an injected clock the test moves: each step takes
+// it to just before the lease ends, and the next renewal (a real tick, a
+// third of a lease) must carry the lease past it. Between steps the clock
+// stands still, so a slow machine cannot let a lease end by itself.
 func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 	t.Parallel()
 	dbURL := heraldtest.PostgresURL(t)
 	rcv := heraldtest.NewReceiver(t)
+	clock := newManualClock()
 	key := make([]byte, 32)
 	rand.Read(key)
-	st, err := store.Open(context.Background(), dbURL, store.Options{Key: key})
+	st, err := store.Open(context.Background(), dbURL, store.Options{Key: key, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +47,7 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = st.InTx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.Fire(context.Background(), acct.ID, event.LicenseCreated, event.Sample(event.LicenseCreated, time.Now()))
+		_, err := tx.Fire(context.Background(), acct.ID, event.LicenseCreated, event.Sample(event.LicenseCreated, clock.Now()))
 		return err
 	})
 	if err != nil {
@@ -57,22 +64,42 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	const lease = 3 * time.Second
-	cfg := delivery.Config{AttemptTimeout: time.Second, Lease: lease, RetryInterval: time.Hour, PollInterval: 50 * time.Millisecond}
+	const lease = 1500 * time.Millisecond
+	cfg := delivery.Config{AttemptTimeout: time.Second, Lease: lease, RetryInterval: time.Hour, PollInterval: 50 * time.Millisecond, Now: clock.Now}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	run := func() {
+	run := func(st delivery.Store) {
 		wg.Add(1)
 		go func() { defer wg.Done(); delivery.New(st, cfg).Run(ctx) }()
 	}
-	run() // process A: sends, then waits to record
+	run(st) // process A: sends, then waits to record
 	heraldtest.Eventually(t, 30*time.Second, "the first attempt", func() bool { return rcv.Count() > 0 })
-	time.Sleep(lease + time.Second) // past the lease A's claim took
-	run()                           // process B
-	time.Sleep(time.Second)         // B claims every 50ms
+	logID := logOf(t, st, acct.ID)
+	held := func() (until time.Time, holder string) {
+		var due int64
+		if err := st.QueryRow(context.Background(), `SELECT due_at, lease FROM webhook_event_logs WHERE id = ?`, logID).Scan(&due, &holder); err != nil {
+			t.Fatalf("read the log's lease: %v", err)
+		}
+		return time.UnixMilli(due), holder
+	}
+	claimed := clock.Now()
+	until, aLease := held()
+	for clock.Now().Sub(claimed) <= lease+time.Second { // past the lease A's claim took
+		clock.Set(until.Add(-100 * time.Millisecond))
+		heraldtest.Eventually(t, 30*time.Second, "A to renew its lease while its recording waits", func() bool {
+			until, _ = held()
+			return until.After(clock.Now().Add(lease / 2))
+		})
+		if _, l := held(); l != aLease {
+			t.Fatalf("at %s after the claim the log is held under lease %s; want A's %s", clock.Now().Sub(claimed), l, aLease)
+		}
+	}
+	b := &countingClaims{Store: st}
+	run(b) // process B
+	heraldtest.Eventually(t, 30*time.Second, "B to claim 5 times", func() bool { return b.claims.Load() >= 5 })
 	lock.Rollback()
 	heraldtest.Eventually(t, 30*time.Second, "the log to be recorded", func() bool {
-		l, err := st.Log(context.Background(), acct.ID, logOf(t, st, acct.ID))
+		l, err := st.Log(context.Background(), acct.ID, logID)
 		return err == nil && l.Status == store.Succeeded
 	})
 	cancel()
@@ -80,6 +107,38 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 	if n := rcv.Count(); n != 1 {
 		t.Errorf("the event was sent %d times with no process dead and no retry due; want once (the lease was taken over)", n)
 	}
+}
+
+// manualClock is a time the test moves by hand, from epoch: far from the
+// real time, so that a time read from time.Now rather than the clock shows.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newManualClock() *manualClock { return &manualClock{now: epoch} }
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// countingClaims counts a Store's claims.
+type countingClaims struct {
+	delivery.Store
+	claims atomic.Int64
+}
+
+func (c *countingClaims) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claim, error) {
+	c.claims.Add(1)
+	return c.Store.Claim(ctx, p)
 }
 
 // logOf returns the id of the account's one log.

@@ -27,10 +27,16 @@ type Sender struct {
 	client    *http.Client
 	timeout   time.Duration
 	userAgent string
+	now       func() time.Time // stamps SentAt and ReceivedAt
 }
 
 // NewSender returns a Sender whose attempts time out after timeout.
 func NewSender(timeout time.Duration, dial DialFunc, userAgent string) *Sender {
+	return newSender(timeout, dial, userAgent, time.Now)
+}
+
+// newSender is NewSender on the dispatcher's clock.
+func newSender(timeout time.Duration, dial DialFunc, userAgent string, now func() time.Time) *Sender {
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
 	}
@@ -60,6 +66,7 @@ func NewSender(timeout time.Duration, dial DialFunc, userAgent string) *Sender {
 		},
 		timeout:   timeout,
 		userAgent: userAgent,
+		now:       now,
 	}
 }
 
@@ -115,7 +122,7 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
-		return Result{SentAt: time.Now(), Err: "invalid URL: " + err.Error(), Failure: "invalid_url"}
+		return Result{SentAt: s.now(), Err: "invalid URL: " + err.Error(), Failure: "invalid_url"}
 	}
 	hr.ContentLength = int64(len(req.Body))
 	// Set as the specification spells them; Go would otherwise canonicalise
@@ -130,10 +137,10 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	if req.NextSignature != "" {
 		hr.Header[webhook.NextSignatureHeader] = []string{req.NextSignature}
 	}
-	res := Result{Headers: hr.Header.Clone(), SentAt: time.Now()}
+	res := Result{Headers: hr.Header.Clone(), SentAt: s.now()}
 	resp, err := s.client.Do(hr)
 	if err != nil {
-		res.Duration = time.Since(res.SentAt)
+		res.Duration = s.now().Sub(res.SentAt)
 		res.Err, res.Failure = describe(err, s.timeout)
 		return res
 	}
@@ -141,7 +148,7 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	// Drain a little more so the connection can be reused, then close.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
 	resp.Body.Close()
-	now := time.Now()
+	now := s.now()
 	code := resp.StatusCode
 	res.ReceivedAt, res.StatusCode, res.RespHeader, res.RespBody = &now, &code, resp.Header, body
 	res.Duration = now.Sub(res.SentAt)

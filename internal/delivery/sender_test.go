@@ -85,6 +85,9 @@ func TestSendOutcomes(t *testing.T) {
 		}, false, `302 redirect to "/elsewhere"`, -1},
 		{"410", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(410) }, false, "answered 410", 0},
 		{"slow", func(w http.ResponseWriter, r *http.Request) {
+			// Read to the end, so the server watches the connection and
+			// ends r's context when the sender gives up.
+			io.Copy(io.Discard, r.Body)
 			select {
 			case <-time.After(2 * time.Second):
 			case <-r.Context().Done():

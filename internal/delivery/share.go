@@ -123,7 +123,7 @@ func (d *Dispatcher) forget(id string, st *hookState, now time.Time) {
 func (d *Dispatcher) sweep() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := d.cfg.Now()
 	for id, st := range d.hooks {
 		d.forget(id, st, now)
 	}
@@ -243,7 +243,7 @@ func (d *Dispatcher) takeNow(id string, deadline time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.hook(id, "")
-	if time.Now().Before(deadline) && st.sending < st.limit {
+	if d.cfg.Now().Before(deadline) && st.sending < st.limit {
 		st.sending++
 		return true
 	}
@@ -253,12 +253,12 @@ func (d *Dispatcher) takeNow(id string, deadline time.Time) bool {
 // take waits until the webhook has a request slot free, takes it, and
 // reports true; or reports false at deadline (or when stop closes).
 func (d *Dispatcher) take(id string, deadline time.Time, stop <-chan struct{}) bool {
-	t := time.NewTimer(time.Until(deadline))
+	t := time.NewTimer(deadline.Sub(d.cfg.Now()))
 	defer t.Stop()
 	d.mu.Lock()
 	for {
 		st := d.hook(id, "")
-		if !time.Now().Before(deadline) {
+		if !d.cfg.Now().Before(deadline) {
 			d.mu.Unlock()
 			return false
 		}
@@ -283,7 +283,7 @@ func (d *Dispatcher) take(id string, deadline time.Time, stop <-chan struct{}) b
 // done ends a request taken with take, and lets its answer move the
 // webhook's limit.
 func (d *Dispatcher) done(id string, res Result) {
-	now := time.Now()
+	now := d.cfg.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.hook(id, "")
@@ -307,7 +307,7 @@ func (d *Dispatcher) untake(id string) {
 	st := d.hook(id, "")
 	st.sending--
 	st.signal()
-	d.forget(id, st, time.Now())
+	d.forget(id, st, d.cfg.Now())
 }
 
 // manual makes a Test's or Resend's request within the webhook's slots.
@@ -319,11 +319,11 @@ func (d *Dispatcher) manual(stop <-chan struct{}, account, id string, send func(
 		d.mu.Lock()
 		st := d.hook(id, "")
 		d.hold(st, 0, -1)
-		d.forget(id, st, time.Now())
+		d.forget(id, st, d.cfg.Now())
 		d.mu.Unlock()
 		d.signalFreed()
 	}()
-	if !d.take(id, time.Now().Add(manualWait), stop) {
+	if !d.take(id, d.cfg.Now().Add(manualWait), stop) {
 		return Result{}, ErrBusy
 	}
 	res := send()

@@ -244,6 +244,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	dc.Logger = log
 	dc.Metrics = dm
 	dc.Tracer = cfg.Tracer
+	if dc.Now == nil {
+		dc.Now = st.Now // one clock for the leases the dispatcher writes and the store compares
+	}
 	dc.OnSuspend = func(sp []store.Suspension) {
 		for _, x := range sp {
 			log.Warn("webhook suspended", "account", x.AccountID, "webhook", x.WebhookID)

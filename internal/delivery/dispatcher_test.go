@@ -1,0 +1,263 @@
+package delivery_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Dispatcher tests over fakeQueue: no database, a receiver over net.Pipe,
+// and time faked by testing/synctest, so a test of leases and retries runs
+// in milliseconds. The same paths on the real store, on both engines, are
+// tested by the lease, renew and trace tests here and by internal/server.
+
+// epoch is where the injected clock starts: far from the bubble's own
+// 2000-01-01, so that a time read from time.Now rather than Config.Now
+// would show.
+var epoch = time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+
+// offsetClock is the clock the tests inject: the bubble's time, moved to
+// epoch. Call it inside the bubble.
+func offsetClock() func() time.Time {
+	start := time.Now()
+	return func() time.Time { return epoch.Add(time.Since(start)) }
+}
+
+// dueLog is a log of webhook "hook" for event evt-id, attempted attempts
+// times before, sent to url.
+func dueLog(id string, attempts int, url string) store.Claim {
+	return store.Claim{LogID: "log-" + id, AccountID: "acct", WebhookID: "hook", EventID: "evt-" + id,
+		Event: event.LicenseCreated, Body: []byte(`{"id":"evt-` + id + `"}`), URL: url,
+		Token: "whsec_fake_queue_token_0123456789", Enabled: true, Health: store.Healthy, AttemptCount: attempts}
+}
+
+// run runs d until stop is called or the test ends.
+func run(t *testing.T, d *delivery.Dispatcher) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx)
+	}()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		<-done
+	})
+	t.Cleanup(stop)
+	return stop
+}
+
+// logTo logs to the test's output, shown when it fails or runs with -v.
+func logTo(t *testing.T) *slog.Logger { return slog.New(slog.NewTextHandler(t.Output(), nil)) }
+
+func answer(code int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) }
+}
+
+func TestDispatcherRecordsEachOutcome(t *testing.T) {
+	const maxAttempts, interval = 3, 7 * time.Minute
+	for _, tt := range []struct {
+		name     string
+		code     int
+		attempts int // made before this one
+		disabled bool
+		health   store.Health
+		want     store.Result
+		reason   string
+		status   store.LogStatus
+		sent     int
+	}{
+		{"a 2xx is delivered", 204, 0, false, store.Healthy, store.Delivered, "", store.Succeeded, 1},
+		{"a 500 with attempts left retries after the interval", 500, 0, false, store.Healthy, store.Retry, "receiver answered 500", store.Retrying, 1},
+		{"a 500 on the last attempt is exhausted", 500, maxAttempts - 1, false, store.Unhealthy, store.Exhausted,
+			"receiver answered 500; no attempts left", store.Failed, 1},
+		{"a disabled webhook's log is cancelled unsent", 204, 0, true, store.Healthy, store.Cancel,
+			"webhook disabled before this attempt; no delivery attempted", store.Cancelled, 0},
+		{"a suspended webhook's log is cancelled unsent", 204, 1, false, store.Suspended, store.Cancel,
+			store.ReasonSuspendedBefore, store.Cancelled, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				clock := offsetClock()
+				q := newFakeQueue(clock)
+				rcv := newPipeReceiver(t, answer(tt.code))
+				c := dueLog("1", tt.attempts, rcv.URL)
+				c.Enabled, c.Health = !tt.disabled, tt.health
+				q.add(c)
+				run(t, delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), MaxAttempts: maxAttempts, RetryInterval: interval}))
+				waitFor(t, "the outcome to be recorded", func() bool { return len(q.recorded()) > 0 })
+				synctest.Wait()
+
+				out := q.recorded()
+				if len(out) != 1 {
+					t.Fatalf("%d outcomes recorded; want 1", len(out))
+				}
+				o := out[0]
+				if o.Result != tt.want || o.Reason != tt.reason || o.Trigger != store.TriggerAutomatic || o.Lease == "" {
+					t.Errorf("recorded %s (%q), trigger %q, lease %q; want %s (%q), automatic, under the claim's lease",
+						o.Result, o.Reason, o.Trigger, o.Lease, tt.want, tt.reason)
+				}
+				if got := rcv.Count(); got != tt.sent {
+					t.Errorf("receiver got %d requests; want %d", got, tt.sent)
+				}
+				l := q.log(c.LogID)
+				if l.status != tt.status {
+					t.Errorf("log %s; want %s", l.status, tt.status)
+				}
+				if tt.sent == 0 {
+					if o.Attempt != nil {
+						t.Errorf("recorded an attempt %+v for a log not sent", o.Attempt)
+					}
+					return
+				}
+				a := o.Attempt
+				if a == nil || a.StatusCode == nil || *a.StatusCode != tt.code {
+					t.Fatalf("attempt %+v; want one answered %d", a, tt.code)
+				}
+				// Stamped by the injected clock, not time.Now.
+				if a.SentAt.Before(epoch) || a.ReceivedAt == nil || a.ReceivedAt.Before(a.SentAt) {
+					t.Errorf("attempt sent at %v, answered at %v; want both on the injected clock, from %v", a.SentAt, a.ReceivedAt, epoch)
+				}
+				if tt.want == store.Retry {
+					if want := a.ReceivedAt.Add(interval); !o.NextAt.Equal(want) || !l.due.Equal(want) {
+						t.Errorf("retry due at %v, log due at %v; want %v, the retry interval after the answer", o.NextAt, l.due, want)
+					}
+				} else if !o.NextAt.IsZero() {
+					t.Errorf("next attempt at %v; want none", o.NextAt)
+				}
+			})
+		})
+	}
+}
+
+// A stop lets the attempt in flight finish and be recorded, and releases a
+// log claimed but not yet attempted (here waiting for its webhook's one
+// slot): due again at once, not when its lease would have ended.
+func TestDispatcherReleasesClaimsNotAttemptedAtAStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := offsetClock()
+		q := newFakeQueue(clock)
+		answered := make(chan struct{})
+		rcv := newPipeReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+			<-answered
+			w.WriteHeader(http.StatusNoContent)
+		})
+		q.add(dueLog("1", 0, rcv.URL))
+		q.add(dueLog("2", 0, rcv.URL))
+		stop := run(t, delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), PerWebhook: 1, AttemptTimeout: time.Minute}))
+		waitFor(t, "both logs claimed", func() bool {
+			return rcv.Count() == 1 && q.log("log-2").status == store.Pending
+		})
+		stopped := make(chan struct{})
+		go func() {
+			stop()
+			close(stopped)
+		}()
+		synctest.Wait() // the stop is seen before the slot frees
+		close(answered)
+		<-stopped
+
+		out := q.recorded()
+		results := map[string]store.Result{}
+		for _, o := range out {
+			results[o.LogID] = o.Result
+		}
+		if len(out) != 2 || results["log-1"] != store.Delivered || results["log-2"] != store.Release {
+			t.Errorf("recorded %v; want log-1 delivered and log-2 released", results)
+		}
+		if l := q.log("log-2"); l.status != store.Queued || l.claim.Lease != "" || l.due.After(clock()) {
+			t.Errorf("log-2 %s under lease %q, due at %v; want queued, unleased, due now (%v)", l.status, l.claim.Lease, l.due, clock())
+		}
+		if ids := rcv.IDs(); !slices.Equal(ids, []string{"evt-1"}) {
+			t.Errorf("receiver got %v; want only evt-1", ids)
+		}
+	})
+}
+
+// A claim that reports an error may have committed all the same: the logs it
+// took are released at once, and delivered once, not left until the lease
+// ends.
+func TestDispatcherReleasesTheLogsOfAFailedClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := offsetClock()
+		q := newFakeQueue(clock)
+		rcv := newPipeReceiver(t, answer(http.StatusNoContent))
+		q.add(dueLog("1", 0, rcv.URL))
+		q.loseNextClaim()
+		start := clock()
+		d := delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t)})
+		run(t, d)
+		waitFor(t, "the delivery", func() bool { return len(q.recorded()) > 0 })
+
+		q.mu.Lock()
+		released, lost := slices.Concat(q.released...), q.lost
+		q.mu.Unlock()
+		if lost == "" || !slices.Contains(released, lost) {
+			t.Errorf("released leases %v; want the failed claim's %q", released, lost)
+		}
+		if o := q.recorded()[0]; o.Result != store.Delivered || o.Lease == lost {
+			t.Errorf("recorded %s under lease %q; want delivered under a later claim's", o.Result, o.Lease)
+		}
+		if ids := rcv.IDs(); !slices.Equal(ids, []string{"evt-1"}) {
+			t.Errorf("receiver got %v; want evt-1 once", ids)
+		}
+		if took := clock().Sub(start); took >= d.Config().Lease/2 {
+			t.Errorf("delivered %s after the failed claim; want well within a lease", took)
+		}
+	})
+}
+
+// A log whose recording is held up past its lease (a slow database) is
+// still this process's: its lease is renewed every third of a lease, on the
+// injected clock, and another process polling meanwhile does not take it
+// over and send it again.
+func TestDispatcherRenewsTheLeasesItHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		clock := offsetClock()
+		q := newFakeQueue(clock)
+		rcv := newPipeReceiver(t, answer(http.StatusNoContent))
+		q.add(dueLog("1", 0, rcv.URL))
+		letGo := q.holdRecording()
+		defer letGo()
+		cfg := delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), AttemptTimeout: time.Second, Lease: lease, PollInterval: 50 * time.Millisecond}
+		run(t, delivery.New(q, cfg)) // process A: sends, then waits to record
+		waitFor(t, "the first attempt", func() bool { return rcv.Count() > 0 })
+		held := q.log("log-1").claim.Lease
+		run(t, delivery.New(q, cfg)) // process B, claiming every 50ms
+		time.Sleep(3*lease + time.Second)
+
+		renewals := q.renewed()
+		if len(renewals) < 9 {
+			t.Fatalf("%d renewals in 10s; want one a second", len(renewals))
+		}
+		for i, r := range renewals {
+			if r.n != 1 || !r.until.Equal(r.at.Add(lease)) || r.at.Before(epoch) {
+				t.Errorf("renewal %d at %v: %d leases until %v; want 1 until a lease later, on the injected clock", i, r.at, r.n, r.until)
+			}
+			if i > 0 && r.at.Sub(renewals[i-1].at) != lease/3 {
+				t.Errorf("renewal %d came %s after the one before; want a third of the lease", i, r.at.Sub(renewals[i-1].at))
+			}
+		}
+		if l := q.log("log-1"); l.status != store.Pending || l.claim.Lease != held {
+			t.Errorf("log %s under lease %q; want still pending under A's %q", l.status, l.claim.Lease, held)
+		}
+		letGo()
+		waitFor(t, "the outcome to be recorded", func() bool { return len(q.recorded()) > 0 })
+		if o := q.recorded()[0]; o.Result != store.Delivered || o.Lease != held {
+			t.Errorf("recorded %s under %q; want delivered under A's lease", o.Result, o.Lease)
+		}
+		if n := rcv.Count(); n != 1 {
+			t.Errorf("the event was sent %d times with no process dead and no retry due; want once (the lease was taken over)", n)
+		}
+	})
+}

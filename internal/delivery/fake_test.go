@@ -1,0 +1,379 @@
+package delivery_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// *store.Store is the Store the server gives the dispatcher.
+var _ delivery.Store = (*store.Store)(nil)
+
+// fakeQueue is an in-memory delivery.Queue, for dispatcher tests without a
+// database. It keeps the promises the dispatcher relies on: a claim takes
+// only due logs, within its bounds, and holds them under its lease until the
+// lease ends; a renewal extends only leases still held; an automatic outcome
+// under a lease that was taken over is dropped; a release makes held logs due
+// at once. It keeps no history and no health: those are the store's, tested
+// on both engines by storetest. Resends and recoveries are not faked: the
+// embedded Store is nil, so a test that reaches them fails at once.
+type fakeQueue struct {
+	delivery.Store
+
+	now func() time.Time
+
+	mu       sync.Mutex
+	logs     []*fakeLog      // in the order added: the oldest first
+	outcomes []store.Outcome // recorded, in order
+	renewals []renewal
+	released [][]string    // the leases of each ReleaseHeld
+	waiter   chan struct{} // closed by wake
+	hold     chan struct{} // while open, Complete waits (a recording held up)
+	loseNext bool          // the next claim takes its logs and reports an error
+	lost     string        // the lease of the claim that did
+}
+
+// fakeLog is one log: what an attempt needs, and where it stands.
+type fakeLog struct {
+	claim  store.Claim // Lease and AttemptCount kept current
+	status store.LogStatus
+	due    time.Time // when queued or retrying: when due; when pending: when its lease ends
+}
+
+// renewal is one RenewLeases call: when (on the queue's clock), until when,
+// and how many leases it extended.
+type renewal struct {
+	at, until time.Time
+	n         int64
+}
+
+func newFakeQueue(now func() time.Time) *fakeQueue {
+	return &fakeQueue{now: now}
+}
+
+// add queues a log for c's webhook, due now.
+func (q *fakeQueue) add(c store.Claim) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c.Lease = ""
+	status := store.Queued
+	if c.AttemptCount > 0 {
+		status = store.Retrying
+	}
+	q.logs = append(q.logs, &fakeLog{claim: c, status: status, due: q.now()})
+	q.wakeLocked()
+}
+
+func (q *fakeQueue) find(id string) *fakeLog {
+	for _, l := range q.logs {
+		if l.claim.LogID == id {
+			return l
+		}
+	}
+	return nil
+}
+
+// log returns a copy of a log's state.
+func (q *fakeQueue) log(id string) fakeLog {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if l := q.find(id); l != nil {
+		return *l
+	}
+	return fakeLog{}
+}
+
+// recorded returns the outcomes recorded so far.
+func (q *fakeQueue) recorded() []store.Outcome {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.outcomes)
+}
+
+func (q *fakeQueue) renewed() []renewal {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.renewals)
+}
+
+// holdRecording makes Complete wait until the returned func is called.
+func (q *fakeQueue) holdRecording() (letGo func()) {
+	ch := make(chan struct{})
+	q.mu.Lock()
+	q.hold = ch
+	q.mu.Unlock()
+	return sync.OnceFunc(func() { close(ch) })
+}
+
+// loseNextClaim makes the next claim take its logs and report an error, as
+// a claim whose commit's answer was lost does.
+func (q *fakeQueue) loseNextClaim() {
+	q.mu.Lock()
+	q.loseNext = true
+	q.mu.Unlock()
+}
+
+func (q *fakeQueue) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claim, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	perHook, perAccount := map[string]int{}, map[string]int{}
+	var out []store.Claim
+	for _, l := range q.logs {
+		if len(out) >= p.Limit {
+			break
+		}
+		due := (l.status == store.Queued || l.status == store.Retrying || l.status == store.Pending) && !l.due.After(p.Now)
+		hook, account := l.claim.WebhookID, l.claim.AccountID
+		if !due || slices.Contains(p.Exclude, hook) || perHook[hook] >= bound(p.Room, hook, p.PerWebhook) ||
+			(p.PerAccount > 0 && perAccount[account] >= bound(p.AccountRoom, account, p.PerAccount)) {
+			continue
+		}
+		perHook[hook]++
+		perAccount[account]++
+		takenOver := l.status == store.Pending
+		l.status, l.due, l.claim.Lease = store.Pending, p.LeaseUntil, p.Lease
+		c := l.claim
+		c.TakenOver = takenOver
+		out = append(out, c)
+	}
+	if q.loseNext {
+		q.loseNext, q.lost = false, p.Lease
+		return nil, errors.New("claim due logs: connection reset after the commit")
+	}
+	return out, nil
+}
+
+// bound is room[key] when room names key, else def.
+func bound(room map[string]int, key string, def int) int {
+	if n, ok := room[key]; ok {
+		return n
+	}
+	return def
+}
+
+func (q *fakeQueue) RenewLeases(ctx context.Context, held []store.Held, until time.Time) (int64, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var n int64
+	for _, h := range held {
+		if l := q.find(h.LogID); l != nil && l.status == store.Pending && l.claim.Lease == h.Lease {
+			l.due = until
+			n++
+		}
+	}
+	q.renewals = append(q.renewals, renewal{at: q.now(), until: until, n: n})
+	return n, nil
+}
+
+func (q *fakeQueue) Complete(ctx context.Context, outs []store.Outcome, suspendAfter int) ([]store.Suspension, error) {
+	q.mu.Lock()
+	hold := q.hold
+	q.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, o := range outs {
+		l := q.find(o.LogID)
+		if l == nil || (o.Trigger == store.TriggerAutomatic && (l.status != store.Pending || l.claim.Lease != o.Lease)) {
+			continue // deleted, or its lease taken over: dropped
+		}
+		l.claim.Lease = ""
+		switch o.Result {
+		case store.Delivered:
+			l.status = store.Succeeded
+		case store.Retry:
+			l.status, l.due = store.Retrying, o.NextAt
+			l.claim.AttemptCount++
+		case store.Exhausted:
+			l.status = store.Failed
+			l.claim.AttemptCount++
+		case store.Cancel:
+			l.status = store.Cancelled
+		case store.Release:
+			l.status, l.due = released(l), q.now()
+			q.wakeLocked()
+		default:
+			return nil, errors.New("fake queue: no resends here")
+		}
+		q.outcomes = append(q.outcomes, o)
+	}
+	return nil, nil
+}
+
+// released is the status a log held and let go returns to.
+func released(l *fakeLog) store.LogStatus {
+	if l.claim.AttemptCount == 0 {
+		return store.Queued
+	}
+	return store.Retrying
+}
+
+func (q *fakeQueue) ReleaseHeld(ctx context.Context, leases []string) (int64, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.released = append(q.released, slices.Clone(leases))
+	var n int64
+	for _, l := range q.logs {
+		if l.status == store.Pending && slices.Contains(leases, l.claim.Lease) {
+			l.status, l.due, l.claim.Lease = released(l), q.now(), ""
+			n++
+		}
+	}
+	if n > 0 {
+		q.wakeLocked()
+	}
+	return n, nil
+}
+
+func (q *fakeQueue) NextDue(ctx context.Context) (time.Time, bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var next time.Time
+	found := false
+	for _, l := range q.logs {
+		if (l.status == store.Queued || l.status == store.Retrying || l.status == store.Pending) && (!found || l.due.Before(next)) {
+			next, found = l.due, true
+		}
+	}
+	return next, found, nil
+}
+
+func (q *fakeQueue) Wait() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.waiter == nil {
+		q.waiter = make(chan struct{})
+	}
+	return q.waiter
+}
+
+// wakeLocked closes the waiters' channel. q.mu is held.
+func (q *fakeQueue) wakeLocked() {
+	if q.waiter != nil {
+		close(q.waiter)
+		q.waiter = nil
+	}
+}
+
+func (q *fakeQueue) StillHeld(ctx context.Context, logID, lease string) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l := q.find(logID)
+	return l != nil && l.status == store.Pending && l.claim.Lease == lease, nil
+}
+
+// pipeReceiver is a receiver reached over net.Pipe rather than a socket:
+// inside a testing/synctest bubble, a goroutine waiting on a socket keeps
+// the fake clock from moving, one waiting on a pipe does not. Dial is the
+// dispatcher's Config.Dial; any URL's host reaches it.
+type pipeReceiver struct {
+	URL   string
+	conns chan net.Conn
+	done  chan struct{}
+	close func()
+
+	mu  sync.Mutex
+	ids []string // webhook-id of each request, in order
+}
+
+// newPipeReceiver serves h until the test ends, and at the end waits for
+// its handlers to return, so that none is left asleep when the bubble's
+// clock stops.
+func newPipeReceiver(t *testing.T, h http.HandlerFunc) *pipeReceiver {
+	t.Helper()
+	r := &pipeReceiver{URL: "http://receiver.test/hook", conns: make(chan net.Conn), done: make(chan struct{})}
+	r.close = sync.OnceFunc(func() { close(r.done) })
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.ids = append(r.ids, req.Header.Get("webhook-id"))
+		r.mu.Unlock()
+		h(w, req)
+	})}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(r)
+	}()
+	t.Cleanup(func() {
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Errorf("shut the receiver down: %v", err)
+		}
+		<-served
+	})
+	return r
+}
+
+// Dial connects to the receiver.
+func (r *pipeReceiver) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case r.conns <- server:
+		return client, nil
+	case <-r.done:
+	case <-ctx.Done():
+	}
+	client.Close()
+	server.Close()
+	return nil, errors.New("dial receiver.test: receiver closed")
+}
+
+// Count is how many requests have reached the handler.
+func (r *pipeReceiver) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ids)
+}
+
+// IDs are the webhook-id headers of the requests so far.
+func (r *pipeReceiver) IDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ids)
+}
+
+// Accept, Close and Addr make the receiver its server's net.Listener.
+func (r *pipeReceiver) Accept() (net.Conn, error) {
+	select {
+	case c := <-r.conns:
+		return c, nil
+	case <-r.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (r *pipeReceiver) Close() error {
+	r.close()
+	return nil
+}
+
+func (r *pipeReceiver) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "receiver.test" }
+
+// waitFor sleeps on the bubble's clock until cond holds, and fails the test
+// after a minute of it.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after a minute", what)
+		}
+	}
+}
