@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -194,7 +193,7 @@ func (s style) value(b *bufio.Writer, v any, depth int) {
 			b.WriteString(string(v))
 		}
 	case bool:
-		fmt.Fprint(b, v)
+		b.WriteString(strconv.FormatBool(v))
 	case nil:
 		b.WriteString("null")
 	}
@@ -250,21 +249,33 @@ func (s style) str(b *bufio.Writer, v string) {
 		case r == '\f':
 			b.WriteString(`\f`)
 		case r < 0x20, s.htmlEscape && (r == '<' || r == '>' || r == '&'), s.htmlEscape && (r == 0x2028 || r == 0x2029):
-			fmt.Fprintf(b, `\u%04x`, r)
+			escape(b, r)
 		case r == '/' && s.escapeSlash:
 			b.WriteString(`\/`)
 		case r >= 0x80 && s.asciiEscape:
 			if r > 0xFFFF {
 				hi, lo := utf16.EncodeRune(r)
-				fmt.Fprintf(b, `\u%04x\u%04x`, hi, lo)
+				escape(b, hi)
+				escape(b, lo)
 			} else {
-				fmt.Fprintf(b, `\u%04x`, r)
+				escape(b, r)
 			}
 		default:
 			b.WriteRune(r)
 		}
 	}
 	b.WriteByte('"')
+}
+
+// escape writes r, a character of the Basic Multilingual Plane or half of
+// a surrogate pair, as \uXXXX with lower-case hex digits, as the libraries
+// write it.
+func escape(b *bufio.Writer, r rune) {
+	const hex = "0123456789abcdef"
+	b.WriteString(`\u`)
+	for shift := 12; shift >= 0; shift -= 4 {
+		b.WriteByte(hex[r>>shift&0xF])
+	}
 }
 
 func or(s, fallback string) string {
