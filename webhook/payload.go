@@ -22,11 +22,22 @@ type Payload struct {
 	TriggeredAt time.Time `json:"triggeredAt"`
 }
 
+// maxDepth is how deeply a payload may nest ({"a":[1]} nests 2). Herald
+// builds no body deeper: it holds every JSON document it reads or writes
+// to this many levels (herald's own limit is its internal/jsonlimit's
+// MaxDepth; this module imports nothing of herald's, so it keeps the number
+// itself, and a test in herald holds the two equal).
+const maxDepth = 64
+
 // Parse decodes a delivery's body. It trusts what it reads, so call it only on
 // a body that [Verify] (or [Middleware]) has accepted, and pass it the same
-// bytes. It fails when the body is not a JSON object or lacks the id or the
-// event, the two fields a receiver routes and de-duplicates on.
+// bytes. It fails when the body is not a JSON object, nests deeper than 64
+// levels (no herald body does), or lacks the id or the event, the two fields
+// a receiver routes and de-duplicates on.
 func Parse(body []byte) (Payload, error) {
+	if tooDeep(body) {
+		return Payload{}, fmt.Errorf("webhook: parse payload: JSON nesting deeper than %d levels", maxDepth)
+	}
 	var p Payload
 	if err := json.Unmarshal(body, &p); err != nil {
 		return Payload{}, fmt.Errorf("webhook: parse payload: %w", err)
@@ -38,4 +49,38 @@ func Parse(body []byte) (Payload, error) {
 		return Payload{}, errors.New("webhook: parse payload: no event")
 	}
 	return p, nil
+}
+
+// tooDeep reports whether b nests deeper than maxDepth, counting the
+// brackets outside strings, in one pass that allocates nothing. It says
+// nothing else about b: json.Unmarshal reports syntax errors.
+func tooDeep(b []byte) bool {
+	depth := 0
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte cannot end the string
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			if depth > maxDepth {
+				return true
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return false
 }

@@ -73,6 +73,10 @@ func FuzzParse(f *testing.F) {
 		`{"id":"","event":"x"}`, `{"id":"e"}`, `{"id":1,"event":"x"}`, `{"id":"e","event":"x","id":""}`,
 		`{}`, `[]`, `null`, ``, `{"id":"e","event":"x"} trailing`, "{\"id\":\"\xff\",\"event\":\"\x00\"}",
 		`{"id":"e","event":"x","data":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`,
+		`{"id":"e","event":"x","data":` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}`,
+		`{"id":"e","event":"x","data":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`,
+		`{"id":"e","event":"x","data":{"s":"` + strings.Repeat(`[{"`, 100) + `"}}`,
+		`{"id":"e","event":"x","data":{` + strings.Repeat(`"k":0,`, 1000) + `"k":0}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -282,7 +282,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e.Group("Security")
 	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
 	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private or link-local addresses (not cloud metadata ones)")
-	allowMetadata := e.Bool("allow-metadata-addresses", "HERALD_ALLOW_METADATA_ADDRESSES", false, "with --allow-private-networks, also allow cloud metadata addresses such as 169.254.169.254")
+	allowMetadata := e.Bool("allow-metadata-addresses", "HERALD_ALLOW_METADATA_ADDRESSES", false, "with --allow-private-networks, also allow cloud metadata addresses such as 169.254.169.254, and names such as metadata.google.internal")
 	operatorToken := e.String("operator-token", "HERALD_OPERATOR_TOKEN", "", "token authorising the operator calls (/v3/operator/: accounts and portal links) and nothing else; at least 32 characters (default: off, those calls answer 404)")
 	e.Group("Delivery")
 	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")

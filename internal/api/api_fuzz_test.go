@@ -70,6 +70,14 @@ func FuzzAPIBody(f *testing.F) {
 		14: {`{"filename":"app.zip","size":1024,"sha256":"` + strings.Repeat("ab", 32) + `"}`, `{"filename":"x","size":-1,"sha256":"XYZ"}`},
 		15: {`{"productId":"{product}","fingerprint":"fp-1"}`, `{"productId":"{product}","fingerprint":"fp-2","expiresAt":"2030-01-01T00:00:00.000Z"}`},
 	}
+	// Metadata at the depths around its limit: 62 levels (accepted), 63
+	// (the body's walk lets it through, the metadata rule refuses it) and
+	// 64 (the walk refuses the body).
+	for _, levels := range []int{62, 63, 64} {
+		meta := strings.Repeat(`{"a":`, levels-1) + `{}` + strings.Repeat("}", levels-1)
+		seeds[4] = append(seeds[4], `{"name":"Deep","metadata":`+meta+`}`)
+		seeds[9] = append(seeds[9], `{"metadata":`+meta+`}`)
+	}
 	for route, bodies := range seeds {
 		for _, b := range bodies {
 			f.Add(uint8(route), "application/json", []byte(b))
@@ -93,6 +101,10 @@ func FuzzAPIBody(f *testing.F) {
 			{"application/json", `{"name":"\ud800"}`},
 			{"application/json", `{"unknown":1}`},
 			{"application/json", strings.Repeat("[", 10000) + strings.Repeat("]", 10000)},
+			{"application/json", strings.Repeat("[", 65) + strings.Repeat("]", 65)},
+			{"application/json", `{"name":"x","metadata":{"k":` + strings.Repeat(`[{"a":`, 40) + strings.Repeat("}]", 40) + `}}`},
+			{"application/json", `{"name":"x","metadata":{` + strings.TrimSuffix(strings.Repeat(`"k":0,`, 2000), ",") + `}}`},
+			{"application/json", `{"name":"x","metadata":{"s":"` + strings.Repeat(`\u0000\"`, 1000) + `","n":1` + strings.Repeat("0", 2000) + `}}`},
 			{"application/json", `{"metadata":` + strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000) + `}`},
 			{"application/json; charset=latin1", `{}`},
 			{"application/merge-patch+json", `{}`},

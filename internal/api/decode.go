@@ -25,10 +25,14 @@ import (
 const MaxBody = 1 << 20
 
 // decode reads a JSON object into v, refusing unknown fields, trailing data,
-// duplicate keys, control characters in text, bodies that are not UTF-8 or
-// not sent as JSON, and bodies over MaxBody, with a problem that names the
-// field where one is at fault. An empty body decodes as {} when optional, and
-// needs no Content-Type.
+// duplicate keys, control characters in text, nesting past
+// jsonlimit.MaxDepth, bodies that are not UTF-8 or not sent as JSON, and
+// bodies over MaxBody, with a problem that names the field where one is at
+// fault. An empty body decodes as {} when optional, and needs no
+// Content-Type. The decoder only ever reads a body checkTokens passed, so
+// never one nested deeper than the limit: checkTokens refuses the 65th
+// level of any body whose syntax holds that far, and the decoder stops at
+// the first syntax error of the others.
 func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
 	ct := r.Header.Get("Content-Type")
 	if ct != "" {

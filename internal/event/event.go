@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
 // Kind names what happened, e.g. "license.created".
@@ -85,7 +87,8 @@ type payload struct {
 
 // Build returns the exact body of a delivery. data is encoded without HTML
 // escaping and with non-ASCII characters as raw UTF-8, so what a receiver
-// hashes is what a person reads.
+// hashes is what a person reads. A body nested deeper than
+// jsonlimit.MaxDepth is an error wrapping jsonlimit.ErrTooDeep.
 func Build(id string, kind Kind, data any, triggeredAt time.Time) ([]byte, error) {
 	raw, err := Marshal(data)
 	if err != nil {
@@ -96,6 +99,12 @@ func Build(id string, kind Kind, data any, triggeredAt time.Time) ([]byte, error
 		TriggeredAt: triggeredAt.UTC().Format(TimeFormat),
 	})
 	if err != nil {
+		return nil, fmt.Errorf("build %s payload: %w", kind, err)
+	}
+	// A body is read by herald listen, the portal's signature check and
+	// receivers' parsers (the webhook package's Parse among them), all of
+	// which refuse nesting past jsonlimit.MaxDepth: never make one.
+	if err := jsonlimit.Check(body); err != nil {
 		return nil, fmt.Errorf("build %s payload: %w", kind, err)
 	}
 	return body, nil

@@ -3,12 +3,16 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
 // FuzzBuildRoundTrip builds a body from any id, kind, text and metadata and
@@ -33,6 +37,10 @@ func FuzzBuildRoundTrip(f *testing.F) {
 		{"id", "x", "x", `null`},
 		{"id", "x", "x", `{"unterminated":`},
 		{"id", "x", "x", " \t\n{ \"spaced\" : [ 1 , 2 ] } \n"},
+		{"id", "x", "x", strings.Repeat(`{"a":`, 61) + "{}" + strings.Repeat("}", 61)}, // 62 levels: the body nests 64
+		{"id", "x", "x", strings.Repeat(`{"a":`, 62) + "{}" + strings.Repeat("}", 62)}, // one too many
+		{"id", "x", "x", `{"s":"` + strings.Repeat(`[{\"`, 50) + `"}`},
+		{"id", "x", "x", `{` + strings.Repeat(`"k":0,`, 500) + `"k":0}`},
 	} {
 		f.Add(s.id, s.kind, s.text, []byte(s.meta))
 	}
@@ -47,7 +55,14 @@ func FuzzBuildRoundTrip(f *testing.F) {
 			d.Metadata = meta
 		}
 		body, err := Build(id, Kind(kind), d, at)
-		if err != nil {
+		// The body holds metadata two levels in.
+		tooDeep := d.Metadata != nil && jsonlimit.Depth(meta, jsonlimit.MaxDepth) > jsonlimit.MaxDepth-2
+		switch {
+		case tooDeep && errors.Is(err, jsonlimit.ErrTooDeep):
+			return
+		case tooDeep:
+			t.Fatalf("Build of metadata nested past the limit: %v; want ErrTooDeep", err)
+		case err != nil:
 			t.Fatalf("Build: %v", err)
 		}
 		if !utf8.Valid(body) {

@@ -33,6 +33,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/jsonlimit"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -239,8 +240,20 @@ func (e *InvalidError) metadata(o Optional[json.RawMessage]) json.RawMessage {
 		e.add("metadata", fmt.Sprintf("must be at most %d bytes of compact JSON", MaxMetadata))
 		return nil
 	}
+	if jsonlimit.Depth(buf.Bytes(), MaxMetadataDepth) > MaxMetadataDepth {
+		e.add("metadata", fmt.Sprintf("must nest at most %d levels deep", MaxMetadataDepth))
+		return nil
+	}
 	return buf.Bytes()
 }
+
+// MaxMetadataDepth caps how deeply metadata nests ({"a":[1]} nests 2). An
+// event's body holds a resource's metadata two levels in (the body, then
+// its data), and every body must nest within jsonlimit.MaxDepth, the limit
+// herald's own readers and the webhook package's Parse hold to; an API
+// body holds it one level in, so the API's own check lets one level more
+// through, which this refuses by name.
+const MaxMetadataDepth = jsonlimit.MaxDepth - 2
 
 // MaxMetadata caps a resource's metadata. A license event's body carries its
 // metadata, and receivers (herald's examples and the webhook package among

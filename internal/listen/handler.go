@@ -12,13 +12,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/internal/jsonlimit"
 	"github.com/heraldhq/herald/webhook"
 )
 
 // Handler returns the receiving handler. For every request it reads the raw
 // body (at most webhook.MaxBodyBytes), verifies it under cfg.Token with
 // webhook.Verify and prints it to cfg.Out: a line with the time, the event
-// kind, the event id and the verdict, then the body pretty-printed.
+// kind, the event id and the verdict, then the body pretty-printed (as sent
+// when it is nested deeper than jsonlimit.MaxDepth, or indenting would make
+// it many times larger).
 //
 // A verified request is answered 200 {"received":true}; with cfg.Forward it
 // is passed on to the app instead, and the app's answer is relayed (502 when
@@ -27,6 +30,12 @@ import (
 func Handler(cfg Config) http.Handler {
 	return &handler{cfg: cfg.withDefaults()}
 }
+
+// maxIndentGrowth is how many times its size a body may grow when
+// indented and still be printed so. Herald's bodies grow by a fifth or so;
+// a body built to grow (many small values deep down: "0," becomes a line
+// of up to 128 spaces) is printed as sent.
+const maxIndentGrowth = 8
 
 type handler struct {
 	cfg Config
@@ -107,6 +116,11 @@ func (h *handler) print(at time.Time, r *http.Request, body []byte, problem, not
 	switch {
 	case len(body) == 0:
 		b.WriteString("(empty body)")
+	// Indenting costs every line two bytes per level, and anyone may post
+	// to listen: a body whose indented form would dwarf it is printed as
+	// sent, as is one nested deeper than herald's bodies.
+	case jsonlimit.Check(body) != nil, indentedSize(body) > maxIndentGrowth*len(body):
+		b.Write(body)
 	// json.Indent copies string literals as they are, so non-ASCII text
 	// prints as the UTF-8 that was sent; on an error it writes nothing.
 	case json.Indent(&b, body, "", "  ") != nil:
@@ -127,4 +141,40 @@ func reply(w http.ResponseWriter, status int, a answer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(a) // fails only when the sender has gone
+}
+
+// indentedSize returns at most how long body is once json.Indent has
+// indented it by two spaces: each bracket or comma outside strings may
+// start a line indented two spaces per level, and each colon gains a space.
+// It reads each byte once and allocates nothing.
+func indentedSize(body []byte) int {
+	size, depth := len(body), 0
+	inString := false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			size += 1 + 2*depth
+		case ']', '}':
+			depth = max(depth-1, 0)
+			size += 1 + 2*depth
+		case ',':
+			size += 1 + 2*depth
+		case ':':
+			size++
+		}
+	}
+	return size
 }

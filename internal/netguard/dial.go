@@ -31,7 +31,9 @@ func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 // p.AllowPrivate, and to a cloud metadata address, unless p.AllowMetadata.
 //
 // The check runs in the dialer's ControlContext hook, after resolution and
-// just before connect, on the very IP address being connected to. Checking a
+// just before connect, on the very IP address being connected to. A cloud
+// metadata name (metadata.google.internal and the others in metadata.go)
+// is refused before it is looked up. Checking a
 // name's addresses before dialing would leave a gap: the resolver may answer
 // differently the second time (DNS rebinding). When a name resolves to several
 // addresses, the dialer tries each, so a blocked one is skipped rather than
@@ -50,6 +52,17 @@ func (p Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, ad
 	if p.open() {
 		return guarded.DialContext
 	}
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		// A cloud metadata name is refused before it is looked up, as when
+		// its URL was saved (its addresses are metadata and private ones);
+		// net/http hands over the host already mapped to ASCII.
+		if host, _, err := net.SplitHostPort(address); err == nil {
+			if h, ok := dialHost(host); ok && metadataName(h) {
+				return nil, &BlockedError{Addr: address, Reason: "cloud metadata name"}
+			}
+		}
+		return guarded.DialContext(ctx, network, address)
+	}
 	control, controlContext := guarded.Control, guarded.ControlContext
 	guarded.Control = nil // Ignored anyway once ControlContext is set.
 	guarded.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
@@ -64,7 +77,7 @@ func (p Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, ad
 		}
 		return nil
 	}
-	return guarded.DialContext
+	return dial
 }
 
 // checkDialAddr applies the policy to the "ip:port" a dialer connects to. An

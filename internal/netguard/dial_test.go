@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -117,5 +118,37 @@ func TestDialContextRefusesNonIP(t *testing.T) {
 	_, err = Policy{}.DialContext(nil)(t.Context(), "unix", sock)
 	if !errors.Is(err, ErrBlocked) {
 		t.Errorf("dial unix socket: got %v; want ErrBlocked", err)
+	}
+}
+
+// The dialer refuses a cloud metadata name before looking it up, as
+// ValidateURL refuses it when a URL is saved, whatever its case or
+// trailing dot; with both allowed, it dials as any name does. The dialer's
+// resolver here answers nothing and sends nothing, so no test lookup
+// leaves the machine.
+func TestDialContextRefusesMetadataNames(t *testing.T) {
+	t.Parallel()
+	var lookups atomic.Int32
+	d := &net.Dialer{Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+		lookups.Add(1)
+		return nil, errors.New("no DNS in tests")
+	}}}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	for _, p := range []Policy{{}, {AllowPrivate: true}, {AllowMetadata: true}} {
+		for _, addr := range []string{"metadata.google.internal:80", "metadata.google.internal.:80", "METADATA.GOOG:443", "instance-data:80"} {
+			_, err := p.DialContext(d)(ctx, "tcp", addr)
+			var blocked *BlockedError
+			if !errors.As(err, &blocked) || blocked.Reason != "cloud metadata name" {
+				t.Errorf("%+v dial %s: %v; want it refused as a cloud metadata name", p, addr, err)
+			}
+		}
+	}
+	if n := lookups.Load(); n != 0 {
+		t.Errorf("%d lookups; want none", n)
+	}
+	_, err := Policy{AllowPrivate: true, AllowMetadata: true}.DialContext(d)(ctx, "tcp", "metadata.google.internal:80")
+	if errors.Is(err, ErrBlocked) || lookups.Load() == 0 {
+		t.Errorf("dial with everything allowed: %v after %d lookups; want a lookup (which fails here), not a refusal", err, lookups.Load())
 	}
 }

@@ -20,6 +20,24 @@ var metadataAddrs = map[netip.Addr]string{
 	netip.MustParseAddr("fd20:ce::254"):    "cloud metadata (Google Cloud, IPv6)",
 }
 
+// metadataNames are the host names clouds give their metadata endpoints.
+// Each resolves to one of metadataAddrs on its cloud, where the dialer
+// refuses it by address; refusing the name as well makes the answer the
+// same everywhere, when a URL is saved and when it is dialed, and sends no
+// lookup for it. Names are as dialHost writes them: lower case, no
+// trailing dot.
+var metadataNames = map[string]bool{
+	"metadata.google.internal":   true, // Google Cloud
+	"metadata.goog":              true, // Google Cloud
+	"metadata":                   true, // Google Cloud, through the VM's search domain
+	"instance-data":              true, // AWS, through the VPC's search domain
+	"instance-data.ec2.internal": true, // AWS
+}
+
+// metadataName reports whether host, as dialHost writes it, is a cloud
+// metadata endpoint's name.
+func metadataName(host string) bool { return metadataNames[host] }
+
 var (
 	teredo        = mustPrefix("2001::/32")
 	localUseNAT64 = mustPrefix("64:ff9b:1::/48")

@@ -22,6 +22,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // MaxURLLength is the longest webhook URL [Policy.ValidateURL] accepts. It is
@@ -75,13 +78,17 @@ func (p Policy) open() bool { return p.AllowPrivate && p.AllowMetadata }
 // A fragment is refused rather than stripped because HTTP never sends it: a URL
 // that has one would not deliver what the user wrote.
 //
-// A host that spells an IPv4 address in a non-standard way (2130706433,
-// 0x7f.1, 127.1) is refused in every mode. Unless p.AllowPrivate, a host that
-// is an IP address blocked by [Blocked], or that is localhost or a name under
-// .localhost, is refused too; unless p.AllowMetadata, so is a cloud metadata
-// address, however written. Other names are looked up with p.Resolver (see
-// checkName); the answer could change before delivery, so
-// [Policy.DialContext] checks them again at connect time.
+// The host is checked as the dialer will look it up: mapped through IDNA
+// when it is not ASCII (a host IDNA refuses is refused), in lower case,
+// without a trailing dot. A host that spells an IPv4 address in a
+// non-standard way (2130706433, 0x7f.1, 127.1) is refused in every mode.
+// Unless p.AllowPrivate, a host that is an IP address blocked by
+// [Blocked], or that is localhost or a name under .localhost, is refused
+// too; unless p.AllowMetadata, so is a cloud metadata address, however
+// written, and a cloud metadata name such as metadata.google.internal.
+// Other names are looked up with p.Resolver (see checkName); the answer
+// could change before delivery, so [Policy.DialContext] checks them again
+// at connect time.
 func (p Policy) ValidateURL(raw string) error {
 	if len(raw) > MaxURLLength {
 		return fmt.Errorf("must be at most %d characters", MaxURLLength)
@@ -118,9 +125,13 @@ var (
 	errMetadata = errors.New("resolves to a cloud metadata address")
 )
 
-// checkHost applies the address policy to a URL's host.
+// checkHost applies the address policy to a URL's host, read as the
+// dialer will read it (see dialHost).
 func (p Policy) checkHost(host string) error {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	host, ok := dialHost(host)
+	if !ok {
+		return errors.New("must have a valid host name")
+	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil && looksNumeric(host) {
 		// Forms like 2130706433, 0x7f.1 or 127.1 are not IP addresses to Go,
@@ -138,7 +149,37 @@ func (p Policy) checkHost(host string) error {
 		// RFC 6761 reserves these names for the loopback interface.
 		return errPrivate
 	}
+	if metadataName(host) {
+		// Its address is a metadata address, which is private too.
+		if !p.AllowMetadata {
+			return errMetadata
+		}
+		if !p.AllowPrivate {
+			return errPrivate
+		}
+	}
 	return p.checkName(host)
+}
+
+// dialHost returns a URL's host as a delivery's connection will look it
+// up, so that what is checked when a URL is saved is what the dialer
+// meets: net/http maps a host that is not ASCII through IDNA's lookup
+// profile (UTS #46), under which "①②⑦.⓪.⓪.①" is 127.0.0.1 and
+// "ｌｏｃａｌｈｏｓｔ" is localhost; DNS ignores case, and a trailing dot (a
+// fully qualified name) names the same host. false: IDNA refuses the
+// name, which no DNS name can then hold.
+func dialHost(host string) (string, bool) {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			ascii, err := idna.Lookup.ToASCII(host)
+			if err != nil {
+				return "", false
+			}
+			host = ascii
+			break
+		}
+	}
+	return strings.TrimSuffix(strings.ToLower(host), "."), true
 }
 
 func (p Policy) checkAddr(ip netip.Addr) error {

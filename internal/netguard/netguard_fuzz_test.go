@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/idna"
 )
 
 // FuzzValidateURL checks, for any string, that ValidateURL does not panic,
@@ -30,6 +32,8 @@ func FuzzValidateURL(f *testing.F) {
 		"http://user:pass@example.com/", "http://example.com/#frag", "http://example.com:0/", "http://example.com:65536/",
 		"ftp://example.com/", "javascript:alert(1)", "http:example.com", "//example.com/", "", " ", "\x00",
 		"http://exa\x00mple.com/", "http://[::1/", "http://\xff/", "https://" + strings.Repeat("a", 3000),
+		"http://①②⑦.⓪.⓪.①/", "http://１２７.０.０.１/", "http://ｌｏｃａｌｈｏｓｔ/", "http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/", "http://①②⑦.①/",
+		"http://metadata.google.internal./", "http://METADATA.GOOG/", "http://instance-data./",
 	} {
 		f.Add(s)
 	}
@@ -48,6 +52,14 @@ func FuzzValidateURL(f *testing.F) {
 			host := u.Hostname()
 			if host == "" || u.User != nil || u.Fragment != "" {
 				t.Fatalf("%+v accepted %q: host %q, user %v, fragment %q", p, raw, host, u.User, u.Fragment)
+			}
+			// What net/http dials: a host that is not ASCII mapped through
+			// IDNA's lookup profile.
+			if a, err := idna.Lookup.ToASCII(host); err == nil && a != host {
+				host = a
+			}
+			if m := strings.TrimSuffix(strings.ToLower(host), "."); metadataNames[m] {
+				t.Fatalf("%+v accepted %q, whose host is a cloud metadata name", p, raw)
 			}
 			h := strings.TrimSuffix(host, ".")
 			if ip, ok := inetAton(h); ok && ip.String() != h {

@@ -136,3 +136,34 @@ func TestValidateURLWithTheSystemResolver(t *testing.T) {
 		t.Errorf("checkName(localhost) with the system resolver: %v; want %v", err, errPrivate)
 	}
 }
+
+// A cloud metadata name, and a host that IDNA maps to an IP address, are
+// decided by name, in every mode that refuses them, without a lookup: the
+// answer is the same on every host, on its cloud or not.
+func TestValidateURLDecidesMetadataNamesAndMappedAddressesWithoutALookup(t *testing.T) {
+	t.Parallel()
+	z := &zone{names: map[string][]string{"metadata.google.internal": {"93.184.215.14"}}} // a lookup would let it through
+	for _, tc := range []struct {
+		url  string
+		p    Policy
+		want error
+	}{
+		{"http://metadata.google.internal./", Policy{Resolver: z}, errMetadata},
+		{"http://metadata.google.internal./", Policy{AllowPrivate: true, Resolver: z}, errMetadata},
+		{"http://Metadata.Google.Internal/", Policy{AllowMetadata: true, Resolver: z}, errPrivate},
+		{"http://instance-data./", Policy{AllowPrivate: true, Resolver: z}, errMetadata},
+		{"http://①②⑦.⓪.⓪.①/", Policy{Resolver: z}, errPrivate},
+		{"http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/", Policy{AllowPrivate: true, Resolver: z}, errMetadata},
+	} {
+		if err := tc.p.ValidateURL(tc.url); err != tc.want {
+			t.Errorf("AllowPrivate=%v AllowMetadata=%v: ValidateURL(%q) = %v; want %v", tc.p.AllowPrivate, tc.p.AllowMetadata, tc.url, err, tc.want)
+		}
+	}
+	if len(z.asked) != 0 {
+		t.Errorf("looked up %v; want no lookup", z.asked)
+	}
+	// With both allowed, it is accepted, as every name is.
+	if err := (Policy{AllowPrivate: true, AllowMetadata: true, Resolver: z}).ValidateURL("http://metadata.google.internal/"); err != nil {
+		t.Errorf("ValidateURL with everything allowed: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ func TestValidateURL(t *testing.T) {
 		notAbs     = "must be an absolute URL starting with http:// or https://"
 		tooLong    = "must be at most 2048 characters"
 		longPrefix = "https://example.com/"
+		badName    = "must have a valid host name"
 	)
 	tests := []struct {
 		url         string
@@ -98,6 +99,30 @@ func TestValidateURL(t *testing.T) {
 		{"http://0251.0376.0251.0376/", numeric, numeric}, // …octal per byte.
 		{"http://169.254.43518/", numeric, numeric},       // …with the last two bytes as one.
 		{"http://169.254.169.253/", private, ok},          // Link-local, not metadata.
+
+		// The host is read as the dialer reads it: net/http maps a host
+		// that is not ASCII through IDNA, where circled and full-width
+		// digits and letters are their ASCII selves; case and a trailing
+		// dot change no name.
+		{"http://①②⑦.⓪.⓪.①/", private, ok},
+		{"http://１２７.０.０.１/", private, ok},
+		{"http://127。0。0。1/", private, ok},
+		{"http://ｌｏｃａｌｈｏｓｔ/", private, ok},
+		{"http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/", metadata, metadata},
+		{"http://①②⑦.①/", numeric, numeric},
+		{"http://⓪ｘ⑦ｆ.①/", numeric, numeric},
+		{"https://-bücher.example/", badName, badName}, // IDNA refuses it: no lookup could find it
+		{"https://xn--bcher-kva.example/", ok, ok},     // bücher.example, already ASCII
+		// Cloud metadata names, however written.
+		{"http://metadata.google.internal/computeMetadata/v1/", metadata, metadata},
+		{"http://metadata.google.internal./", metadata, metadata},
+		{"http://METADATA.Google.Internal./", metadata, metadata},
+		{"http://ｍｅｔａｄａｔａ.google.internal/", metadata, metadata},
+		{"http://metadata.goog/", metadata, metadata},
+		{"http://metadata/", metadata, metadata},
+		{"http://instance-data/latest/meta-data/", metadata, metadata},
+		{"http://instance-data.ec2.internal./", metadata, metadata},
+		{"http://metadata.google.internal.example.com/", ok, ok},
 
 		// Non-standard IPv4 spellings are refused in both modes.
 		{"http://2130706433/", numeric, numeric},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/heraldhq/herald/internal/jsonlimit"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -46,8 +47,10 @@ func (h *handler) logData(r *http.Request, s store.Session) (logData, error) {
 		return logData{}, err
 	}
 	d := logData{Log: l, Webhook: hook}
+	// Indenting costs every line its depth, so a payload deeper than any
+	// herald builds (one an older herald stored) is shown only as sent.
 	var buf bytes.Buffer
-	if json.Indent(&buf, l.Payload, "", "  ") == nil {
+	if jsonlimit.Check(l.Payload) == nil && json.Indent(&buf, l.Payload, "", "  ") == nil {
 		d.Pretty = buf.String()
 	}
 	return d, nil

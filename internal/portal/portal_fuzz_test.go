@@ -48,7 +48,11 @@ func FuzzPortalForm(f *testing.F) {
 		{"enabled=true", "enabled=false", "enabled=maybe&next=%2Fwebhooks", "enabled=on&next=https%3A%2F%2Fevil.example%2F"},
 		{"", "password=x"},
 		{"body=%7B%22a%22%3A%22Zo%C3%AB%22%7D&signature=abc", "body=%ff%fe&encoding=text&lineEndings=crlf&signature=sha256%3D00",
-			"body=%0D%0A&encoding=base64", "body=%7B%7D&encoding=nope&lineEndings=nope&signature=%00"},
+			"body=%0D%0A&encoding=base64", "body=%7B%7D&encoding=nope&lineEndings=nope&signature=%00",
+			// Nested past the limit and at it, and one wide object.
+			"body=" + strings.Repeat("%5B", 2000) + strings.Repeat("%5D", 2000) + "&signature=abc",
+			"body=" + strings.Repeat("%5B", 64) + strings.Repeat("%5D", 64) + "&signature=abc",
+			"body=%7B" + strings.Repeat("%22k%22%3A0%2C", 1000) + "%22k%22%3A0%7D&signature=abc"},
 	} {
 		for _, b := range bodies {
 			f.Add(uint8(form), b)

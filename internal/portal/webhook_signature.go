@@ -3,13 +3,13 @@ package portal
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/heraldhq/herald/internal/jsonlimit"
 	"github.com/heraldhq/herald/internal/sigcheck"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
@@ -118,12 +118,13 @@ func (h *handler) checkSignature(w http.ResponseWriter, r *http.Request, s store
 
 // sentLog finds the log of the event whose id the pasted body carries, when
 // that event went to this webhook, so the check can say whether the body is
-// what herald sent. A body that names no such event finds nothing.
+// what herald sent. A body that names no such event finds nothing, and so
+// does one nested deeper than any herald body.
 func (h *handler) sentLog(r *http.Request, s store.Session, webhookID string, body []byte) (*store.EventLog, error) {
 	var p struct {
 		ID string `json:"id"`
 	}
-	if json.Unmarshal(body, &p) != nil {
+	if jsonlimit.Unmarshal(body, &p) != nil {
 		return nil, nil
 	}
 	if u, err := uuid.Parse(p.ID); err != nil || len(p.ID) != 36 || u.String() != strings.ToLower(p.ID) {

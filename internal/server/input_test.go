@@ -97,6 +97,13 @@ func TestBodiesThatAreNotTheReferenceAreRefused(t *testing.T) {
 		{"no body, no content type, optional body", "POST", "/v3/webhooks/" + hook.ID + "/test", "", nil, 200, ""},
 		{"no body, no content type, renew", "POST", "/v3/licenses/" + l.ID + "/renew", "", nil, 200, ""},
 		{"same key in sibling objects", "POST", "/v3/products", `{"name":"ok","metadata":{"a":{"k":1},"b":{"k":1}}}`, json, 201, ""},
+		// Metadata nests at most 62 levels, so that the event's body, which
+		// holds it two levels in, nests at most 64; a body past 64 is
+		// refused before it is decoded.
+		{"metadata 62 levels deep", "POST", "/v3/products", `{"name":"deep","metadata":` + nested(62) + `}`, json, 201, ""},
+		{"metadata 63 levels deep", "POST", "/v3/products", `{"name":"x","metadata":` + nested(63) + `}`, json, 422, "metadata"},
+		{"a body 65 levels deep", "POST", "/v3/products", `{"name":"x","metadata":` + nested(64) + `}`, json, 400, ""},
+		{"a patch 65 levels deep", "PATCH", "/v3/licenses/" + l.ID, `{"metadata":` + nested(64) + `}`, json, 400, ""},
 	} {
 		got, prob := send(t, h, c.method, c.path, c.body, c.header...)
 		if got != c.want || fieldOf(prob) != c.field {
@@ -105,9 +112,14 @@ func TestBodiesThatAreNotTheReferenceAreRefused(t *testing.T) {
 	}
 	var list struct{ Data []map[string]any }
 	h.Must(200, "GET", "/v3/products", nil, &list)
-	if len(list.Data) != 2 {
-		t.Errorf("%d products; want the first and the valid one: %v", len(list.Data), list.Data)
+	if len(list.Data) != 3 {
+		t.Errorf("%d products; want the first and the two valid ones: %v", len(list.Data), list.Data)
 	}
+}
+
+// nested is a JSON object nested depth levels.
+func nested(depth int) string {
+	return strings.Repeat(`{"a":`, depth-1) + "{}" + strings.Repeat("}", depth-1)
 }
 
 // A control character in any single-line text field of the API is refused

@@ -100,3 +100,42 @@ func TestPrivateNetworksAllowedStillRefuseMetadata(t *testing.T) {
 		t.Errorf("%d webhooks; want only the loopback one", len(list.Data))
 	}
 }
+
+// A URL's host is checked as the dialer will read it: "①②⑦.⓪.⓪.①", which
+// IDNA maps to 127.0.0.1, and "metadata.google.internal." with its
+// trailing dot were saved, to be refused only at every connection. With
+// the guard on both are refused when saved; with private networks allowed
+// the metadata name still is (and the loopback one is saved, as its
+// connections are allowed too). Each is decided without a lookup and
+// nothing is sent: no event fires.
+func TestURLsAreCheckedAsTheDialerReadsThem(t *testing.T) {
+	t.Parallel()
+	create := func(h *heraldtest.Herald, u string) (int, string) {
+		var p struct {
+			Errors []struct{ Field, Detail string }
+		}
+		got := h.Do("POST", "/v3/webhooks", map[string]any{"name": "n", "url": u, "events": []string{"license.created"}}, &p)
+		if len(p.Errors) == 0 {
+			return got, ""
+		}
+		return got, p.Errors[0].Field + ": " + p.Errors[0].Detail
+	}
+	guarded := heraldtest.Start(t, heraldtest.Options{DenyPrivate: true})
+	for _, u := range []string{
+		"http://①②⑦.⓪.⓪.①/", "http://１２７.０.０.１:8080/hook", "http://ｌｏｃａｌｈｏｓｔ/",
+		"http://metadata.google.internal./", "http://METADATA.google.internal/computeMetadata/v1/", "http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/",
+	} {
+		if got, field := create(guarded, u); got != 422 || !strings.HasPrefix(field, "url: ") {
+			t.Errorf("guard on, %s: %d %q; want 422 naming url", u, got, field)
+		}
+	}
+	open := heraldtest.Start(t, heraldtest.Options{}) // private networks allowed, metadata not
+	for _, u := range []string{"http://metadata.google.internal./", "http://metadata.google.internal/", "http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/"} {
+		if got, field := create(open, u); got != 422 || field != "url: resolves to a cloud metadata address" {
+			t.Errorf("private networks allowed, %s: %d %q; want 422: url resolves to a cloud metadata address", u, got, field)
+		}
+	}
+	if got, field := create(open, "http://①②⑦.⓪.⓪.①:9/"); got != 201 {
+		t.Errorf("private networks allowed, a loopback address however written: %d %q; want it saved", got, field)
+	}
+}

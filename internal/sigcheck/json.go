@@ -1,16 +1,18 @@
 package sigcheck
 
 import (
-	"bytes"
+	"bufio"
 	"cmp"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
 // member is one key of a parsed object, in the order it came.
@@ -23,54 +25,128 @@ type member struct {
 // serialisers below differ precisely in whether they keep it.
 type object []member
 
-// parseJSON reads one JSON value keeping key order and numbers as written.
+// parseJSON reads one JSON value keeping key order and numbers as written
+// (as json.Number), strings, booleans and null as encoding/json reads them.
+// A value nested deeper than jsonlimit.MaxDepth is refused before it is
+// read: herald sends none, and the recursion below and the indented
+// serialisers would otherwise pay for every level at every value.
+//
+// encoding/json checks the syntax; the tree is built here, by hand,
+// because json.Decoder.Token costs some 120 bytes a token, 60 times the
+// smallest ones, where this costs what the tree holds.
 func parseJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	v, err := parseValue(dec)
-	if err != nil {
+	if err := jsonlimit.Check(b); err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err == nil {
-		return nil, errors.New("more than one JSON value")
+	if !json.Valid(b) {
+		return nil, errors.New("not one well-formed JSON value")
 	}
-	return v, nil
+	p := parser{b: b}
+	return p.value(), nil
 }
 
-func parseValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
+// parser reads a document json.Valid has accepted, so it meets no error.
+type parser struct {
+	b []byte
+	i int
+}
+
+func (p *parser) space() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
 	}
-	switch tok {
-	case json.Delim('{'):
+}
+
+// next skips space and returns the byte that follows.
+func (p *parser) next() byte {
+	p.space()
+	return p.b[p.i]
+}
+
+func (p *parser) value() any {
+	switch c := p.next(); c {
+	case '{':
+		p.i++
 		var o object
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			v, err := parseValue(dec)
-			if err != nil {
-				return nil, err
-			}
-			o = append(o, member{key: k.(string), value: v})
+		if p.next() == '}' {
+			p.i++
+			return o
 		}
-		_, err := dec.Token()
-		return o, err
-	case json.Delim('['):
+		for {
+			p.next()
+			k := p.str()
+			p.next()
+			p.i++ // the colon
+			o = append(o, member{key: k, value: p.value()})
+			if p.next() == ',' {
+				p.i++
+				continue
+			}
+			p.i++ // the closing brace
+			return o
+		}
+	case '[':
+		p.i++
 		a := []any{}
-		for dec.More() {
-			v, err := parseValue(dec)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
+		if p.next() == ']' {
+			p.i++
+			return a
 		}
-		_, err := dec.Token()
-		return a, err
+		for {
+			a = append(a, p.value())
+			if p.next() == ',' {
+				p.i++
+				continue
+			}
+			p.i++ // the closing bracket
+			return a
+		}
+	case '"':
+		return p.str()
+	case 't':
+		p.i += len("true")
+		return true
+	case 'f':
+		p.i += len("false")
+		return false
+	case 'n':
+		p.i += len("null")
+		return nil
 	}
-	return tok, nil
+	start := p.i
+	for p.i < len(p.b) && strings.IndexByte("+-0123456789.eE", p.b[p.i]) >= 0 {
+		p.i++
+	}
+	return json.Number(p.b[start:p.i])
+}
+
+// str reads the string at p.i. One without escapes, in valid UTF-8, is its
+// bytes; any other is decoded by encoding/json, which writes invalid UTF-8
+// and lone surrogates as U+FFFD.
+func (p *parser) str() string {
+	start := p.i
+	p.i++
+	escaped := false
+	for p.b[p.i] != '"' {
+		if p.b[p.i] == '\\' {
+			escaped = true
+			p.i++
+		}
+		p.i++
+	}
+	p.i++
+	lit := p.b[start:p.i]
+	if !escaped && utf8.Valid(lit) {
+		return string(lit[1 : len(lit)-1])
+	}
+	var s string
+	json.Unmarshal(lit, &s) // a string json.Valid accepted
+	return s
 }
 
 // style is how a library writes JSON.
@@ -88,13 +164,10 @@ type style struct {
 	js bool
 }
 
-func (s style) write(v any) []byte {
-	var b bytes.Buffer
-	s.value(&b, v, 0)
-	return b.Bytes()
-}
+// write writes v as the style does.
+func (s style) write(b *bufio.Writer, v any) { s.value(b, v, 0) }
 
-func (s style) value(b *bytes.Buffer, v any, depth int) {
+func (s style) value(b *bufio.Writer, v any, depth int) {
 	switch v := v.(type) {
 	case object:
 		switch {
@@ -120,13 +193,13 @@ func (s style) value(b *bytes.Buffer, v any, depth int) {
 			b.WriteString(string(v))
 		}
 	case bool:
-		fmt.Fprint(b, v)
+		b.WriteString(strconv.FormatBool(v))
 	case nil:
 		b.WriteString("null")
 	}
 }
 
-func (s style) container(b *bytes.Buffer, open, close byte, n, depth int, item func(int)) {
+func (s style) container(b *bufio.Writer, open, close byte, n, depth int, item func(int)) {
 	b.WriteByte(open)
 	if n == 0 {
 		b.WriteByte(close)
@@ -140,20 +213,25 @@ func (s style) container(b *bytes.Buffer, open, close byte, n, depth int, item f
 				b.WriteString(or(s.itemSep, ","))
 			}
 		}
-		if s.indent != "" {
-			b.WriteByte('\n')
-			b.WriteString(strings.Repeat(s.indent, depth+1))
-		}
+		s.newline(b, depth+1)
 		item(i)
 	}
-	if s.indent != "" {
-		b.WriteByte('\n')
-		b.WriteString(strings.Repeat(s.indent, depth))
-	}
+	s.newline(b, depth)
 	b.WriteByte(close)
 }
 
-func (s style) str(b *bytes.Buffer, v string) {
+// newline starts a line indented depth times, when the style indents.
+func (s style) newline(b *bufio.Writer, depth int) {
+	if s.indent == "" {
+		return
+	}
+	b.WriteByte('\n')
+	for range depth {
+		b.WriteString(s.indent)
+	}
+}
+
+func (s style) str(b *bufio.Writer, v string) {
 	b.WriteByte('"')
 	for _, r := range v {
 		switch {
@@ -171,21 +249,33 @@ func (s style) str(b *bytes.Buffer, v string) {
 		case r == '\f':
 			b.WriteString(`\f`)
 		case r < 0x20, s.htmlEscape && (r == '<' || r == '>' || r == '&'), s.htmlEscape && (r == 0x2028 || r == 0x2029):
-			fmt.Fprintf(b, `\u%04x`, r)
+			escape(b, r)
 		case r == '/' && s.escapeSlash:
 			b.WriteString(`\/`)
 		case r >= 0x80 && s.asciiEscape:
 			if r > 0xFFFF {
 				hi, lo := utf16.EncodeRune(r)
-				fmt.Fprintf(b, `\u%04x\u%04x`, hi, lo)
+				escape(b, hi)
+				escape(b, lo)
 			} else {
-				fmt.Fprintf(b, `\u%04x`, r)
+				escape(b, r)
 			}
 		default:
 			b.WriteRune(r)
 		}
 	}
 	b.WriteByte('"')
+}
+
+// escape writes r, a character of the Basic Multilingual Plane or half of
+// a surrogate pair, as \uXXXX with lower-case hex digits, as the libraries
+// write it.
+func escape(b *bufio.Writer, r rune) {
+	const hex = "0123456789abcdef"
+	b.WriteString(`\u`)
+	for shift := 12; shift >= 0; shift -= 4 {
+		b.WriteByte(hex[r>>shift&0xF])
+	}
 }
 
 func or(s, fallback string) string {

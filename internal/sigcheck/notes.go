@@ -3,9 +3,12 @@ package sigcheck
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
 // Note is something the body shows by itself that no herald body has:
@@ -21,7 +24,9 @@ var payloadKeys = []string{"id", "event", "data", "triggeredAt"}
 
 var nonASCIIEscape = regexp.MustCompile(`\\u00[89a-fA-F][0-9a-fA-F]|\\u0[1-9a-fA-F][0-9a-fA-F]{2}|\\u[1-9a-fA-F][0-9a-fA-F]{3}`)
 
-func notes(body []byte) []Note {
+// notes reads what the body shows by itself; tree is the parsed body when
+// parsed.
+func notes(body []byte, tree any, parsed bool) []Note {
 	var out []Note
 	add := func(c Category, text string) { out = append(out, Note{Category: c, Text: text}) }
 	if len(body) == 0 {
@@ -44,6 +49,10 @@ func notes(body []byte) []Note {
 	if nonASCIIEscape.Match(body) {
 		add(Reserialised, "The body escapes non-ASCII characters as \\uXXXX; herald sends them as raw UTF-8.")
 	}
+	if jsonlimit.Check(body) != nil {
+		add("", fmt.Sprintf("The body nests deeper than %d levels; herald's bodies never do, so it is not a whole herald body.", jsonlimit.MaxDepth))
+		return out
+	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, body); err != nil {
 		add("", "The body is not valid JSON, so it is not a whole herald body: it may be cut short or edited.")
@@ -52,8 +61,8 @@ func notes(body []byte) []Note {
 	if !bytes.Equal(compact.Bytes(), bytes.TrimSpace(body)) {
 		add(Reserialised, "The body has spaces or line breaks between its JSON tokens; herald's bodies are compact.")
 	}
-	if v, err := parseJSON(body); err == nil {
-		if o, ok := v.(object); ok {
+	if parsed {
+		if o, ok := tree.(object); ok {
 			var keys []string
 			for _, m := range o {
 				keys = append(keys, m.key)

@@ -5,11 +5,15 @@
 // reproduces the receiver's signature. Causes are computed, never guessed:
 // each one names a transformation of the body, the token or the signature
 // whose HMAC equals what the receiver has. It imports only the receiver
-// package, so its verdicts use the very signing code of a delivery.
+// package, so its verdicts use the very signing code of a delivery, and
+// jsonlimit, so it reads a pasted body within the depth every herald body
+// keeps to.
 package sigcheck
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -17,6 +21,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"hash"
+	"io"
+	"slices"
 	"strings"
 
 	"github.com/heraldhq/herald/webhook"
@@ -77,7 +83,9 @@ type Report struct {
 // Check computes the report for in.
 func Check(in Input) Report {
 	r := Report{Signature: webhook.Sign(in.Token, in.Body), Given: strings.TrimSpace(in.Signature)}
-	r.Notes = notes(in.Body)
+	tree, err := parseJSON(in.Body)
+	parsed := err == nil
+	r.Notes = notes(in.Body, tree, parsed)
 	if in.Sent != nil {
 		r.Sent, r.SentSame = true, bytes.Equal(in.Sent, in.Body)
 		r.SentSignature = webhook.Sign(in.Token, in.Sent)
@@ -97,13 +105,14 @@ func Check(in Input) Report {
 	if r.MatchesSent {
 		return r
 	}
-	r.Causes = causes(in, r.Given)
+	r.Causes = causes(in, tree, parsed, r.Given)
 	if len(r.Causes) == 0 && r.Sent && !r.SentSame {
 		// The receiver hashed a variant of what it was sent, and the
 		// pasted body is another: start from the sent bytes.
 		sent := in
 		sent.Body = in.Sent
-		r.Causes = causes(sent, r.Given)
+		tree, err := parseJSON(in.Sent)
+		r.Causes = causes(sent, tree, err == nil, r.Given)
 	}
 	return r
 }
@@ -162,36 +171,75 @@ func keys(in Input) []key {
 
 // causes finds every combination of a body variant and a key whose
 // HMAC-SHA256 is the given signature (decoded every way a signature is
-// commonly written), then signatures made with another hash.
-func causes(in Input, given string) []Cause {
+// commonly written), then signatures made with another hash. tree is the
+// parsed body when parsed.
+//
+// Each variant is written once into the HMACs of every key together and
+// a SHA-256 that tells a variant equal to an earlier one (left out), so
+// that memory stays a small multiple of the body whatever the variants'
+// size.
+func causes(in Input, tree any, parsed bool, given string) []Cause {
 	macs, format := decodings(given)
-	bodies := variants(in.Body)
+	ks := keys(in)
+	hashes := make([]hash.Hash, len(ks))
+	writers := make([]io.Writer, len(ks)+1)
+	for i, k := range ks {
+		hashes[i] = hmac.New(sha256.New, k.bytes)
+		writers[i] = hashes[i]
+	}
+	digest := sha256.New()
+	writers[len(ks)] = digest
+	w := bufio.NewWriter(io.MultiWriter(writers...))
+	type match struct {
+		key, variant int
+		cause        Cause
+	}
+	var matches []match
+	seen := map[[sha256.Size]byte]bool{}
+	var sum []byte
+	for vi, v := range variants(in.Body, tree, parsed) {
+		for _, h := range hashes {
+			h.Reset()
+		}
+		digest.Reset()
+		v.write(w)
+		w.Flush()
+		var d [sha256.Size]byte
+		digest.Sum(d[:0])
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		for ki, h := range hashes {
+			sum = h.Sum(sum[:0])
+			for i, mac := range macs {
+				if hmac.Equal(sum, mac) {
+					matches = append(matches, match{ki, vi, combine(v.cause, ks[ki].cause, format[i])})
+				}
+			}
+		}
+	}
+	// Causes come key by key, then variant by variant: the token as it is
+	// first, the exact body first.
+	slices.SortStableFunc(matches, func(a, b match) int {
+		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.variant, b.variant))
+	})
 	var out []Cause
-	seen := map[string]bool{}
+	seenCause := map[string]bool{}
 	addCause := func(c Cause) {
-		if !seen[c.Summary] {
-			seen[c.Summary] = true
+		if !seenCause[c.Summary] {
+			seenCause[c.Summary] = true
 			out = append(out, c)
 		}
 	}
-	for _, k := range keys(in) {
-		for _, v := range bodies {
-			m := hmac.New(sha256.New, k.bytes)
-			m.Write(v.body)
-			sum := m.Sum(nil)
-			for i, mac := range macs {
-				if !hmac.Equal(sum, mac) {
-					continue
-				}
-				c := combine(v.cause, k.cause, format[i])
-				if c.Summary == "" {
-					// Base64 decoding skips line breaks: the same MAC, other text.
-					c = Cause{Categories: []Category{Format}, Summary: "The receiver's signature holds the right HMAC with extra characters (such as line breaks) inside.",
-						Fix: "Compare against the header's value exactly, with nothing added."}
-				}
-				addCause(c)
-			}
+	for _, m := range matches {
+		c := m.cause
+		if c.Summary == "" {
+			// Base64 decoding skips line breaks: the same MAC, other text.
+			c = Cause{Categories: []Category{Format}, Summary: "The receiver's signature holds the right HMAC with extra characters (such as line breaks) inside.",
+				Fix: "Compare against the header's value exactly, with nothing added."}
 		}
+		addCause(c)
 	}
 	if len(out) > 0 {
 		return out

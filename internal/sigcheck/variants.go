@@ -1,60 +1,69 @@
 package sigcheck
 
 import (
+	"bufio"
 	"bytes"
 	"unicode/utf8"
 )
 
-// variant is the body as a receiver may have turned it before hashing.
+// variant is the body as a receiver may have turned it before hashing. It
+// is written out on demand, straight into the hashes that test it, so that
+// no variant is held in memory: the indented ones are many times the size
+// of the body.
 type variant struct {
-	body  []byte
+	write func(w *bufio.Writer)
 	cause *Cause // nil: the exact bytes
 }
 
 // variants lists the body and what common receiver code makes of it:
 // whitespace trimmed or added, line endings changed, the text put through
-// another encoding, and the JSON re-serialised the ways common libraries
-// write it. Variants equal to the body itself are left out.
-func variants(body []byte) []variant {
-	out := []variant{{body: body}}
-	add := func(b []byte, cat Category, summary, fix string) {
-		for _, v := range out {
-			if bytes.Equal(v.body, b) {
-				return
-			}
-		}
-		out = append(out, variant{body: b, cause: &Cause{Categories: []Category{cat}, Summary: summary, Fix: fix}})
+// another encoding, and, when tree is the parsed body, the JSON
+// re-serialised the ways common libraries write it. Variants equal to the
+// body itself or to an earlier one are left out by causes.
+func variants(body []byte, tree any, parsed bool) []variant {
+	out := []variant{{write: bytesOf(body)}}
+	add := func(write func(w *bufio.Writer), cat Category, summary, fix string) {
+		out = append(out, variant{write: write, cause: &Cause{Categories: []Category{cat}, Summary: summary, Fix: fix}})
 	}
 	const rawFix = "Hash the raw request body exactly as received, before any parsing or decoding."
 
-	add(bytes.TrimSpace(body), Whitespace, "The receiver trims whitespace from the body before hashing it.", rawFix)
-	add(append(bytes.Clone(body), '\n'), Whitespace, "The receiver hashes the body with a line break added at its end.", rawFix)
-	add(append(bytes.Clone(body), '\r', '\n'), Whitespace, "The receiver hashes the body with a CRLF added at its end.", rawFix)
-	add(bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n")), Whitespace,
+	add(bytesOf(bytes.TrimSpace(body)), Whitespace, "The receiver trims whitespace from the body before hashing it.", rawFix)
+	add(bytesOf(body, '\n'), Whitespace, "The receiver hashes the body with a line break added at its end.", rawFix)
+	add(bytesOf(body, '\r', '\n'), Whitespace, "The receiver hashes the body with a CRLF added at its end.", rawFix)
+	add(func(w *bufio.Writer) { w.Write(bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))) }, Whitespace,
 		"The receiver's copy has LF line endings where this body has CRLF.", "Hash the bytes as received; do not convert line endings.")
-	add(bytes.ReplaceAll(bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n")), Whitespace,
+	add(func(w *bufio.Writer) {
+		w.Write(bytes.ReplaceAll(bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n")))
+	}, Whitespace,
 		"The receiver's copy has CRLF line endings where this body has LF.", "Hash the bytes as received; do not convert line endings.")
 
-	if l1, ok := toLatin1(body); ok {
-		add(l1, Encoding, "The receiver re-encodes the body as Latin-1 (ISO-8859-1) before hashing it: accented letters change bytes, and characters Latin-1 lacks become ?.",
+	if utf8.Valid(body) {
+		add(func(w *bufio.Writer) { writeLatin1(w, body) }, Encoding, "The receiver re-encodes the body as Latin-1 (ISO-8859-1) before hashing it: accented letters change bytes, and characters Latin-1 lacks become ?.",
 			"Hash the UTF-8 bytes as received; do not decode and re-encode the text.")
 	}
-	add(latin1ToUTF8(body), Encoding, "The receiver reads the UTF-8 body as Latin-1 (or Windows-1252) and hashes it re-encoded as UTF-8, so each accented letter is encoded twice (Zoë becomes ZoÃ«).",
+	add(func(w *bufio.Writer) { writeLatin1AsUTF8(w, body) }, Encoding, "The receiver reads the UTF-8 body as Latin-1 (or Windows-1252) and hashes it re-encoded as UTF-8, so each accented letter is encoded twice (Zoë becomes ZoÃ«).",
 		"Hash the raw bytes; if the framework decodes the body, read it as UTF-8 or, better, as bytes.")
-	add(append([]byte{0xEF, 0xBB, 0xBF}, body...), Encoding, "The receiver hashes the body with a UTF-8 byte order mark in front.", rawFix)
+	add(func(w *bufio.Writer) { w.Write([]byte{0xEF, 0xBB, 0xBF}); w.Write(body) }, Encoding, "The receiver hashes the body with a UTF-8 byte order mark in front.", rawFix)
 	if b, ok := bytes.CutPrefix(body, []byte{0xEF, 0xBB, 0xBF}); ok {
-		add(b, Encoding, "The receiver drops the body's byte order mark before hashing.", rawFix)
+		add(bytesOf(b), Encoding, "The receiver drops the body's byte order mark before hashing.", rawFix)
 	}
 
-	tree, err := parseJSON(body)
-	if err != nil {
+	if !parsed {
 		return out
 	}
 	for _, s := range serialisers {
-		add(s.style.write(tree), Reserialised, "The receiver parses the JSON and hashes it written out again: "+s.name+".",
+		add(func(w *bufio.Writer) { s.style.write(w, tree) }, Reserialised, "The receiver parses the JSON and hashes it written out again: "+s.name+".",
 			"Hash the raw request body before parsing it; re-serialising does not reproduce herald's bytes (key order, spaces and escapes differ).")
 	}
 	return out
+}
+
+// bytesOf writes b, then more.
+func bytesOf(b []byte, more ...byte) func(w *bufio.Writer) {
+	return func(w *bufio.Writer) {
+		w.Write(b)
+		w.Write(more)
+	}
 }
 
 // serialisers are the ways common libraries write parsed JSON back out.
@@ -79,29 +88,22 @@ var serialisers = []struct {
 	{"compact (json_encode with JSON_UNESCAPED_UNICODE, Ruby's to_json)", style{}},
 }
 
-// toLatin1 encodes the UTF-8 text body as ISO-8859-1, each character
-// Latin-1 lacks written as ?, as Python's errors="replace" and Java's
-// getBytes do; false when the body is not UTF-8.
-func toLatin1(body []byte) ([]byte, bool) {
-	if !utf8.Valid(body) {
-		return nil, false
-	}
-	out := make([]byte, 0, len(body))
+// writeLatin1 writes the UTF-8 text body encoded as ISO-8859-1, each
+// character Latin-1 lacks written as ?, as Python's errors="replace" and
+// Java's getBytes do.
+func writeLatin1(w *bufio.Writer, body []byte) {
 	for _, r := range string(body) {
 		if r > 0xFF {
 			r = '?'
 		}
-		out = append(out, byte(r))
+		w.WriteByte(byte(r))
 	}
-	return out, true
 }
 
-// latin1ToUTF8 reads each byte as a Latin-1 character and writes it as
-// UTF-8: what a receiver that decodes UTF-8 bytes as Latin-1 hashes.
-func latin1ToUTF8(body []byte) []byte {
-	out := make([]byte, 0, len(body)+len(body)/4)
+// writeLatin1AsUTF8 reads each byte as a Latin-1 character and writes it
+// as UTF-8: what a receiver that decodes UTF-8 bytes as Latin-1 hashes.
+func writeLatin1AsUTF8(w *bufio.Writer, body []byte) {
 	for _, c := range body {
-		out = utf8.AppendRune(out, rune(c))
+		w.WriteRune(rune(c))
 	}
-	return out
 }

@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/jsonlimit"
 	"github.com/heraldhq/herald/internal/tracing"
 )
 
@@ -61,7 +61,7 @@ func (tx *Tx) fire(ctx context.Context, accountID string, kind event.Kind, data 
 			return "", fmt.Errorf("match webhooks: %w", err)
 		}
 		var kinds []event.Kind
-		if err := json.Unmarshal([]byte(events), &kinds); err != nil {
+		if err := jsonlimit.Unmarshal([]byte(events), &kinds); err != nil {
 			rows.Close()
 			return "", fmt.Errorf("webhook %s events: %w", wid, err)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
 // Header is one header line of an attempt, as sent or as answered.
@@ -75,7 +77,7 @@ func decodeHeaders(s *string) (*AttemptHeaders, error) {
 		return nil, nil
 	}
 	var in headersJSON
-	if err := json.Unmarshal([]byte(*s), &in); err != nil {
+	if err := jsonlimit.Unmarshal([]byte(*s), &in); err != nil {
 		return nil, fmt.Errorf("decode attempt headers: %w", err)
 	}
 	h := &AttemptHeaders{Omitted: in.Omitted}

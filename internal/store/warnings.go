@@ -3,13 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
 // What an email is about (emails.kind).
@@ -52,7 +52,7 @@ func parseFailure(s sql.NullString) *event.Failure {
 		return nil
 	}
 	var f event.Failure
-	if json.Unmarshal([]byte(s.String), &f) != nil {
+	if jsonlimit.Unmarshal([]byte(s.String), &f) != nil {
 		return nil
 	}
 	return &f

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
 // Health is a webhook's operational state.
@@ -146,7 +147,7 @@ func scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (Webhook, er
 	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
-	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
+	if err := jsonlimit.Unmarshal([]byte(events), &w.Events); err != nil {
 		return Webhook{}, fmt.Errorf("webhook %s events: %w", w.ID, err)
 	}
 	w.Status, w.CreatedAt, w.UpdatedAt, w.LeftHealthyAt = Health(status), fromMS(c), fromMS(u), optTime(left)
