@@ -12,11 +12,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/admission"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/listen"
 	"github.com/heraldhq/herald/internal/ratelimit"
@@ -103,6 +105,17 @@ func (e *envFlags) usage(w io.Writer) {
 			}
 		}
 	}
+}
+
+// given says whether the flag was set on the command line or through its
+// variable, rather than left at its default.
+func (e *envFlags) given(name, env string) bool {
+	if _, ok := os.LookupEnv(env); ok {
+		return true
+	}
+	set := false
+	e.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func (e *envFlags) env(name, def string) string {
@@ -298,6 +311,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e.Group("Limits")
 	rateLimit := e.Int("rate-limit", "HERALD_RATE_LIMIT", server.DefaultRateLimit, "API requests per second one API token (or portal session) may make, with bursts of twice as many; 0: no limit")
 	rateAnon := e.Int("rate-limit-anonymous", "HERALD_RATE_LIMIT_ANONYMOUS", server.DefaultRateLimitAnonymous, "requests per second one client address may make without valid credentials, with bursts of twice as many; 0: no limit")
+	bodies := e.String("max-request-bodies", "HERALD_MAX_REQUEST_BODIES", "16MiB", "bytes of request bodies in flight at once, all requests together; past it a request is answered 503 with Retry-After")
+	maxConns := e.Int("max-connections", "HERALD_MAX_CONNECTIONS", 0, "inbound connections open at once; past it a new one is closed (default: half the descriptor limit)")
+	maxConnsAddr := e.Int("max-connections-per-address", "HERALD_MAX_CONNECTIONS_PER_ADDRESS", 0, "of those, from one client address, trusted proxies exempt (default: a quarter of --max-connections)")
+	memLimit := e.String("memory-limit", "HERALD_MEMORY_LIMIT", "512MiB", "soft memory limit of the Go runtime (its GOMEMLIMIT): past it the garbage collector works harder; 0 for none (default: 512MiB, or GOMEMLIMIT when that is set)")
 	proxies := e.String("trusted-proxies", "HERALD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client (default: none; the connection's address is the client's)")
 	e.Group("Logs and diagnostics")
 	cpuProfile := e.String("cpu-profile", "HERALD_CPU_PROFILE", "", "write a CPU profile of the whole run to this `file` when herald stops, for go tool pprof (off by default)")
@@ -354,9 +371,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else if keepBody == 0 {
 		keepBody = -1 // delivery.Config's "none"
 	}
+	bodyBytes, err := parseSize(*bodies, 1<<40)
+	if err != nil {
+		v = append(v, "--max-request-bodies: "+err.Error())
+	} else if bodyBytes < server.MinBodiesInFlight {
+		v = append(v, fmt.Sprintf("--max-request-bodies must be at least %s, the largest body the API takes", sizeText(server.MinBodiesInFlight)))
+	}
+	if *maxConns < 0 || *maxConnsAddr < 0 {
+		v = append(v, "--max-connections and --max-connections-per-address must not be negative (0: derived from the descriptor limit)")
+	}
+	memBytes, err := parseSize(*memLimit, 1<<40)
+	if err != nil {
+		v = append(v, "--memory-limit: "+err.Error())
+	}
 	if len(v) > 0 {
 		return errors.New(strings.Join(v, "; "))
 	}
+	setMemoryLimit(e, int64(memBytes))
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
@@ -420,6 +451,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Retention:   retention.Config{Keep: retain},
 		NoAccessLog: !*accessLog,
 		RateLimit:   offIfZero(*rateLimit), RateLimitAnonymous: offIfZero(*rateAnon), TrustedProxies: trusted,
+		BodiesInFlight: int64(bodyBytes), Conns: admission.Conns{Total: *maxConns, PerAddress: *maxConnsAddr},
 		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
 		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout, Tracer: tp.Tracer(),
 	})
@@ -427,6 +459,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return srv.Run(ctx, ln)
+}
+
+// setMemoryLimit sets the runtime's soft memory limit, unless GOMEMLIMIT
+// is set and --memory-limit (or its variable) is not: then the runtime has
+// read GOMEMLIMIT already, and it stands. 0 lifts the limit.
+func setMemoryLimit(e *envFlags, n int64) {
+	if os.Getenv("GOMEMLIMIT") != "" && !e.given("memory-limit", "HERALD_MEMORY_LIMIT") {
+		return
+	}
+	if n == 0 {
+		n = math.MaxInt64
+	}
+	debug.SetMemoryLimit(n)
 }
 
 // minOperatorToken is the shortest --operator-token: 32 characters of a
@@ -559,7 +604,7 @@ func parseSize(text string, max int) (int, error) {
 	for _, u := range []struct {
 		suffix string
 		n      int
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"B", 1}} { // "B" last: it ends the others
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} { // "B" last: it ends the others
 		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
 			s, unit = strings.TrimSpace(rest), u.n
 			break
@@ -567,7 +612,20 @@ func parseSize(text string, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 || n > max/unit {
-		return 0, fmt.Errorf("%q: want a size from 0 to %dKiB, such as 4KiB or 4096 (bytes)", text, max>>10)
+		return 0, fmt.Errorf("%q: want a size from 0 to %s, such as 4KiB, 16MiB or 4096 (bytes)", text, sizeText(max))
 	}
 	return n * unit, nil
+}
+
+// sizeText writes n bytes in the largest unit that divides it.
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return strconv.Itoa(n>>30) + "GiB"
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + "MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + "KiB"
+	}
+	return strconv.Itoa(n) + " bytes"
 }

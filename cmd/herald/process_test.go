@@ -94,7 +94,15 @@ type proc struct {
 // environment; it is killed when the test ends.
 func command(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	return commandUnder(t, env, nil, args...)
+}
+
+// commandUnder is command run under a wrapper program, such as prlimit:
+// wrapper then the binary's path then args.
+func commandUnder(t *testing.T, env, wrapper []string, args ...string) *proc {
+	t.Helper()
+	argv := append(append(append([]string(nil), wrapper...), binary(t)), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	out := new(heraldtest.Output)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -131,7 +139,13 @@ func (p *proc) stop(t *testing.T, sig os.Signal) *os.ProcessState {
 // startServe runs `herald serve` on addr and waits until it is ready.
 func startServe(t *testing.T, env []string, addr string) *proc {
 	t.Helper()
-	p := command(t, append(env, "HERALD_ADDR="+addr), "serve")
+	return startServeUnder(t, env, nil, addr)
+}
+
+// startServeUnder is startServe under a wrapper program (see commandUnder).
+func startServeUnder(t *testing.T, env, wrapper []string, addr string) *proc {
+	t.Helper()
+	p := commandUnder(t, append(env, "HERALD_ADDR="+addr), wrapper, "serve")
 	p.url = "http://" + addr
 	heraldtest.Eventually(t, 20*time.Second, "herald serve to be ready", func() bool {
 		resp, err := http.Get(p.url + "/readyz")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/heraldhq/herald/internal/admission"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
@@ -79,11 +80,16 @@ func unsupported(detail string) error {
 	return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type", detail)
 }
 
-// readProblem answers a body that could not be read: too large (413), or
-// too slow, cut by the server's read deadline (408).
+// readProblem answers a body that could not be read: too large (413), too
+// slow, cut by the server's read deadline (408), or refused because the
+// bodies in flight are at their bound (503, with the Retry-After the bound
+// set).
 func readProblem(err error) error {
 	var tooLarge *http.MaxBytesError
 	switch {
+	case admission.IsBusy(err):
+		return problem(http.StatusServiceUnavailable, "busy", "Busy",
+			"herald is reading as many request bodies as it may hold at once; nothing was changed, retry after the Retry-After seconds")
 	case errors.As(err, &tooLarge):
 		return problem(http.StatusRequestEntityTooLarge, "body-too-large", "Body too large",
 			fmt.Sprintf("the body must be at most %d bytes", MaxBody))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/heraldhq/herald/internal/accesslog"
+	"github.com/heraldhq/herald/internal/admission"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
 )
@@ -45,6 +46,8 @@ const (
 func formError(err error) error {
 	var tooLarge *http.MaxBytesError
 	switch {
+	case admission.IsBusy(err):
+		return &httpError{Code: http.StatusServiceUnavailable, Msg: "herald is busy reading other requests. Nothing was changed; send the form again in a moment.", Err: err}
 	case errors.As(err, &tooLarge):
 		return &httpError{Code: http.StatusRequestEntityTooLarge, Msg: "The form is too large to read.", Err: err}
 	case errors.Is(err, os.ErrDeadlineExceeded):

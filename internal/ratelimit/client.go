@@ -36,7 +36,8 @@ func ParseProxies(list string) (Proxies, error) {
 	return out, nil
 }
 
-func (p Proxies) trusts(a netip.Addr) bool {
+// Trusts says whether a is one of the proxies.
+func (p Proxies) Trusts(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, pr := range p {
 		if pr.Contains(a) {
@@ -57,7 +58,7 @@ func (p Proxies) ClientAddr(r *http.Request) string {
 		return host
 	}
 	peer = peer.Unmap()
-	if !p.trusts(peer) {
+	if !p.Trusts(peer) {
 		return peer.String()
 	}
 	var hops []string
@@ -71,7 +72,7 @@ func (p Proxies) ClientAddr(r *http.Request) string {
 			break // not written by a proxy we trust: stop believing here
 		}
 		client = a.Unmap()
-		if !p.trusts(client) {
+		if !p.Trusts(client) {
 			break
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accesslog"
+	"github.com/heraldhq/herald/internal/admission"
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
@@ -151,7 +152,28 @@ type Config struct {
 	// ReminderClock is the clock reminders fall due by (time.Now when
 	// nil): tests move it to make them due without waiting days.
 	ReminderClock func() time.Time
+
+	// BodiesInFlight bounds the bytes of request bodies being read or held
+	// by requests in progress, all together; past it a request is answered
+	// 503 with Retry-After. 0 means DefaultBodiesInFlight.
+	BodiesInFlight int64
+	// Conns bounds the inbound connections on the API's listener, in all
+	// and per client address (trusted proxies exempt from the latter).
+	// Zero fields are derived from the process's descriptor limit
+	// (admission.ConnsFor): half of it in all, a quarter of that per
+	// address.
+	Conns admission.Conns
 }
+
+// DefaultBodiesInFlight is the default bound on request bodies in flight:
+// room for 16 bodies of the largest size the API takes at once, or
+// thousands of ordinary ones (a license is a few hundred bytes), and a
+// bound on what hostile bodies can make the process hold.
+const DefaultBodiesInFlight = 16 << 20
+
+// MinBodiesInFlight is the smallest bound that still lets through one body
+// of the largest size the API takes.
+const MinBodiesInFlight = api.MaxBody
 
 // DefaultReminderCheck is how often herald looks for suspended webhooks
 // whose reminder is due: a reminder is at most this late.
@@ -176,6 +198,7 @@ type Server struct {
 	outbox     *notify.Outbox
 	limits     ratelimit.Limits
 	handler    http.Handler
+	bodies     *admission.Bodies
 	metrics    http.Handler // nil when /metrics is served with the API
 	log        *slog.Logger
 }
@@ -301,6 +324,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Tracer != nil {
 		h = tracing.Handler(mux, cfg.Tracer, infra)
 	}
+	s.bodies = admission.NewBodies(cmp.Or(cfg.BodiesInFlight, DefaultBodiesInFlight))
+	h = s.bodies.Handler(h)
 	s.handler = accesslog.Handler(h, accesslog.Options{Log: access, Observe: m.Request, Skip: infra})
 	// Last, so that nothing after it can fail a start whose credentials
 	// have been printed.
@@ -415,6 +440,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	// ReadTimeout cuts a request whose body has not arrived in time; Go
 	// lifts the deadline once the body is read, so slow answers are not cut.
+	ln, conns := s.limitConns(ln)
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: 120 * time.Second}
 	work, stop := context.WithCancel(ctx)
@@ -450,7 +476,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	s.log.Info("herald serving", "addr", ln.Addr().String(), "metrics_addr", metricsAddr, "database", s.Store.Engine(), "version", VersionString(),
 		"retention", retention.FormatDuration(s.cfg.Retention.Keep), "response_body_limit", max(0, s.Dispatcher.Config().ResponseBodyLimit),
-		"rate_limit", rateLabel(s.limits.Token), "rate_limit_anonymous", rateLabel(s.limits.Anonymous))
+		"rate_limit", rateLabel(s.limits.Token), "rate_limit_anonymous", rateLabel(s.limits.Anonymous),
+		"connections", conns.Total, "connections_per_address", conns.PerAddress, "bodies_in_flight", s.bodies.Limit())
 	var err error
 	select {
 	case <-ctx.Done():
