@@ -160,7 +160,9 @@ const memoryBound = 512 << 20
 // TestHostileBodiesStayUnderTheMemoryBound: 64 clients sending 1 MiB
 // worst-case bodies for a minute keep herald's resident memory under its
 // documented bound with the defaults, on both engines, and it still
-// answers after.
+// answers after. (With the bodies in flight and the soft limit lifted, the
+// same minute peaked at 1,034 MiB on SQLite, and some requests went
+// unanswered for 30 s.)
 func TestHostileBodiesStayUnderTheMemoryBound(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -186,7 +188,14 @@ func TestHostileBodiesStayUnderTheMemoryBound(t *testing.T) {
 					req.Header.Set("Content-Type", "application/json")
 					resp, err := c.Do(req)
 					if err != nil {
-						counts[599].Add(1)
+						// A request refused before its body was sent may
+						// see its connection closed under it; only a
+						// request left unanswered is a failure.
+						if os.IsTimeout(err) {
+							counts[599].Add(1)
+						} else {
+							counts[598].Add(1)
+						}
 						continue
 					}
 					io.Copy(io.Discard, resp.Body)
@@ -202,7 +211,7 @@ func TestHostileBodiesStayUnderTheMemoryBound(t *testing.T) {
 				seen = append(seen, fmt.Sprintf("%d: %d", code, n))
 			}
 		}
-		t.Logf("answers (599: no answer): %s", strings.Join(seen, ", "))
+		t.Logf("answers (598: connection closed while sending, 599: no answer in 30 s): %s", strings.Join(seen, ", "))
 		if counts[http.StatusCreated].Load() > 0 || counts[599].Load() > 0 {
 			t.Errorf("a hostile body was taken, or went unanswered")
 		}
