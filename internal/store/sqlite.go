@@ -89,7 +89,7 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	done := make(chan struct{})
 	go checkpoint(read, stop, done)
 	s.eng = sqliteEngine{read: read, write: write, lock: lock, stopCheckpoints: sync.OnceFunc(func() { close(stop); <-done })}
-	s.db, s.writer = read, write
+	s.db, s.writer, s.where = read, write, path
 	return nil
 }
 
