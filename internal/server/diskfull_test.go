@@ -55,6 +55,15 @@ func TestFullDiskOnSQLite(t *testing.T) {
 		t.Fatalf("%d logs committed; want %d", len(committed), n)
 	}
 	held.Wait(t, heraldtest.MinPatience, "the first attempts")
+	owner := signIn(t, h)
+	// As if the owner's last request were two minutes old: the next one
+	// moves the session's expiry, a write.
+	if err := h.Server.Store.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE portal_sessions SET seen_at = ?`, store.MS(time.Now().Add(-2*time.Minute)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	// The WAL is emptied first, so that the next write needs new space
 	// rather than reusing the WAL's old pages.
@@ -94,7 +103,7 @@ func TestFullDiskOnSQLite(t *testing.T) {
 				change.what, e.Status, e.RetryAfter, e.Detail)
 		}
 	}
-	checkPortalSignInRefused(t, h)
+	checkPortalOnFullDisk(t, h, owner)
 
 	// Reads still work, and show that nothing changed.
 	if logs := h.Logs(""); len(logs) != n {
@@ -166,29 +175,63 @@ func TestFullDiskOnSQLite(t *testing.T) {
 
 var signInCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-// checkPortalSignInRefused signs in to the portal on a full disk, which
-// must write a session: the answer is a 503 page that says why.
-func checkPortalSignInRefused(t *testing.T, h *heraldtest.Herald) {
-	t.Helper()
+// portalClient is a browser without JavaScript: it keeps cookies and does
+// not follow redirects.
+func portalClient() *http.Client {
 	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(h.URL + "/signin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	m := signInCSRF.FindSubmatch(page)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// postSignIn reads the sign-in page and posts its form with the owner's
+// credentials.
+func postSignIn(t *testing.T, h *heraldtest.Herald, c *http.Client) (*http.Response, string) {
+	t.Helper()
+	_, page := getPage(t, c, h.URL+"/signin")
+	m := signInCSRF.FindStringSubmatch(page)
 	if m == nil {
-		t.Fatalf("sign-in page %d without a CSRF field:\n%s", resp.StatusCode, page)
+		t.Fatalf("sign-in page without a CSRF field:\n%s", page)
 	}
-	resp, err = c.PostForm(h.URL+"/signin", url.Values{"csrf": {string(m[1])}, "email": {h.Email}, "password": {h.Password}})
+	resp, err := c.PostForm(h.URL+"/signin", url.Values{"csrf": {m[1]}, "email": {h.Email}, "password": {h.Password}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, _ = io.ReadAll(resp.Body)
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "30" || !strings.Contains(string(page), "disk is full") {
+	return resp, string(body)
+}
+
+func getPage(t *testing.T, c *http.Client, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
+}
+
+// signIn returns a portal client signed in as h's owner.
+func signIn(t *testing.T, h *heraldtest.Herald) *http.Client {
+	t.Helper()
+	c := portalClient()
+	if resp, page := postSignIn(t, h, c); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in: %d\n%s", resp.StatusCode, page)
+	}
+	return c
+}
+
+// checkPortalOnFullDisk reads a page as the signed-in owner, whose session
+// cannot be touched on a full disk, and signs in afresh, which must write
+// a session: the page is shown, and the sign-in answered with a 503 page
+// that says why.
+func checkPortalOnFullDisk(t *testing.T, h *heraldtest.Herald, owner *http.Client) {
+	t.Helper()
+	if resp, page := getPage(t, owner, h.URL+"/webhooks"); resp.StatusCode != http.StatusOK || !strings.Contains(page, "full") {
+		t.Errorf("the webhooks page on a full disk: %d; want 200 with the webhook:\n%s", resp.StatusCode, page)
+	}
+	resp, page := postSignIn(t, h, portalClient())
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "30" || !strings.Contains(page, "disk is full") {
 		t.Errorf("portal sign-in on a full disk: %d, Retry-After %q; want 503, Retry-After 30 and a page saying the disk is full:\n%s",
 			resp.StatusCode, resp.Header.Get("Retry-After"), page)
 	}
