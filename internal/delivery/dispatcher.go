@@ -139,7 +139,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		wait := d.store.Wait() // before claiming, so no wake-up is missed
 		if d.lapsed.Load() && !d.renewLapsed() {
-			d.sleep(ctx, wait, true, false) // the disk is still full: claims would fail too
+			// The disk is still full: a claim would be refused too. Asleep
+			// as after a short claim, so what is due does not wake it at
+			// once.
+			d.sleep(ctx, wait, false, true)
 			continue
 		}
 		free := d.cfg.Concurrency - d.total()
