@@ -3,8 +3,8 @@ package main_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"database/sql"
+	"encoding/base64"
 	"net/http"
 	"os"
 	"path/filepath"
