@@ -53,7 +53,8 @@ type Error struct {
 	Detail    string       `json:"detail"`
 	Errors    []FieldError `json:"errors,omitempty"` // the fields a 422 refused
 	RequestID string       `json:"-"`                // the answer's X-Request-Id
-	// RetryAfter is the answer's Retry-After on a 429, or 0.
+	// RetryAfter is the answer's Retry-After (a 429, or a 503 while the
+	// database is unreachable or its disk full), or 0.
 	RetryAfter time.Duration `json:"-"`
 }
 

@@ -224,6 +224,17 @@ func (f storeFlags) key(stderr io.Writer) ([]byte, error) {
 	if *f.secretKey != "" {
 		return secret.ParseKey(*f.secretKey)
 	}
+	path := f.keyPath()
+	key, created, err := secret.LoadOrCreateKeyFile(path)
+	if created {
+		fmt.Fprintf(stderr, "herald: created secret key file %s; keep it with the database (back it up), or set HERALD_SECRET_KEY\n", path)
+	}
+	return key, err
+}
+
+// keyPath is the key file read when no key is given: --secret-key-file, or
+// the SQLite file's path + .key, or ./herald.key.
+func (f storeFlags) keyPath() string {
 	path := *f.secretKeyFile
 	if path == "" {
 		path = "herald.key"
@@ -231,11 +242,7 @@ func (f storeFlags) key(stderr io.Writer) ([]byte, error) {
 			path = p + ".key"
 		}
 	}
-	key, created, err := secret.LoadOrCreateKeyFile(filepath.Clean(path))
-	if created {
-		fmt.Fprintf(stderr, "herald: created secret key file %s; keep it with the database (back it up), or set HERALD_SECRET_KEY\n", path)
-	}
-	return key, err
+	return filepath.Clean(path)
 }
 
 // usageError is a command line herald cannot read: main prints it on one

@@ -3,7 +3,9 @@
 // building an integration; `herald migrate` applies schema migrations;
 // `herald version` prints the version; `herald webhooks`, `herald logs` and
 // `herald trigger` call a running herald's API through package client;
-// `herald accounts` manages accounts on the database directly.
+// `herald accounts` manages accounts on the database directly; `herald
+// backup` and `herald restore` copy a SQLite database with its key, and
+// bring a copy back.
 package main
 
 import (
@@ -42,6 +44,11 @@ Usage:
   herald listen  --token T [--port P] [--forward URL]
                            a local receiver that verifies and prints deliveries
   herald migrate [flags]   apply database migrations and exit
+  herald backup  --to FILE [flags]
+                           copy a SQLite herald, running or not, with its key
+                           (FILE.key); on PostgreSQL use pg_dump
+  herald restore --from FILE [--force] [flags]
+                           put such a copy in place of the database, herald stopped
   herald bench   [flags]   measure herald on this machine (loopback only)
   herald version           print the version
 
@@ -73,6 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return triggerCmd(ctx, rest, stdout, stderr)
 	case "accounts":
 		return accountsCmd(ctx, rest, stdout, stderr)
+	case "backup":
+		return backupCmd(ctx, rest, stdout, stderr)
+	case "restore":
+		return restoreCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "herald", server.VersionString())
 		return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/heraldhq/herald/internal/delivery"
@@ -67,7 +68,8 @@ type handler func(w http.ResponseWriter, r *http.Request) error
 // writeError renders err as a problem document. Errors that are not problems
 // are logged with the request id and answered without their text, which may
 // hold internals a client must not see: 503 with Retry-After while the
-// database does not answer (the client should try again), 500 otherwise.
+// database does not answer or its disk is full (the client should try
+// again), 500 otherwise.
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var p *Problem
 	switch {
@@ -82,6 +84,12 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 		p = problem(http.StatusConflict, "idempotency-key-in-use", "Idempotency key in use",
 			"a later request with this Idempotency-Key took it over; retry with the same key for its answer")
+	case errors.Is(err, store.ErrStorageFull):
+		// Nothing of the change was written, and the store has logged what
+		// the operator must do; a retry works once space is freed.
+		w.Header().Set("Retry-After", strconv.Itoa(int(store.FullRetryAfter.Seconds())))
+		p = problem(http.StatusServiceUnavailable, "storage-full", "Service unavailable",
+			"the database's disk is full, so the change was not made; retry later (the server's log tells its operator what to do)")
 	case errors.Is(err, delivery.ErrBusy):
 		// Test and Resend take the webhook's slots; none freed in time.
 		w.Header().Set("Retry-After", "1")

@@ -14,6 +14,7 @@ package delivery
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,11 @@ type Dispatcher struct {
 	orphans   map[string]time.Time    // leases of claims that failed but may have committed → when
 	stopping  atomic.Bool             // set when Run's context ends: claims not yet attempted are released
 	claimable atomic.Bool             // a webhook's room became worth a claim since the last sleep
+	// lapsed is set when a write was refused for a full disk: the leases
+	// held here may have ended meanwhile (renewing is a write too), and a
+	// claim must not take their logs while their outcomes wait to be
+	// recorded, so they are renewed before the next claim (renewLapsed).
+	lapsed atomic.Bool
 }
 
 // New returns a Dispatcher over st (a *store.Store, or any other Store; see
@@ -148,6 +154,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	attemptCtx := context.WithoutCancel(ctx)
 	for ctx.Err() == nil {
 		wait := d.store.Wait() // before claiming, so no wake-up is missed
+		if d.lapsed.Load() && !d.renewLapsed() {
+			// The disk is still full: a claim would be refused too. Asleep
+			// as after a short claim, so what is due does not wake it at
+			// once.
+			d.sleep(ctx, wait, false, true)
+			continue
+		}
 		free := d.cfg.Concurrency - d.total()
 		want := min(free, d.cfg.BatchSize)
 		got := 0
@@ -216,7 +229,11 @@ func (d *Dispatcher) claim(p store.ClaimParams) []store.Claim {
 	defer cancel()
 	claims, err := d.store.Claim(ctx, p)
 	if err != nil {
-		d.cfg.Logger.Error("claim due logs", "err", err)
+		if d.refusedForFullDisk(err) {
+			d.lapsed.Store(true)
+		} else {
+			d.cfg.Logger.Error("claim due logs", "err", err)
+		}
 		d.mu.Lock()
 		d.orphans[p.Lease] = d.cfg.Now()
 		d.mu.Unlock()
@@ -279,15 +296,9 @@ func (d *Dispatcher) renew(done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		d.mu.Lock()
-		held := make([]store.Held, 0, len(d.held))
-		for h := range d.held {
-			held = append(held, h)
-		}
-		d.mu.Unlock()
-		if len(held) > 0 {
+		if held := d.heldNow(); len(held) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), every)
-			if _, err := d.store.RenewLeases(ctx, held, d.cfg.Now().Add(d.cfg.Lease)); err != nil {
+			if _, err := d.store.RenewLeases(ctx, held, d.cfg.Now().Add(d.cfg.Lease)); err != nil && !d.refusedForFullDisk(err) {
 				d.cfg.Logger.Warn("renew leases", "logs", len(held), "err", err)
 			}
 			cancel()
@@ -295,6 +306,48 @@ func (d *Dispatcher) renew(done <-chan struct{}) {
 		d.releaseOrphans()
 		d.sweep()
 	}
+}
+
+// heldNow lists the logs held here.
+func (d *Dispatcher) heldNow() []store.Held {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	held := make([]store.Held, 0, len(d.held))
+	for h := range d.held {
+		held = append(held, h)
+	}
+	return held
+}
+
+// refusedForFullDisk reports whether err is a write refused for a full disk,
+// and if so notes that the leases held here may have lapsed. The store logs
+// such refusals once per store.FullLogEvery, so callers need not.
+func (d *Dispatcher) refusedForFullDisk(err error) bool {
+	if !errors.Is(err, store.ErrStorageFull) {
+		return false
+	}
+	d.lapsed.Store(true)
+	return true
+}
+
+// renewLapsed renews the leases of every log held here, once writes were
+// refused for a full disk, and reports whether it could. While the disk was
+// full no lease could be renewed, and one that ended would let this
+// process's next claim take a log whose attempt was made and whose outcome
+// waits to be recorded: the receiver would get it twice. No claim can have
+// taken such a log meanwhile (claims are writes too), so renewing them all
+// before claiming again keeps each outcome recorded once.
+func (d *Dispatcher) renewLapsed() bool {
+	d.lapsed.Store(false) // before the snapshot: a refusal from now on sets it again
+	if held := d.heldNow(); len(held) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+		defer cancel()
+		if _, err := d.store.RenewLeases(ctx, held, d.cfg.Now().Add(d.cfg.Lease)); err != nil {
+			d.lapsed.Store(true)
+			return false
+		}
+	}
+	return true
 }
 
 // sleep waits for a wake-up, the next due time, enough freed slots, or the
@@ -583,7 +636,10 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 
 // complete records a batch, retrying while the database is unreachable. If it
 // stays unreachable past the lease, the logs are claimed again and delivered
-// again: at least once, never lost.
+// again: at least once, never lost. While the disk is full it retries past
+// the lease (no claim takes the logs meanwhile; see renewLapsed), so each
+// outcome is recorded once space is freed, unless herald is stopped first:
+// then the logs are attempted again after the next start.
 func (d *Dispatcher) complete(batch []store.Outcome) {
 	deadline := d.cfg.Now().Add(d.cfg.Lease)
 	backoff := 50 * time.Millisecond
@@ -599,11 +655,14 @@ func (d *Dispatcher) complete(batch []store.Outcome) {
 			}
 			return
 		}
-		if d.cfg.Now().After(deadline) {
+		full := d.refusedForFullDisk(err)
+		if d.cfg.Now().After(deadline) && (!full || d.stopping.Load()) {
 			d.cfg.Logger.Error("record outcomes: giving up; the logs will be attempted again", "logs", len(batch), "err", err)
 			return
 		}
-		d.cfg.Logger.Warn("record outcomes: retrying", "logs", len(batch), "err", err)
+		if !full {
+			d.cfg.Logger.Warn("record outcomes: retrying", "logs", len(batch), "err", err)
+		}
 		time.Sleep(backoff)
 		backoff = min(2*backoff, 2*time.Second)
 	}

@@ -59,6 +59,11 @@ type Options struct {
 	SuspendedReminder, ReminderCheck time.Duration
 	ReminderClock                    func() time.Time
 
+	// Logs, when set, also gets herald's log lines at info and above, as
+	// text, for a test that reads what herald logged (the test's own log
+	// gets warnings and errors either way).
+	Logs io.Writer
+
 	// Setup runs on the opened server before it starts serving, to mount more
 	// handlers (e.g. the portal) or adjust it.
 	Setup func(*server.Server)
@@ -114,7 +119,11 @@ func Start(t testing.TB, o Options) *Herald {
 func (h *Herald) run() {
 	t, o := h.t, h.Options
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var handler slog.Handler = slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})
+	if o.Logs != nil {
+		handler = slog.NewMultiHandler(handler, slog.NewTextHandler(o.Logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	logger := slog.New(handler)
 	srv, err := server.Open(context.Background(), server.Config{
 		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, Retention: o.Retention, SMTPURL: o.SMTPURL,
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/accesslog"
@@ -57,8 +58,9 @@ func formError(err error) error {
 }
 
 // serve runs fn and renders its error as a page: the status and message of
-// an httpError, 404 for store.ErrNotFound, and otherwise a 500 whose cause is
-// logged and not shown.
+// an httpError, 404 for store.ErrNotFound, 503 with Retry-After for
+// store.ErrStorageFull, and otherwise a 500 whose cause is logged and not
+// shown.
 func (h *handler) serve(fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		accesslog.SetRoute(r)
@@ -87,6 +89,12 @@ func (h *handler) serve(fn handlerFunc) http.Handler {
 			}
 		case errors.Is(err, store.ErrNotFound):
 			he = &httpError{Code: http.StatusNotFound, Msg: "There is nothing here. It may have been deleted."}
+		case errors.Is(err, store.ErrStorageFull):
+			// The store has logged it, with what to do, once per
+			// store.FullLogEvery: a line per request would flood the log.
+			w.Header().Set("Retry-After", strconv.Itoa(int(store.FullRetryAfter.Seconds())))
+			he = &httpError{Code: http.StatusServiceUnavailable,
+				Msg: "herald's database disk is full, so nothing was changed. Try again in a few minutes: whoever runs herald must free space, and its log says so."}
 		default:
 			h.log.Error("portal request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			he = &httpError{Code: http.StatusInternalServerError, Msg: "Something went wrong on our side; the server log has the details."}

@@ -106,10 +106,15 @@ func (h *handler) currentSession(r *http.Request) (store.Session, bool, error) {
 	if now := h.now(); now.Sub(s.SeenAt) >= touchEvery {
 		exp := expiry(s.CreatedAt, now)
 		err := h.store.TouchSession(r.Context(), s.IDHash, now, exp)
-		if errors.Is(err, store.ErrNotFound) {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			return store.Session{}, false, nil // signed out meanwhile
-		}
-		if err != nil {
+		case errors.Is(err, store.ErrStorageFull):
+			// The page is read all the same; the expiry moves at a request
+			// once space is back (it is hours away), and a change the page
+			// makes is answered 503 by itself.
+			return s, true, nil
+		case err != nil:
 			return store.Session{}, false, err
 		}
 		s.SeenAt, s.ExpiresAt = now, exp

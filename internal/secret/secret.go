@@ -88,26 +88,49 @@ func ParseKey(s string) ([]byte, error) {
 // LoadOrCreateKeyFile reads the key in path, or creates path (mode 0600) with
 // a new random key when it does not exist. created reports which.
 func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
-	data, err := os.ReadFile(path)
-	if err == nil {
-		k, err := ParseKey(string(data))
-		if err != nil {
-			return nil, false, fmt.Errorf("key file %s: %w", path, err)
-		}
-		return k, false, nil
-	}
+	k, err := ReadKeyFile(path)
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, fmt.Errorf("read key file: %w", err)
+		return k, false, err
 	}
-	k := make([]byte, KeySize)
+	k = make([]byte, KeySize)
 	rand.Read(k)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, false, fmt.Errorf("create key file: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(k) + "\n"); err != nil {
-		return nil, false, fmt.Errorf("write key file: %w", err)
+	if err := WriteKeyFile(path, k); err != nil {
+		return nil, false, err
 	}
 	return k, true, nil
+}
+
+// ReadKeyFile reads the key in path; its error wraps os.ErrNotExist when
+// there is no such file.
+func ReadKeyFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read key file: %w", err)
+	}
+	k, err := ParseKey(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: %w", path, err)
+	}
+	return k, nil
+}
+
+// WriteKeyFile writes key to path, a new file of mode 0600 (an existing
+// file is refused, never replaced), and syncs it to disk.
+func WriteKeyFile(path string, key []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create key file: %w", err)
+	}
+	_, err = f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("write key file: %w", err)
+	}
+	return nil
 }

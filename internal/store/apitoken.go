@@ -160,7 +160,9 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (Account, APIToke
 		return err
 	})
 	if err != nil {
-		s.log.Warn("record api token use", "token_id", t.ID, "err", err)
+		if !errors.Is(err, ErrStorageFull) { // said once per FullLogEvery already
+			s.log.Warn("record api token use", "token_id", t.ID, "err", err)
+		}
 		return a, t, nil
 	}
 	used := fromMS(ms(now))

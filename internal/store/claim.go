@@ -76,7 +76,7 @@ type Claim struct {
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	ids, takenOver, err := s.eng.claim(ctx, s, p)
 	if err != nil {
-		return nil, fmt.Errorf("claim due logs: %w", err)
+		return nil, s.full(fmt.Errorf("claim due logs: %w", err))
 	}
 	if len(ids) == 0 {
 		return nil, nil

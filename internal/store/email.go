@@ -32,7 +32,7 @@ WHERE id IN (SELECT id FROM emails WHERE sent_at IS NULL AND COALESCE(lease_unti
              ORDER BY created_at LIMIT ?`+s.eng.skipLocked()+`)
 RETURNING id, account_id, recipient, subject, body, created_at, attempts`), ms(now.Add(lease)), ms(now), limit)
 	if err != nil {
-		return nil, fmt.Errorf("claim emails: %w", err)
+		return nil, s.full(fmt.Errorf("claim emails: %w", err))
 	}
 	defer rows.Close()
 	var out []Email
@@ -40,13 +40,13 @@ RETURNING id, account_id, recipient, subject, body, created_at, attempts`), ms(n
 		var e Email
 		var c int64
 		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c, &e.Attempts); err != nil {
-			return nil, fmt.Errorf("claim emails: %w", err)
+			return nil, s.full(fmt.Errorf("claim emails: %w", err))
 		}
 		e.CreatedAt = fromMS(c)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim emails: %w", err)
+		return nil, s.full(fmt.Errorf("claim emails: %w", err))
 	}
 	slices.SortFunc(out, func(a, b Email) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil

@@ -156,7 +156,9 @@ func (c *committer) commit(group []*groupTx) {
 				break
 			}
 			if _, err := sqltx.Exec(`ROLLBACK TO grp`); err != nil {
-				failed = fmt.Errorf("roll back to savepoint: %w", err)
+				// SQLite may have rolled back the whole transaction (as it
+				// may for SQLITE_FULL); the caller's error says why.
+				failed = fmt.Errorf("roll back to savepoint: %w", errors.Join(err, r.err))
 				break
 			}
 		}
@@ -178,8 +180,13 @@ func (c *committer) commit(group []*groupTx) {
 	case failed != nil:
 		sqltx.Rollback()
 	default:
+		// A COMMIT refused (SQLITE_FULL: no space for the WAL) leaves no
+		// transaction open: the driver rolls back whatever is left of it,
+		// so the writer begins the next group afresh.
 		if err := sqltx.Commit(); err != nil {
 			failed = fmt.Errorf("commit: %w", err)
+		} else if tx.changed {
+			c.s.wrote()
 		}
 	}
 	fired := false

@@ -41,7 +41,7 @@ func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (
 WHERE id IN (SELECT value FROM json_texts(?)) AND status = 'pending' AND lease IN (SELECT value FROM json_texts(?))`),
 			ms(until), ms(s.now()), jsonTexts(ids), jsonTexts(leases))
 		if err != nil {
-			return total, fmt.Errorf("renew leases: %w", err)
+			return total, s.full(fmt.Errorf("renew leases: %w", err))
 		}
 		n, err := res.RowsAffected()
 		if err != nil {

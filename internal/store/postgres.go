@@ -60,7 +60,7 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 	e := &postgresEngine{db: db, announcer: startAnnouncer(db, s.log)}
 	e.listener = startListener(cfg, s.wake, s.log)
 	s.eng = e
-	s.db, s.writer = db, db
+	s.db, s.writer, s.where = db, db, "postgres"
 	return nil
 }
 

@@ -3,12 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -20,7 +19,7 @@ import (
 // its start rather than failing to upgrade midway.
 type sqliteEngine struct {
 	read, write     *sql.DB
-	lock            *os.File // held for the process's life: one herald per file
+	unlock          func() // releases the lock held for the process's life: one herald per file
 	stopCheckpoints func()
 }
 
@@ -49,13 +48,12 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	// SQLite serves one herald process. A second one on the same file would
 	// take over the first one's leases at start (see releaseLeases) and
 	// deliver its attempts twice, so it is refused here.
-	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("open sqlite lock: %w", err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
+	unlock, err := LockSQLite(path)
+	if errors.Is(err, ErrInUse) {
 		return fmt.Errorf("open sqlite %s: another herald process is using it (SQLite serves one process; use PostgreSQL for several)", path)
+	}
+	if err != nil {
+		return err
 	}
 	pragmas := url.Values{}
 	// No automatic checkpoints: SQLite runs one inside the commit that
@@ -67,7 +65,7 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	dsn := "file:" + path + "?" + pragmas.Encode()
 	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
-		lock.Close()
+		unlock()
 		return fmt.Errorf("open sqlite: %w", err)
 	}
 	write.SetMaxOpenConns(1)
@@ -75,21 +73,21 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	read, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		write.Close()
-		lock.Close()
+		unlock()
 		return fmt.Errorf("open sqlite: %w", err)
 	}
 	read.SetMaxOpenConns(8)
 	if err := write.PingContext(ctx); err != nil {
 		write.Close()
 		read.Close()
-		lock.Close()
+		unlock()
 		return fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go checkpoint(read, stop, done)
-	s.eng = sqliteEngine{read: read, write: write, lock: lock, stopCheckpoints: sync.OnceFunc(func() { close(stop); <-done })}
-	s.db, s.writer = read, write
+	s.eng = sqliteEngine{read: read, write: write, unlock: unlock, stopCheckpoints: sync.OnceFunc(func() { close(stop); <-done })}
+	s.db, s.writer, s.where = read, write, path
 	return nil
 }
 
@@ -109,7 +107,7 @@ func (e sqliteEngine) close() error {
 	e.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`) // leave the file whole
 	e.read.Close()
 	err := e.write.Close()
-	e.lock.Close() // releases the flock: the file may be opened again
+	e.unlock() // the file may be opened again
 	return err
 }
 

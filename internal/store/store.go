@@ -87,6 +87,11 @@ type Store struct {
 
 	group *committer // SQLite: write transactions committed in groups (group.go)
 
+	// where names the database in log lines: the SQLite file's path, or
+	// "postgres" (never the URL, which may hold a password).
+	where    string
+	fullness fullState // writes refused for a full disk (full.go)
+
 	mu     sync.Mutex
 	waiter chan struct{} // closed by wake; nil until someone waits
 	stmts  sync.Map      // query text → rebound text
@@ -151,11 +156,11 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 	}
 	if err := s.migrate(ctx, upTo); err != nil {
 		s.Close()
-		return nil, err
+		return nil, s.full(err)
 	}
 	if err := s.checkKey(ctx); err != nil {
 		s.Close()
-		return nil, err
+		return nil, s.full(err)
 	}
 	if s.eng.name() == "sqlite" {
 		s.group = newCommitter(s)
@@ -348,6 +353,9 @@ type Tx struct {
 	// the whole transaction, and with it every other caller's work. A
 	// transaction that has begun runs to its commit or rollback.
 	detached bool
+	// changed is set when a statement changed rows while writes were being
+	// refused for a full disk: its commit shows that there is space again.
+	changed bool
 }
 
 // ctx is the context a statement runs under.
@@ -404,19 +412,22 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 		}
 	}
 	if s.group != nil {
-		return s.group.do(ctx, fn)
+		return s.full(s.group.do(ctx, fn))
 	}
 	sqltx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return s.full(fmt.Errorf("begin: %w", err))
 	}
 	tx := &Tx{s: s, tx: sqltx}
 	if err := fn(tx); err != nil {
 		sqltx.Rollback()
-		return err
+		return s.full(err)
 	}
 	if err := sqltx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return s.full(fmt.Errorf("commit: %w", err))
+	}
+	if tx.changed {
+		s.wrote()
 	}
 	s.firedKinds(tx.kinds)
 	if tx.fired {
@@ -434,13 +445,19 @@ func (s *Store) firedKinds(kinds []event.Kind) {
 }
 
 // Exec runs a statement written with ? placeholders.
-func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
 	ctx = tx.ctx(ctx)
 	q := tx.s.q(query)
 	if st := tx.stmt(ctx, q); st != nil {
-		return st.ExecContext(ctx, args...)
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = tx.tx.ExecContext(ctx, q, args...)
 	}
-	return tx.tx.ExecContext(ctx, q, args...)
+	if err == nil && tx.s.fullness.on.Load() {
+		n, _ := res.RowsAffected()
+		tx.changed = tx.changed || n > 0
+	}
+	return res, err
 }
 
 // Query runs a query written with ? placeholders.
