@@ -159,40 +159,51 @@ func (s *Service) CreateLicense(ctx context.Context, accountID string, in Licens
 		expires = v.when("expiresAt", *in.ExpiresAt.Value)
 	}
 	meta := v.metadata(in.Metadata)
+	var userID *string
+	if in.UserID.Value != nil {
+		if id := v.id("userId", *in.UserID.Value); id != "" {
+			userID = &id
+		}
+	}
 	if err := v.err(); err != nil {
 		return License{}, err
 	}
 	var l License
 	err := s.store.InTx(ctx, func(tx *store.Tx) error {
-		if ok, err := exists(ctx, tx, "products", accountID, productID); err != nil {
-			return err
-		} else if !ok {
-			v.add("productId", "names no product of this account")
-		}
-		user, err := userRef(ctx, tx, accountID, in.UserID, &v)
-		if err != nil {
-			return err
-		}
-		if err := v.err(); err != nil {
-			return err
-		}
 		now := fromMS(store.MS(tx.Now()))
-		l = License{ID: store.NewID(), ProductID: productID, UserID: user, ExpiresAt: expires,
+		l = License{ID: store.NewID(), ProductID: productID, UserID: userID, ExpiresAt: expires,
 			Validity: in.Validity.Value, AllowedActivations: in.AllowedActivations.Value, Metadata: meta, CreatedAt: now, UpdatedAt: now}
 		if !in.ExpiresAt.Set && l.Validity != nil {
 			t := Time{now.Add(time.Duration(*l.Validity) * time.Second)}
 			l.ExpiresAt = &t
 		}
-		if l.Key, err = s.freeKey(ctx, tx, accountID, in.Key.Value); err != nil {
-			return err
+		for tries := 1; ; tries++ {
+			l.Key = NewKey()
+			if in.Key.Value != nil {
+				l.Key = *in.Key.Value
+			}
+			inserted, err := insertLicense(ctx, tx, accountID, l)
+			if err != nil {
+				return uniqueOr(err, errKeyTaken)
+			}
+			if inserted {
+				break
+			}
+			// Nothing inserted: the product or the user is not the
+			// account's, or the key is taken. Only now are they looked up.
+			if err := refusedLicense(ctx, tx, accountID, l); err != nil {
+				return err
+			}
+			if in.Key.Value != nil {
+				return errKeyTaken
+			}
+			if tries == 3 {
+				// 125 random bits colliding three times means a broken
+				// random source.
+				return errors.New("generate license key: every key generated was taken")
+			}
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity, allowed_activations,
-metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			l.ID, accountID, l.ProductID, l.UserID, l.Key, optMS(l.ExpiresAt), l.Validity, l.AllowedActivations,
-			string(l.Metadata), store.MS(now.Time), store.MS(now.Time)); err != nil {
-			return uniqueOr(fmt.Errorf("insert license: %w", err), errKeyTaken)
-		}
-		_, err = tx.Fire(ctx, accountID, event.LicenseCreated, l)
+		_, err := tx.Fire(ctx, accountID, event.LicenseCreated, l)
 		return err
 	})
 	return l, err
@@ -200,27 +211,52 @@ metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 
 var errKeyTaken = ConflictError{"a license with this key already exists in the account"}
 
-// freeKey returns the key asked for, or a new one, when no license of the
-// account has it.
-func (s *Service) freeKey(ctx context.Context, tx *store.Tx, accountID string, asked *string) (string, error) {
-	for range 3 {
-		key := NewKey()
-		if asked != nil {
-			key = *asked
-		}
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM licenses WHERE account_id = ? AND key = ?`, accountID, key).Scan(&n); err != nil {
-			return "", fmt.Errorf("check key: %w", err)
-		}
-		if n == 0 {
-			return key, nil
-		}
-		if asked != nil {
-			return "", errKeyTaken
+// insertLicense inserts l when its product, and its user if it has one, are
+// the account's and no license of the account has its key, and says whether
+// it did. One statement instead of a look-up each: the key is checked by
+// the unique index (account_id, key) itself, with no plan to choose, and
+// the product and user rows are locked against a concurrent delete as
+// exists locks them.
+func insertLicense(ctx context.Context, tx *store.Tx, accountID string, l License) (bool, error) {
+	rows, err := tx.Query(ctx, `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity,
+allowed_activations, metadata, created_at, updated_at)
+SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT),
+  CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT)
+WHERE EXISTS (SELECT 1 FROM products WHERE account_id = ? AND id = ?`+tx.ForKeyShare()+`)
+  AND (CAST(? AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM users WHERE account_id = ? AND id = ?`+tx.ForKeyShare()+`))
+ON CONFLICT (account_id, key) DO NOTHING
+RETURNING id`,
+		l.ID, accountID, l.ProductID, l.UserID, l.Key, optMS(l.ExpiresAt), l.Validity, l.AllowedActivations,
+		string(l.Metadata), store.MS(l.CreatedAt.Time), store.MS(l.UpdatedAt.Time),
+		accountID, l.ProductID, l.UserID, accountID, l.UserID)
+	if err != nil {
+		return false, fmt.Errorf("insert license: %w", err)
+	}
+	defer rows.Close()
+	inserted := rows.Next()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("insert license: %w", err)
+	}
+	return inserted, nil
+}
+
+// refusedLicense says which of l's product and user is not the account's,
+// naming the fields; nil when both are (its key was taken).
+func refusedLicense(ctx context.Context, tx *store.Tx, accountID string, l License) error {
+	var v InvalidError
+	if ok, err := exists(ctx, tx, "products", accountID, l.ProductID); err != nil {
+		return err
+	} else if !ok {
+		v.add("productId", "names no product of this account")
+	}
+	if l.UserID != nil {
+		if ok, err := exists(ctx, tx, "users", accountID, *l.UserID); err != nil {
+			return err
+		} else if !ok {
+			v.add("userId", "names no user of this account")
 		}
 	}
-	// 125 random bits colliding three times means a broken random source.
-	return "", errors.New("generate license key: every key generated was taken")
+	return v.err()
 }
 
 // License returns one license.
