@@ -48,7 +48,21 @@ func Check(b []byte) error {
 // reads each byte once and allocates nothing. Unbalanced brackets (b is not
 // valid JSON) count as they come; a closing bracket too many counts as none.
 func Depth(b []byte, limit int) int {
-	depth, deepest := 0, 0
+	deepest := 0
+	Structure(b, func(c byte, depth int) bool {
+		deepest = max(deepest, depth)
+		return deepest <= limit
+	})
+	return deepest
+}
+
+// Structure calls f for each byte of b outside strings that is JSON's
+// structure ([ ] { } , :), in order, with the depth after it (an opening
+// bracket counts in, a closing one out), until f returns false. It reads
+// each byte once and allocates nothing; it checks nothing else, so b need
+// not be valid JSON (a closing bracket too many counts as none).
+func Structure(b []byte, f func(c byte, depth int) bool) {
+	depth := 0
 	inString := false
 	for i := 0; i < len(b); i++ {
 		c := b[i]
@@ -64,21 +78,19 @@ func Depth(b []byte, limit int) int {
 		switch c {
 		case '"':
 			inString = true
+			continue
 		case '[', '{':
 			depth++
-			if depth > deepest {
-				deepest = depth
-				if deepest > limit {
-					return deepest
-				}
-			}
 		case ']', '}':
-			if depth > 0 {
-				depth--
-			}
+			depth = max(depth-1, 0)
+		case ',', ':':
+		default:
+			continue
+		}
+		if !f(c, depth) {
+			return
 		}
 	}
-	return deepest
 }
 
 // Unmarshal is json.Unmarshal for a document that must nest within

@@ -148,33 +148,15 @@ func reply(w http.ResponseWriter, status int, a answer) {
 // start a line indented two spaces per level, and each colon gains a space.
 // It reads each byte once and allocates nothing.
 func indentedSize(body []byte) int {
-	size, depth := len(body), 0
-	inString := false
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
+	size := len(body)
+	jsonlimit.Structure(body, func(c byte, depth int) bool {
 		switch c {
-		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-			size += 1 + 2*depth
-		case ']', '}':
-			depth = max(depth-1, 0)
-			size += 1 + 2*depth
-		case ',':
-			size += 1 + 2*depth
 		case ':':
 			size++
+		case ']', '}', '[', '{', ',':
+			size += 1 + 2*depth
 		}
-	}
+		return true
+	})
 	return size
 }
