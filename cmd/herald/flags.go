@@ -255,9 +255,7 @@ type usageError struct {
 func (u usageError) Error() string {
 	// The flag package names flags with one dash; herald's docs use two.
 	msg := strings.NewReplacer("not defined: -", "not defined: --", "for flag -", "for flag --").Replace(u.err.Error())
-	if strings.Contains(msg, "not defined: ---") {
-		msg = strings.Replace(msg, "not defined: ---", "not defined: --", 1)
-	}
+	msg = strings.Replace(msg, "not defined: ---", "not defined: --", 1)
 	return fmt.Sprintf("%s: %s\nRun '%s --help' for usage.", u.cmd, msg, u.cmd)
 }
 

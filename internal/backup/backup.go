@@ -86,7 +86,8 @@ func Backup(ctx context.Context, dbPath, to string, key Key) (Made, error) {
 			return Made{}, err
 		}
 	}
-	if err := absent(to); err == nil {
+	err = absent(to)
+	if err == nil {
 		err = os.Rename(tmp, to)
 	}
 	if err != nil {

@@ -152,7 +152,7 @@ func named(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
 func attrMap(kvs []attribute.KeyValue) map[string]string {
 	m := map[string]string{}
 	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

@@ -39,7 +39,6 @@ type tab struct {
 	base  string
 	shots string      // where screenshots go
 	phone bool        // the viewport is a phone's (390×844), else a desktop's (1280×900)
-	noAxe bool        // a step that expects to stay on a page that is not herald's (none so far)
 	saw   chan string // what pages told through the heraldTestSaw binding (see expect)
 }
 

@@ -59,11 +59,11 @@ type Limiter struct {
 
 // state is one key's counts in the current window and the one before.
 type state struct {
-	window           int64    // the current window's number
-	own, others      [2]int64 // [0] previous window, [1] current: this process's, the others'
-	flushed          [2]int64 // of own, what the shared counts already hold
-	lastUsed         time.Time
-	hasShared, dirty bool
+	window      int64    // the current window's number
+	own, others [2]int64 // [0] previous window, [1] current: this process's, the others'
+	flushed     [2]int64 // of own, what the shared counts already hold
+	lastUsed    time.Time
+	dirty       bool
 }
 
 // maxKeys bounds the keys a Limiter remembers; past it, keys idle for two

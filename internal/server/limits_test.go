@@ -114,7 +114,7 @@ func TestOversizedBodiesAre413(t *testing.T) {
 	h := heraldtest.Start(t, heraldtest.Options{})
 	post := func(path, ct string, size int) int {
 		t.Helper()
-		body := strings.Repeat("a", size)
+		var body string
 		if ct == "application/json" {
 			body = `{"name":"` + strings.Repeat("a", size-11) + `"}`
 		} else {
