@@ -53,11 +53,12 @@ type Options struct {
 	ReadTimeout time.Duration
 	// OperatorToken turns on the operator calls (server.Config.OperatorToken).
 	OperatorToken string
-	// PublicURL, SuspendedReminder, ReminderCheck and ReminderClock are
-	// server.Config's.
+	// PublicURL, SuspendedReminder and ReminderCheck are server.Config's.
 	PublicURL                        string
 	SuspendedReminder, ReminderCheck time.Duration
-	ReminderClock                    func() time.Time
+	// Now is herald's clock (server.Config.Now): time.Now when nil, or a
+	// Clock's Now for a test that moves time forward rather than wait.
+	Now func() time.Time
 
 	// Setup runs on the opened server before it starts serving, to mount more
 	// handlers (e.g. the portal) or adjust it.
@@ -120,7 +121,7 @@ func (h *Herald) run() {
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
-		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, ReminderClock: o.ReminderClock,
+		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, Now: o.Now,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)
@@ -331,6 +332,25 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Settled waits until nothing of h's database is in flight: no log pending
+// (claimed, its outcome not yet recorded) and no email waiting in the
+// outbox. A test calls it before moving a Clock forward, which ends the
+// leases it passes: work still in flight would be taken over and done
+// twice.
+func (h *Herald) Settled() {
+	h.t.Helper()
+	Eventually(h.t, 30*time.Second, "nothing in flight (no log pending, no email unsent)", func() bool {
+		var n int
+		err := h.Server.Store.QueryRow(context.Background(), `SELECT
+ (SELECT COUNT(*) FROM webhook_event_logs WHERE status = 'pending') +
+ (SELECT COUNT(*) FROM emails WHERE sent_at IS NULL)`).Scan(&n)
+		if err != nil {
+			h.t.Fatalf("settled: %v", err)
+		}
+		return n == 0
+	})
 }
 
 // CreateLicense creates a product and a license whose metadata holds data

@@ -12,6 +12,8 @@ import (
 // Outbox sends the emails the store queued (a suspension queues one in the
 // same transaction that suspends the webhook). Without an SMTP server the
 // emails are logged and kept in the database, marked as not sent by SMTP.
+// Its leases and back-offs are by the store's clock (store.Options.Now),
+// so a test that moves that clock moves them too.
 type Outbox struct {
 	store  *store.Store
 	sender *Sender // nil: keep, do not send
@@ -114,7 +116,7 @@ const maxEmailAttempts = 12
 
 func (o *Outbox) failed(ctx context.Context, e store.Email, err error) {
 	ctx = context.WithoutCancel(ctx)
-	attempts, ferr := o.store.FailEmail(ctx, e.ID, err.Error(), time.Now().Add(emailBackoff(e.Attempts+1)))
+	attempts, ferr := o.store.FailEmail(ctx, e.ID, err.Error(), o.store.Now().Add(emailBackoff(e.Attempts+1)))
 	if ferr != nil {
 		o.log.Error("record failed email", "err", ferr)
 		return

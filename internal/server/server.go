@@ -148,9 +148,16 @@ type Config struct {
 	// Suspended is reminded by email; 0: never. ReminderCheck is how often
 	// herald looks for reminders due (DefaultReminderCheck when 0).
 	SuspendedReminder, ReminderCheck time.Duration
-	// ReminderClock is the clock reminders fall due by (time.Now when
-	// nil): tests move it to make them due without waiting days.
-	ReminderClock func() time.Time
+
+	// Now is herald's one clock (time.Now when nil), read by every part
+	// that decides by the time: the store (leases, expiries, retries due,
+	// rotations' ends), the dispatcher and recoveries (Delivery.Now is set
+	// to it), the email outbox's back-off, retention, reminders and the
+	// portal. Durations measured for metrics and logs, and rate limits
+	// (requests per real second), read the time package. Tests move it to
+	// make leases end, retries fall due or reminders come without waiting
+	// for them; processes sharing a database share one.
+	Now func() time.Time
 }
 
 // DefaultReminderCheck is how often herald looks for suspended webhooks
@@ -195,7 +202,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	var m *metrics.Metrics
 	// Likewise the outbox, woken by the store when a warning is queued.
 	var outbox *notify.Outbox
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log,
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log, Now: cfg.Now,
 		PublicURL: cfg.PublicURL, OnFired: func(kinds []event.Kind) { m.Fired(kinds) },
 		OnEmail: func() {
 			if outbox != nil {
@@ -244,9 +251,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	dc.Logger = log
 	dc.Metrics = dm
 	dc.Tracer = cfg.Tracer
-	if dc.Now == nil {
-		dc.Now = st.Now // one clock for the leases the dispatcher writes and the store compares
-	}
+	dc.Now = st.Now // one clock for the leases the dispatcher writes and the store compares
 	dc.OnSuspend = func(sp []store.Suspension) {
 		for _, x := range sp {
 			log.Warn("webhook suspended", "account", x.AccountID, "webhook", x.WebhookID)
@@ -273,7 +278,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, Limits: s.limits,
 		OperatorToken: cfg.OperatorToken, PublicURL: cfg.PublicURL}))
 	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log,
-		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey, PublicURL: cfg.PublicURL}))
+		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey, PublicURL: cfg.PublicURL, Now: st.Now}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)
 	if scrape := promhttp.HandlerFor(reg, promhttp.HandlerOpts{}); cfg.MetricsListener != nil {
@@ -337,10 +342,6 @@ func (s *Server) remind(ctx context.Context) {
 	if s.cfg.SuspendedReminder <= 0 {
 		return
 	}
-	now := s.cfg.ReminderClock
-	if now == nil {
-		now = time.Now
-	}
 	t := time.NewTicker(cmp.Or(s.cfg.ReminderCheck, DefaultReminderCheck))
 	defer t.Stop()
 	for {
@@ -349,7 +350,7 @@ func (s *Server) remind(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n, err := s.Store.RemindSuspended(ctx, now(), s.cfg.SuspendedReminder); err != nil {
+		if n, err := s.Store.RemindSuspended(ctx, s.Store.Now(), s.cfg.SuspendedReminder); err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("queue reminders of suspended webhooks", "err", err)
 			}
