@@ -20,6 +20,7 @@ import (
 // token as an operator's processes would.
 func startFleet(t *testing.T, n int, o heraldtest.Options) []*heraldtest.Herald {
 	t.Helper()
+	heraldtest.SkipShort(t, "a fleet of heralds on one PostgreSQL")
 	heraldtest.PostgresHandles(t, n+1) // the heralds, and a store a test may open beside them
 	o.DatabaseURL = heraldtest.PostgresURL(t)
 	o.Key = make([]byte, 32)
