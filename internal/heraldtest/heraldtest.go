@@ -53,9 +53,10 @@ type Options struct {
 	ReadTimeout time.Duration
 	// OperatorToken turns on the operator calls (server.Config.OperatorToken).
 	OperatorToken string
-	// PublicURL, SuspendedReminder and ReminderCheck are server.Config's.
-	PublicURL                        string
-	SuspendedReminder, ReminderCheck time.Duration
+	// PublicURL, SuspendedReminder, ReminderCheck and EmailCheck are
+	// server.Config's.
+	PublicURL                                    string
+	SuspendedReminder, ReminderCheck, EmailCheck time.Duration
 	// Now is herald's clock (server.Config.Now): time.Now when nil, or a
 	// Clock's Now for a test that moves time forward rather than wait.
 	Now func() time.Time
@@ -121,7 +122,7 @@ func (h *Herald) run() {
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
-		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, Now: o.Now,
+		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, EmailCheck: o.EmailCheck, Now: o.Now,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -22,7 +23,14 @@ type Outbox struct {
 	// Done, when set, is told how each email left the outbox or failed a
 	// send: EmailSent, EmailKept, EmailFailed or EmailGivenUp (for metrics).
 	Done func(result string)
+	// Interval is how often Run looks for emails when nothing wakes it
+	// (DefaultInterval when 0): for those queued by another process, left
+	// by a crash, or whose back-off has passed.
+	Interval time.Duration
 }
+
+// DefaultInterval is how often an Outbox looks for emails unwoken.
+const DefaultInterval = 5 * time.Second
 
 // What became of an email, as Outbox.Done is told.
 const (
@@ -51,12 +59,12 @@ func (o *Outbox) Wake() {
 	}
 }
 
-// Run sends queued emails until ctx is done, looking when woken and every few
-// seconds, so an email queued by another process or before a crash goes too.
-// Each email is claimed before it is sent, so of several processes sharing
-// the database only one sends it.
+// Run sends queued emails until ctx is done, looking when woken and every
+// Interval, so an email queued by another process or before a crash goes
+// too. Each email is claimed before it is sent, so of several processes
+// sharing the database only one sends it.
 func (o *Outbox) Run(ctx context.Context) {
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(cmp.Or(o.Interval, DefaultInterval))
 	defer t.Stop()
 	for {
 		o.flush(ctx)

@@ -148,6 +148,10 @@ type Config struct {
 	// Suspended is reminded by email; 0: never. ReminderCheck is how often
 	// herald looks for reminders due (DefaultReminderCheck when 0).
 	SuspendedReminder, ReminderCheck time.Duration
+	// EmailCheck is how often the email outbox looks for emails nothing
+	// woke it for (queued by another process, or due again after a failed
+	// send): notify.DefaultInterval when 0.
+	EmailCheck time.Duration
 
 	// Now is herald's one clock (time.Now when nil), read by every part
 	// that decides by the time: the store (leases, expiries, retries due,
@@ -242,6 +246,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.outbox = notify.NewOutbox(st, sender, log)
 	outbox = s.outbox
 	s.outbox.Done = m.Email
+	s.outbox.Interval = cfg.EmailCheck
 	s.cfg.Retention.Removed = m.Removed
 
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate, AllowMetadata: cfg.AllowMetadata, Resolver: net.DefaultResolver}
