@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,7 +103,7 @@ func Start(t testing.TB, o Options) *Herald {
 		o.Email = "owner@example.com"
 	}
 	if o.Password == "" {
-		o.Password = "correct horse battery staple"
+		o.Password = defaultPassword
 	}
 	if o.Token == "" {
 		o.Token = auth.NewAPIToken()
@@ -113,13 +114,27 @@ func Start(t testing.TB, o Options) *Herald {
 	return h
 }
 
+// defaultPasswordHash is Options' default password hashed, once per test
+// binary rather than once per herald: argon2id costs about a fifth of a
+// CPU-second by design, and a package's tests start hundreds of heralds.
+var defaultPasswordHash = sync.OnceValues(func() (string, error) { return auth.HashPassword(defaultPassword) })
+
+const defaultPassword = "correct horse battery staple"
+
 func (h *Herald) run() {
 	t, o := h.t, h.Options
 	t.Helper()
+	var hash string
+	if o.Password == defaultPassword {
+		var err error
+		if hash, err = defaultPasswordHash(); err != nil {
+			t.Fatalf("hash the default password: %v", err)
+		}
+	}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := server.Open(context.Background(), server.Config{
 		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, Retention: o.Retention, SMTPURL: o.SMTPURL,
-		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
+		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapPasswordHash: hash, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
 		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, EmailCheck: o.EmailCheck, Now: o.Now,
