@@ -21,12 +21,13 @@ func TestBenchQuickLosesNothing(t *testing.T) {
 	for _, s := range heraldtest.Stores() {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
+			bin := binary(t)
 			args := []string{"bench", "--quick", "--json", "--chart", filepath.Join(t.TempDir(), "bench.svg")}
 			if s.Name == "postgres" {
 				heraldtest.PostgresHandles(t, 1) // one child herald at a time
 				args = append(args, "--database", s.URL(t))
 			}
-			cmd := exec.Command(binary(t), args...)
+			cmd := exec.Command(bin, args...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {

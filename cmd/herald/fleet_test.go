@@ -51,6 +51,7 @@ func TestFleetDeliversEveryPair(t *testing.T) {
 }
 
 func runFleet(t *testing.T, kill bool) {
+	binary(t)                                  // before waiting for connections: -short skips here
 	heraldtest.PostgresHandles(t, fleetSize+1) // the processes and the test's own
 	dbURL := heraldtest.PostgresURL(t)
 	heraldtest.DumpLogsOnFailure(t, dbURL)

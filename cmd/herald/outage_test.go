@@ -23,6 +23,7 @@ import (
 // once it is back they recover by themselves, and every event acknowledged,
 // before, during or after the outage, reaches every webhook.
 func TestPostgresRestartLosesNothing(t *testing.T) {
+	binary(t) // before the private server starts: -short skips here
 	pg := heraldtest.StartPostgres(t)
 	heraldtest.DumpLogsOnFailure(t, pg.URL())
 	key := make([]byte, 32)

@@ -37,9 +37,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binary builds cmd/herald once per test run and returns its path.
+// binary builds cmd/herald once per test run and returns its path. Every
+// test that runs the binary gets it here, so -short skips them all here.
 func binary(t *testing.T) string {
 	t.Helper()
+	heraldtest.SkipShort(t, "runs the herald binary")
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "herald-bin")
 		if buildErr != nil {

@@ -297,6 +297,7 @@ var client = &http.Client{
 }
 
 func goReceiver(t *testing.T) *exec.Cmd {
+	heraldtest.SkipShort(t, "builds and runs the example receiver as a program")
 	bin := filepath.Join(t.TempDir(), "receiver")
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
@@ -308,6 +309,7 @@ func goReceiver(t *testing.T) *exec.Cmd {
 }
 
 func script(t *testing.T, program, language, file string) *exec.Cmd {
+	heraldtest.SkipShort(t, "runs the example receiver as a program")
 	path, err := exec.LookPath(program)
 	heraldtest.SkipUnless(t, err == nil, fmt.Sprintf("%s is not installed (no %s on PATH), so the %s receiver is untested", language, program, language))
 	return exec.Command(path, file)

@@ -128,6 +128,7 @@ func patch(t *testing.T, url, body string) (int, string) {
 // one of them made are refused by the other, whatever the tokens.
 func TestAccountRateIsSharedByProcesses(t *testing.T) {
 	t.Parallel()
+	heraldtest.SkipShort(t, "two heralds on one PostgreSQL")
 	db := heraldtest.PostgresURL(t)
 	h1 := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, OperatorToken: operatorToken})
 	h2 := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Key: h1.Options.Key, Token: h1.Token, OperatorToken: operatorToken})

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,11 +54,13 @@ type Options struct {
 	ReadTimeout time.Duration
 	// OperatorToken turns on the operator calls (server.Config.OperatorToken).
 	OperatorToken string
-	// PublicURL, SuspendedReminder, ReminderCheck and ReminderClock are
+	// PublicURL, SuspendedReminder, ReminderCheck and EmailCheck are
 	// server.Config's.
-	PublicURL                        string
-	SuspendedReminder, ReminderCheck time.Duration
-	ReminderClock                    func() time.Time
+	PublicURL                                    string
+	SuspendedReminder, ReminderCheck, EmailCheck time.Duration
+	// Now is herald's clock (server.Config.Now): time.Now when nil, or a
+	// Clock's Now for a test that moves time forward rather than wait.
+	Now func() time.Time
 
 	// Logs, when set, also gets herald's log lines at info and above, as
 	// text, for a test that reads what herald logged (the test's own log
@@ -105,7 +108,7 @@ func Start(t testing.TB, o Options) *Herald {
 		o.Email = "owner@example.com"
 	}
 	if o.Password == "" {
-		o.Password = "correct horse battery staple"
+		o.Password = defaultPassword
 	}
 	if o.Token == "" {
 		o.Token = auth.NewAPIToken()
@@ -116,9 +119,23 @@ func Start(t testing.TB, o Options) *Herald {
 	return h
 }
 
+// defaultPasswordHash is Options' default password hashed, once per test
+// binary rather than once per herald: argon2id costs about a fifth of a
+// CPU-second by design, and a package's tests start hundreds of heralds.
+var defaultPasswordHash = sync.OnceValues(func() (string, error) { return auth.HashPassword(defaultPassword) })
+
+const defaultPassword = "correct horse battery staple"
+
 func (h *Herald) run() {
 	t, o := h.t, h.Options
 	t.Helper()
+	var hash string
+	if o.Password == defaultPassword {
+		var err error
+		if hash, err = defaultPasswordHash(); err != nil {
+			t.Fatalf("hash the default password: %v", err)
+		}
+	}
 	var handler slog.Handler = slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})
 	if o.Logs != nil {
 		handler = slog.NewMultiHandler(handler, slog.NewTextHandler(o.Logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -126,10 +143,10 @@ func (h *Herald) run() {
 	logger := slog.New(handler)
 	srv, err := server.Open(context.Background(), server.Config{
 		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, Retention: o.Retention, SMTPURL: o.SMTPURL,
-		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapToken: o.Token,
+		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapPasswordHash: hash, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
-		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, ReminderClock: o.ReminderClock,
+		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, EmailCheck: o.EmailCheck, Now: o.Now,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)
@@ -320,26 +337,57 @@ func (h *Herald) Log(id string) Log {
 	return l
 }
 
-// MinPatience is the least Eventually waits before it fails a test: on a
-// loaded machine (other work on every core) a delivery that takes
-// milliseconds alone can take seconds, and a bound is a failing test's
-// patience, never an assertion about speed. A test whose point is that
-// something happens before some other deadline (a lease, a poll interval)
-// sets that deadline well beyond this.
-const MinPatience = 30 * time.Second
+// BusyFloor is the least patience Eventually grants, whatever its caller
+// asks. A caller's patience says how long the wait may take on a machine
+// doing nothing else; on a loaded one (CI with a build or another test
+// binary on every core) a delivery that takes milliseconds alone can take
+// seconds, and a bound is a failing test's patience, never an assertion
+// about speed. In a full -race run beside a CPU hog on both cores, no wait
+// of a caller asking for 10 s or less took over 3.4 s (one that waits out a
+// 3 s attempt time-out); 10 s leaves room for a busier machine. A caller
+// that expects longer says so.
+const BusyFloor = 10 * time.Second
 
-// Eventually polls cond every 10ms until it holds or timeout (at least
-// MinPatience) passes.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// Eventually polls cond every 10ms until it holds, and fails the test once
+// patience (or BusyFloor, if longer) has passed without it. A wait that took
+// more than half the patience it was given is logged, so a test drifting
+// towards its bound shows in the log before it fails.
+func Eventually(t testing.TB, patience time.Duration, what string, cond func() bool) {
 	t.Helper()
-	timeout = max(timeout, MinPatience)
-	deadline := time.Now().Add(timeout)
+	used := max(patience, BusyFloor)
+	start := time.Now()
+	deadline := start.Add(used)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			if used > patience {
+				t.Fatalf("timed out after %s waiting for %s (asked for %s; BusyFloor is %s)", used, what, patience, BusyFloor)
+			}
+			t.Fatalf("timed out after %s waiting for %s", used, what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	if took := time.Since(start); took > used/2 {
+		t.Logf("waited %s of a patience of %s for %s", took.Round(time.Millisecond), used, what)
+	}
+}
+
+// Settled waits until nothing of h's database is in flight: no log pending
+// (claimed, its outcome not yet recorded) and no email waiting in the
+// outbox. A test calls it before moving a Clock forward, which ends the
+// leases it passes: work still in flight would be taken over and done
+// twice.
+func (h *Herald) Settled() {
+	h.t.Helper()
+	Eventually(h.t, 30*time.Second, "nothing in flight (no log pending, no email unsent)", func() bool {
+		var n int
+		err := h.Server.Store.QueryRow(context.Background(), `SELECT
+ (SELECT COUNT(*) FROM webhook_event_logs WHERE status = 'pending') +
+ (SELECT COUNT(*) FROM emails WHERE sent_at IS NULL)`).Scan(&n)
+		if err != nil {
+			h.t.Fatalf("settled: %v", err)
+		}
+		return n == 0
+	})
 }
 
 // CreateLicense creates a product and a license whose metadata holds data

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 // Outbox sends the emails the store queued (a suspension queues one in the
 // same transaction that suspends the webhook). Without an SMTP server the
 // emails are logged and kept in the database, marked as not sent by SMTP.
+// Its leases and back-offs are by the store's clock (store.Options.Now),
+// so a test that moves that clock moves them too.
 type Outbox struct {
 	store  *store.Store
 	sender *Sender // nil: keep, do not send
@@ -20,7 +23,14 @@ type Outbox struct {
 	// Done, when set, is told how each email left the outbox or failed a
 	// send: EmailSent, EmailKept, EmailFailed or EmailGivenUp (for metrics).
 	Done func(result string)
+	// Interval is how often Run looks for emails when nothing wakes it
+	// (DefaultInterval when 0): for those queued by another process, left
+	// by a crash, or whose back-off has passed.
+	Interval time.Duration
 }
+
+// DefaultInterval is how often an Outbox looks for emails unwoken.
+const DefaultInterval = 5 * time.Second
 
 // What became of an email, as Outbox.Done is told.
 const (
@@ -49,12 +59,12 @@ func (o *Outbox) Wake() {
 	}
 }
 
-// Run sends queued emails until ctx is done, looking when woken and every few
-// seconds, so an email queued by another process or before a crash goes too.
-// Each email is claimed before it is sent, so of several processes sharing
-// the database only one sends it.
+// Run sends queued emails until ctx is done, looking when woken and every
+// Interval, so an email queued by another process or before a crash goes
+// too. Each email is claimed before it is sent, so of several processes
+// sharing the database only one sends it.
 func (o *Outbox) Run(ctx context.Context) {
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(cmp.Or(o.Interval, DefaultInterval))
 	defer t.Stop()
 	for {
 		o.flush(ctx)
@@ -114,7 +124,7 @@ const maxEmailAttempts = 12
 
 func (o *Outbox) failed(ctx context.Context, e store.Email, err error) {
 	ctx = context.WithoutCancel(ctx)
-	attempts, ferr := o.store.FailEmail(ctx, e.ID, err.Error(), time.Now().Add(emailBackoff(e.Attempts+1)))
+	attempts, ferr := o.store.FailEmail(ctx, e.ID, err.Error(), o.store.Now().Add(emailBackoff(e.Attempts+1)))
 	if ferr != nil {
 		o.log.Error("record failed email", "err", ferr)
 		return

@@ -18,6 +18,7 @@ import (
 // names; without one the browser tests skip (and fail under CI=true).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
+	heraldtest.SkipShort(t, "starts Chromium")
 	path := heraldtest.Env("HERALD_TEST_CHROMIUM")
 	if path == "" {
 		for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {

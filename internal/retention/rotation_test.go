@@ -61,7 +61,7 @@ func testRunErasesOldTokens(t *testing.T, db string) {
 		}
 		return n == 1
 	}
-	heraldtest.Eventually(t, 0, "the ended rotation's old token erased", func() bool { return !kept(ended) })
+	heraldtest.Eventually(t, 30*time.Second, "the ended rotation's old token erased", func() bool { return !kept(ended) })
 	if tokens, err := st.WebhookTokens(ctx, acct.ID, ended); err != nil || tokens.Current != "whsec_ended_next_0123456789" || tokens.Next != "" {
 		t.Errorf("after the pass: %+v, %v; want the next token alone", tokens, err)
 	}

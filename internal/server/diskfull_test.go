@@ -54,7 +54,7 @@ func TestFullDiskOnSQLite(t *testing.T) {
 	if len(committed) != n {
 		t.Fatalf("%d logs committed; want %d", len(committed), n)
 	}
-	held.Wait(t, heraldtest.MinPatience, "the first attempts")
+	held.Wait(t, 30*time.Second, "the first attempts")
 	owner := signIn(t, h)
 	// As if the owner's last request were two minutes old: the next one
 	// moves the session's expiry, a write.

@@ -29,7 +29,7 @@ func (s *Server) shareLimits(ctx context.Context) {
 			wg.Wait()
 			return
 		case <-t.C:
-			if err := s.Store.PruneSignInFailures(ctx, time.Now().Add(-portal.SignInWindow)); err != nil && ctx.Err() == nil {
+			if err := s.Store.PruneSignInFailures(ctx, s.Store.Now().Add(-portal.SignInWindow)); err != nil && ctx.Err() == nil {
 				s.log.Warn("prune sign-in failures", "err", err)
 			}
 		}

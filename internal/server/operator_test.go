@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/api/openapitest"
@@ -87,7 +88,7 @@ func testOperatorAccounts(t *testing.T, db string) {
 	aHook := h.CreateWebhook("A", rcv.URL, "license.created")
 	h.CreateLicense(nil)
 	var aLog string
-	heraldtest.Eventually(t, 0, "A's delivery", func() bool {
+	heraldtest.Eventually(t, 30*time.Second, "A's delivery", func() bool {
 		logs := h.Logs("webhookId=" + aHook.ID)
 		if len(logs) == 1 && logs[0].Status == "succeeded" {
 			aLog = logs[0].ID
@@ -231,7 +232,7 @@ func testDeletedAccountsDeliveriesStop(t *testing.T, db string) {
 			t.Fatal(err)
 		}
 	}
-	heraldtest.Eventually(t, 0, "B's first deliveries on the wire", func() bool { return slow.Count() > 0 })
+	heraldtest.Eventually(t, 30*time.Second, "B's first deliveries on the wire", func() bool { return slow.Count() > 0 })
 
 	if err := op.DeleteAccount(ctx, b.Account.ID); err != nil {
 		t.Fatal(err)
@@ -245,7 +246,7 @@ func testDeletedAccountsDeliveriesStop(t *testing.T, db string) {
 	for range 3 {
 		h.CreateLicense(nil)
 	}
-	heraldtest.Eventually(t, 0, "A's deliveries after B's delete", func() bool { return fast.Count() == 3 })
+	heraldtest.Eventually(t, 30*time.Second, "A's deliveries after B's delete", func() bool { return fast.Count() == 3 })
 	if got := slow.Count(); got != onTheWire {
 		t.Errorf("B's receiver got %d requests; %d were on the wire when the delete answered, and none may follow", got, onTheWire)
 	}

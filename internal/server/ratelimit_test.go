@@ -120,6 +120,7 @@ func TestAnonymousRequestsAreLimitedPerClientAddress(t *testing.T) {
 // serve about what one would, not twice as much.
 func TestTwoProcessesShareOneTokensLimit(t *testing.T) {
 	t.Parallel()
+	heraldtest.SkipShort(t, "two heralds on one PostgreSQL, paced over 4 s")
 	heraldtest.PostgresHandles(t, 2)
 	db := heraldtest.PostgresURL(t)
 	a := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, RateLimit: 2}) // bursts of 4

@@ -15,11 +15,13 @@ func TestRetentionRemovesCompletedLogsOnly(t *testing.T) {
 }
 
 func testRetentionRemovesCompletedLogsOnly(t *testing.T, db string) {
-	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db,
-		Delivery: delivery.Config{RetryInterval: time.Hour},
-		// Keep is the window in which the test must see the logs succeeded
-		// before they go: wide enough for a busy machine.
-		Retention: retention.Config{Keep: 5 * time.Second, Interval: 100 * time.Millisecond}})
+	// The logs expire when the test moves herald's clock past Keep, not
+	// while it waits: a busy machine cannot make them go before the test
+	// has seen them succeed. The retries stay a day away, past the move.
+	clock := heraldtest.NewClock()
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Now: clock.Now,
+		Delivery:  delivery.Config{RetryInterval: 24 * time.Hour},
+		Retention: retention.Config{Keep: time.Hour, Interval: 100 * time.Millisecond}})
 	ok := heraldtest.NewReceiver(t)
 	down := heraldtest.NewReceiver(t)
 	down.Status(503, "")
@@ -33,6 +35,8 @@ func testRetentionRemovesCompletedLogsOnly(t *testing.T, db string) {
 			len(h.Logs("webhookId="+downHook.ID+"&status=retrying")) == 3
 	})
 	succeeded := h.Logs("webhookId=" + okHook.ID)[0].ID
+	h.Settled()
+	clock.Advance(2 * time.Hour)
 	heraldtest.Eventually(t, 10*time.Second, "the completed logs to expire", func() bool {
 		return len(h.Logs("webhookId="+okHook.ID)) == 0
 	})

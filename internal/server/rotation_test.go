@@ -124,7 +124,7 @@ func testTokenRotationFailsNoDelivery(t *testing.T, db string) {
 	fire := func(marker string) string {
 		h.CreateLicense(map[string]any{"marker": marker})
 		var eventID string
-		heraldtest.Eventually(t, 0, "the event log of "+marker, func() bool {
+		heraldtest.Eventually(t, 30*time.Second, "the event log of "+marker, func() bool {
 			for _, l := range h.Logs("webhookId=" + hook.ID) {
 				if strings.Contains(l.Payload, marker) {
 					eventID = l.EventID
@@ -136,7 +136,7 @@ func testTokenRotationFailsNoDelivery(t *testing.T, db string) {
 		return eventID
 	}
 	delivered := func(eventID string) {
-		heraldtest.Eventually(t, 0, "event "+eventID+" delivered", func() bool {
+		heraldtest.Eventually(t, 30*time.Second, "event "+eventID+" delivered", func() bool {
 			logs := h.Logs("eventId=" + eventID)
 			return len(logs) == 1 && logs[0].Status == "succeeded"
 		})
@@ -178,7 +178,7 @@ func testTokenRotationFailsNoDelivery(t *testing.T, db string) {
 	// with the next token, so its retries cross the switch.
 	rcv.failUntilSwitched("crossing")
 	crossing := fire("crossing")
-	heraldtest.Eventually(t, 0, "a failed attempt of the crossing event", func() bool {
+	heraldtest.Eventually(t, 30*time.Second, "a failed attempt of the crossing event", func() bool {
 		l := h.Logs("eventId=" + crossing)
 		return len(l) == 1 && l[0].AttemptCount >= 1 && l[0].Status == "retrying"
 	})
@@ -197,7 +197,7 @@ func testTokenRotationFailsNoDelivery(t *testing.T, db string) {
 
 	// Step 4: once nothing signed with the old token can still arrive (here:
 	// every log completed), the receiver drops it.
-	heraldtest.Eventually(t, 0, "every log completed", func() bool {
+	heraldtest.Eventually(t, 30*time.Second, "every log completed", func() bool {
 		for _, l := range h.Logs("webhookId=" + hook.ID) {
 			if l.Status != "succeeded" {
 				return false

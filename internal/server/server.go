@@ -129,6 +129,11 @@ type Config struct {
 	BootstrapEmail    string
 	BootstrapPassword string
 	BootstrapToken    string
+	// BootstrapPasswordHash, when set with BootstrapPassword, is that
+	// password already hashed (auth.HashPassword), so that Open need not
+	// hash it again: tests start hundreds of heralds with one password, and
+	// each hash costs about a fifth of a CPU-second by design.
+	BootstrapPasswordHash string
 
 	Logger *slog.Logger
 	// Tracer starts the server span of each API and portal request and the
@@ -149,9 +154,20 @@ type Config struct {
 	// Suspended is reminded by email; 0: never. ReminderCheck is how often
 	// herald looks for reminders due (DefaultReminderCheck when 0).
 	SuspendedReminder, ReminderCheck time.Duration
-	// ReminderClock is the clock reminders fall due by (time.Now when
-	// nil): tests move it to make them due without waiting days.
-	ReminderClock func() time.Time
+	// EmailCheck is how often the email outbox looks for emails nothing
+	// woke it for (queued by another process, or due again after a failed
+	// send): notify.DefaultInterval when 0.
+	EmailCheck time.Duration
+
+	// Now is herald's one clock (time.Now when nil), read by every part
+	// that decides by the time: the store (leases, expiries, retries due,
+	// rotations' ends), the dispatcher and recoveries (Delivery.Now is set
+	// to it), the email outbox's back-off, retention, reminders and the
+	// portal. Durations measured for metrics and logs, and rate limits
+	// (requests per real second), read the time package. Tests move it to
+	// make leases end, retries fall due or reminders come without waiting
+	// for them; processes sharing a database share one.
+	Now func() time.Time
 
 	// BodiesInFlight bounds the bytes of request bodies being read or held
 	// by requests in progress, all together; past it a request is answered
@@ -218,7 +234,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	var m *metrics.Metrics
 	// Likewise the outbox, woken by the store when a warning is queued.
 	var outbox *notify.Outbox
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log,
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log, Now: cfg.Now,
 		PublicURL: cfg.PublicURL, OnFired: func(kinds []event.Kind) { m.Fired(kinds) },
 		OnEmail: func() {
 			if outbox != nil {
@@ -258,6 +274,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.outbox = notify.NewOutbox(st, sender, log)
 	outbox = s.outbox
 	s.outbox.Done = m.Email
+	s.outbox.Interval = cfg.EmailCheck
 	s.cfg.Retention.Removed = m.Removed
 
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate, AllowMetadata: cfg.AllowMetadata, Resolver: net.DefaultResolver}
@@ -267,9 +284,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	dc.Logger = log
 	dc.Metrics = dm
 	dc.Tracer = cfg.Tracer
-	if dc.Now == nil {
-		dc.Now = st.Now // one clock for the leases the dispatcher writes and the store compares
-	}
+	dc.Now = st.Now // one clock for the leases the dispatcher writes and the store compares
 	dc.OnSuspend = func(sp []store.Suspension) {
 		for _, x := range sp {
 			log.Warn("webhook suspended", "account", x.AccountID, "webhook", x.WebhookID)
@@ -296,7 +311,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, Limits: s.limits,
 		OperatorToken: cfg.OperatorToken, PublicURL: cfg.PublicURL}))
 	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log,
-		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey, PublicURL: cfg.PublicURL}))
+		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey, PublicURL: cfg.PublicURL, Now: st.Now}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)
 	if scrape := promhttp.HandlerFor(reg, promhttp.HandlerOpts{}); cfg.MetricsListener != nil {
@@ -362,10 +377,6 @@ func (s *Server) remind(ctx context.Context) {
 	if s.cfg.SuspendedReminder <= 0 {
 		return
 	}
-	now := s.cfg.ReminderClock
-	if now == nil {
-		now = time.Now
-	}
 	t := time.NewTicker(cmp.Or(s.cfg.ReminderCheck, DefaultReminderCheck))
 	defer t.Stop()
 	for {
@@ -374,7 +385,7 @@ func (s *Server) remind(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n, err := s.Store.RemindSuspended(ctx, now(), s.cfg.SuspendedReminder); err != nil {
+		if n, err := s.Store.RemindSuspended(ctx, s.Store.Now(), s.cfg.SuspendedReminder); err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("queue reminders of suspended webhooks", "err", err)
 			}
@@ -409,9 +420,12 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	if genToken {
 		token = auth.NewAPIToken()
 	}
-	hash, err := auth.HashPassword(password)
-	if err != nil {
-		return err
+	hash := s.cfg.BootstrapPasswordHash
+	if hash == "" || genPassword {
+		var err error
+		if hash, err = auth.HashPassword(password); err != nil {
+			return err
+		}
 	}
 	created, err := s.Store.BootstrapIfEmpty(ctx, store.Bootstrap{
 		AccountName: "My account", OwnerEmail: email, PasswordHash: hash, TokenHash: auth.HashToken(token),

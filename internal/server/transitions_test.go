@@ -11,16 +11,19 @@ import (
 
 // A log waiting for a retry is cancelled when its webhook is disabled before
 // its turn, with no request made; while it waited the webhook stayed Healthy.
-// The retry interval (1s) is the window in which the test must disable the
-// webhook; a busy machine may miss it, and then a retry goes out before the
-// disable, as it should. So the test counts what the log records rather than
-// assuming the window was met: every request the receiver got is an attempt
-// on the log, the log ends cancelled for the disable well before its
-// attempts run out, and nothing is sent once it is cancelled.
+// The retry falls due when the test moves herald's clock past the retry
+// interval (an hour), after the disable, so no busy machine can send it
+// first. The test still counts what the log records rather than assuming
+// the order: every request the receiver got is an attempt on the log, the
+// log ends cancelled for the disable well before its attempts run out, and
+// nothing is sent once it is cancelled, however far the clock moves.
 func TestRetryOfADisabledWebhookIsCancelled(t *testing.T) {
 	t.Parallel()
 	heraldtest.ForEachStore(t, func(t *testing.T, db string) {
-		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Delivery: delivery.Config{RetryInterval: time.Second, MaxAttempts: 5}})
+		const interval = time.Hour
+		clock := heraldtest.NewClock()
+		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, Now: clock.Now,
+			Delivery: delivery.Config{RetryInterval: interval, MaxAttempts: 5, PollInterval: 50 * time.Millisecond}})
 		rcv := heraldtest.NewReceiver(t)
 		rcv.Status(500, "")
 		hook := h.CreateWebhook("w", rcv.URL, "license.created")
@@ -33,6 +36,7 @@ func TestRetryOfADisabledWebhookIsCancelled(t *testing.T) {
 			t.Errorf("webhook %s while its event is retrying; want Healthy", got)
 		}
 		h.Must(200, "PATCH", "/v3/webhooks/"+hook.ID, map[string]any{"enabled": false}, nil)
+		clock.Advance(interval) // the retry falls due
 		var l heraldtest.Log
 		heraldtest.Eventually(t, 30*time.Second, "the retry to be cancelled", func() bool {
 			l = h.Log(h.Logs("webhookId=" + hook.ID)[0].ID)
@@ -47,9 +51,15 @@ func TestRetryOfADisabledWebhookIsCancelled(t *testing.T) {
 		case n > 2:
 			t.Errorf("%d requests; want the first attempt, and at most one retry that came due before the disable", n)
 		case n == 2:
-			t.Logf("the retry came due before the webhook was disabled (a busy machine) and was attempted; the next was cancelled")
+			t.Logf("the retry came due before the webhook was disabled and was attempted; the next was cancelled")
 		}
-		time.Sleep(1500 * time.Millisecond) // longer than the retry interval: nothing more goes out
+		// Past another retry interval, and two claims later: nothing more
+		// goes out.
+		claims := metric(t, h, "herald_delivery_claim_queries_total")
+		clock.Advance(interval)
+		heraldtest.Eventually(t, 5*time.Second, "two more claims", func() bool {
+			return metric(t, h, "herald_delivery_claim_queries_total") >= claims+2
+		})
 		if n := rcv.Count(); n != len(l.Attempts) {
 			t.Errorf("%d requests after the log was cancelled with %d attempts", n, len(l.Attempts))
 		}

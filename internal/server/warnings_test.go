@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,24 +12,6 @@ import (
 	"github.com/heraldhq/herald/internal/notify/smtptest"
 	"github.com/heraldhq/herald/webhook"
 )
-
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // operationalKinds are the kinds a watching webhook subscribes to.
 var operationalKinds = []string{"webhook.unhealthy", "webhook.suspended", "webhook.recovered"}
@@ -79,11 +60,11 @@ func TestWarningsReachTheOwnerAndAnotherWebhook(t *testing.T) {
 func testWarningsReachTheOwnerAndAnotherWebhook(t *testing.T, db string) {
 	const period = 7 * 24 * time.Hour
 	mail := smtptest.Start(t)
-	clock := &testClock{t: time.Now()}
+	clock := heraldtest.NewClock()
 	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db, SMTPURL: mail.URL(),
 		Delivery:  delivery.Config{MaxAttempts: 1, SuspendAfter: 3},
 		PublicURL: "https://herald.example.com/", SuspendedReminder: period,
-		ReminderCheck: 20 * time.Millisecond, ReminderClock: clock.Now})
+		ReminderCheck: 20 * time.Millisecond, Now: clock.Now})
 	down := heraldtest.NewReceiver(t)
 	down.Status(503, "maintenance")
 	crm := h.CreateWebhook("Zoë's CRM", down.URL, append([]string{"license.created"}, operationalKinds...)...)
@@ -124,14 +105,17 @@ func testWarningsReachTheOwnerAndAnotherWebhook(t *testing.T, db string) {
 
 	// Reminders: one per period (that none comes before its period, and
 	// one per period however often processes look, storetest shows). The
-	// reminders' clock moves from the suspension to the period's end; the
+	// herald's clock moves on by a period, once the deliveries and emails
+	// under way are recorded (a lease it passed would end under them); the
 	// reminder is the third email.
-	clock.Add(time.Since(clock.Now()) + period)
+	h.Settled()
+	clock.Advance(period)
 	msgs = mail.WaitFor(t, 3, 30*time.Second)
 	if !strings.Contains(msgs[2].Subject, "still suspended") || !strings.Contains(msgs[2].Text, page) {
 		t.Errorf("third email %q:\n%s\nwant the reminder with the page", msgs[2].Subject, msgs[2].Text)
 	}
-	clock.Add(period)
+	h.Settled()
+	clock.Advance(period)
 	msgs = mail.WaitFor(t, 4, 30*time.Second)
 	if !strings.Contains(msgs[3].Subject, "still suspended") {
 		t.Errorf("fourth email %q; want the second reminder", msgs[3].Subject)
@@ -225,20 +209,22 @@ func TestFleetRemindsOncePerPeriod(t *testing.T) {
 	t.Parallel()
 	const period = 7 * 24 * time.Hour
 	mail := smtptest.Start(t)
-	clock := &testClock{t: time.Now()}
+	clock := heraldtest.NewClock()
 	fleet := startFleet(t, 3, heraldtest.Options{SMTPURL: mail.URL(), Delivery: delivery.Config{MaxAttempts: 1, SuspendAfter: 1},
-		SuspendedReminder: period, ReminderCheck: 10 * time.Millisecond, ReminderClock: clock.Now})
+		SuspendedReminder: period, ReminderCheck: 10 * time.Millisecond, Now: clock.Now})
 	h := fleet[0]
 	down := heraldtest.NewReceiver(t)
 	down.Status(500, "")
 	hook := h.CreateWebhook("shared", down.URL, "license.created")
 	failEvents(t, h, hook.ID, 1)
 	mail.WaitFor(t, 1, 30*time.Second) // the suspension
-	clock.Add(time.Since(clock.Now()) + period)
+	h.Settled()
+	clock.Advance(period)
 	mail.WaitFor(t, 2, 30*time.Second)
 	// A second period: its reminder comes after every process has had the
 	// first period's due webhook in view many times over.
-	clock.Add(period)
+	h.Settled()
+	clock.Advance(period)
 	mail.WaitFor(t, 3, 30*time.Second)
 	var reminders int
 	if err := h.Server.Store.QueryRow(context.Background(), `SELECT COUNT(*) FROM emails WHERE kind = 'reminder'`).Scan(&reminders); err != nil {

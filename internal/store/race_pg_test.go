@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,28 @@ func pgRace(t *testing.T) (*store.Store, *sql.DB, string, string) {
 	return st, raw, acct.ID, w.ID
 }
 
+// waitBlocked waits until n backends wait, directly or behind one another,
+// for a lock the transaction tx holds: the interleaving a race test needs,
+// made sure of rather than given a moment to happen.
+func waitBlocked(t *testing.T, raw *sql.DB, tx *sql.Tx, n int) {
+	t.Helper()
+	var holder int
+	if err := tx.QueryRow(`SELECT pg_backend_pid()`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	heraldtest.Eventually(t, 10*time.Second, fmt.Sprintf("%d statements waiting for the open transaction's locks", n), func() bool {
+		var blocked int
+		err := raw.QueryRow(`WITH RECURSIVE behind(pid) AS (
+  SELECT $1::int
+  UNION SELECT a.pid FROM pg_stat_activity a JOIN behind b ON b.pid = ANY(pg_blocking_pids(a.pid)))
+SELECT COUNT(*) - 1 FROM behind`, holder).Scan(&blocked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return blocked >= n
+	})
+}
+
 func fireOne(st *store.Store, acct string) error {
 	return st.InTx(context.Background(), func(tx *store.Tx) error {
 		_, err := tx.Fire(context.Background(), acct, event.LicenseCreated, map[string]any{"k": 1})
@@ -76,7 +99,7 @@ func TestRecordingAndDeletingAWebhookDoNotDeadlock(t *testing.T) {
 	}
 	errs := make(chan error, 2)
 	go func() { errs <- st.DeleteWebhook(context.Background(), acct, hook) }()
-	time.Sleep(300 * time.Millisecond)
+	waitBlocked(t, raw, t0, 1) // the delete waits for the webhook
 	code := 500
 	go func() {
 		_, err := st.Complete(context.Background(), []store.Outcome{{LogID: cs[0].LogID, WebhookID: hook, Lease: cs[0].Lease,
@@ -84,7 +107,7 @@ func TestRecordingAndDeletingAWebhookDoNotDeadlock(t *testing.T) {
 			Attempt: &store.AttemptRecord{SentAt: now, StatusCode: &code}}}, 50)
 		errs <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitBlocked(t, raw, t0, 2) // and so does the recording, behind it
 	t0.Commit()
 	for range 2 {
 		if err := <-errs; err != nil {
@@ -107,7 +130,7 @@ func TestFiringWhileAWebhookIsDeletedSucceeds(t *testing.T) {
 	}
 	errs := make(chan error, 1)
 	go func() { errs <- fireOne(st, acct) }()
-	time.Sleep(300 * time.Millisecond)
+	waitBlocked(t, raw, t1, 1) // the firing waits for the deleted webhook
 	t1.Commit()
 	if err := <-errs; err != nil {
 		t.Errorf("firing an event while a webhook is deleted: %v", err)
