@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/heraldtest"
@@ -120,4 +121,38 @@ func tokenID(t *testing.T, h *heraldtest.Herald, name string) string {
 	}
 	t.Fatalf("no token named %q", name)
 	return ""
+}
+
+// A token's expiry is read by herald's one clock in the API and in the
+// portal alike: with the clock moved past it, the API refuses the token,
+// the portal has ended the session signed in before (idle longer than it
+// may be), and the tokens page marks the token expired.
+func TestAPITokenExpiresByHeraldsClock(t *testing.T) {
+	t.Parallel()
+	clock := heraldtest.NewClock()
+	h := heraldtest.Start(t, heraldtest.Options{Now: clock.Now})
+	b := mustSignIn(t, h)
+	code, _, body := b.submit("/account/api-tokens", url.Values{"name": {"Dashboard"}, "scope": {"read"}, "expires": {"30"}})
+	m := newTokenValue.FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("create: %d; want the tokens page showing the new token\n%s", code, body)
+	}
+	if strings.Contains(body, "(expired)") {
+		t.Errorf("a token 30 days from expiring is marked expired:\n%s", body)
+	}
+	if got := h.DoAs(m[1], "GET", "/v3/account", nil, nil); got != http.StatusOK {
+		t.Fatalf("the new token at the API: %d; want 200", got)
+	}
+
+	clock.Advance(31 * 24 * time.Hour)
+	if got := h.DoAs(m[1], "GET", "/v3/account", nil, nil); got != http.StatusUnauthorized {
+		t.Errorf("the token 31 days on, at the API: %d; want 401", got)
+	}
+	if code, loc, _ := b.get("/account/api-tokens"); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin") {
+		t.Errorf("the session signed in 31 days ago: %d to %q; want 303 to the sign-in page", code, loc)
+	}
+	b = mustSignIn(t, h)
+	if _, _, body := b.get("/account/api-tokens"); !regexp.MustCompile(`Dashboard(?s:.*?)\(expired\)`).MatchString(body) {
+		t.Errorf("the tokens page 31 days on does not mark the token expired:\n%s", body)
+	}
 }
