@@ -24,6 +24,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	duration := fs.Duration("duration", 10*time.Second, "how long each timed scenario fires")
 	backlog := fs.Int("backlog", 200_000, "deliveries queued in scenario e")
 	clients := fs.Int("clients", 16, "concurrent API clients when firing as fast as the API allows")
+	processes := fs.Int("processes", 1, "herald processes on one PostgreSQL database (needs --database) in scenarios a to f, the API calls spread over them in turn; the report splits each figure by process")
 	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios and a backlog of 2,000 (overrides --duration and --backlog)")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a table")
 	chart := fs.String("chart", "", "also draw the report as an SVG chart in this file")
@@ -47,6 +48,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{"herald bench", errors.New("--backlog must be at least 10")}
 	case *clients < 1:
 		return usageError{"herald bench", errors.New("--clients must be at least 1")}
+	case *processes < 1:
+		return usageError{"herald bench", errors.New("--processes must be at least 1")}
+	case *processes > 1 && *database == "":
+		return usageError{"herald bench", errors.New("--processes above 1 needs --database: processes share a PostgreSQL database, not a SQLite file")}
 	}
 	if *database != "" {
 		if err := store.CheckURL(*database); err != nil || strings.HasPrefix(*database, "sqlite:") {
@@ -58,7 +63,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rep, err := bench.Run(ctx, bench.Options{Binary: self, Database: *database, Scenarios: strings.Split(*scenarios, ","),
-		Duration: *duration, Backlog: *backlog, Clients: *clients, Log: stderr, ProfileDir: *profile})
+		Duration: *duration, Backlog: *backlog, Clients: *clients, Processes: *processes, Log: stderr, ProfileDir: *profile})
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,10 @@ type Options struct {
 	Duration  time.Duration // how long each timed scenario fires
 	Backlog   int           // deliveries queued in scenario e
 	Clients   int           // concurrent API clients when firing as fast as the API allows
+	// Processes, when more than 1, runs that many herald processes on one
+	// PostgreSQL database in scenarios a to f; the API calls go to them in
+	// turn.
+	Processes int
 	Log       io.Writer     // progress, one line per step
 	// ProfileDir, when set, receives a CPU profile of each scenario's herald,
 	// herald-<scenario>.pprof (its whole life: setup, firing and drain).
@@ -57,6 +61,27 @@ type Result struct {
 	Duplicated       int     `json:"duplicated"`
 	BadSignatures    int     `json:"badSignatures"`
 	Note             string  `json:"note,omitempty"`
+	// Processes splits a fleet's figures (--processes) by process.
+	Processes []ProcessResult `json:"processes,omitempty"`
+	// Postgres is what PostgreSQL spent per delivery, on PostgreSQL.
+	Postgres *PGCost `json:"postgres,omitempty"`
+}
+
+// ProcessResult is one process's share of a fleet's figures. Deliveries,
+// their rate, latencies and duplicates are of the deliveries it sent (the
+// receiver finds the sending process of each connection); Events and Lost
+// are of the events whose API call it answered. The processes' Deliveries
+// sum to the fleet's.
+type ProcessResult struct {
+	Process          int     `json:"process"` // 1…N; 0: deliveries whose sender was not found
+	Events           int     `json:"events"`
+	Deliveries       int     `json:"deliveries"`
+	DeliveriesPerSec float64 `json:"deliveriesPerSec"`
+	P50MS            float64 `json:"p50Ms"`
+	P99MS            float64 `json:"p99Ms"`
+	CPUPer1000       float64 `json:"cpuSecondsPer1000Deliveries"` // its CPU from the firing on, over its deliveries
+	Lost             int     `json:"lost"`
+	Duplicated       int     `json:"duplicated"`
 }
 
 // Report is a whole run.

@@ -25,6 +25,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.writeProcesses(w); err != nil {
+		return err
+	}
+	if err := r.writePostgres(w); err != nil {
+		return err
+	}
 	fmt.Fprintln(w)
 	for _, x := range r.Results {
 		fmt.Fprintf(w, "%s: %s", x.Scenario, x.Title)
@@ -114,4 +120,71 @@ func sum(rs []Result, f func(Result) int) int {
 		n += f(r)
 	}
 	return n
+}
+
+// writeProcesses writes each fleet scenario's figures by process.
+func (r *Report) writeProcesses(w io.Writer) error {
+	for _, x := range r.Results {
+		if len(x.Processes) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s by process (deliveries, latency and duplicates: those it sent; events and lost: those whose API call it answered):\n", x.Scenario)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "process\tevents\tdeliveries\tdeliveries/s\tp50 ms\tp99 ms\tCPU s/1k\tlost\tdup\t")
+		for _, p := range x.Processes {
+			name := strconv.Itoa(p.Process)
+			if p.Process == 0 {
+				name = "unknown"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%.1f\t%.2f\t%d\t%d\t\n", name, p.Events, p.Deliveries, p.DeliveriesPerSec,
+				p.P50MS, p.P99MS, p.CPUPer1000, p.Lost, p.Duplicated)
+		}
+		fmt.Fprintf(tw, "fleet\t%d\t%d\t%.0f\t%.1f\t%.1f\t%.2f\t%d\t%d\t\n", x.Events, x.Deliveries, x.DeliveriesPerSec,
+			x.P50MS, x.P99MS, x.CPUPer1000, x.Lost, x.Duplicated)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writePostgres writes what PostgreSQL spent per delivery in each scenario.
+func (r *Report) writePostgres(w io.Writer) error {
+	any := false
+	for _, x := range r.Results {
+		any = any || x.Postgres != nil
+	}
+	if !any {
+		return nil
+	}
+	fmt.Fprintf(w, "\nPostgreSQL per delivery (WAL and commits are the whole server's and database's: run on a quiet one):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tWAL bytes\tcommits\trows written\tindex entries\tlog updates HOT\tPostgreSQL CPU s/1k\t")
+	for _, x := range r.Results {
+		c := x.Postgres
+		if c == nil {
+			continue
+		}
+		cpu := "—"
+		if c.CPUPer1000 >= 0 {
+			cpu = fmt.Sprintf("%.2f", c.CPUPer1000)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.1f\t%.0f%%\t%s\t\n", x.Scenario, c.WALBytesPerDelivery, c.CommitsPerDelivery,
+			c.RowsPerDelivery, c.IndexEntriesPerDelivery, 100*c.LogHOTRatio, cpu)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "rows written by table (inserts/updates/of them HOT/deletes × indexes):")
+	for _, x := range r.Results {
+		if x.Postgres == nil {
+			continue
+		}
+		var tables []string
+		for _, t := range x.Postgres.Tables {
+			tables = append(tables, fmt.Sprintf("%s %d/%d/%d/%d×%d", t.Table, t.Inserts, t.Updates, t.HOTUpdates, t.Deletes, t.Indexes))
+		}
+		fmt.Fprintf(w, "  %s: %s\n", x.Scenario, strings.Join(tables, ", "))
+	}
+	return nil
 }
