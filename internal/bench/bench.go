@@ -35,7 +35,7 @@ type Options struct {
 	// PostgreSQL database in scenarios a to f; the API calls go to them in
 	// turn.
 	Processes int
-	Log       io.Writer     // progress, one line per step
+	Log       io.Writer // progress, one line per step
 	// ProfileDir, when set, receives a CPU profile of each scenario's herald,
 	// herald-<scenario>.pprof (its whole life: setup, firing and drain).
 	ProfileDir string

@@ -65,11 +65,11 @@ type firing struct {
 
 // session is one scenario's running herald and what it fired.
 type session struct {
-	c         *child   // the first process (or the peer)
-	procs     []*child // every process of a fleet (--processes), c first; nil for one
-	accepted1 []int    // events accepted by each of procs
+	c         *child    // the first process (or the peer)
+	procs     []*child  // every process of a fleet (--processes), c first; nil for one
+	accepted1 []int     // events accepted by each of procs
 	cpu0s     []float64 // CPU seconds of each of procs when the firing began
-	pg        *pgMeter // PostgreSQL's cost, when the store is PostgreSQL
+	pg        *pgMeter  // PostgreSQL's cost, when the store is PostgreSQL
 	rcv       *receiver
 	product   string
 	hooks     int
