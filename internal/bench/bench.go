@@ -9,6 +9,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -35,7 +36,14 @@ type Options struct {
 	// PostgreSQL database in scenarios a to f; the API calls go to them in
 	// turn.
 	Processes int
-	Log       io.Writer // progress, one line per step
+	// HistoryLogs is how many completed logs scenario h seeds; HistoryReads
+	// how many times it times each read; SeedAnalyze makes PostgreSQL's
+	// statistics of the seeded tables (as autovacuum would have of a
+	// history that grew over 30 days).
+	HistoryLogs  int
+	HistoryReads int
+	SeedAnalyze  bool
+	Log          io.Writer // progress, one line per step
 	// ProfileDir, when set, receives a CPU profile of each scenario's herald,
 	// herald-<scenario>.pprof (its whole life: setup, firing and drain).
 	ProfileDir string
@@ -93,9 +101,13 @@ type Report struct {
 	// signing and POSTing bodies of the same size to the same receiver.
 	Ceiling float64  `json:"ceilingDeliveriesPerSec"`
 	Results []Result `json:"results"`
+	// History is scenario h's reads of a long history.
+	History *HistoryReport `json:"history,omitempty"`
 }
 
-// AllScenarios in the order they run.
+// AllScenarios in the order they run: the ones a run makes when none is
+// named. Scenario h (a long history's reads) runs only when named: its
+// seeding takes long.
 var AllScenarios = []string{"a", "b", "c", "d", "e", "f", "g"}
 
 // Run runs the scenarios and returns their report.
@@ -116,12 +128,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Database != "" {
 		rep.Database = "postgres"
 	}
-	fmt.Fprintf(o.Log, "bench: measuring the no-store ceiling\n")
-	rep.Ceiling = ceiling(ctx, rcv, min(o.Duration, 5*time.Second))
+	if slices.ContainsFunc(o.Scenarios, func(s string) bool { return s != "h" }) { // h sends nothing
+		fmt.Fprintf(o.Log, "bench: measuring the no-store ceiling\n")
+		rep.Ceiling = ceiling(ctx, rcv, min(o.Duration, 5*time.Second))
+	}
+	o.HistoryLogs, o.HistoryReads = cmp.Or(o.HistoryLogs, 10_000_000), max(1, cmp.Or(o.HistoryReads, 20))
 	for _, s := range o.Scenarios {
+		if s == "h" {
+			h, err := longHistory(ctx, o, rcv)
+			rcv.reset()
+			if err != nil {
+				return rep, fmt.Errorf("scenario h: %w", err)
+			}
+			rep.History = h
+			continue
+		}
 		run := scenarios[s]
 		if run == nil {
-			return nil, fmt.Errorf("no scenario %q (there are %s)", s, strings.Join(AllScenarios, ", "))
+			return nil, fmt.Errorf("no scenario %q (there are %s and h)", s, strings.Join(AllScenarios, ", "))
 		}
 		results, err := run(ctx, o, rcv)
 		rcv.reset()

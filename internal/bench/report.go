@@ -14,6 +14,9 @@ import (
 // WriteTable writes the report as a table a person reads.
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "herald bench, %s, %d CPUs, %s\n", r.Started.Format("2006-01-02 15:04 UTC"), r.CPUs, r.Database)
+	if len(r.Results) == 0 {
+		return r.writeHistory(w)
+	}
 	fmt.Fprintf(w, "no-store ceiling: %.0f deliveries/s (a bare loop signing and POSTing to the same receiver, 64 at once)\n\n", r.Ceiling)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\twebhooks\tevents/s\tdeliveries/s\tof ceiling\tp50 ms\tp95 ms\tp99 ms\tAPI p99 ms\tCPU s/1k\tpeak RSS MB\tlost\tdup\tbad sig\t")
@@ -29,6 +32,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	if err := r.writePostgres(w); err != nil {
+		return err
+	}
+	if err := r.writeHistory(w); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -187,4 +193,24 @@ func (r *Report) writePostgres(w io.Writer) error {
 		fmt.Fprintf(w, "  %s: %s\n", x.Scenario, strings.Join(tables, ", "))
 	}
 	return nil
+}
+
+// writeHistory writes scenario h's reads.
+func (r *Report) writeHistory(w io.Writer) error {
+	h := r.History
+	if h == nil {
+		return nil
+	}
+	stats := "no statistics made after seeding"
+	if h.Analyzed {
+		stats = "ANALYZE after seeding"
+	}
+	fmt.Fprintf(w, "\nh: reads of %d completed logs over %d days (%d stored, seeded in %.0f s, %s), each timed %s:\n",
+		h.Logs, h.Days, h.Stored, h.SeedSeconds, stats, "after one untimed try")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "surface\tread\tstatus\tp50 ms\tp99 ms\tmax ms\t")
+	for _, x := range h.Reads {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t\n", x.Surface, x.Name, x.Status, x.P50MS, x.P99MS, x.MaxMS)
+	}
+	return tw.Flush()
 }
