@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +30,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	historyLogs := fs.Int("history-logs", 10_000_000, "completed logs scenario h seeds over 30 days before timing the reads")
 	historyReads := fs.Int("history-reads", 20, "how many times scenario h times each read (after one untimed try)")
 	seedAnalyze := fs.Bool("seed-analyze", true, "on PostgreSQL, ANALYZE the tables scenario h seeded (as autovacuum would have); false leaves herald to the planner's defaults")
+	peerURL := fs.String("peer-url", "", "also run scenarios a, b, c, d and f against this second sender's API (it must reach the bench's receivers on 127.0.0.1)")
+	peerKey := fs.String("peer-key", "", "the peer's API key (default: $HERALD_BENCH_PEER_KEY)")
+	peerKind := fs.String("peer-kind", "herald", "the peer's kind: "+strings.Join(bench.PeerKinds, ", "))
 	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios and a backlog of 2,000 (overrides --duration and --backlog)")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a table")
 	chart := fs.String("chart", "", "also draw the report as an SVG chart in this file")
@@ -60,6 +65,24 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *processes > 1 && *database == "":
 		return usageError{"herald bench", errors.New("--processes above 1 needs --database: processes share a PostgreSQL database, not a SQLite file")}
 	}
+	var peer *bench.Peer
+	if *peerURL != "" {
+		u, err := url.Parse(*peerURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError{"herald bench", errors.New("--peer-url must be an http or https URL")}
+		}
+		key := *peerKey
+		if key == "" {
+			key = os.Getenv("HERALD_BENCH_PEER_KEY")
+		}
+		if key == "" {
+			return usageError{"herald bench", errors.New("--peer-url needs --peer-key (or HERALD_BENCH_PEER_KEY)")}
+		}
+		if !slices.Contains(bench.PeerKinds, *peerKind) {
+			return usageError{"herald bench", fmt.Errorf("--peer-kind must be one of %s", strings.Join(bench.PeerKinds, ", "))}
+		}
+		peer = &bench.Peer{Kind: *peerKind, URL: strings.TrimSuffix(*peerURL, "/"), Key: key}
+	}
 	if *database != "" {
 		if err := store.CheckURL(*database); err != nil || strings.HasPrefix(*database, "sqlite:") {
 			return usageError{"herald bench", errors.New("--database must be a postgres:// URL (SQLite is the default)")}
@@ -70,7 +93,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rep, err := bench.Run(ctx, bench.Options{Binary: self, Database: *database, Scenarios: strings.Split(*scenarios, ","),
-		Duration: *duration, Backlog: *backlog, Clients: *clients, Processes: *processes, Log: stderr,
+		Duration: *duration, Backlog: *backlog, Clients: *clients, Processes: *processes, Peer: peer, Log: stderr,
 		HistoryLogs: *historyLogs, HistoryReads: *historyReads, SeedAnalyze: *seedAnalyze, ProfileDir: *profile})
 	if err != nil {
 		return err

@@ -40,6 +40,9 @@ type Options struct {
 	// how many times it times each read; SeedAnalyze makes PostgreSQL's
 	// statistics of the seeded tables (as autovacuum would have of a
 	// history that grew over 30 days).
+	// Peer, when set, is a second sender each of scenarios a, b, c, d and f
+	// is also run against, right after herald (see peer.go).
+	Peer         *Peer
 	HistoryLogs  int
 	HistoryReads int
 	SeedAnalyze  bool
@@ -52,6 +55,8 @@ type Options struct {
 // Result is one scenario's figures.
 type Result struct {
 	Scenario         string  `json:"scenario"`
+	Sender           string  `json:"sender"`                  // herald, or peer
+	Ceiling          float64 `json:"ceilingDeliveriesPerSec"` // the run's, beside each figure
 	Title            string  `json:"title"`
 	Webhooks         int     `json:"webhooks"`
 	Events           int     `json:"events"`
@@ -99,7 +104,9 @@ type Report struct {
 	Database string    `json:"database"`
 	// Ceiling is the no-store deliveries per second: the bench's own loop
 	// signing and POSTing bodies of the same size to the same receiver.
-	Ceiling float64  `json:"ceilingDeliveriesPerSec"`
+	Ceiling float64 `json:"ceilingDeliveriesPerSec"`
+	// Peer is the second sender the scenarios were also run against.
+	Peer    *Peer    `json:"peer,omitempty"`
 	Results []Result `json:"results"`
 	// History is scenario h's reads of a long history.
 	History *HistoryReport `json:"history,omitempty"`
@@ -128,6 +135,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Database != "" {
 		rep.Database = "postgres"
 	}
+	if o.Peer != nil {
+		p := *o.Peer
+		p.Key = "" // a report is shared; the key is not
+		rep.Peer = &p
+	}
 	if slices.ContainsFunc(o.Scenarios, func(s string) bool { return s != "h" }) { // h sends nothing
 		fmt.Fprintf(o.Log, "bench: measuring the no-store ceiling\n")
 		rep.Ceiling = ceiling(ctx, rcv, min(o.Duration, 5*time.Second))
@@ -153,10 +165,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return rep, fmt.Errorf("scenario %s: %w", s, err)
 		}
 		for _, r := range results {
+			r.Sender, r.Ceiling = cmp.Or(r.Sender, "herald"), rep.Ceiling
 			if rep.Ceiling > 0 {
 				r.CeilingFraction = r.DeliveriesPerSec / rep.Ceiling
 			}
-			fmt.Fprintf(o.Log, "bench: %s: %.0f deliveries/s, p99 %.1f ms, lost %d, duplicated %d\n", r.Scenario, r.DeliveriesPerSec, r.P99MS, r.Lost, r.Duplicated)
+			fmt.Fprintf(o.Log, "bench: %s (%s): %.0f deliveries/s, p99 %.1f ms, lost %d, duplicated %d\n", r.Scenario, r.Sender, r.DeliveriesPerSec, r.P99MS, r.Lost, r.Duplicated)
 			rep.Results = append(rep.Results, r)
 		}
 	}

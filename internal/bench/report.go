@@ -14,16 +14,23 @@ import (
 // WriteTable writes the report as a table a person reads.
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "herald bench, %s, %d CPUs, %s\n", r.Started.Format("2006-01-02 15:04 UTC"), r.CPUs, r.Database)
+	if r.Peer != nil {
+		fmt.Fprintf(w, "peer: %s at %s, the same scenarios by the same driver\n", r.Peer.Kind, r.Peer.URL)
+	}
 	if len(r.Results) == 0 {
 		return r.writeHistory(w)
 	}
 	fmt.Fprintf(w, "no-store ceiling: %.0f deliveries/s (a bare loop signing and POSTing to the same receiver, 64 at once)\n\n", r.Ceiling)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\twebhooks\tevents/s\tdeliveries/s\tof ceiling\tp50 ms\tp95 ms\tp99 ms\tAPI p99 ms\tCPU s/1k\tpeak RSS MB\tlost\tdup\tbad sig\t")
+	fmt.Fprintln(tw, "scenario\tsender\twebhooks\tevents/s\tdeliveries/s\tceiling/s\tof ceiling\tp50 ms\tp95 ms\tp99 ms\tAPI p99 ms\tCPU s/1k\tpeak RSS MB\tlost\tdup\tbad sig\t")
 	for _, x := range r.Results {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.0f\t%d\t%d\t%d\t\n",
-			x.Scenario, x.Webhooks, x.EventsPerSec, x.DeliveriesPerSec, 100*x.CeilingFraction,
-			x.P50MS, x.P95MS, x.P99MS, x.APIP99MS, x.CPUPer1000, x.PeakRSSMB, x.Lost, x.Duplicated, x.BadSignatures)
+		cpu, rss := fmt.Sprintf("%.2f", x.CPUPer1000), fmt.Sprintf("%.0f", x.PeakRSSMB)
+		if x.Sender == "peer" { // not the bench's to read
+			cpu, rss = "—", "—"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%d\t%d\t%d\t\n",
+			x.Scenario, x.Sender, x.Webhooks, x.EventsPerSec, x.DeliveriesPerSec, x.Ceiling, 100*x.CeilingFraction,
+			x.P50MS, x.P95MS, x.P99MS, x.APIP99MS, cpu, rss, x.Lost, x.Duplicated, x.BadSignatures)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -39,6 +46,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	for _, x := range r.Results {
+		if x.Sender == "peer" { // the same scenario as the line before
+			continue
+		}
 		fmt.Fprintf(w, "%s: %s", x.Scenario, x.Title)
 		if x.Note != "" {
 			fmt.Fprintf(w, " (%s)", x.Note)

@@ -14,12 +14,10 @@ import (
 // scenarios by name; each starts its own herald, so no figure carries over.
 var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, error){
 	"a": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
-		res, err := measure(ctx, o, r, setup{webhooks: 1}, firing{duration: o.Duration}, "a", "one webhook, as fast as the API allows")
-		return []Result{res}, err
+		return measure(ctx, o, r, setup{webhooks: 1}, firing{duration: o.Duration}, "a", "one webhook, as fast as the API allows")
 	},
 	"b": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
-		res, err := measure(ctx, o, r, setup{webhooks: 10}, firing{duration: o.Duration}, "b", "fan-out to 10 webhooks, as fast as the API allows")
-		return []Result{res}, err
+		return measure(ctx, o, r, setup{webhooks: 10}, firing{duration: o.Duration}, "b", "fan-out to 10 webhooks, as fast as the API allows")
 	},
 	"c": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
 		var out []Result
@@ -27,24 +25,22 @@ var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, 
 			res, err := measure(ctx, o, r, setup{webhooks: 1}, firing{rate: rate, duration: o.Duration},
 				fmt.Sprintf("c%.0f", rate), fmt.Sprintf("one webhook at %.0f events/s", rate))
 			r.reset()
+			out = append(out, res...)
 			if err != nil {
 				return out, err
 			}
-			out = append(out, res)
 		}
 		return out, nil
 	},
 	"d": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
-		res, err := measure(ctx, o, r, setup{webhooks: 10, dead: 1}, firing{duration: o.Duration},
+		return measure(ctx, o, r, setup{webhooks: 10, dead: 1}, firing{duration: o.Duration},
 			"d", "10 webhooks, one never answers (figures: the nine others)")
-		return []Result{res}, err
 	},
 	"e": backlog,
 	"g": twoAccounts,
 	"f": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
-		res, err := measure(ctx, o, r, setup{webhooks: 1}, firing{rate: 500, duration: o.Duration},
+		return measure(ctx, o, r, setup{webhooks: 1}, firing{rate: 500, duration: o.Duration},
 			"f", "POST /v3/licenses at 500 requests/s (apiP99Ms)")
-		return []Result{res}, err
 	},
 }
 
@@ -65,21 +61,22 @@ type firing struct {
 
 // session is one scenario's running herald and what it fired.
 type session struct {
-	c         *child    // the first process (or the peer)
-	procs     []*child  // every process of a fleet (--processes), c first; nil for one
-	accepted1 []int     // events accepted by each of procs
-	cpu0s     []float64 // CPU seconds of each of procs when the firing began
-	pg        *pgMeter  // PostgreSQL's cost, when the store is PostgreSQL
-	rcv       *receiver
-	product   string
-	hooks     int
-	dead      int
-	seq       atomic.Int64
-	mu        sync.Mutex
-	api       []time.Duration
-	accepted  int
-	cpu0      float64
-	fireStart time.Time
+	c          *child    // the first process (or the peer)
+	procs      []*child  // every process of a fleet (--processes), c first; nil for one
+	accepted1  []int     // events accepted by each of procs
+	cpu0s      []float64 // CPU seconds of each of procs when the firing began
+	pg         *pgMeter  // PostgreSQL's cost, when the store is PostgreSQL
+	webhookIDs []string  // the scenario's webhooks, removed from a peer after
+	rcv        *receiver
+	product    string
+	hooks      int
+	dead       int
+	seq        atomic.Int64
+	mu         sync.Mutex
+	api        []time.Duration
+	accepted   int
+	cpu0       float64
+	fireStart  time.Time
 }
 
 func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) (*session, error) {
@@ -94,7 +91,11 @@ func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) 
 	ss := &session{c: c, rcv: rcv, hooks: s.webhooks, dead: s.dead}
 	if o.Processes > 1 {
 		ss.procs = []*child{c}
-		for range o.Processes - 1 {
+		for i := range o.Processes - 1 {
+			env := s.env
+			if o.ProfileDir != "" { // a profile of each process
+				env = append(slices.Clip(env), "HERALD_CPU_PROFILE="+filepath.Join(o.ProfileDir, fmt.Sprintf("herald-%s-%d.pprof", name, i+2)))
+			}
 			more, err := join(ctx, o.Binary, c, env...)
 			if err != nil {
 				ss.stop()
@@ -109,29 +110,9 @@ func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) 
 		}
 		rcv.fleet(pids)
 	}
-	var p struct {
-		ID string `json:"id"`
-	}
-	if _, err := c.call(ctx, "POST", "/v3/products", map[string]any{"name": "bench"}, &p); err != nil {
+	if err := ss.addHooks(ctx, s); err != nil {
 		ss.stop()
 		return nil, err
-	}
-	ss.product = p.ID
-	for i := range s.webhooks {
-		var w struct {
-			Token string `json:"token"`
-		}
-		// The path is registered before the token is known: a delivery
-		// cannot come before the webhook exists, and the token is set next.
-		url := rcv.add(i, "", s.hold || i >= s.webhooks-s.dead)
-		if _, err := c.call(ctx, "POST", "/v3/webhooks", map[string]any{"name": fmt.Sprint("bench ", i), "url": url,
-			"events": []string{"license.created"}}, &w); err != nil {
-			ss.stop()
-			return nil, err
-		}
-		rcv.mu.Lock()
-		rcv.hooks[i].token = w.Token
-		rcv.mu.Unlock()
 	}
 	if o.Database != "" {
 		if ss.pg, err = newPGMeter(ctx, c.dbURL); err != nil {
@@ -145,6 +126,36 @@ func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) 
 		ss.cpu0s = append(ss.cpu0s, cpu)
 	}
 	return ss, nil
+}
+
+// addHooks creates the scenario's product and webhooks through the API,
+// each at its own path of the receiver.
+func (ss *session) addHooks(ctx context.Context, s setup) error {
+	var p struct {
+		ID string `json:"id"`
+	}
+	if _, err := ss.c.call(ctx, "POST", "/v3/products", map[string]any{"name": "bench"}, &p); err != nil {
+		return err
+	}
+	ss.product = p.ID
+	for i := range s.webhooks {
+		var w struct {
+			ID    string `json:"id"`
+			Token string `json:"token"`
+		}
+		// The path is registered before the token is known: a delivery
+		// cannot come before the webhook exists, and the token is set next.
+		url := ss.rcv.add(i, "", s.hold || i >= s.webhooks-s.dead)
+		if _, err := ss.c.call(ctx, "POST", "/v3/webhooks", map[string]any{"name": fmt.Sprint("bench ", i), "url": url,
+			"events": []string{"license.created"}}, &w); err != nil {
+			return err
+		}
+		ss.rcv.mu.Lock()
+		ss.rcv.hooks[i].token = w.Token
+		ss.rcv.mu.Unlock()
+		ss.webhookIDs = append(ss.webhookIDs, w.ID)
+	}
+	return nil
 }
 
 // stop ends every process (the first last: it drops the store).
@@ -378,8 +389,20 @@ func (s *session) finish(ctx context.Context, r *Result) {
 	}
 }
 
-// measure runs one fire-and-deliver scenario.
-func measure(ctx context.Context, o Options, rcv *receiver, su setup, f firing, name, title string) (Result, error) {
+// measure runs one fire-and-deliver scenario on herald and, when a peer
+// is given, the same on the peer after it.
+func measure(ctx context.Context, o Options, rcv *receiver, su setup, f firing, name, title string) ([]Result, error) {
+	r, err := measureHerald(ctx, o, rcv, su, f, name, title)
+	if err != nil || o.Peer == nil || !peerScenarios[name[:1]] {
+		return []Result{r}, err
+	}
+	rcv.reset()
+	p, err := measurePeer(ctx, o, rcv, su, f, name, title)
+	return []Result{r, p}, err
+}
+
+// measureHerald runs one fire-and-deliver scenario on a fresh herald.
+func measureHerald(ctx context.Context, o Options, rcv *receiver, su setup, f firing, name, title string) (Result, error) {
 	s, err := start(ctx, o, rcv, su, name)
 	if err != nil {
 		return Result{}, err
