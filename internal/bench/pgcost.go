@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -138,9 +139,19 @@ FROM pg_stat_user_tables t WHERE t.schemaname = $1`, m.schema)
 // cost takes the second sample and divides by deliveries.
 func (m *pgMeter) cost(ctx context.Context, deliveries int) (*PGCost, error) {
 	// Ended connections flush their statistics as they exit, and the
-	// server reaps them (counting their CPU) soon after.
+	// server reaps them (counting their CPU) soon after: the figures are
+	// read once the schema's have stopped moving (at most 15 s on).
 	time.Sleep(time.Second)
 	after, err := m.sample(ctx)
+	for deadline := time.Now().Add(15 * time.Second); err == nil && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		var again pgSample
+		if again, err = m.sample(ctx); err == nil && maps.Equal(again.tables, after.tables) {
+			after = again
+			break
+		}
+		after = again
+	}
 	if err != nil {
 		return nil, err
 	}

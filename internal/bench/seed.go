@@ -8,6 +8,7 @@ package bench
 // change seedRows and the two writers below, and nothing else.
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -33,13 +34,14 @@ type history struct {
 	logs      int
 	days      int
 	now       time.Time
+	chunk     int // logs per transaction (or COPY); seedChunk when 0
 }
 
 const (
 	fanOut         = 2
 	failedEvery    = 50
 	failedAttempts = 3
-	seedChunk      = 20_000 // logs per transaction (or per COPY)
+	seedChunk      = 20_000 // logs per transaction (or per COPY), by default
 )
 
 var (
@@ -127,8 +129,9 @@ func (h history) seed(ctx context.Context, st *store.Store, dbURL string, analyz
 		defer pg.Close(ctx)
 	}
 	var lastEvent string
-	for from := 0; from < h.logs; from += seedChunk {
-		to := min(h.logs, from+seedChunk)
+	chunk := cmp.Or(h.chunk, seedChunk)
+	for from := 0; from < h.logs; from += chunk {
+		to := min(h.logs, from+chunk)
 		events, logs, attempts := h.seedRows(rng, from, to)
 		for _, l := range logs { // a log whose event began in the previous chunk
 			if l[3] == "" {
@@ -168,7 +171,7 @@ func (h history) seed(ctx context.Context, st *store.Store, dbURL string, analyz
 		if err != nil {
 			return fmt.Errorf("seed logs %d to %d: %w", from, to, err)
 		}
-		if to%(10*seedChunk) == 0 || to == h.logs {
+		if to%(10*chunk) == 0 || to == h.logs {
 			fmt.Fprintf(log, "bench: h: seeded %d of %d logs (%.0f/s)\n", to, h.logs, float64(to)/time.Since(began).Seconds())
 		}
 	}
