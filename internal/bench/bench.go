@@ -5,7 +5,10 @@
 // the verified receipt, herald's CPU time per 1,000 deliveries and its peak
 // memory, lost and duplicated deliveries, and each figure against the
 // no-store ceiling measured in the same run: the same receiver fed by a bare
-// loop that signs and POSTs.
+// loop that signs and POSTs. It also runs several processes on one
+// PostgreSQL database and splits the figures by process, reads PostgreSQL's
+// cost per delivery from its counters, drives a second sender (a peer) with
+// the same scenarios, and times the reads of a seeded long history.
 package bench
 
 import (

@@ -245,14 +245,7 @@ func newSchema(ctx context.Context, base string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	aq := admin.Query()
-	for k := range aq {
-		if strings.HasPrefix(k, "pool_") || k == "search_path" { // herald's pool settings, not the server's
-			aq.Del(k)
-		}
-	}
-	admin.RawQuery = aq.Encode()
-	adminURL := admin.String()
+	adminURL := adminURL(admin)
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		return "", nil, fmt.Errorf("postgres: %w", err)
