@@ -101,7 +101,11 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	}
 	for i, x := range r.Results {
 		y := top + i*rowH
-		fmt.Fprintf(&b, `<text x="10" y="%d">%s</text>`+"\n", y+17, html.EscapeString(x.Scenario+": "+short(x.Title, 38)))
+		label := x.Scenario + ": " + short(x.Title, 38)
+		if x.Sender == "peer" {
+			label = x.Scenario + ", the same on the peer"
+		}
+		fmt.Fprintf(&b, `<text x="10" y="%d">%s</text>`+"\n", y+17, html.EscapeString(label))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="18" fill="#eee"/>`+"\n", left, y+4, barW)
 		fw := int(min(1, x.CeilingFraction) * barW)
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="18" fill="#2b6cb0"/>`+"\n", left, y+4, fw)
