@@ -146,6 +146,12 @@ func TestBenchProcessesSplitsTheFleetByProcess(t *testing.T) {
 	if ev := rows["events"]; ev.Inserts != int64(r.Events) {
 		t.Errorf("events: %+v; want %d inserts, one per event", ev, r.Events)
 	}
+	// The setup's writes (the account, its webhook) came before.
+	for _, table := range []string{"accounts", "webhooks"} {
+		if tw, ok := rows[table]; ok {
+			t.Errorf("%s: %+v; the setup's writes are counted in the scenario's", table, tw)
+		}
+	}
 }
 
 // Scenario h seeds the history asked for into a fresh store and times

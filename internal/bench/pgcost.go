@@ -65,8 +65,9 @@ type pgSample struct {
 }
 
 // newPGMeter connects to the database of dbURL (a URL whose search_path is
-// the scenario's schema) and takes the first sample.
-func newPGMeter(ctx context.Context, dbURL string) (*pgMeter, error) {
+// the scenario's schema) and takes the first sample, once the statistics
+// show the setup's webhooks (hooks of them) written.
+func newPGMeter(ctx context.Context, dbURL string, hooks int) (*pgMeter, error) {
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		return nil, err
@@ -77,14 +78,18 @@ func newPGMeter(ctx context.Context, dbURL string) (*pgMeter, error) {
 		return nil, fmt.Errorf("postgres cost: %w", err)
 	}
 	m.conn = conn
-	// The setup's connections report their statistics within a second of
-	// going idle: they belong before, not to the scenario.
-	time.Sleep(time.Second)
-	if m.before, err = m.sample(ctx); err != nil {
-		conn.Close(ctx)
-		return nil, err
+	// The setup's connections report their statistics within a second or
+	// so of going idle: they belong before, not to the scenario.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if m.before, err = m.sample(ctx); err != nil {
+			conn.Close(ctx)
+			return nil, err
+		}
+		if m.before.tables["webhooks"].Inserts >= int64(hooks) || time.Now().After(deadline) {
+			return m, nil
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	return m, nil
 }
 
 func (m *pgMeter) close() { m.conn.Close(context.Background()) }

@@ -115,7 +115,7 @@ func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) 
 		return nil, err
 	}
 	if o.Database != "" {
-		if ss.pg, err = newPGMeter(ctx, c.dbURL); err != nil {
+		if ss.pg, err = newPGMeter(ctx, c.dbURL, s.webhooks); err != nil {
 			ss.stop()
 			return nil, err
 		}
