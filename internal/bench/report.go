@@ -222,9 +222,9 @@ func (r *Report) writeHistory(w io.Writer) error {
 	fmt.Fprintf(w, "\nh: reads of %d completed logs over %d days (%d stored, seeded in %.0f s, %s), each timed %s:\n",
 		h.Logs, h.Days, h.Stored, h.SeedSeconds, stats, "after one untimed try")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "surface\tread\tstatus\tp50 ms\tp99 ms\tmax ms\t")
+	fmt.Fprintln(tw, "surface\tread\tstatus\ttries\tp50 ms\tp99 ms\tmax ms\t")
 	for _, x := range h.Reads {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t\n", x.Surface, x.Name, x.Status, x.P50MS, x.P99MS, x.MaxMS)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%s\n", x.Surface, x.Name, x.Status, x.Tries, x.P50MS, x.P99MS, x.MaxMS, x.Error)
 	}
 	return tw.Flush()
 }
