@@ -261,6 +261,9 @@ func newSchema(ctx context.Context, base string) (string, func(), error) {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	// herald's connections are named after the schema, so that the bench
+	// knows when all of them have ended (see pgMeter.cost).
+	q.Set("application_name", schema)
 	u.RawQuery = q.Encode()
 	drop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -54,6 +54,7 @@ type TableWrites struct {
 type pgMeter struct {
 	conn   *pgx.Conn
 	schema string
+	name   string // herald's connections' application_name
 	before pgSample
 }
 
@@ -72,7 +73,7 @@ func newPGMeter(ctx context.Context, dbURL string, hooks int) (*pgMeter, error) 
 	if err != nil {
 		return nil, err
 	}
-	m := &pgMeter{schema: u.Query().Get("search_path")}
+	m := &pgMeter{schema: u.Query().Get("search_path"), name: u.Query().Get("application_name")}
 	conn, err := pgx.Connect(ctx, adminURL(u))
 	if err != nil {
 		return nil, fmt.Errorf("postgres cost: %w", err)
@@ -94,13 +95,13 @@ func newPGMeter(ctx context.Context, dbURL string, hooks int) (*pgMeter, error) 
 
 func (m *pgMeter) close() { m.conn.Close(context.Background()) }
 
-// adminURL is u without herald's own parameters (pool settings, the
-// schema), which the server would refuse.
+// adminURL is u without herald's own parameters (pool settings, which the
+// server would refuse; the schema; the connections' name).
 func adminURL(u *url.URL) string {
 	a := *u
 	q := a.Query()
 	for k := range q {
-		if strings.HasPrefix(k, "pool_") || k == "search_path" {
+		if strings.HasPrefix(k, "pool_") || k == "search_path" || k == "application_name" {
 			q.Del(k)
 		}
 	}
@@ -143,9 +144,20 @@ FROM pg_stat_user_tables t WHERE t.schemaname = $1`, m.schema)
 
 // cost takes the second sample and divides by deliveries.
 func (m *pgMeter) cost(ctx context.Context, deliveries int) (*PGCost, error) {
-	// Ended connections flush their statistics as they exit, and the
-	// server reaps them (counting their CPU) soon after: the figures are
-	// read once the schema's have stopped moving (at most 15 s on).
+	// Ended connections flush their statistics as they exit, before they
+	// leave pg_stat_activity, and the server reaps them (counting their
+	// CPU) soon after: the figures are read once herald's connections have
+	// all gone and the schema's figures have stopped moving (at most 30 s
+	// and 15 s on).
+	for deadline := time.Now().Add(30 * time.Second); m.name != "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var n int
+		if err := m.conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, m.name).Scan(&n); err != nil {
+			return nil, fmt.Errorf("postgres cost: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
 	time.Sleep(time.Second)
 	after, err := m.sample(ctx)
 	for deadline := time.Now().Add(15 * time.Second); err == nil && time.Now().Before(deadline); {
