@@ -31,6 +31,9 @@ type child struct {
 	client     *http.Client
 	drop       func() // drops the fresh store
 	done       chan struct{}
+	// metricsFile, when set, receives the child's /metrics as its stop
+	// finds them.
+	metricsFile string
 }
 
 // startChild starts binary serve on a fresh store: a SQLite file in a new
@@ -130,6 +133,9 @@ func (c *child) as(token string) *child {
 
 // stop ends the child (SIGTERM, then SIGKILL after 10 s) and drops its store.
 func (c *child) stop() {
+	if c.metricsFile != "" {
+		c.saveMetrics()
+	}
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.done:
@@ -255,4 +261,20 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// saveMetrics writes the child's /metrics to its metricsFile. A failure is
+// said in the child's output, not fatal: the figures of the run stand.
+func (c *child) saveMetrics() {
+	resp, err := c.client.Get(c.url + "/metrics")
+	if err == nil {
+		defer resp.Body.Close()
+		var b []byte
+		if b, err = io.ReadAll(resp.Body); err == nil {
+			err = os.WriteFile(c.metricsFile, b, 0o644)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(c.out, "bench: save metrics: %v\n", err)
+	}
 }

@@ -180,7 +180,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 					takenOver++
 				}
 			}
-			d.cfg.Metrics.claimed(got, takenOver)
+			d.cfg.Metrics.claimed(got, takenOver, claimed.Sub(now))
 			if got > 0 {
 				d.cfg.Logger.Debug("claimed due logs", "logs", got, "wanted", want, "lease", claims[0].Lease)
 			}
@@ -581,30 +581,64 @@ const (
 	recordLinger = 10 * time.Millisecond
 )
 
-// record writes outcomes in batches: whatever has arrived by the time the
-// previous batch is written goes into the next transaction, so under load one
-// commit covers hundreds of attempts; at low rates a small batch lingers
-// (recordLinger) for more.
+// recorders is how many batches of outcomes may be recorded at once. A
+// batch's transaction spends most of its time waiting for the database
+// (its round trips and its commit's flush), and a webhook's slots are freed
+// only once their outcomes are recorded, so one recorder at a time bounds a
+// webhook's deliveries per second by its room over one commit's latency:
+// on PostgreSQL, under an API that kept the database busy, that was the
+// dispatcher falling seconds behind (BENCHMARKS.md). Batches recorded at
+// once touch different logs, and take webhook locks only in id order and
+// only to change health (store.Complete), so they neither wait for nor
+// deadlock with each other.
+const recorders = 4
+
+// record writes outcomes in batches: whatever has arrived by the time a
+// recorder is free goes into the next transaction, so under load one commit
+// covers hundreds of attempts; at low rates a small batch lingers
+// (recordLinger) for more. Up to recorders batches are written at once.
 func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 	const maxBatch = 512
-	batch := make([]store.Outcome, 0, maxBatch)
+	free := make(chan struct{}, recorders)
+	for range recorders {
+		free <- struct{}{}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	linger := time.NewTimer(recordLinger)
 	linger.Stop()
 	for o := range outcomes {
-		batch = append(batch[:0], o)
-		closed := false
-	drain:
+		batch := make([]store.Outcome, 0, 64)
+		batch = append(batch, o)
+		closed, took := false, false
+		// A batch closes when a recorder is free to take it: while all are
+		// busy, arrivals join it, so batches grow with the load.
+	gather:
 		for len(batch) < maxBatch {
 			select {
 			case o, ok := <-outcomes:
 				if !ok {
 					closed = true
-					break drain
+					break gather
 				}
 				batch = append(batch, o)
+				continue
 			default:
-				break drain
 			}
+			select {
+			case <-free:
+				took = true
+				break gather
+			case o, ok := <-outcomes:
+				if !ok {
+					closed = true
+					break gather
+				}
+				batch = append(batch, o)
+			}
+		}
+		if !took {
+			<-free
 		}
 		if len(batch) < lingerBatch && !closed {
 			linger.Reset(recordLinger)
@@ -622,15 +656,19 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 			}
 			linger.Stop()
 		}
-		d.complete(batch)
-		d.mu.Lock()
-		for _, o := range batch {
-			delete(d.held, store.Held{LogID: o.LogID, Lease: o.Lease})
-		}
-		d.mu.Unlock()
-		for _, o := range batch {
-			d.release(o.WebhookID)
-		}
+		wg.Add(1)
+		go func() {
+			defer func() { free <- struct{}{}; wg.Done() }()
+			d.complete(batch)
+			d.mu.Lock()
+			for _, o := range batch {
+				delete(d.held, store.Held{LogID: o.LogID, Lease: o.Lease})
+			}
+			d.mu.Unlock()
+			for _, o := range batch {
+				d.release(o.WebhookID)
+			}
+		}()
 	}
 }
 
@@ -641,14 +679,15 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 // outcome is recorded once space is freed, unless herald is stopped first:
 // then the logs are attempted again after the next start.
 func (d *Dispatcher) complete(batch []store.Outcome) {
-	deadline := d.cfg.Now().Add(d.cfg.Lease)
+	start := d.cfg.Now()
+	deadline := start.Add(d.cfg.Lease)
 	backoff := 50 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		suspended, err := d.store.Complete(ctx, batch, d.cfg.SuspendAfter)
 		cancel()
 		if err == nil {
-			d.cfg.Metrics.recorded(len(batch))
+			d.cfg.Metrics.recorded(len(batch), d.cfg.Now().Sub(start))
 			d.cfg.Logger.Debug("recorded outcomes", "logs", len(batch), "suspended", len(suspended))
 			if len(suspended) > 0 && d.cfg.OnSuspend != nil {
 				d.cfg.OnSuspend(suspended)

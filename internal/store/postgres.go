@@ -145,7 +145,12 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 // A log that was pending (its lease ended: its process died mid-attempt) is
 // reported as taken over; picked holds each row's status as the statement
 // found it.
-func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, map[string]bool, error) {
+//
+// The statement also returns what each attempt needs of the log's event
+// and webhook, so a claim is one round trip: claims are serial in a
+// process, and under a busy API every round trip waits its turn for the
+// database's CPU.
+func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error) {
 	exclude := p.Exclude
 	if exclude == nil {
 		exclude = []string{}
@@ -169,31 +174,28 @@ fit AS (
   FROM ranked WHERE rn <= COALESCE(($9::jsonb ->> ranked.webhook_id)::int, $7)),
 picked AS (
   SELECT id, status FROM fit WHERE arn <= COALESCE(($10::jsonb ->> fit.account_id)::int, $11)
-  ORDER BY retry, arn, due_at, id LIMIT $8)
-UPDATE webhook_event_logs l SET status = 'pending', lease = $1, due_at = $2, updated_at = $3
-FROM picked WHERE l.id = picked.id
-RETURNING l.id, picked.status = 'pending'`,
+  ORDER BY retry, arn, due_at, id LIMIT $8),
+taken AS (
+  UPDATE webhook_event_logs l SET status = 'pending', lease = $1, due_at = $2, updated_at = $3
+  FROM picked WHERE l.id = picked.id
+  RETURNING l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease, picked.status = 'pending' AS was)
+SELECT `+claimColumns+`, l.was
+FROM taken l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id`,
 		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit, roomJSON(p.Room),
 		roomJSON(p.AccountRoom), p.accountBound())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
-	var ids []string
-	var takenOver map[string]bool
+	var claims []Claim
 	for rows.Next() {
-		var id string
 		var was bool
-		if err := rows.Scan(&id, &was); err != nil {
-			return nil, nil, err
+		c, err := s.scanClaim(rows, &was)
+		if err != nil {
+			return nil, err
 		}
-		ids = append(ids, id)
-		if was {
-			if takenOver == nil {
-				takenOver = map[string]bool{}
-			}
-			takenOver[id] = true
-		}
+		c.TakenOver = was
+		claims = append(claims, c)
 	}
-	return ids, takenOver, rows.Err()
+	return claims, rows.Err()
 }
