@@ -196,6 +196,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 					defer wg.Done()
 					o := d.attempt(attemptCtx, c, leaseUntil, claimed)
 					d.logOutcome(attemptCtx, c, o)
+					d.attempted(c.WebhookID)
 					outcomes <- o
 				}()
 			}
@@ -411,15 +412,38 @@ func (d *Dispatcher) acquire(accountID, webhookID string) {
 	d.mu.Unlock()
 }
 
+// attempted notes that an automatic attempt of the webhook has its outcome,
+// which now waits only to be recorded: the webhook's room grows (see
+// hookState.recording), and a claim is worth making if it grew enough.
+func (d *Dispatcher) attempted(webhookID string) {
+	d.mu.Lock()
+	st := d.hook(webhookID, "")
+	st.recording++
+	worth := d.worthClaim(st)
+	d.mu.Unlock()
+	if worth {
+		d.signalFreed()
+	}
+}
+
+// worthClaim reports whether a claim may now take enough of the webhook to
+// be worth making, and if so marks the process claimable. d.mu is held.
+func (d *Dispatcher) worthClaim(st *hookState) bool {
+	// An account over its share gets nothing from a claim, so its freed
+	// slots wake no claim (with 50 hanging webhooks, one per time-out).
+	if n, worth := d.roomOf(st, d.shareOf(st)); (n >= worth || st.held-st.recording+st.manual == 0) && d.accountRoom(st.account) > 0 {
+		d.claimable.Store(true) // this webhook is worth a claim again
+		return true
+	}
+	return false
+}
+
 func (d *Dispatcher) release(webhookID string) {
 	d.mu.Lock()
 	st := d.hook(webhookID, "")
+	st.recording--
 	d.hold(st, -1, 0)
-	// An account over its share gets nothing from a claim, so its freed
-	// slots wake no claim (with 50 hanging webhooks, one per time-out).
-	if n, worth := d.roomOf(st, d.shareOf(st)); (n >= worth || st.held+st.manual == 0) && d.accountRoom(st.account) > 0 {
-		d.claimable.Store(true) // this webhook is worth a claim again
-	}
+	d.worthClaim(st)
 	d.forget(webhookID, st, d.cfg.Now())
 	d.mu.Unlock()
 	d.signalFreed()
