@@ -51,8 +51,8 @@ var ErrBusy = errors.New("the webhook already has as many requests in flight as 
 
 // hookState is one webhook's standing in this process.
 type hookState struct {
-	account string        // the webhook's account, once a claim or a manual send named it
-	held    int           // automatic logs claimed here and not yet recorded
+	account string // the webhook's account, once a claim or a manual send named it
+	held    int    // automatic logs claimed here and not yet recorded
 	// recording is how many of held were attempted and wait only for their
 	// outcomes to be recorded. They count against the process (a crash
 	// would send them again) but not against the webhook's room: what the
@@ -60,12 +60,12 @@ type hookState struct {
 	// database to record the previous round would hold the webhook to one
 	// round per commit.
 	recording int
-	manual  int           // Tests and Resends in flight or waiting for a slot
-	sending int           // requests in flight, automatic and manual
-	limit   int           // requests in flight it has earned
-	slow    bool          // its latest answer was slow or never came
-	seen    time.Time     // when its latest request ended
-	wake    chan struct{} // closed, and replaced, when a slot frees or limit grows
+	manual    int           // Tests and Resends in flight or waiting for a slot
+	sending   int           // requests in flight, automatic and manual
+	limit     int           // requests in flight it has earned
+	slow      bool          // its latest answer was slow or never came
+	seen      time.Time     // when its latest request ended
+	wake      chan struct{} // closed, and replaced, when a slot frees or limit grows
 }
 
 // hook returns id's standing, new if it has none; account, when not "",
