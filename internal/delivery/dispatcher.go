@@ -41,7 +41,8 @@ type Config struct {
 	UserAgent      string        // "herald"
 	Logger         *slog.Logger
 	Metrics        *Metrics // nil: none
-	// OnSuspend is called after a webhook is suspended (its email is queued).
+	// OnSuspend is called after a webhook is suspended (its email is
+	// queued), by whichever recorder recorded it: possibly several at once.
 	OnSuspend func([]store.Suspension)
 	// Tracer starts a client span per POST (see trace.go); nil, as when
 	// tracing is off, starts none.
@@ -607,14 +608,13 @@ const (
 
 // recorders is how many batches of outcomes may be recorded at once. A
 // batch's transaction spends most of its time waiting for the database
-// (its round trips and its commit's flush), and a webhook's slots are freed
-// only once their outcomes are recorded, so one recorder at a time bounds a
-// webhook's deliveries per second by its room over one commit's latency:
-// on PostgreSQL, under an API that kept the database busy, that was the
-// dispatcher falling seconds behind (BENCHMARKS.md). Batches recorded at
-// once touch different logs, and take webhook locks only in id order and
-// only to change health (store.Complete), so they neither wait for nor
-// deadlock with each other.
+// (its round trips and its commit's flush), and the process's slots
+// (Concurrency) are freed only once their outcomes are recorded: with one
+// recorder at a time, on PostgreSQL under an API that kept the database
+// busy, recording was busy 85% of the time and the dispatcher fell seconds
+// behind (BENCHMARKS.md). Batches recorded at once touch different logs,
+// and take webhook locks only in id order and only to change health
+// (store.Complete), so they neither wait for nor deadlock with each other.
 const recorders = 4
 
 // record writes outcomes in batches: whatever has arrived by the time a
