@@ -35,12 +35,17 @@ type Config struct {
 	Concurrency    int           // 512: attempts in flight or not yet recorded, in this process
 	PerWebhook     int           // 64: of those, to one webhook
 	BatchSize      int           // 256: logs per claim
-	Lease          time.Duration // 2×AttemptTimeout+10s: how long a claim holds a log
-	PollInterval   time.Duration // 1s: longest sleep when nothing wakes the dispatcher
-	Dial           DialFunc      // nil: no address policy
-	UserAgent      string        // "herald"
-	Logger         *slog.Logger
-	Metrics        *Metrics // nil: none
+	// Recorders is how many batches of outcomes may be recorded at once (4;
+	// see record). A store with one writer (SQLite) gains nothing from more
+	// than one, whose commits it takes one at a time anyway: the server
+	// gives it 1.
+	Recorders    int
+	Lease        time.Duration // 2×AttemptTimeout+10s: how long a claim holds a log
+	PollInterval time.Duration // 1s: longest sleep when nothing wakes the dispatcher
+	Dial         DialFunc      // nil: no address policy
+	UserAgent    string        // "herald"
+	Logger       *slog.Logger
+	Metrics      *Metrics // nil: none
 	// OnSuspend is called after a webhook is suspended (its email is
 	// queued), by whichever recorder recorded it: possibly several at once.
 	OnSuspend func([]store.Suspension)
@@ -69,6 +74,7 @@ func (c Config) withDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 512)
 	c.PerWebhook = cmp.Or(c.PerWebhook, 64)
 	c.BatchSize = cmp.Or(c.BatchSize, 256)
+	c.Recorders = cmp.Or(c.Recorders, defaultRecorders)
 	if c.Lease <= c.AttemptTimeout { // too short to cover one attempt: the default
 		c.Lease = 2*c.AttemptTimeout + 10*time.Second
 	}
@@ -606,7 +612,7 @@ const (
 	recordLinger = 10 * time.Millisecond
 )
 
-// recorders is how many batches of outcomes may be recorded at once. A
+// defaultRecorders is how many batches of outcomes may be recorded at once. A
 // batch's transaction spends most of its time waiting for the database
 // (its round trips and its commit's flush), and the process's slots
 // (Concurrency) are freed only once their outcomes are recorded: with one
@@ -615,16 +621,16 @@ const (
 // behind (BENCHMARKS.md). Batches recorded at once touch different logs,
 // and take webhook locks only in id order and only to change health
 // (store.Complete), so they neither wait for nor deadlock with each other.
-const recorders = 4
+const defaultRecorders = 4
 
 // record writes outcomes in batches: whatever has arrived by the time a
 // recorder is free goes into the next transaction, so under load one commit
 // covers hundreds of attempts; at low rates a small batch lingers
-// (recordLinger) for more. Up to recorders batches are written at once.
+// (recordLinger) for more. Up to Config.Recorders batches are written at once.
 func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 	const maxBatch = 512
-	free := make(chan struct{}, recorders)
-	for range recorders {
+	free := make(chan struct{}, d.cfg.Recorders)
+	for range d.cfg.Recorders {
 		free <- struct{}{}
 	}
 	var wg sync.WaitGroup

@@ -285,6 +285,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	dc.Metrics = dm
 	dc.Tracer = cfg.Tracer
 	dc.Now = st.Now // one clock for the leases the dispatcher writes and the store compares
+	if st.Engine() == "sqlite" {
+		dc.Recorders = 1 // one writer: concurrent recordings would only queue for it
+	}
 	dc.OnSuspend = func(sp []store.Suspension) {
 		for _, x := range sp {
 			log.Warn("webhook suspended", "account", x.AccountID, "webhook", x.WebhookID)
