@@ -37,8 +37,11 @@ type fakeQueue struct {
 	released [][]string    // the leases of each ReleaseHeld
 	waiter   chan struct{} // closed by wake
 	hold     chan struct{} // while open, Complete waits (a recording held up)
-	loseNext bool          // the next claim takes its logs and reports an error
-	lost     string        // the lease of the claim that did
+	// completing counts the Complete calls under way; mostCompleting is
+	// the most there have been at once.
+	completing, mostCompleting int
+	loseNext                   bool   // the next claim takes its logs and reports an error
+	lost                       string // the lease of the claim that did
 }
 
 // fakeLog is one log: what an attempt needs, and where it stands.
@@ -102,6 +105,14 @@ func (q *fakeQueue) renewed() []renewal {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return slices.Clone(q.renewals)
+}
+
+// recording says how many Complete calls are under way, and the most
+// there have been at once.
+func (q *fakeQueue) recording() (now, most int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.completing, q.mostCompleting
 }
 
 // holdRecording makes Complete wait until the returned func is called.
@@ -176,7 +187,14 @@ func (q *fakeQueue) RenewLeases(ctx context.Context, held []store.Held, until ti
 func (q *fakeQueue) Complete(ctx context.Context, outs []store.Outcome, suspendAfter int) ([]store.Suspension, error) {
 	q.mu.Lock()
 	hold := q.hold
+	q.completing++
+	q.mostCompleting = max(q.mostCompleting, q.completing)
 	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.completing--
+		q.mu.Unlock()
+	}()
 	if hold != nil {
 		select {
 		case <-hold:
