@@ -143,7 +143,7 @@ func TestDispatcherRecordsEachOutcome(t *testing.T) {
 // A recording held up (a slow commit) does not hold up the webhook's next
 // delivery: an attempt made counts against the process until its outcome is
 // recorded, but not against its webhook's claim room. And up to Recorders
-// recordings are under way at once: with one, the second outcome waits for
+// recordings are under way at once: with one, the third outcome waits for
 // the first recording; with two, it is recorded beside it.
 func TestDispatcherDeliversAndRecordsWhileARecordingIsHeldUp(t *testing.T) {
 	for _, recorders := range []int{1, 2} {
@@ -153,17 +153,23 @@ func TestDispatcherDeliversAndRecordsWhileARecordingIsHeldUp(t *testing.T) {
 				q := newFakeQueue(clock)
 				rcv := newPipeReceiver(t, answer(http.StatusNoContent))
 				letGo := q.holdRecording()
+				// One request at a time, so a claim may take two logs (twice
+				// its limit): both are attempted and wait to be recorded.
 				q.add(dueLog("1", 0, rcv.URL))
-				run(t, delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), Recorders: recorders}))
-				waitFor(t, "the first outcome's recording to begin", func() bool { n, _ := q.recording(); return n == 1 })
 				q.add(dueLog("2", 0, rcv.URL))
-				waitFor(t, "the second log to be delivered while the first recording is held", func() bool { return rcv.Count() == 2 })
+				run(t, delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), Recorders: recorders, PerWebhook: 1}))
+				waitFor(t, "the first two delivered and their recording begun", func() bool {
+					n, _ := q.recording()
+					return n == 1 && rcv.Count() == 2
+				})
+				q.add(dueLog("3", 0, rcv.URL))
+				waitFor(t, "the third log to be delivered while the recording is held", func() bool { return rcv.Count() == 3 })
 				time.Sleep(time.Second) // the bubble's time: the second outcome goes as far as it can
 				if _, most := q.recording(); most != recorders {
 					t.Errorf("%d recordings at once; want %d", most, recorders)
 				}
 				letGo()
-				waitFor(t, "both outcomes recorded", func() bool { return len(q.recorded()) == 2 })
+				waitFor(t, "every outcome recorded", func() bool { return len(q.recorded()) == 3 })
 			})
 		})
 	}
