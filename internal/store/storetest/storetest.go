@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // Exercise runs the suite; newURL returns a new, empty database of the
@@ -78,7 +78,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			heraldtest.PostgresHandles(t, tt.handles)
+			testdb.PostgresHandles(t, tt.handles)
 			tt.fn(t, setup(t, newURL))
 		})
 	}
