@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/accounts"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
@@ -61,7 +61,7 @@ func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		run = func(st *store.Store) error {
-			c, err := api.NewAccount(ctx, st, *name, *owner, *notify)
+			c, err := accounts.Create(ctx, st, accounts.New{Name: *name, OwnerEmail: *owner, NotificationEmail: *notify})
 			if errors.Is(err, store.ErrConflict) {
 				return fmt.Errorf("--owner-email %s already signs in to herald; an address belongs to one account", *owner)
 			}
@@ -99,7 +99,7 @@ func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	case "link":
 		publicURL := e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it (required)")
-		ttl := e.fs.Duration("ttl", api.DefaultPortalLinkTTL, fmt.Sprintf("how long the link works, from %v to %v", api.MinPortalLinkTTL, api.MaxPortalLinkTTL))
+		ttl := e.fs.Duration("ttl", accounts.DefaultPortalLinkTTL, fmt.Sprintf("how long the link works, from %v to %v", accounts.MinPortalLinkTTL, accounts.MaxPortalLinkTTL))
 		pos, err := parseArgs(e, args[1:], 1, "an account ID")
 		if err != nil {
 			return err
@@ -110,11 +110,11 @@ func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := checkPublicURL(*publicURL); err != nil {
 			return fmt.Errorf("--public-url %w", err)
 		}
-		if *ttl < api.MinPortalLinkTTL || *ttl > api.MaxPortalLinkTTL {
-			return fmt.Errorf("--ttl %v: want from %v to %v", *ttl, api.MinPortalLinkTTL, api.MaxPortalLinkTTL)
+		if *ttl < accounts.MinPortalLinkTTL || *ttl > accounts.MaxPortalLinkTTL {
+			return fmt.Errorf("--ttl %v: want from %v to %v", *ttl, accounts.MinPortalLinkTTL, accounts.MaxPortalLinkTTL)
 		}
 		run = func(st *store.Store) error {
-			l, err := api.NewPortalLink(ctx, st, pos[0], *ttl, *publicURL)
+			l, err := accounts.NewPortalLink(ctx, st, pos[0], *ttl, *publicURL)
 			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("no account %s", pos[0])
 			}

@@ -23,9 +23,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accesslog"
+	"github.com/heraldhq/herald/internal/accounts"
 	"github.com/heraldhq/herald/internal/admission"
 	"github.com/heraldhq/herald/internal/api"
-	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/metrics"
@@ -412,24 +412,8 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 // whatever credential it had to generate.
 func (s *Server) bootstrap(ctx context.Context) error {
 	email := cmp.Or(s.cfg.BootstrapEmail, "owner@herald.localhost")
-	password, token := s.cfg.BootstrapPassword, s.cfg.BootstrapToken
-	genPassword, genToken := password == "", token == ""
-	if genPassword {
-		password = auth.NewPassword()
-	}
-	if genToken {
-		token = auth.NewAPIToken()
-	}
-	hash := s.cfg.BootstrapPasswordHash
-	if hash == "" || genPassword {
-		var err error
-		if hash, err = auth.HashPassword(password); err != nil {
-			return err
-		}
-	}
-	created, err := s.Store.BootstrapIfEmpty(ctx, store.Bootstrap{
-		AccountName: "My account", OwnerEmail: email, PasswordHash: hash, TokenHash: auth.HashToken(token),
-	})
+	c, created, err := accounts.CreateFirst(ctx, s.Store, accounts.New{Name: "My account", OwnerEmail: email,
+		Password: s.cfg.BootstrapPassword, PasswordHash: s.cfg.BootstrapPasswordHash, APIToken: s.cfg.BootstrapToken})
 	if err != nil || !created {
 		return err
 	}
@@ -438,11 +422,11 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		out = io.Discard
 	}
 	fmt.Fprintf(out, "herald: created the first account; its owner signs in as %s\n", email)
-	if genPassword {
-		fmt.Fprintf(out, "herald: portal password (shown once): %s\n", password)
+	if c.GeneratedPassword {
+		fmt.Fprintf(out, "herald: portal password (shown once): %s\n", c.OwnerPassword)
 	}
-	if genToken {
-		fmt.Fprintf(out, "herald: API token (shown once): %s\n", token)
+	if c.GeneratedToken {
+		fmt.Fprintf(out, "herald: API token (shown once): %s\n", c.APIToken)
 	}
 	return nil
 }

@@ -204,7 +204,7 @@ func testConcurrentOpens(t *testing.T, b *bundle) {
 			return
 		}
 		stores[i] = st
-		ok, err := st.BootstrapIfEmpty(b.ctx, store.Bootstrap{AccountName: "first", OwnerEmail: "owner@example.com",
+		_, ok, err := st.BootstrapIfEmpty(b.ctx, store.Bootstrap{AccountName: "first", OwnerEmail: "owner@example.com",
 			PasswordHash: "x", TokenHash: store.NewID()})
 		if err != nil {
 			t.Errorf("bootstrap %d: %v", i, err)
