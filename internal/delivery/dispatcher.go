@@ -23,6 +23,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/internal/health"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -64,7 +65,7 @@ func (c Config) withDefaults() Config {
 	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, 15*time.Second)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 5)
 	c.RetryInterval = cmp.Or(c.RetryInterval, 5*time.Minute)
-	c.SuspendAfter = cmp.Or(c.SuspendAfter, 50)
+	c.SuspendAfter = cmp.Or(c.SuspendAfter, health.SuspendAfter)
 	c.Concurrency = cmp.Or(c.Concurrency, 512)
 	c.PerWebhook = cmp.Or(c.PerWebhook, 64)
 	c.BatchSize = cmp.Or(c.BatchSize, 256)
