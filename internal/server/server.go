@@ -15,8 +15,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -181,6 +183,64 @@ type Config struct {
 	Conns admission.Conns
 }
 
+// Validate refuses values herald cannot run with, naming each by the flag
+// of `herald serve` that sets it (and Delivery's, by delivery.Config's
+// Validate); all of them at once, so that one start shows every mistake.
+// Zero fields are the defaults, and valid. Open calls it.
+func (c Config) Validate() error {
+	var msgs []string
+	if err := c.Delivery.Validate(); err != nil {
+		msgs = append(msgs, err.Error())
+	}
+	if c.AllowMetadata && !c.AllowPrivate {
+		msgs = append(msgs, "--allow-metadata-addresses needs --allow-private-networks: metadata addresses are private addresses too")
+	}
+	if c.OperatorToken != "" && len(c.OperatorToken) < MinOperatorToken {
+		msgs = append(msgs, fmt.Sprintf("--operator-token must be at least %d characters: it opens every account", MinOperatorToken))
+	}
+	if c.SuspendedReminder < 0 {
+		msgs = append(msgs, "--suspended-reminder must not be negative (0 turns reminders off)")
+	}
+	if err := CheckPublicURL(c.PublicURL); err != nil {
+		msgs = append(msgs, "--public-url "+err.Error())
+	}
+	if c.Retention.Keep < 0 {
+		msgs = append(msgs, "--retention must not be negative (0 keeps event logs forever)")
+	}
+	if c.BodiesInFlight != 0 && c.BodiesInFlight < MinBodiesInFlight {
+		// MinBodiesInFlight is a whole number of MiB (api.MaxBody).
+		msgs = append(msgs, fmt.Sprintf("--max-request-bodies must be at least %dMiB, the largest body the API takes", MinBodiesInFlight>>20))
+	}
+	if c.Conns.Total < 0 || c.Conns.PerAddress < 0 {
+		msgs = append(msgs, "--max-connections and --max-connections-per-address must not be negative (0: derived from the descriptor limit)")
+	}
+	if c.ReadTimeout < 0 || c.ReminderCheck < 0 || c.EmailCheck < 0 {
+		msgs = append(msgs, "the read time-out and the reminders' and outbox's check intervals must not be negative")
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// MinOperatorToken is the shortest operator token (--operator-token): 32
+// characters of a generated secret, as `openssl rand -hex 16` prints.
+const MinOperatorToken = 32
+
+// CheckPublicURL accepts "" or an absolute http or https URL with a host and
+// nothing after its path, since emails and links append a page's path to it
+// (--public-url).
+func CheckPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q: want an http or https address such as https://herald.example.com", s)
+	}
+	return nil
+}
+
 // DefaultBodiesInFlight is the default bound on request bodies in flight:
 // room for 16 bodies of the largest size the API takes at once, or
 // thousands of ordinary ones (a license is a few hundred bytes), and a
@@ -224,6 +284,9 @@ type Server struct {
 // Run. The credentials are printed once, so a caller binds its listeners
 // before Open: a start that cannot serve then creates no account.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg.MailFrom = cmp.Or(cfg.MailFrom, "herald@localhost")
 	log := cfg.Logger
 	if log == nil {
