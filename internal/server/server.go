@@ -1,7 +1,10 @@
 // Package server assembles a running herald: the store, the delivery
-// dispatcher, the email outbox, and the HTTP server with the API, health
-// checks and metrics. cmd/herald builds a Config and calls Open and Run; tests
-// do the same in-process.
+// dispatcher and its recoveries, the email outbox, retention, the reminders
+// of suspended webhooks, the sharing of rate limits between processes, and
+// the HTTP server with the API, the portal, health checks and metrics; and
+// on an empty database, the first account. Its Config validates itself
+// (Validate, naming the flags of `herald serve`). cmd/herald builds a Config
+// and calls Open and Run; tests do the same in-process (heraldtest).
 package server
 
 import (
