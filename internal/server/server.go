@@ -301,7 +301,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	// Likewise the outbox, woken by the store when a warning is queued.
 	var outbox *notify.Outbox
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log, Now: cfg.Now,
-		PublicURL: cfg.PublicURL, OnFired: func(kinds []event.Kind) { m.Fired(kinds) },
+		OnFired: func(kinds []event.Kind) { m.Fired(kinds) },
 		OnEmail: func() {
 			if outbox != nil {
 				outbox.Wake()
@@ -341,6 +341,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	outbox = s.outbox
 	s.outbox.Done = m.Email
 	s.outbox.Interval = cfg.EmailCheck
+	s.outbox.PublicURL = cfg.PublicURL
 	s.cfg.Retention.Removed = m.Removed
 
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate, AllowMetadata: cfg.AllowMetadata, Resolver: net.DefaultResolver}

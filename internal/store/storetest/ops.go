@@ -60,7 +60,7 @@ func testEmailsClaimedOnce(t *testing.T, b *bundle) {
 		ids = append(ids, id)
 	}
 	for _, id := range ids[:n/2] {
-		if err := b.st.MarkEmail(b.ctx, id, ""); err != nil {
+		if err := b.st.MarkEmail(b.ctx, id, "subject", "body", ""); err != nil {
 			t.Fatal(err)
 		}
 	}

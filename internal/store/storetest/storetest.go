@@ -114,7 +114,7 @@ func (b *bundle) open(t testing.TB) *store.Store {
 	if b.st != nil && b.st.Engine() == "sqlite" {
 		return b.st
 	}
-	st, err := store.Open(b.ctx, b.url, store.Options{Key: b.key, Now: b.clock.Now, PublicURL: publicURL})
+	st, err := store.Open(b.ctx, b.url, store.Options{Key: b.key, Now: b.clock.Now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
