@@ -17,7 +17,7 @@ func TestWordsOfTheWarnings(t *testing.T) {
 	code := func(n int) *int { return &n }
 	failure := func(status int) *event.Failure {
 		return &event.Failure{EventID: "evt-1", LogID: "log-1", Event: event.LicenseCreated, StatusCode: code(status),
-			Reason: "receiver answered " + map[int]string{503: "503", 502: "502", 500: "500"}[status] + "; no attempts left",
+			Reason:   "receiver answered " + map[int]string{503: "503", 502: "502", 500: "500"}[status] + "; no attempts left",
 			FailedAt: "2026-11-25T10:00:00.000Z"}
 	}
 	hook := store.EmailFacts{WebhookID: "wh-1", Name: "w", URL: "https://example.com/w/secret-path?key=1"}
