@@ -94,9 +94,6 @@ func (c Config) Validate() error {
 	if c.Lease < 0 || (c.Lease != 0 && c.Lease <= cmp.Or(c.AttemptTimeout, DefaultAttemptTimeout)) {
 		bad("--lease must be longer than --attempt-timeout, or another claim takes over attempts still in flight")
 	}
-	if c.ResponseBodyLimit > store.MaxResponseBody {
-		bad("--response-body-limit must be at most %d bytes", store.MaxResponseBody)
-	}
 	if c.BatchSize < 0 || c.PollInterval < 0 {
 		bad("the claim's batch size and poll interval must not be negative")
 	}
