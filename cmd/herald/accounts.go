@@ -11,8 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/accounts"
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/server"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
 )
@@ -28,7 +29,9 @@ with herald stopped, as SQLite serves one process):
 `
 
 // accountsCmd is `herald accounts`: what the operator API does, and a
-// forgotten password's reset, for whoever holds the database.
+// forgotten password's reset, for whoever holds the database. Each command
+// reads its flags and says what it will do; then the database is opened and
+// it is done.
 func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"herald accounts", errors.New("name a command: create, list, delete, link, limits or reset-password")}
@@ -38,148 +41,17 @@ func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprint(stdout, accountsUsage)
 		return nil
 	}
+	command, ok := accountsCommands[args[0]]
+	if !ok {
+		return usageError{"herald accounts", fmt.Errorf("unknown command %q; want create, list, delete, link, limits or reset-password", args[0])}
+	}
 	e := &envFlags{fs: flag.NewFlagSet("herald accounts "+args[0], flag.ContinueOnError)}
 	e.fs.SetOutput(stderr)
 	sf := addStoreFlags(e)
 	asJSON := e.fs.Bool("json", false, "print the answer as JSON")
-	var run func(st *store.Store) error
-	switch args[0] {
-	case "create":
-		name := e.fs.String("name", "", "the account's name (required)")
-		owner := e.fs.String("owner-email", "", "the address its owner signs in with (required)")
-		notify := e.fs.String("notification-email", "", "where suspension emails go (default: the owner's address)")
-		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
-			return err
-		}
-		var ve validator.Errors
-		validator.CheckAccountName(&ve, "--name", name)
-		validator.CheckEmail(&ve, "--owner-email", owner)
-		if *notify != "" {
-			validator.CheckEmail(&ve, "--notification-email", notify)
-		}
-		if err := flagErrors(ve); err != nil {
-			return err
-		}
-		run = func(st *store.Store) error {
-			c, err := api.NewAccount(ctx, st, *name, *owner, *notify)
-			if errors.Is(err, store.ErrConflict) {
-				return fmt.Errorf("--owner-email %s already signs in to herald; an address belongs to one account", *owner)
-			}
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return printJSON(stdout, map[string]any{"account": accountOut(c.Account), "apiToken": c.APIToken, "ownerPassword": c.OwnerPassword})
-			}
-			fmt.Fprintf(stdout, "created account %s (%s); its owner signs in as %s\n", c.Account.ID, c.Account.Name, *owner)
-			fmt.Fprintf(stdout, "owner's portal password (shown once): %s\n", c.OwnerPassword)
-			fmt.Fprintf(stdout, "API token (shown once): %s\n", c.APIToken)
-			return nil
-		}
-	case "list":
-		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
-			return err
-		}
-		run = func(st *store.Store) error { return listAccounts(ctx, st, stdout, *asJSON) }
-	case "delete":
-		pos, err := parseArgs(e, args[1:], 1, "an account ID")
-		if err != nil {
-			return err
-		}
-		run = func(st *store.Store) error {
-			err := st.DeleteAccount(ctx, pos[0])
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no account %s", pos[0])
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "deleted account %s and everything in it\n", pos[0])
-			return nil
-		}
-	case "link":
-		publicURL := e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it (required)")
-		ttl := e.fs.Duration("ttl", api.DefaultPortalLinkTTL, fmt.Sprintf("how long the link works, from %v to %v", api.MinPortalLinkTTL, api.MaxPortalLinkTTL))
-		pos, err := parseArgs(e, args[1:], 1, "an account ID")
-		if err != nil {
-			return err
-		}
-		if *publicURL == "" {
-			return errors.New("link: --public-url or $HERALD_PUBLIC_URL is required: the portal's address, which the link starts with")
-		}
-		if err := checkPublicURL(*publicURL); err != nil {
-			return fmt.Errorf("--public-url %w", err)
-		}
-		if *ttl < api.MinPortalLinkTTL || *ttl > api.MaxPortalLinkTTL {
-			return fmt.Errorf("--ttl %v: want from %v to %v", *ttl, api.MinPortalLinkTTL, api.MaxPortalLinkTTL)
-		}
-		run = func(st *store.Store) error {
-			l, err := api.NewPortalLink(ctx, st, pos[0], *ttl, *publicURL)
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no account %s", pos[0])
-			}
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return printJSON(stdout, map[string]any{"url": l.URL, "expiresAt": l.ExpiresAt})
-			}
-			fmt.Fprintf(stdout, "%s\n(works once, until %s)\n", l.URL, l.ExpiresAt.Format(time.RFC3339))
-			return nil
-		}
-	case "limits":
-		webhooks := e.fs.String("webhooks", "", "the most webhooks the account may have, 1 to 1000000, or default (no cap); left out: unchanged")
-		rps := e.fs.String("api-rps", "", "API requests per second across all the account's tokens (bursts of twice as many), 1 to 1000000, or default (none beyond each token's own); left out: unchanged")
-		pos, err := parseArgs(e, args[1:], 1, "an account ID")
-		if err != nil {
-			return err
-		}
-		var p store.LimitsPatch
-		var msgs []string
-		p.Webhooks = limitFlag(&msgs, "--webhooks", *webhooks)
-		p.APIRequestsPerSecond = limitFlag(&msgs, "--api-rps", *rps)
-		if len(msgs) > 0 {
-			return errors.New(strings.Join(msgs, "; "))
-		}
-		run = func(st *store.Store) error {
-			a, err := st.SetAccountLimits(ctx, pos[0], p)
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no account %s", pos[0])
-			}
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return printJSON(stdout, accountOut(a))
-			}
-			fmt.Fprintf(stdout, "account %s: webhooks %s, API requests per second %s\n", a.ID,
-				limitText(a.Limits.Webhooks, "no cap"), limitText(a.Limits.APIRequestsPerSecond, "each token's own rate"))
-			return nil
-		}
-	case "reset-password":
-		email := e.fs.String("email", "", "the address the user signs in with (required)")
-		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
-			return err
-		}
-		if *email = strings.TrimSpace(*email); *email == "" {
-			return errors.New("reset-password: --email is required")
-		}
-		run = func(st *store.Store) error {
-			password := auth.NewPassword()
-			hash, err := auth.HashPassword(password)
-			if err != nil {
-				return err
-			}
-			if _, err := st.ResetPassword(ctx, *email, hash); errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no one signs in as %s", *email)
-			} else if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "new portal password for %s (shown once; every session of theirs has ended): %s\n", *email, password)
-			return nil
-		}
-	default:
-		return usageError{"herald accounts", fmt.Errorf("unknown command %q; want create, list, delete, link, limits or reset-password", args[0])}
+	run, err := command(ctx, accountsArgs{e: e, args: args[1:], stdout: stdout, asJSON: asJSON})
+	if err != nil {
+		return err
 	}
 	st, err := openExisting(ctx, sf, stderr)
 	if err != nil {
@@ -187,6 +59,184 @@ func accountsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer st.Close()
 	return run(st)
+}
+
+// accountsArgs is what each `herald accounts` command reads: its flag set
+// (the database's flags and --json already on it), its arguments, and where
+// it prints.
+type accountsArgs struct {
+	e      *envFlags
+	args   []string
+	stdout io.Writer
+	asJSON *bool
+}
+
+// accountsCommands are the commands of `herald accounts`: each reads its
+// flags and returns what to do with the database.
+var accountsCommands = map[string]func(context.Context, accountsArgs) (func(*store.Store) error, error){
+	"create":         accountsCreate,
+	"list":           accountsList,
+	"delete":         accountsDelete,
+	"link":           accountsLink,
+	"limits":         accountsLimits,
+	"reset-password": accountsResetPassword,
+}
+
+// accountsCreate is `herald accounts create`: it creates an account,
+// printing its owner's password and API token once.
+func accountsCreate(ctx context.Context, in accountsArgs) (func(*store.Store) error, error) {
+	name := in.e.fs.String("name", "", "the account's name (required)")
+	owner := in.e.fs.String("owner-email", "", "the address its owner signs in with (required)")
+	notify := in.e.fs.String("notification-email", "", "where suspension emails go (default: the owner's address)")
+	if _, err := parseArgs(in.e, in.args, 0, ""); err != nil {
+		return nil, err
+	}
+	var ve validator.Errors
+	validator.CheckAccountName(&ve, "--name", name)
+	validator.CheckEmail(&ve, "--owner-email", owner)
+	if *notify != "" {
+		validator.CheckEmail(&ve, "--notification-email", notify)
+	}
+	if err := flagErrors(ve); err != nil {
+		return nil, err
+	}
+	return func(st *store.Store) error {
+		c, err := accounts.Create(ctx, st, accounts.New{Name: *name, OwnerEmail: *owner, NotificationEmail: *notify})
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("--owner-email %s already signs in to herald; an address belongs to one account", *owner)
+		}
+		if err != nil {
+			return err
+		}
+		if *in.asJSON {
+			return printJSON(in.stdout, map[string]any{"account": accountOut(c.Account), "apiToken": c.APIToken, "ownerPassword": c.OwnerPassword})
+		}
+		fmt.Fprintf(in.stdout, "created account %s (%s); its owner signs in as %s\n", c.Account.ID, c.Account.Name, *owner)
+		fmt.Fprintf(in.stdout, "owner's portal password (shown once): %s\n", c.OwnerPassword)
+		fmt.Fprintf(in.stdout, "API token (shown once): %s\n", c.APIToken)
+		return nil
+	}, nil
+}
+
+// accountsList is `herald accounts list`: it lists every account.
+func accountsList(ctx context.Context, in accountsArgs) (func(*store.Store) error, error) {
+	if _, err := parseArgs(in.e, in.args, 0, ""); err != nil {
+		return nil, err
+	}
+	return func(st *store.Store) error { return listAccounts(ctx, st, in.stdout, *in.asJSON) }, nil
+}
+
+// accountsDelete is `herald accounts delete`: it deletes an account and
+// everything in it.
+func accountsDelete(ctx context.Context, in accountsArgs) (func(*store.Store) error, error) {
+	pos, err := parseArgs(in.e, in.args, 1, "an account ID")
+	if err != nil {
+		return nil, err
+	}
+	return func(st *store.Store) error {
+		err := st.DeleteAccount(ctx, pos[0])
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no account %s", pos[0])
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(in.stdout, "deleted account %s and everything in it\n", pos[0])
+		return nil
+	}, nil
+}
+
+// accountsLink is `herald accounts link`: it prints a single-use portal link
+// into an account.
+func accountsLink(ctx context.Context, in accountsArgs) (func(*store.Store) error, error) {
+	publicURL := in.e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it (required)")
+	ttl := in.e.fs.Duration("ttl", accounts.DefaultPortalLinkTTL, fmt.Sprintf("how long the link works, from %v to %v", accounts.MinPortalLinkTTL, accounts.MaxPortalLinkTTL))
+	pos, err := parseArgs(in.e, in.args, 1, "an account ID")
+	if err != nil {
+		return nil, err
+	}
+	if *publicURL == "" {
+		return nil, errors.New("link: --public-url or $HERALD_PUBLIC_URL is required: the portal's address, which the link starts with")
+	}
+	if err := server.CheckPublicURL(*publicURL); err != nil {
+		return nil, fmt.Errorf("--public-url %w", err)
+	}
+	if *ttl < accounts.MinPortalLinkTTL || *ttl > accounts.MaxPortalLinkTTL {
+		return nil, fmt.Errorf("--ttl %v: want from %v to %v", *ttl, accounts.MinPortalLinkTTL, accounts.MaxPortalLinkTTL)
+	}
+	return func(st *store.Store) error {
+		l, err := accounts.NewPortalLink(ctx, st, pos[0], *ttl, *publicURL)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no account %s", pos[0])
+		}
+		if err != nil {
+			return err
+		}
+		if *in.asJSON {
+			return printJSON(in.stdout, map[string]any{"url": l.URL, "expiresAt": l.ExpiresAt})
+		}
+		fmt.Fprintf(in.stdout, "%s\n(works once, until %s)\n", l.URL, l.ExpiresAt.Format(time.RFC3339))
+		return nil
+	}, nil
+}
+
+// accountsLimits is `herald accounts limits`: it sets or clears an account's
+// limits.
+func accountsLimits(ctx context.Context, in accountsArgs) (func(*store.Store) error, error) {
+	webhooks := in.e.fs.String("webhooks", "", "the most webhooks the account may have, 1 to 1000000, or default (no cap); left out: unchanged")
+	rps := in.e.fs.String("api-rps", "", "API requests per second across all the account's tokens (bursts of twice as many), 1 to 1000000, or default (none beyond each token's own); left out: unchanged")
+	pos, err := parseArgs(in.e, in.args, 1, "an account ID")
+	if err != nil {
+		return nil, err
+	}
+	var p store.LimitsPatch
+	var msgs []string
+	p.Webhooks = limitFlag(&msgs, "--webhooks", *webhooks)
+	p.APIRequestsPerSecond = limitFlag(&msgs, "--api-rps", *rps)
+	if len(msgs) > 0 {
+		return nil, errors.New(strings.Join(msgs, "; "))
+	}
+	return func(st *store.Store) error {
+		a, err := st.SetAccountLimits(ctx, pos[0], p)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no account %s", pos[0])
+		}
+		if err != nil {
+			return err
+		}
+		if *in.asJSON {
+			return printJSON(in.stdout, accountOut(a))
+		}
+		fmt.Fprintf(in.stdout, "account %s: webhooks %s, API requests per second %s\n", a.ID,
+			limitText(a.Limits.Webhooks, "no cap"), limitText(a.Limits.APIRequestsPerSecond, "each token's own rate"))
+		return nil
+	}, nil
+}
+
+// accountsResetPassword is `herald accounts reset-password`: it gives a user
+// a new portal password, ending their sessions.
+func accountsResetPassword(ctx context.Context, in accountsArgs) (func(*store.Store) error, error) {
+	email := in.e.fs.String("email", "", "the address the user signs in with (required)")
+	if _, err := parseArgs(in.e, in.args, 0, ""); err != nil {
+		return nil, err
+	}
+	if *email = strings.TrimSpace(*email); *email == "" {
+		return nil, errors.New("reset-password: --email is required")
+	}
+	return func(st *store.Store) error {
+		password := auth.NewPassword()
+		hash, err := auth.HashPassword(password)
+		if err != nil {
+			return err
+		}
+		if _, err := st.ResetPassword(ctx, *email, hash); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no one signs in as %s", *email)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(in.stdout, "new portal password for %s (shown once; every session of theirs has ended): %s\n", *email, password)
+		return nil
+	}, nil
 }
 
 // openExisting opens (and migrates) a database that exists: a mistyped

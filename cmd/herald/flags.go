@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -279,141 +278,30 @@ func parse(e *envFlags, args []string) error {
 	return errors.Join(e.errs...)
 }
 
+// serve is `herald serve`: read the flags into a server.Config (which
+// refuses bad values, naming the flag), then open herald and run it until
+// ctx is done.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	e := &envFlags{fs: flag.NewFlagSet("herald serve", flag.ContinueOnError)}
-	e.fs.SetOutput(stderr)
-	e.Group("Server")
-	addr := e.String("addr", "HERALD_ADDR", "127.0.0.1:8080", "address the API listens on")
-	metricsAddr := e.String("metrics-addr", "HERALD_METRICS_ADDR", "", "address /metrics is served on, alone (default: on --addr with the API)")
-	e.Group("Database and keys")
-	sf := addStoreFlags(e)
-	e.Group("Delivery")
-	timeout := e.Duration("attempt-timeout", "HERALD_ATTEMPT_TIMEOUT", 15*time.Second, "time-out of one delivery attempt")
-	maxAttempts := e.Int("max-attempts", "HERALD_MAX_ATTEMPTS", 5, "attempts per event, the first included")
-	interval := e.Duration("retry-interval", "HERALD_RETRY_INTERVAL", 5*time.Minute, "time between attempts")
-	suspendAfter := e.Int("suspend-after", "HERALD_SUSPEND_AFTER", 50, "most recent completed events that must all have failed to suspend a webhook")
-	e.Group("Email")
-	smtpURL := e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
-	mailFrom := e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
-	publicURL := e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it, e.g. https://herald.example.com, for the links in emails, invitations and portal links (default: emails name the page's path only; other links use the address each request came to)")
-	reminder := e.Duration("suspended-reminder", "HERALD_SUSPENDED_REMINDER", 7*24*time.Hour, "remind the account by email this often while a webhook stays suspended (0: never)")
-	e.Group("Security")
-	secureCookies := e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
-	allowPrivate := e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private or link-local addresses (not cloud metadata ones)")
-	allowMetadata := e.Bool("allow-metadata-addresses", "HERALD_ALLOW_METADATA_ADDRESSES", false, "with --allow-private-networks, also allow cloud metadata addresses such as 169.254.169.254, and names such as metadata.google.internal")
-	operatorToken := e.String("operator-token", "HERALD_OPERATOR_TOKEN", "", "token authorising the operator calls (/v3/operator/: accounts and portal links) and nothing else; at least 32 characters (default: off, those calls answer 404)")
-	e.Group("Delivery")
-	concurrency := e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")
-	perWebhook := e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "of those, attempts to one webhook")
-	lease := e.Duration("lease", "HERALD_LEASE", 0, "how long a claimed attempt is held before another claim may take it (default 2×attempt-timeout+10s)")
-	e.Group("Storage")
-	keep := e.String("retention", "HERALD_RETENTION", "30d", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
-	bodyLimit := e.String("response-body-limit", "HERALD_RESPONSE_BODY_LIMIT", "4KiB", "bytes of a receiver's answer kept with each attempt, e.g. 4KiB, 512 or 0 (none); at most 64KiB")
-	e.Group("Logs and diagnostics")
-	logLevel := e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error (debug adds each claim and attempt)")
-	logFormat := e.String("log-format", "HERALD_LOG_FORMAT", "text", "text (key=value lines) or json (one object per line)")
-	accessLog := e.Bool("access-log", "HERALD_ACCESS_LOG", true, "log each API and portal request at info: request id, route, status, size, duration")
-	e.Group("Limits")
-	rateLimit := e.Int("rate-limit", "HERALD_RATE_LIMIT", server.DefaultRateLimit, "API requests per second one API token (or portal session) may make, with bursts of twice as many; 0: no limit")
-	rateAnon := e.Int("rate-limit-anonymous", "HERALD_RATE_LIMIT_ANONYMOUS", server.DefaultRateLimitAnonymous, "requests per second one client address may make without valid credentials, with bursts of twice as many; 0: no limit")
-	bodies := e.String("max-request-bodies", "HERALD_MAX_REQUEST_BODIES", "16MiB", "bytes of request bodies in flight at once, all requests together; past it a request is answered 503 with Retry-After")
-	maxConns := e.Int("max-connections", "HERALD_MAX_CONNECTIONS", 0, "inbound connections open at once; past it a new one is closed (default: half the descriptor limit)")
-	maxConnsAddr := e.Int("max-connections-per-address", "HERALD_MAX_CONNECTIONS_PER_ADDRESS", 0, "of those, from one client address, trusted proxies exempt (default: a quarter of --max-connections)")
-	memLimit := e.String("memory-limit", "HERALD_MEMORY_LIMIT", "512MiB", "soft memory limit of the Go runtime (its GOMEMLIMIT): past it the garbage collector works harder; 0 for none (default: 512MiB, or GOMEMLIMIT when that is set)")
-	proxies := e.String("trusted-proxies", "HERALD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client (default: none; the connection's address is the client's)")
-	e.Group("Logs and diagnostics")
-	cpuProfile := e.String("cpu-profile", "HERALD_CPU_PROFILE", "", "write a CPU profile of the whole run to this `file` when herald stops, for go tool pprof (off by default)")
-	if err := parse(e, args); err != nil {
+	f, err := parseServeFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	var v []string
-	if *rateLimit < 0 || *rateAnon < 0 {
-		v = append(v, "--rate-limit and --rate-limit-anonymous must not be negative (0 turns a limit off)")
-	}
-	trusted, err := ratelimit.ParseProxies(*proxies)
+	cfg, err := f.config()
 	if err != nil {
-		v = append(v, "--trusted-proxies: "+err.Error())
+		return err
 	}
-	if *timeout <= 0 || *timeout > maxAttemptTimeout {
-		// The cap keeps the lease derived from it (2×attempt-timeout+10s)
-		// from overflowing; an attempt is one HTTP request.
-		v = append(v, fmt.Sprintf("--attempt-timeout must be positive and at most %v", maxAttemptTimeout))
-	}
-	if *maxAttempts < 1 {
-		v = append(v, "--max-attempts must be at least 1")
-	}
-	if *interval < 0 {
-		v = append(v, "--retry-interval must not be negative")
-	}
-	if *suspendAfter < 1 {
-		v = append(v, "--suspend-after must be at least 1")
-	}
-	if *lease != 0 && *lease <= *timeout {
-		v = append(v, "--lease must be longer than --attempt-timeout, or another claim takes over attempts still in flight")
-	}
-	if *concurrency < 1 || *perWebhook < 1 {
-		v = append(v, "--concurrency and --per-webhook-concurrency must be at least 1")
-	}
-	if *allowMetadata && !*allowPrivate {
-		v = append(v, "--allow-metadata-addresses needs --allow-private-networks: metadata addresses are private addresses too")
-	}
-	if *operatorToken != "" && len(*operatorToken) < minOperatorToken {
-		v = append(v, fmt.Sprintf("--operator-token must be at least %d characters: it opens every account", minOperatorToken))
-	}
-	if *reminder < 0 {
-		v = append(v, "--suspended-reminder must not be negative (0 turns reminders off)")
-	}
-	if err := checkPublicURL(*publicURL); err != nil {
-		v = append(v, "--public-url "+err.Error())
-	}
-	retain, err := retention.ParseDuration(*keep)
+	setMemoryLimit(f.e, f.memoryBytes)
+	log, err := f.logger(stderr)
 	if err != nil {
-		v = append(v, "--retention "+err.Error())
+		return err
 	}
-	keepBody, err := parseSize(*bodyLimit, store.MaxResponseBody)
-	if err != nil {
-		v = append(v, "--response-body-limit: "+err.Error())
-	} else if keepBody == 0 {
-		keepBody = -1 // delivery.Config's "none"
-	}
-	bodyBytes, err := parseSize(*bodies, 1<<40)
-	if err != nil {
-		v = append(v, "--max-request-bodies: "+err.Error())
-	} else if bodyBytes < server.MinBodiesInFlight {
-		v = append(v, fmt.Sprintf("--max-request-bodies must be at least %s, the largest body the API takes", sizeText(server.MinBodiesInFlight)))
-	}
-	if *maxConns < 0 || *maxConnsAddr < 0 {
-		v = append(v, "--max-connections and --max-connections-per-address must not be negative (0: derived from the descriptor limit)")
-	}
-	memBytes, err := parseSize(*memLimit, 1<<40)
-	if err != nil {
-		v = append(v, "--memory-limit: "+err.Error())
-	}
-	if len(v) > 0 {
-		return errors.New(strings.Join(v, "; "))
-	}
-	setMemoryLimit(e, int64(memBytes))
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	var log *slog.Logger
-	switch *logFormat {
-	case "text":
-		log = slog.New(slog.NewTextHandler(stderr, opts))
-	case "json":
-		log = slog.New(slog.NewJSONHandler(stderr, opts))
-	default:
-		return fmt.Errorf("--log-format %q: want text or json", *logFormat)
-	}
-	if err := store.CheckURL(*sf.database); err != nil {
+	if err := store.CheckURL(cfg.DatabaseURL); err != nil {
 		return err
 	}
 	// The listeners are bound before anything else is made: a port in use
 	// must stop herald before a key file, a database or the first account
 	// (whose credentials are printed only once) exists.
-	ln, metricsLn, err := bindListeners(*addr, *metricsAddr)
+	ln, metricsLn, err := bindListeners(*f.addr, *f.metricsAddr)
 	if err != nil {
 		return err
 	}
@@ -421,17 +309,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if metricsLn != nil {
 		defer metricsLn.Close()
 	}
-	key, err := sf.key(stderr)
+	if cfg.SecretKey, err = f.store.key(stderr); err != nil {
+		return err
+	}
+	stopProfile, err := startCPUProfile(*f.cpuProfile)
 	if err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer stopProfile()
 	// Tracing is configured by the standard OTEL_ variables alone, as every
 	// OpenTelemetry SDK is, so herald's own flags do not repeat them.
 	tp, err := tracing.FromEnv(ctx, os.Getenv, server.VersionString())
@@ -446,24 +331,157 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			log.Warn("spans not exported", "err", err)
 		}
 	}()
-	srv, err := server.Open(ctx, server.Config{
-		DatabaseURL: *sf.database, SecretKey: key, MetricsListener: metricsLn,
-		Delivery: delivery.Config{AttemptTimeout: *timeout, MaxAttempts: *maxAttempts, RetryInterval: *interval,
-			SuspendAfter: *suspendAfter, Concurrency: *concurrency, PerWebhook: *perWebhook, Lease: *lease,
-			ResponseBodyLimit: keepBody},
-		OperatorToken: *operatorToken, PublicURL: strings.TrimRight(*publicURL, "/"), SuspendedReminder: *reminder,
-		SMTPURL: *smtpURL, MailFrom: *mailFrom, AllowPrivate: *allowPrivate, AllowMetadata: *allowMetadata, SecureCookies: *secureCookies,
-		Retention:   retention.Config{Keep: retain},
-		NoAccessLog: !*accessLog,
-		RateLimit:   offIfZero(*rateLimit), RateLimitAnonymous: offIfZero(*rateAnon), TrustedProxies: trusted,
-		BodiesInFlight: int64(bodyBytes), Conns: admission.Conns{Total: *maxConns, PerAddress: *maxConnsAddr},
-		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
-		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"), Logger: log, Out: stdout, Tracer: tp.Tracer(),
-	})
+	cfg.Logger, cfg.Out, cfg.Tracer, cfg.MetricsListener = log, stdout, tp.Tracer(), metricsLn
+	srv, err := server.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	return srv.Run(ctx, ln)
+}
+
+// serveFlags are the flags of `herald serve`, each with its variable.
+type serveFlags struct {
+	e                                                                                                                                           *envFlags
+	store                                                                                                                                       storeFlags
+	addr, metricsAddr, smtpURL, mailFrom, publicURL, operatorToken, keep, bodyLimit, logLevel, logFormat, bodies, memLimit, proxies, cpuProfile *string
+	timeout, interval, reminder, lease                                                                                                          *time.Duration
+	maxAttempts, suspendAfter, concurrency, perWebhook, rateLimit, rateAnon, maxConns, maxConnsAddr                                             *int
+	secureCookies, allowPrivate, allowMetadata, accessLog                                                                                       *bool
+	memoryBytes                                                                                                                                 int64 // --memory-limit, read by config
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
+	e := &envFlags{fs: flag.NewFlagSet("herald serve", flag.ContinueOnError)}
+	e.fs.SetOutput(stderr)
+	f := &serveFlags{e: e}
+	e.Group("Server")
+	f.addr = e.String("addr", "HERALD_ADDR", "127.0.0.1:8080", "address the API listens on")
+	f.metricsAddr = e.String("metrics-addr", "HERALD_METRICS_ADDR", "", "address /metrics is served on, alone (default: on --addr with the API)")
+	e.Group("Database and keys")
+	f.store = addStoreFlags(e)
+	e.Group("Delivery")
+	f.timeout = e.Duration("attempt-timeout", "HERALD_ATTEMPT_TIMEOUT", 15*time.Second, "time-out of one delivery attempt")
+	f.maxAttempts = e.Int("max-attempts", "HERALD_MAX_ATTEMPTS", 5, "attempts per event, the first included")
+	f.interval = e.Duration("retry-interval", "HERALD_RETRY_INTERVAL", 5*time.Minute, "time between attempts")
+	f.suspendAfter = e.Int("suspend-after", "HERALD_SUSPEND_AFTER", 50, "most recent completed events that must all have failed to suspend a webhook")
+	e.Group("Email")
+	f.smtpURL = e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
+	f.mailFrom = e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
+	f.publicURL = e.String("public-url", "HERALD_PUBLIC_URL", "", "the portal's address as its users reach it, e.g. https://herald.example.com, for the links in emails, invitations and portal links (default: emails name the page's path only; other links use the address each request came to)")
+	f.reminder = e.Duration("suspended-reminder", "HERALD_SUSPENDED_REMINDER", 7*24*time.Hour, "remind the account by email this often while a webhook stays suspended (0: never)")
+	e.Group("Security")
+	f.secureCookies = e.Bool("secure-cookies", "HERALD_SECURE_COOKIES", false, "mark portal cookies Secure even over plain HTTP, for herald behind a proxy that terminates TLS (over TLS they always are)")
+	f.allowPrivate = e.Bool("allow-private-networks", "HERALD_ALLOW_PRIVATE_NETWORKS", false, "allow webhook URLs that resolve to loopback, private or link-local addresses (not cloud metadata ones)")
+	f.allowMetadata = e.Bool("allow-metadata-addresses", "HERALD_ALLOW_METADATA_ADDRESSES", false, "with --allow-private-networks, also allow cloud metadata addresses such as 169.254.169.254, and names such as metadata.google.internal")
+	f.operatorToken = e.String("operator-token", "HERALD_OPERATOR_TOKEN", "", "token authorising the operator calls (/v3/operator/: accounts and portal links) and nothing else; at least 32 characters (default: off, those calls answer 404)")
+	e.Group("Delivery")
+	f.concurrency = e.Int("concurrency", "HERALD_CONCURRENCY", 512, "delivery attempts in flight (or not yet recorded) in this process")
+	f.perWebhook = e.Int("per-webhook-concurrency", "HERALD_PER_WEBHOOK_CONCURRENCY", 64, "of those, attempts to one webhook")
+	f.lease = e.Duration("lease", "HERALD_LEASE", 0, "how long a claimed attempt is held before another claim may take it (default 2×attempt-timeout+10s)")
+	e.Group("Storage")
+	f.keep = e.String("retention", "HERALD_RETENTION", "30d", "remove completed event logs older than this, e.g. 30d or 12h (0: keep forever)")
+	f.bodyLimit = e.String("response-body-limit", "HERALD_RESPONSE_BODY_LIMIT", "4KiB", "bytes of a receiver's answer kept with each attempt, e.g. 4KiB, 512 or 0 (none); at most 64KiB")
+	e.Group("Logs and diagnostics")
+	f.logLevel = e.String("log-level", "HERALD_LOG_LEVEL", "info", "debug, info, warn or error (debug adds each claim and attempt)")
+	f.logFormat = e.String("log-format", "HERALD_LOG_FORMAT", "text", "text (key=value lines) or json (one object per line)")
+	f.accessLog = e.Bool("access-log", "HERALD_ACCESS_LOG", true, "log each API and portal request at info: request id, route, status, size, duration")
+	e.Group("Limits")
+	f.rateLimit = e.Int("rate-limit", "HERALD_RATE_LIMIT", server.DefaultRateLimit, "API requests per second one API token (or portal session) may make, with bursts of twice as many; 0: no limit")
+	f.rateAnon = e.Int("rate-limit-anonymous", "HERALD_RATE_LIMIT_ANONYMOUS", server.DefaultRateLimitAnonymous, "requests per second one client address may make without valid credentials, with bursts of twice as many; 0: no limit")
+	f.bodies = e.String("max-request-bodies", "HERALD_MAX_REQUEST_BODIES", "16MiB", "bytes of request bodies in flight at once, all requests together; past it a request is answered 503 with Retry-After")
+	f.maxConns = e.Int("max-connections", "HERALD_MAX_CONNECTIONS", 0, "inbound connections open at once; past it a new one is closed (default: half the descriptor limit)")
+	f.maxConnsAddr = e.Int("max-connections-per-address", "HERALD_MAX_CONNECTIONS_PER_ADDRESS", 0, "of those, from one client address, trusted proxies exempt (default: a quarter of --max-connections)")
+	f.memLimit = e.String("memory-limit", "HERALD_MEMORY_LIMIT", "512MiB", "soft memory limit of the Go runtime (its GOMEMLIMIT): past it the garbage collector works harder; 0 for none (default: 512MiB, or GOMEMLIMIT when that is set)")
+	f.proxies = e.String("trusted-proxies", "HERALD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client (default: none; the connection's address is the client's)")
+	e.Group("Logs and diagnostics")
+	f.cpuProfile = e.String("cpu-profile", "HERALD_CPU_PROFILE", "", "write a CPU profile of the whole run to this `file` when herald stops, for go tool pprof (off by default)")
+	if err := parse(e, args); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// config reads the flags into a server.Config: what only the command line
+// knows (sizes, durations and lists in text; 0 meaning "off" for the rate
+// limits) is read here, and the rest refused by Config.Validate, all of it
+// in one message.
+func (f *serveFlags) config() (server.Config, error) {
+	var v []string
+	if *f.rateLimit < 0 || *f.rateAnon < 0 {
+		v = append(v, "--rate-limit and --rate-limit-anonymous must not be negative (0 turns a limit off)")
+	}
+	trusted, err := ratelimit.ParseProxies(*f.proxies)
+	if err != nil {
+		v = append(v, "--trusted-proxies: "+err.Error())
+	}
+	// In delivery.Config zero is the default; on the command line the
+	// default is written out, so a zero is a mistake, passed on as -1 for
+	// Validate to refuse in the flag's words.
+	timeout := *f.timeout
+	if timeout == 0 {
+		timeout = -1
+	}
+	for _, n := range []*int{f.maxAttempts, f.suspendAfter, f.concurrency, f.perWebhook} {
+		if *n == 0 {
+			*n = -1
+		}
+	}
+	retain, err := retention.ParseDuration(*f.keep)
+	if err != nil {
+		v = append(v, "--retention "+err.Error())
+	}
+	keepBody, err := parseSize(*f.bodyLimit, store.MaxResponseBody)
+	if err != nil {
+		v = append(v, "--response-body-limit: "+err.Error())
+	} else if keepBody == 0 {
+		keepBody = -1 // delivery.Config's "none"
+	}
+	bodyBytes, err := parseSize(*f.bodies, 1<<40)
+	if err != nil {
+		v = append(v, "--max-request-bodies: "+err.Error())
+	}
+	memBytes, err := parseSize(*f.memLimit, 1<<40)
+	if err != nil {
+		v = append(v, "--memory-limit: "+err.Error())
+	}
+	f.memoryBytes = int64(memBytes)
+	cfg := server.Config{
+		DatabaseURL: *f.store.database,
+		Delivery: delivery.Config{AttemptTimeout: timeout, MaxAttempts: *f.maxAttempts, RetryInterval: *f.interval,
+			SuspendAfter: *f.suspendAfter, Concurrency: *f.concurrency, PerWebhook: *f.perWebhook, Lease: *f.lease,
+			ResponseBodyLimit: keepBody},
+		OperatorToken: *f.operatorToken, PublicURL: strings.TrimRight(*f.publicURL, "/"), SuspendedReminder: *f.reminder,
+		SMTPURL: *f.smtpURL, MailFrom: *f.mailFrom, AllowPrivate: *f.allowPrivate, AllowMetadata: *f.allowMetadata, SecureCookies: *f.secureCookies,
+		Retention:   retention.Config{Keep: retain},
+		NoAccessLog: !*f.accessLog,
+		RateLimit:   offIfZero(*f.rateLimit), RateLimitAnonymous: offIfZero(*f.rateAnon), TrustedProxies: trusted,
+		BodiesInFlight: int64(bodyBytes), Conns: admission.Conns{Total: *f.maxConns, PerAddress: *f.maxConnsAddr},
+		BootstrapEmail: os.Getenv("HERALD_BOOTSTRAP_EMAIL"), BootstrapPassword: os.Getenv("HERALD_BOOTSTRAP_PASSWORD"),
+		BootstrapToken: os.Getenv("HERALD_BOOTSTRAP_TOKEN"),
+	}
+	if err := cfg.Validate(); err != nil {
+		v = append(v, err.Error())
+	}
+	if len(v) > 0 {
+		return server.Config{}, errors.New(strings.Join(v, "; "))
+	}
+	return cfg, nil
+}
+
+// logger is the process's logger, as --log-level and --log-format say.
+func (f *serveFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", *f.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch *f.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", *f.logFormat)
 }
 
 // setMemoryLimit sets the runtime's soft memory limit, unless GOMEMLIMIT
@@ -478,26 +496,6 @@ func setMemoryLimit(e *envFlags, n int64) {
 	}
 	debug.SetMemoryLimit(n)
 }
-
-// minOperatorToken is the shortest --operator-token: 32 characters of a
-// generated secret, as `openssl rand -hex 16` prints.
-const minOperatorToken = 32
-
-// checkPublicURL accepts "" or an absolute http or https URL with a host and
-// nothing after its path, since emails and links append a page's path to it.
-func checkPublicURL(s string) error {
-	if s == "" {
-		return nil
-	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("%q: want an http or https address such as https://herald.example.com", s)
-	}
-	return nil
-}
-
-// maxAttemptTimeout bounds --attempt-timeout.
-const maxAttemptTimeout = 24 * time.Hour
 
 // bindListeners listens on the API's address and, when one is given, the
 // metrics address.
@@ -526,8 +524,12 @@ func listenCause(err error) error {
 	return err
 }
 
-// startCPUProfile profiles the process into path until the returned stop.
+// startCPUProfile profiles the process into path until the returned stop;
+// with no path (--cpu-profile unset) it profiles nothing.
 func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("--cpu-profile: %w", err)

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heraldhq/herald/internal/api/openapitest"
 	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/jsonlimit"
 	"github.com/heraldhq/herald/internal/jsonlimit/jsonlimittest"
+	"github.com/heraldhq/herald/internal/openapitest"
 )
 
 // maxRequestAllocPerByte bounds what the whole process allocates for one

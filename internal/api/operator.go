@@ -1,24 +1,15 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/accounts"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
-)
-
-// Portal link lifetimes: a link is for a click from the platform's
-// dashboard, seconds after it is made, so minutes are plenty and an hour
-// is the most an operator may ask.
-const (
-	DefaultPortalLinkTTL = 5 * time.Minute
-	MaxPortalLinkTTL     = time.Hour
-	MinPortalLinkTTL     = 10 * time.Second
 )
 
 // operator serves /v3/operator/: the calls of whoever runs herald, across
@@ -93,7 +84,7 @@ func (a *API) createAccount(w http.ResponseWriter, r *http.Request) error {
 	if err := invalid(ve); err != nil {
 		return err
 	}
-	c, err := NewAccount(r.Context(), a.store, *in.Name, *in.OwnerEmail, notify)
+	c, err := accounts.Create(r.Context(), a.store, accounts.New{Name: *in.Name, OwnerEmail: *in.OwnerEmail, NotificationEmail: notify})
 	if errors.Is(err, store.ErrConflict) {
 		return &Problem{Type: problemBase + "conflict", Title: "Conflict", Status: http.StatusConflict,
 			Detail: "ownerEmail: " + *in.OwnerEmail + " already signs in to herald; an address belongs to one account",
@@ -104,40 +95,6 @@ func (a *API) createAccount(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	return writeJSON(w, http.StatusCreated, createdAccountJSON{Account: toAccountJSON(c.Account), APIToken: c.APIToken, OwnerPassword: c.OwnerPassword})
-}
-
-// CreatedAccount is a new account with its owner's password and its first
-// API token, both generated and shown only here.
-type CreatedAccount struct {
-	Account       store.Account
-	APIToken      string
-	OwnerPassword string
-}
-
-// NewAccount creates an account whose owner signs in as ownerEmail, with a
-// generated password and write API token. An ownerEmail that already signs
-// in is store.ErrConflict. The operator API and `herald accounts create`
-// both create accounts through it; the input is checked by the caller.
-func NewAccount(ctx context.Context, st *store.Store, name, ownerEmail, notificationEmail string) (CreatedAccount, error) {
-	if _, err := st.OwnerByEmail(ctx, ownerEmail); err == nil {
-		return CreatedAccount{}, store.ErrConflict
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return CreatedAccount{}, err
-	}
-	password, token := auth.NewPassword(), auth.NewAPIToken()
-	hash, err := auth.HashPassword(password)
-	if err != nil {
-		return CreatedAccount{}, err
-	}
-	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: name, OwnerEmail: ownerEmail, NotificationEmail: notificationEmail,
-		PasswordHash: hash, TokenHash: auth.HashToken(token)})
-	if store.IsUniqueViolation(err) {
-		return CreatedAccount{}, store.ErrConflict // the same address, created at the same moment
-	}
-	if err != nil {
-		return CreatedAccount{}, err
-	}
-	return CreatedAccount{Account: acct, APIToken: token, OwnerPassword: password}, nil
 }
 
 func (a *API) listAccounts(w http.ResponseWriter, r *http.Request) error {
@@ -180,14 +137,14 @@ func (a *API) createPortalLink(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in, true); err != nil {
 		return err
 	}
-	ttl := DefaultPortalLinkTTL
+	ttl := accounts.DefaultPortalLinkTTL
 	if in.TTLSeconds != nil {
 		ttl = time.Duration(*in.TTLSeconds) * time.Second
-		if *in.TTLSeconds < int64(MinPortalLinkTTL/time.Second) || *in.TTLSeconds > int64(MaxPortalLinkTTL/time.Second) {
+		if *in.TTLSeconds < int64(accounts.MinPortalLinkTTL/time.Second) || *in.TTLSeconds > int64(accounts.MaxPortalLinkTTL/time.Second) {
 			return Invalid{{"ttlSeconds", "must be from 10 to 3600 seconds"}}.Err()
 		}
 	}
-	link, err := NewPortalLink(r.Context(), a.store, pathID(r, "id"), ttl, a.baseURL(r))
+	link, err := accounts.NewPortalLink(r.Context(), a.store, pathID(r, "id"), ttl, a.baseURL(r))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("account")
 	}
@@ -197,27 +154,6 @@ func (a *API) createPortalLink(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	return writeJSON(w, http.StatusOK, portalLinkJSON{URL: link.URL, ExpiresAt: ts(link.ExpiresAt)})
 }
-
-// PortalLink is a single-use link that signs into an account's portal.
-type PortalLink struct {
-	URL       string
-	ExpiresAt time.Time
-}
-
-// NewPortalLink makes a portal link for an account, valid for ttl, under
-// base (the portal's address, no trailing slash). A missing account is
-// store.ErrNotFound.
-func NewPortalLink(ctx context.Context, st *store.Store, accountID string, ttl time.Duration, base string) (PortalLink, error) {
-	token := auth.NewLinkToken()
-	l, err := st.CreateLink(ctx, accountID, store.NewLink{Kind: store.LinkPortal, Hash: auth.HashToken(token), ExpiresAt: st.Now().Add(ttl)})
-	if err != nil {
-		return PortalLink{}, err
-	}
-	return PortalLink{URL: strings.TrimRight(base, "/") + PortalLinkPath + "?token=" + token, ExpiresAt: l.ExpiresAt}, nil
-}
-
-// PortalLinkPath is where the portal takes a portal link.
-const PortalLinkPath = "/signin/link"
 
 // baseURL is the portal's address for links: --public-url when set, else
 // the address this request came to.

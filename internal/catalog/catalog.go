@@ -17,8 +17,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/heraldhq/herald/internal/api/openapi"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/openapi"
 )
 
 // Kind is one event kind as the catalog shows it.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heraldhq/herald/internal/api/openapi"
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/openapi"
 )
 
 const eventsDoc = "../../docs/events.md"

@@ -15,7 +15,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/internal/health"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -66,16 +69,59 @@ type Config struct {
 	Now func() time.Time
 }
 
+// MaxAttemptTimeout bounds AttemptTimeout: it keeps the lease derived from
+// it (2×AttemptTimeout+10s) from overflowing, and an attempt is one HTTP
+// request.
+const MaxAttemptTimeout = 24 * time.Hour
+
+// Validate refuses values a Dispatcher cannot run with, naming each by the
+// flag of `herald serve` that sets it. Zero fields are the defaults, and
+// valid. A Lease that does not outlast an attempt (AttemptTimeout, or its
+// default) is refused, not replaced: another claim would take over
+// attempts still in flight.
+func (c Config) Validate() error {
+	var msgs []string
+	bad := func(format string, a ...any) { msgs = append(msgs, fmt.Sprintf(format, a...)) }
+	if c.AttemptTimeout < 0 || c.AttemptTimeout > MaxAttemptTimeout {
+		bad("--attempt-timeout must be positive and at most %v", MaxAttemptTimeout)
+	}
+	if c.MaxAttempts < 0 {
+		bad("--max-attempts must be at least 1")
+	}
+	if c.RetryInterval < 0 {
+		bad("--retry-interval must not be negative")
+	}
+	if c.SuspendAfter < 0 {
+		bad("--suspend-after must be at least 1")
+	}
+	if c.Concurrency < 0 || c.PerWebhook < 0 {
+		bad("--concurrency and --per-webhook-concurrency must be at least 1")
+	}
+	if c.Lease < 0 || (c.Lease != 0 && c.Lease <= cmp.Or(c.AttemptTimeout, DefaultAttemptTimeout)) {
+		bad("--lease must be longer than --attempt-timeout, or another claim takes over attempts still in flight")
+	}
+	if c.BatchSize < 0 || c.PollInterval < 0 {
+		bad("the claim's batch size and poll interval must not be negative")
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// DefaultAttemptTimeout is the specification's time-out of one attempt.
+const DefaultAttemptTimeout = 15 * time.Second
+
 func (c Config) withDefaults() Config {
-	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, 15*time.Second)
+	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, DefaultAttemptTimeout)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 5)
 	c.RetryInterval = cmp.Or(c.RetryInterval, 5*time.Minute)
-	c.SuspendAfter = cmp.Or(c.SuspendAfter, 50)
+	c.SuspendAfter = cmp.Or(c.SuspendAfter, health.SuspendAfter)
 	c.Concurrency = cmp.Or(c.Concurrency, 512)
 	c.PerWebhook = cmp.Or(c.PerWebhook, 64)
 	c.BatchSize = cmp.Or(c.BatchSize, 256)
 	c.Recorders = cmp.Or(c.Recorders, defaultRecorders)
-	if c.Lease <= c.AttemptTimeout { // too short to cover one attempt: the default
+	if c.Lease == 0 {
 		c.Lease = 2*c.AttemptTimeout + 10*time.Second
 	}
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
@@ -117,8 +163,12 @@ type Dispatcher struct {
 }
 
 // New returns a Dispatcher over st (a *store.Store, or any other Store; see
-// queue.go).
+// queue.go). It panics on a Config that Validate refuses.
 func New(st Store, cfg Config) *Dispatcher {
+	if err := cfg.Validate(); err != nil {
+		// The server validates its configuration before it makes one.
+		panic("delivery: invalid Config: " + err.Error())
+	}
 	cfg = cfg.withDefaults()
 	return &Dispatcher{
 		store:    st,

@@ -1,115 +1,50 @@
 package heraldtest
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
-// PostgresEnv names the variable holding the PostgreSQL server tests use,
-// e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable. Each test
-// works in a schema of its own there, so runs and parallel tests never meet.
-const PostgresEnv = "HERALD_TEST_POSTGRES_URL"
+// The databases tests open are package testdb's, a leaf that the store's
+// own suite uses without importing heraldtest (which imports the server).
+// They are named here too, so that a test starting heralds reads one
+// package.
 
-// Store is a database engine the behavioural tests run on.
-type Store struct {
-	Name string // "sqlite" or "postgres"
-	// URL returns the URL of a new, empty database of this engine, removed
-	// at the end of the test.
-	URL func(t testing.TB) string
-}
+// PostgresEnv names the variable holding the PostgreSQL server tests use
+// (testdb.PostgresEnv).
+const PostgresEnv = testdb.PostgresEnv
 
-// Stores lists the engines every behavioural test runs on.
-func Stores() []Store {
-	return []Store{{"sqlite", SQLiteURL}, {"postgres", PostgresURL}}
-}
+// Store is a database engine the behavioural tests run on (testdb.Store).
+type Store = testdb.Store
 
-// ForEachStore runs test as parallel subtests named after each engine, each
-// with the URL of a new, empty database of that engine.
+// Stores lists the engines every behavioural test runs on (testdb.Stores).
+func Stores() []Store { return testdb.Stores() }
+
+// ForEachStore runs test as parallel subtests, one per engine, each with
+// the URL of a new, empty database (testdb.ForEachStore).
 func ForEachStore(t *testing.T, test func(t *testing.T, dbURL string)) {
 	t.Helper()
-	for _, s := range Stores() {
-		t.Run(s.Name, func(t *testing.T) {
-			t.Parallel()
-			test(t, s.URL(t))
-		})
-	}
+	testdb.ForEachStore(t, test)
 }
 
-// SQLiteURL returns a new SQLite file in t.TempDir().
-func SQLiteURL(t testing.TB) string {
-	return "sqlite:" + filepath.Join(t.TempDir(), "herald.db")
-}
+// SQLiteURL returns a new SQLite file in t.TempDir() (testdb.SQLiteURL).
+func SQLiteURL(t testing.TB) string { return testdb.SQLiteURL(t) }
 
-// PostgresURL returns a URL of the PostgreSQL server named by
-// HERALD_TEST_POSTGRES_URL that works in a new, empty schema, dropped at the
-// end of the test. Without the variable the test skips (fails under CI). The
-// first call of a test reserves its share of the server's connections (see
-// PostgresHandles), waiting while other tests hold them.
+// PostgresURL returns a URL of a new, empty schema on the tests' PostgreSQL
+// server, or skips without one (testdb.PostgresURL).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	base := Env(PostgresEnv)
-	SkipUnless(t, base != "", PostgresEnv+" is not set, so the PostgreSQL store is untested")
-	reservePostgres(t)
-	return NewSchema(t, base)
+	return testdb.PostgresURL(t)
 }
 
-// NewSchema creates a schema herald_test_<random> on the server at base and
-// returns base with search_path set to it (pgx passes unknown URL parameters
-// to the server as settings). The schema is dropped at the end of the test.
-// The URL also caps the herald's pool at 8 connections (poolPerHandle), so
-// that many tests at once stay within the server's max_connections.
+// NewSchema creates a new schema on the server at base and returns its URL
+// (testdb.NewSchema).
 func NewSchema(t testing.TB, base string) string {
 	t.Helper()
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "herald_test_" + hex.EncodeToString(b)
-	execSQL(t, base, `CREATE SCHEMA `+schema)
-	t.Cleanup(func() {
-		// Another test's leftovers must not fail this one.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("%s: %v", PostgresEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	if q.Get("pool_max_conns") == "" {
-		q.Set("pool_max_conns", strconv.Itoa(poolPerHandle))
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	return testdb.NewSchema(t, base)
 }
 
-// execSQL runs one statement on the server at dbURL.
-func execSQL(t testing.TB, dbURL, statement string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("connect to PostgreSQL (%s): %v", PostgresEnv, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, statement); err != nil {
-		t.Fatalf("%s: %v", statement, err)
-	}
-}
+// PostgresHandles declares how many store handles the test opens on
+// PostgreSQL at once (testdb.PostgresHandles).
+func PostgresHandles(t testing.TB, n int) { testdb.PostgresHandles(t, n) }

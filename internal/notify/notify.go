@@ -1,10 +1,12 @@
-// Package notify owns herald's outgoing email: it reads the operator's SMTP
-// URL and sends plain-text UTF-8 messages through that server with
-// github.com/wneessen/go-mail.
+// Package notify owns herald's outgoing email: the words of its warnings
+// (Words: each email's subject and body, written from the facts the store
+// queued it with), the outbox that sends what the store queued (Outbox:
+// leases, back-off), and sending plain-text UTF-8 messages through the
+// operator's SMTP server with github.com/wneessen/go-mail (Sender).
 //
-// notify decides nothing about who is mailed or when, and does not queue or
-// retry: a failed [Sender.Send] returns an error and the caller chooses what
-// to do. The smtptest package beside it runs a real SMTP server for tests.
+// notify decides nothing about who is mailed or when: the store queues an
+// email in the transaction that decides it. The smtptest package beside it
+// runs a real SMTP server for tests.
 package notify
 
 import (

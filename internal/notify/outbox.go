@@ -11,7 +11,8 @@ import (
 )
 
 // Outbox sends the emails the store queued (a suspension queues one in the
-// same transaction that suspends the webhook). Without an SMTP server the
+// same transaction that suspends the webhook), in the words Words writes
+// from the facts the store kept. Without an SMTP server the
 // emails are logged and kept in the database, marked as not sent by SMTP.
 // Its leases and back-offs are by the store's clock (store.Options.Now),
 // so a test that moves that clock moves them too.
@@ -23,6 +24,10 @@ type Outbox struct {
 	// Done, when set, is told how each email left the outbox or failed a
 	// send: EmailSent, EmailKept, EmailFailed or EmailGivenUp (for metrics).
 	Done func(result string)
+	// PublicURL is the portal's address as its users reach it
+	// ("https://herald.example.com"), for the links in emails; "" when
+	// unknown, and emails then name the page without a host (see Words).
+	PublicURL string
 	// Interval is how often Run looks for emails when nothing wakes it
 	// (DefaultInterval when 0): for those queued by another process, left
 	// by a crash, or whose back-off has passed.
@@ -96,9 +101,10 @@ func (o *Outbox) flush(ctx context.Context) {
 			return
 		}
 		e := emails[0]
+		e.Subject, e.Body = Words(e, o.PublicURL)
 		if o.sender == nil {
 			o.log.Info("email kept, not sent: no SMTP server configured", "to", e.To, "subject", e.Subject)
-			if err := o.store.MarkEmail(ctx, e.ID, "not sent: no SMTP server configured"); err != nil {
+			if err := o.store.MarkEmail(ctx, e.ID, e.Subject, e.Body, "not sent: no SMTP server configured"); err != nil {
 				o.log.Error("mark email", "err", err)
 				return
 			}
@@ -109,7 +115,7 @@ func (o *Outbox) flush(ctx context.Context) {
 			o.failed(ctx, e, err)
 			continue // the others are not held up by this one
 		}
-		if err := o.store.MarkEmail(context.WithoutCancel(ctx), e.ID, ""); err != nil {
+		if err := o.store.MarkEmail(context.WithoutCancel(ctx), e.ID, e.Subject, e.Body, ""); err != nil {
 			o.log.Error("mark email sent", "err", err)
 			return
 		}
@@ -132,7 +138,7 @@ func (o *Outbox) failed(ctx context.Context, e store.Email, err error) {
 	if attempts >= maxEmailAttempts {
 		o.done(EmailGivenUp)
 		o.log.Error("email not sent; giving up", "to", e.To, "attempts", attempts, "err", err)
-		if merr := o.store.MarkEmail(ctx, e.ID, fmt.Sprintf("not sent after %d attempts: %v", attempts, err)); merr != nil {
+		if merr := o.store.MarkEmail(ctx, e.ID, e.Subject, e.Body, fmt.Sprintf("not sent after %d attempts: %v", attempts, err)); merr != nil {
 			o.log.Error("mark email", "err", merr)
 		}
 		return

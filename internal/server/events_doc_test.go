@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/api/openapitest"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/openapitest"
 )
 
 // eventsDoc is the page that lists every event kind with an example.

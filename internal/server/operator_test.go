@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/client"
-	"github.com/heraldhq/herald/internal/api/openapitest"
 	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/openapitest"
 )
 
 const operatorToken = "operator-token-0123456789abcdef0123456789"

@@ -1,7 +1,10 @@
 // Package server assembles a running herald: the store, the delivery
-// dispatcher, the email outbox, and the HTTP server with the API, health
-// checks and metrics. cmd/herald builds a Config and calls Open and Run; tests
-// do the same in-process.
+// dispatcher and its recoveries, the email outbox, retention, the reminders
+// of suspended webhooks, the sharing of rate limits between processes, and
+// the HTTP server with the API, the portal, health checks and metrics; and
+// on an empty database, the first account. Its Config validates itself
+// (Validate, naming the flags of `herald serve`). cmd/herald builds a Config
+// and calls Open and Run; tests do the same in-process (heraldtest).
 package server
 
 import (
@@ -15,17 +18,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accesslog"
+	"github.com/heraldhq/herald/internal/accounts"
 	"github.com/heraldhq/herald/internal/admission"
 	"github.com/heraldhq/herald/internal/api"
-	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/metrics"
@@ -181,6 +186,64 @@ type Config struct {
 	Conns admission.Conns
 }
 
+// Validate refuses values herald cannot run with, naming each by the flag
+// of `herald serve` that sets it (and Delivery's, by delivery.Config's
+// Validate); all of them at once, so that one start shows every mistake.
+// Zero fields are the defaults, and valid. Open calls it.
+func (c Config) Validate() error {
+	var msgs []string
+	if err := c.Delivery.Validate(); err != nil {
+		msgs = append(msgs, err.Error())
+	}
+	if c.AllowMetadata && !c.AllowPrivate {
+		msgs = append(msgs, "--allow-metadata-addresses needs --allow-private-networks: metadata addresses are private addresses too")
+	}
+	if c.OperatorToken != "" && len(c.OperatorToken) < MinOperatorToken {
+		msgs = append(msgs, fmt.Sprintf("--operator-token must be at least %d characters: it opens every account", MinOperatorToken))
+	}
+	if c.SuspendedReminder < 0 {
+		msgs = append(msgs, "--suspended-reminder must not be negative (0 turns reminders off)")
+	}
+	if err := CheckPublicURL(c.PublicURL); err != nil {
+		msgs = append(msgs, "--public-url "+err.Error())
+	}
+	if c.Retention.Keep < 0 {
+		msgs = append(msgs, "--retention must not be negative (0 keeps event logs forever)")
+	}
+	if c.BodiesInFlight != 0 && c.BodiesInFlight < MinBodiesInFlight {
+		// MinBodiesInFlight is a whole number of MiB (api.MaxBody).
+		msgs = append(msgs, fmt.Sprintf("--max-request-bodies must be at least %dMiB, the largest body the API takes", MinBodiesInFlight>>20))
+	}
+	if c.Conns.Total < 0 || c.Conns.PerAddress < 0 {
+		msgs = append(msgs, "--max-connections and --max-connections-per-address must not be negative (0: derived from the descriptor limit)")
+	}
+	if c.ReadTimeout < 0 || c.ReminderCheck < 0 || c.EmailCheck < 0 {
+		msgs = append(msgs, "the read time-out and the reminders' and outbox's check intervals must not be negative")
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// MinOperatorToken is the shortest operator token (--operator-token): 32
+// characters of a generated secret, as `openssl rand -hex 16` prints.
+const MinOperatorToken = 32
+
+// CheckPublicURL accepts "" or an absolute http or https URL with a host and
+// nothing after its path, since emails and links append a page's path to it
+// (--public-url).
+func CheckPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q: want an http or https address such as https://herald.example.com", s)
+	}
+	return nil
+}
+
 // DefaultBodiesInFlight is the default bound on request bodies in flight:
 // room for 16 bodies of the largest size the API takes at once, or
 // thousands of ordinary ones (a license is a few hundred bytes), and a
@@ -224,6 +287,9 @@ type Server struct {
 // Run. The credentials are printed once, so a caller binds its listeners
 // before Open: a start that cannot serve then creates no account.
 func Open(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg.MailFrom = cmp.Or(cfg.MailFrom, "herald@localhost")
 	log := cfg.Logger
 	if log == nil {
@@ -235,7 +301,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	// Likewise the outbox, woken by the store when a warning is queued.
 	var outbox *notify.Outbox
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Key: cfg.SecretKey, Logger: log, Now: cfg.Now,
-		PublicURL: cfg.PublicURL, OnFired: func(kinds []event.Kind) { m.Fired(kinds) },
+		OnFired: func(kinds []event.Kind) { m.Fired(kinds) },
 		OnEmail: func() {
 			if outbox != nil {
 				outbox.Wake()
@@ -275,6 +341,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	outbox = s.outbox
 	s.outbox.Done = m.Email
 	s.outbox.Interval = cfg.EmailCheck
+	s.outbox.PublicURL = cfg.PublicURL
 	s.cfg.Retention.Removed = m.Removed
 
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate, AllowMetadata: cfg.AllowMetadata, Resolver: net.DefaultResolver}
@@ -415,24 +482,8 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 // whatever credential it had to generate.
 func (s *Server) bootstrap(ctx context.Context) error {
 	email := cmp.Or(s.cfg.BootstrapEmail, "owner@herald.localhost")
-	password, token := s.cfg.BootstrapPassword, s.cfg.BootstrapToken
-	genPassword, genToken := password == "", token == ""
-	if genPassword {
-		password = auth.NewPassword()
-	}
-	if genToken {
-		token = auth.NewAPIToken()
-	}
-	hash := s.cfg.BootstrapPasswordHash
-	if hash == "" || genPassword {
-		var err error
-		if hash, err = auth.HashPassword(password); err != nil {
-			return err
-		}
-	}
-	created, err := s.Store.BootstrapIfEmpty(ctx, store.Bootstrap{
-		AccountName: "My account", OwnerEmail: email, PasswordHash: hash, TokenHash: auth.HashToken(token),
-	})
+	c, created, err := accounts.CreateFirst(ctx, s.Store, accounts.New{Name: "My account", OwnerEmail: email,
+		Password: s.cfg.BootstrapPassword, PasswordHash: s.cfg.BootstrapPasswordHash, APIToken: s.cfg.BootstrapToken})
 	if err != nil || !created {
 		return err
 	}
@@ -441,11 +492,11 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		out = io.Discard
 	}
 	fmt.Fprintf(out, "herald: created the first account; its owner signs in as %s\n", email)
-	if genPassword {
-		fmt.Fprintf(out, "herald: portal password (shown once): %s\n", password)
+	if c.GeneratedPassword {
+		fmt.Fprintf(out, "herald: portal password (shown once): %s\n", c.OwnerPassword)
 	}
-	if genToken {
-		fmt.Fprintf(out, "herald: API token (shown once): %s\n", token)
+	if c.GeneratedToken {
+		fmt.Fprintf(out, "herald: API token (shown once): %s\n", c.APIToken)
 	}
 	return nil
 }

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/api/openapitest"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/openapitest"
 	"github.com/heraldhq/herald/webhook"
 )
 

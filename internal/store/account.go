@@ -65,13 +65,15 @@ type Bootstrap struct {
 }
 
 // BootstrapIfEmpty creates the first account, its owner and its API token
-// when the database has no account yet. It reports whether it did.
+// when the database has no account yet. It reports whether it did, and
+// returns the account when it did.
 //
 // Several processes starting at once on an empty database create one account
 // between them: each first claims the 'bootstrap' setting, and a second
 // claimant waits on the first's uncommitted row, then finds it taken. (Under
 // READ COMMITTED, counting accounts alone would let both see none.)
-func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (bool, error) {
+func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (Account, bool, error) {
+	var a Account
 	created := false
 	err := s.InTx(ctx, func(tx *Tx) error {
 		res, err := tx.Exec(ctx, `INSERT INTO settings (name, value) VALUES ('bootstrap', ?) ON CONFLICT (name) DO NOTHING`,
@@ -90,14 +92,14 @@ func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (bool, error)
 		if n > 0 {
 			return nil
 		}
-		_, err = tx.CreateAccount(ctx, b)
+		a, err = tx.CreateAccount(ctx, b)
 		created = err == nil
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("bootstrap: %w", err)
+		return Account{}, false, fmt.Errorf("bootstrap: %w", err)
 	}
-	return created, nil
+	return a, created, nil
 }
 
 // CreateAccount creates an account with its owner and its first API token

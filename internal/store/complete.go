@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/health"
 )
 
 // Result is what an attempt's outcome does to its log.
@@ -339,7 +340,8 @@ type healthEffect struct {
 }
 
 // applyHealth folds a batch's completions into each webhook's health, in
-// completion order, reading and writing each webhook once, and then warns
+// completion order (the transitions are health.Apply's), reading and
+// writing each webhook once, and then warns
 // of what changed (warnings.go): an email when a webhook turns Unhealthy or
 // Suspended, and an operational event to the account's other webhooks for
 // each change. A batch that takes a webhook through several states reports
@@ -379,25 +381,22 @@ FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 			return nil, false, fmt.Errorf("lock webhook %s: %w", id, err)
 		}
 		hook.webhookID, hook.suspendAfter = id, suspendAfter
-		h := Health(status)
-		next, nextStreak, becameSuspended := h, streak, false
+		// The transition is package health's; the store persists its answer.
+		var completions []health.Completion
 		var failed *Outcome
 		for _, e := range byHook[id] {
 			if e.delivered {
-				next, nextStreak = Healthy, 0
+				completions = append(completions, health.Delivered)
 				continue
 			}
 			failed = e.outcome
-			nextStreak++
-			if next != Suspended && nextStreak >= suspendAfter {
-				next, becameSuspended = Suspended, true
-			} else if next == Healthy {
-				next = Unhealthy
-			}
+			completions = append(completions, health.Failed)
 		}
-		if next == h && nextStreak == streak {
+		answer := health.Apply(health.State{Status: Health(status), Streak: streak}, completions, suspendAfter)
+		if !answer.Changed {
 			continue
 		}
+		next, nextStreak := answer.State.Status, answer.State.Streak
 		failure := lastFailure
 		if failed != nil {
 			f, err := tx.failureOf(ctx, *failed, now)
@@ -410,7 +409,7 @@ FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 		switch {
 		case next != Suspended:
 			suspendedAt, remindedAt = sql.NullInt64{}, sql.NullInt64{}
-		case becameSuspended:
+		case answer.Warning == health.BecameSuspended:
 			suspendedAt, remindedAt = sql.NullInt64{Int64: ms(now), Valid: true}, sql.NullInt64{}
 		}
 		// left_healthy_at marks where its undelivered logs begin: set as it
@@ -421,15 +420,13 @@ left_healthy_at = CASE WHEN CAST(? AS TEXT) = 'Healthy' THEN NULL ELSE COALESCE(
 			return nil, false, fmt.Errorf("update health of webhook %s: %w", id, err)
 		}
 		hook.status, hook.streak, hook.failure = next, nextStreak, parseFailure(failure)
-		switch {
-		case becameSuspended && next == Suspended:
+		switch answer.Warning {
+		case health.BecameSuspended:
 			hook.kind = event.WebhookSuspended
 			suspended = append(suspended, Suspension{AccountID: hook.accountID, WebhookID: id, Name: hook.name})
-		case next == Unhealthy && h != Unhealthy:
-			// From Healthy, or from Suspended by a delivery and then a
-			// failure in one batch: receiving again, and failing.
+		case health.BecameUnhealthy:
 			hook.kind = event.WebhookUnhealthy
-		case next == Healthy && h != Healthy:
+		case health.Recovered:
 			hook.kind = event.WebhookRecovered
 		default:
 			continue // a failure more while Unhealthy or Suspended

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
 // Email is a notification waiting in the outbox, or sent from it.
@@ -13,6 +15,12 @@ type Email struct {
 	ID        string
 	AccountID string
 	To        string
+	// Kind is what the email is about (EmailUnhealthy, EmailSuspended,
+	// EmailReminder), and Facts what it tells: notify writes Subject and
+	// Body from them as it sends, and MarkEmail keeps the words. An email
+	// queued before herald kept facts has its words and no Facts.
+	Kind      string
+	Facts     *EmailFacts
 	Subject   string
 	Body      string
 	CreatedAt time.Time
@@ -30,7 +38,7 @@ func (s *Store) ClaimEmails(ctx context.Context, limit int, lease time.Duration)
 	rows, err := s.writer.QueryContext(ctx, s.q(`UPDATE emails SET lease_until = ?
 WHERE id IN (SELECT id FROM emails WHERE sent_at IS NULL AND COALESCE(lease_until, 0) <= ?
              ORDER BY created_at LIMIT ?`+s.eng.skipLocked()+`)
-RETURNING id, account_id, recipient, subject, body, created_at, attempts`), ms(now.Add(lease)), ms(now), limit)
+RETURNING id, account_id, recipient, COALESCE(kind, ''), facts, subject, body, created_at, attempts`), ms(now.Add(lease)), ms(now), limit)
 	if err != nil {
 		return nil, s.full(fmt.Errorf("claim emails: %w", err))
 	}
@@ -39,10 +47,11 @@ RETURNING id, account_id, recipient, subject, body, created_at, attempts`), ms(n
 	for rows.Next() {
 		var e Email
 		var c int64
-		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c, &e.Attempts); err != nil {
+		var facts sql.NullString
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Kind, &facts, &e.Subject, &e.Body, &c, &e.Attempts); err != nil {
 			return nil, s.full(fmt.Errorf("claim emails: %w", err))
 		}
-		e.CreatedAt = fromMS(c)
+		e.CreatedAt, e.Facts = fromMS(c), parseFacts(facts)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -53,12 +62,27 @@ RETURNING id, account_id, recipient, subject, body, created_at, attempts`), ms(n
 }
 
 // MarkEmail records that an email left the outbox: sent, or kept in the
-// database because no SMTP server is configured (note says so).
-func (s *Store) MarkEmail(ctx context.Context, id, note string) error {
+// database because no SMTP server is configured (note says so), with the
+// subject and body it was sent (or kept) with.
+func (s *Store) MarkEmail(ctx context.Context, id, subject, body, note string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE emails SET sent_at = ?, error = ? WHERE id = ? AND sent_at IS NULL`, ms(s.now()), nilIfEmpty(note), id)
+		_, err := tx.Exec(ctx, `UPDATE emails SET sent_at = ?, error = ?, subject = ?, body = ? WHERE id = ? AND sent_at IS NULL`,
+			ms(s.now()), nilIfEmpty(note), subject, body, id)
 		return err
 	})
+}
+
+// parseFacts reads emails.facts; nil when there are none (an email queued
+// before herald kept them) or they do not parse.
+func parseFacts(s sql.NullString) *EmailFacts {
+	if !s.Valid {
+		return nil
+	}
+	var f EmailFacts
+	if jsonlimit.Unmarshal([]byte(s.String), &f) != nil {
+		return nil
+	}
+	return &f
 }
 
 // FailEmail records a failed send and keeps the email in the outbox, not to
@@ -77,7 +101,7 @@ func (s *Store) FailEmail(ctx context.Context, id, reason string, retryAt time.T
 
 // Emails lists an account's emails, newest first.
 func (s *Store) Emails(ctx context.Context, accountID string) ([]Email, error) {
-	rows, err := s.Query(ctx, `SELECT id, account_id, recipient, subject, body, created_at, sent_at, COALESCE(error, '')
+	rows, err := s.Query(ctx, `SELECT id, account_id, recipient, COALESCE(kind, ''), facts, subject, body, created_at, sent_at, COALESCE(error, '')
 FROM emails WHERE account_id = ? ORDER BY created_at DESC, id DESC`, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("list emails: %w", err)
@@ -88,10 +112,11 @@ FROM emails WHERE account_id = ? ORDER BY created_at DESC, id DESC`, accountID)
 		var e Email
 		var c int64
 		var sent sql.NullInt64
-		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c, &sent, &e.Error); err != nil {
+		var facts sql.NullString
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Kind, &facts, &e.Subject, &e.Body, &c, &sent, &e.Error); err != nil {
 			return nil, fmt.Errorf("list emails: %w", err)
 		}
-		e.CreatedAt, e.SentAt = fromMS(c), optTime(sent)
+		e.CreatedAt, e.SentAt, e.Facts = fromMS(c), optTime(sent), parseFacts(facts)
 		out = append(out, e)
 	}
 	return out, rows.Err()

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/heraldhq/herald/internal/auth"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // TestMigrationKeepsTheAccountsToken: a database made before accounts had
@@ -15,8 +15,8 @@ import (
 // working.
 func TestMigrationKeepsTheAccountsToken(t *testing.T) {
 	t.Parallel()
-	heraldtest.ForEachStore(t, func(t *testing.T, url string) {
-		heraldtest.PostgresHandles(t, 1)
+	testdb.ForEachStore(t, func(t *testing.T, url string) {
+		testdb.PostgresHandles(t, 1)
 		ctx := context.Background()
 		key := make([]byte, 32)
 		old, err := store.OpenAtVersion(ctx, url, store.Options{Key: key}, 9)

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // eachEngine runs fn on a fresh SQLite file and on a fresh PostgreSQL schema
@@ -24,7 +24,7 @@ func eachEngine(t *testing.T, fn func(t *testing.T, st *store.Store, clock *time
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		clock := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
-		fn(t, open(t, heraldtest.PostgresURL(t), &clock), &clock)
+		fn(t, open(t, testdb.PostgresURL(t), &clock), &clock)
 	})
 }
 

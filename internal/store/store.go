@@ -81,9 +81,8 @@ type Store struct {
 	log    *slog.Logger
 	// onFired is Options.OnFired.
 	onFired func([]event.Kind)
-	// onEmail is Options.OnEmail; publicURL is Options.PublicURL.
-	onEmail   func()
-	publicURL string
+	// onEmail is Options.OnEmail.
+	onEmail func()
 
 	group *committer // SQLite: write transactions committed in groups (group.go)
 
@@ -115,10 +114,6 @@ type Options struct {
 	// OnEmail, when set, is called after a commit that queued an email
 	// (a warning about a webhook's health), so the outbox looks at once.
 	OnEmail func()
-	// PublicURL is the portal's address as its users reach it
-	// ("https://herald.example.com"), for the links in emails; "" when
-	// unknown, and emails then name the page without a host.
-	PublicURL string
 }
 
 // Open connects to the database named by url ("sqlite:PATH" or
@@ -135,8 +130,7 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{box: box, now: opts.Now, log: opts.Logger, onFired: opts.OnFired, onEmail: opts.OnEmail,
-		publicURL: strings.TrimRight(opts.PublicURL, "/")}
+	s := &Store{box: box, now: opts.Now, log: opts.Logger, onFired: opts.OnFired, onEmail: opts.OnEmail}
 	if s.now == nil {
 		s.now = time.Now
 	}

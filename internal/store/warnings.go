@@ -3,9 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
@@ -61,19 +60,15 @@ func parseFailure(s sql.NullString) *event.Failure {
 // warn queues, for each change, its email (none for a recovery: the owner
 // sees it on the page, and the event tells their systems) and fires its
 // operational event to the account's other webhooks that subscribe to it.
-// It reports whether it queued an email.
+// An email is queued with its facts; package notify writes its words. It
+// reports whether it queued an email.
 func (tx *Tx) warn(ctx context.Context, changes []healthChange, now time.Time) (bool, error) {
 	emailed := false
 	for _, c := range changes {
-		var subject, body string
-		switch c.kind {
-		case event.WebhookUnhealthy:
-			subject, body = tx.s.unhealthyEmail(c)
-		case event.WebhookSuspended:
-			subject, body = tx.s.suspendedEmail(c)
-		}
-		if subject != "" {
-			if err := tx.queueEmail(ctx, c.accountID, string(emailKind(c.kind)), subject, body, now); err != nil {
+		if c.kind == event.WebhookUnhealthy || c.kind == event.WebhookSuspended {
+			facts := EmailFacts{WebhookID: c.webhookID, Name: c.name, URL: c.url, Streak: c.streak,
+				SuspendAfter: c.suspendAfter, Failure: c.failure}
+			if err := tx.queueEmail(ctx, c.accountID, emailKind(c.kind), facts, now); err != nil {
 				return false, err
 			}
 			emailed = true
@@ -93,11 +88,35 @@ func emailKind(k event.Kind) string {
 	return EmailSuspended
 }
 
+// EmailFacts are what a warning's email tells, as the store knows them;
+// package notify writes the subject and body from them (and from the
+// portal's address, which the store does not know).
+type EmailFacts struct {
+	WebhookID string `json:"webhookId"`
+	Name      string `json:"name"`
+	URL       string `json:"url"`
+	// Streak is the webhook's failed completed events in a row, and
+	// SuspendAfter the streak that suspends it (unhealthy, suspended).
+	Streak       int `json:"streak"`
+	SuspendAfter int `json:"suspendAfter,omitempty"`
+	// Failure is the latest failed event, when known.
+	Failure *event.Failure `json:"failure,omitempty"`
+	// Since is when the webhook was suspended, and Every the reminders'
+	// period (reminder).
+	Since time.Time     `json:"since,omitzero"`
+	Every time.Duration `json:"every,omitempty"`
+}
+
 // queueEmail puts an email to the account's notification address in the
-// outbox, in the transaction that decided it.
-func (tx *Tx) queueEmail(ctx context.Context, accountID, kind, subject, body string, now time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO emails (id, account_id, recipient, subject, body, created_at, kind)
-SELECT ?, id, notification_email, ?, ?, ?, ? FROM accounts WHERE id = ?`, NewID(), subject, body, ms(now), kind, accountID)
+// outbox, in the transaction that decided it: its kind and facts, its words
+// left for notify to write.
+func (tx *Tx) queueEmail(ctx context.Context, accountID, kind string, facts EmailFacts, now time.Time) error {
+	b, err := json.Marshal(facts)
+	if err != nil {
+		return fmt.Errorf("queue %s email: %w", kind, err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO emails (id, account_id, recipient, subject, body, created_at, kind, facts)
+SELECT ?, id, notification_email, '', '', ?, ?, ? FROM accounts WHERE id = ?`, NewID(), ms(now), kind, string(b), accountID)
 	if err != nil {
 		return fmt.Errorf("queue %s email: %w", kind, err)
 	}
@@ -155,8 +174,9 @@ RETURNING id, account_id, name, url, failure_streak, last_failure, suspended_at`
 			return fmt.Errorf("mark reminders: %w", err)
 		}
 		for _, r := range due2 {
-			subject, body := s.reminderEmail(r, every)
-			if err := tx.queueEmail(ctx, r.accountID, EmailReminder, subject, body, now); err != nil {
+			facts := EmailFacts{WebhookID: r.webhookID, Name: r.name, URL: r.url, Streak: r.streak, Failure: r.failure,
+				Since: r.since.UTC(), Every: every}
+			if err := tx.queueEmail(ctx, r.accountID, EmailReminder, facts, now); err != nil {
 				return err
 			}
 		}
@@ -177,125 +197,4 @@ type reminder struct {
 	streak                          int
 	failure                         *event.Failure
 	since                           time.Time
-}
-
-// The emails. Plain text, short lines; each names the webhook, says what its
-// state means and what to do, and links to its page in the portal.
-
-func (s *Store) unhealthyEmail(c healthChange) (string, string) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Your webhook %q is now Unhealthy: an event failed after every retry.\n\n", c.name)
-	writeHook(&b, c.webhookID, c.url)
-	writeFailure(&b, c.failure)
-	left := c.suspendAfter - c.streak
-	fmt.Fprintf(&b, `
-Herald keeps sending new events to it. If %d more %s after all retries,
-with none delivered in between, herald suspends the webhook and stops
-sending to it.
-
-What to do: fix the receiving endpoint, then check it with Test on the
-webhook's page. The next successful delivery makes it Healthy again.
-
-`, left, plural(left, "event fails", "events fail"))
-	s.writeLink(&b, c.webhookID)
-	return fmt.Sprintf("Webhook %q is Unhealthy", c.name), b.String()
-}
-
-func (s *Store) suspendedEmail(c healthChange) (string, string) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Your webhook %q has been suspended.\n\n", c.name)
-	writeHook(&b, c.webhookID, c.url)
-	writeFailure(&b, c.failure)
-	fmt.Fprintf(&b, `
-Its %d most recent completed events all failed after every retry, so herald
-has stopped sending to it. Events that fire meanwhile are still recorded in
-its event log, as cancelled, so that they can be resent.
-
-To restore it: fix the receiving endpoint, check it with Test on the
-webhook's page (a successful Test does not lift the suspension), then
-resend the events it missed from that page (or one at a time with
-POST /v3/webhook-event-logs/{id}/resend). The first successful delivery
-makes the webhook Healthy again.
-
-`, c.suspendAfter)
-	s.writeLink(&b, c.webhookID)
-	return fmt.Sprintf("Webhook %q suspended", c.name), b.String()
-}
-
-func (s *Store) reminderEmail(r reminder, every time.Duration) (string, string) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Your webhook %q is still suspended, since %s.\n\n", r.name, r.since.UTC().Format("2006-01-02 15:04 UTC"))
-	writeHook(&b, r.webhookID, r.url)
-	writeFailure(&b, r.failure)
-	fmt.Fprintf(&b, `
-Herald sends it nothing while it is suspended; the events that fire are
-recorded in its event log, as cancelled, so that they can be resent.
-
-To restore it: fix the receiving endpoint, check it with Test on the
-webhook's page, then resend the events it missed from that page. The first
-successful delivery makes it Healthy again. If it is no longer needed,
-disable or delete it, and these reminders stop.
-
-This reminder comes every %s while the webhook stays suspended.
-
-`, formatPeriod(every))
-	s.writeLink(&b, r.webhookID)
-	return fmt.Sprintf("Webhook %q is still suspended", r.name), b.String()
-}
-
-// writeHook names the webhook and its receiver's origin only: a receiver's
-// path or query may carry its own secret (as chat services' incoming-webhook
-// URLs do), and an email travels and is kept where the API's answers are not.
-func writeHook(b *strings.Builder, id, rawURL string) {
-	origin := rawURL
-	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
-		origin = u.Scheme + "://" + u.Host
-	}
-	fmt.Fprintf(b, "Webhook id: %s\nSends to:   %s\n", id, origin)
-}
-
-func writeFailure(b *strings.Builder, f *event.Failure) {
-	if f == nil {
-		return
-	}
-	answer := "no answer"
-	if f.StatusCode != nil {
-		answer = fmt.Sprintf("HTTP %d", *f.StatusCode)
-	}
-	fmt.Fprintf(b, `
-Latest failed event: %s (event id %s)
-Event log:           %s
-Failed at:           %s
-Receiver's answer:   %s
-Reason:              %s
-`, f.Event, f.EventID, f.LogID, f.FailedAt, answer, f.Reason)
-}
-
-// writeLink names the webhook's portal page. Without --public-url herald
-// does not know the address its users reach it at (its listening address is
-// often a private one behind a proxy), so it names the page's path rather
-// than invent a host.
-func (s *Store) writeLink(b *strings.Builder, webhookID string) {
-	path := "/webhooks/" + webhookID
-	if s.publicURL != "" {
-		fmt.Fprintf(b, "The webhook's page: %s%s\n", s.publicURL, path)
-		return
-	}
-	fmt.Fprintf(b, "The webhook's page: %s in herald's portal (Developer -> Webhooks).\n(The portal's address is not configured: herald's operator can set --public-url.)\n", path)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// formatPeriod writes a reminder period as people say it: "7 days", "12h0m0s".
-func formatPeriod(d time.Duration) string {
-	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
-		days := int(d / (24 * time.Hour))
-		return fmt.Sprintf("%d %s", days, plural(days, "day", "days"))
-	}
-	return d.String()
 }

@@ -9,21 +9,20 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/health"
 	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
 // Health is a webhook's operational state.
-type Health string
+type Health = health.Status
 
-// The states of the specification's health table.
+// The states of the specification's health table (package health decides
+// the transitions between them; the store persists them).
 const (
-	Healthy   Health = "Healthy"
-	Unhealthy Health = "Unhealthy"
-	Suspended Health = "Suspended"
+	Healthy   = health.Healthy
+	Unhealthy = health.Unhealthy
+	Suspended = health.Suspended
 )
-
-// Valid reports whether h is a known state.
-func (h Health) Valid() bool { return h == Healthy || h == Unhealthy || h == Suspended }
 
 // Webhook is a receiver an account configured.
 type Webhook struct {

@@ -1,12 +1,13 @@
 // Package validator owns the rules for what account owners may save: a
 // webhook's name, URL, events and token, an account's name and
 // notification email, an API token's name and scope; and SingleLine, the
-// rule every single-line text input of the API and the portal passes. The API and the portal both apply these
-// rules, so a value one refuses the other refuses too, in the same words.
+// rule every single-line text input of the API and the portal passes. The
+// API and the portal both apply these rules, so a value one refuses the
+// other refuses too, in the same words.
 //
-// Each rule reports problems as FieldErrors whose Detail is a short fragment
-// meant to follow the field's name ("must not be empty"), and trims
-// surrounding space from the values it checks, in place.
+// Each rule adds its problems to an Errors list, each a FieldError whose
+// Detail is a short fragment meant to follow the field's name ("must not be
+// empty"), and trims surrounding space from the values it checks, in place.
 package validator
 
 import (

@@ -60,7 +60,7 @@ func testEmailsClaimedOnce(t *testing.T, b *bundle) {
 		ids = append(ids, id)
 	}
 	for _, id := range ids[:n/2] {
-		if err := b.st.MarkEmail(b.ctx, id, ""); err != nil {
+		if err := b.st.MarkEmail(b.ctx, id, "subject", "body", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,7 +204,7 @@ func testConcurrentOpens(t *testing.T, b *bundle) {
 			return
 		}
 		stores[i] = st
-		ok, err := st.BootstrapIfEmpty(b.ctx, store.Bootstrap{AccountName: "first", OwnerEmail: "owner@example.com",
+		_, ok, err := st.BootstrapIfEmpty(b.ctx, store.Bootstrap{AccountName: "first", OwnerEmail: "owner@example.com",
 			PasswordHash: "x", TokenHash: store.NewID()})
 		if err != nil {
 			t.Errorf("bootstrap %d: %v", i, err)

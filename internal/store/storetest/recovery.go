@@ -245,7 +245,7 @@ WHERE l.webhook_id = ? AND a.trigger = 'resend'`, w.ID)
 	}
 }
 
-// testRecoveryStopsWhenDisabledAndResumesAfterRelease: a stopping process
+// testRecoveryStopsWhenDisabled: a stopping process
 // gives its unsent logs back; disabling the webhook cancels the recovery.
 func testRecoveryStopsWhenDisabled(t *testing.T, b *bundle) {
 	w, _, _, _ := b.undelivered(t, 2, 2)

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // Exercise runs the suite; newURL returns a new, empty database of the
@@ -79,7 +79,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			heraldtest.PostgresHandles(t, tt.handles)
+			testdb.PostgresHandles(t, tt.handles)
 			tt.fn(t, setup(t, newURL))
 		})
 	}
@@ -115,7 +115,7 @@ func (b *bundle) open(t testing.TB) *store.Store {
 	if b.st != nil && b.st.Engine() == "sqlite" {
 		return b.st
 	}
-	st, err := store.Open(b.ctx, b.url, store.Options{Key: b.key, Now: b.clock.Now, PublicURL: publicURL})
+	st, err := store.Open(b.ctx, b.url, store.Options{Key: b.key, Now: b.clock.Now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

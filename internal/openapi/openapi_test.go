@@ -9,8 +9,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/heraldhq/herald/internal/api/openapi"
-	"github.com/heraldhq/herald/internal/api/openapitest"
+	"github.com/heraldhq/herald/internal/openapi"
+	"github.com/heraldhq/herald/internal/openapitest"
 )
 
 func load(t *testing.T) *openapi3.T {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/heraldhq/herald/internal/api/openapi"
+	"github.com/heraldhq/herald/internal/openapi"
 )
 
 // miniDocument holds, beside fixed ones, the shapes a lenient validator

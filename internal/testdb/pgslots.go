@@ -1,4 +1,4 @@
-package heraldtest
+package testdb
 
 import (
 	"math/rand/v2"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/heraldhq/herald/internal/api/openapi"
+	"github.com/heraldhq/herald/internal/openapi"
 )
 
 // TestCommittedJSONCurrent fails when openapi.json was not regenerated
@@ -30,7 +30,7 @@ func TestCommittedJSONCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("internal/api/openapi/openapi.json is not what openapi.yaml generates (%d bytes; want %d); run go generate ./internal/api/openapi", len(got), len(want))
+		t.Errorf("internal/openapi/openapi.json is not what openapi.yaml generates (%d bytes; want %d); run go generate ./internal/openapi", len(got), len(want))
 	}
 }
 

@@ -33,7 +33,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"github.com/heraldhq/herald/internal/api/openapi"
+	"github.com/heraldhq/herald/internal/openapi"
 )
 
 // prefix is the path prefix of the calls that [Transport] checks. Other

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/heraldhq/herald/internal/api/openapi"
-	"github.com/heraldhq/herald/internal/api/openapitest"
+	"github.com/heraldhq/herald/internal/openapi"
+	"github.com/heraldhq/herald/internal/openapitest"
 )
 
 const (
