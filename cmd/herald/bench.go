@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,10 +22,17 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("herald bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	database := fs.String("database", "", "PostgreSQL URL to measure on, in a fresh schema per scenario (default: a fresh SQLite file)")
-	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run: a one webhook, b fan-out to 10, c 200 and 1,000 events/s, d one of 10 never answers, e backlog drain, f POST /v3/licenses at 500/s, g two accounts: B alone and beside A's 50 hanging webhooks")
+	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run: a one webhook, b fan-out to 10, c 200 and 1,000 events/s, d one of 10 never answers, e backlog drain, f POST /v3/licenses at 500/s, g two accounts: B alone and beside A's 50 hanging webhooks; and, only when named, h: the API's and portal's reads of a long history (--history-logs)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each timed scenario fires")
 	backlog := fs.Int("backlog", 200_000, "deliveries queued in scenario e")
 	clients := fs.Int("clients", 16, "concurrent API clients when firing as fast as the API allows")
+	processes := fs.Int("processes", 1, "herald processes on one PostgreSQL database (needs --database) in scenarios a to f, the API calls spread over them in turn; the report splits each figure by process")
+	historyLogs := fs.Int("history-logs", 10_000_000, "completed logs scenario h seeds over 30 days before timing the reads")
+	historyReads := fs.Int("history-reads", 20, "how many times scenario h times each read (after one untimed try)")
+	seedAnalyze := fs.Bool("seed-analyze", true, "on PostgreSQL, ANALYZE the tables scenario h seeded (as autovacuum would have); false leaves herald to the planner's defaults")
+	peerURL := fs.String("peer-url", "", "also run scenarios a, b, c, d and f against this second sender's API (it must reach the bench's receivers on 127.0.0.1)")
+	peerKey := fs.String("peer-key", "", "the peer's API key (default: $HERALD_BENCH_PEER_KEY)")
+	peerKind := fs.String("peer-kind", "herald", "the peer's kind: "+strings.Join(bench.PeerKinds, ", "))
 	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios and a backlog of 2,000 (overrides --duration and --backlog)")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a table")
 	chart := fs.String("chart", "", "also draw the report as an SVG chart in this file")
@@ -47,6 +56,32 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{"herald bench", errors.New("--backlog must be at least 10")}
 	case *clients < 1:
 		return usageError{"herald bench", errors.New("--clients must be at least 1")}
+	case *historyLogs < 100:
+		return usageError{"herald bench", errors.New("--history-logs must be at least 100")}
+	case *historyReads < 1:
+		return usageError{"herald bench", errors.New("--history-reads must be at least 1")}
+	case *processes < 1:
+		return usageError{"herald bench", errors.New("--processes must be at least 1")}
+	case *processes > 1 && *database == "":
+		return usageError{"herald bench", errors.New("--processes above 1 needs --database: processes share a PostgreSQL database, not a SQLite file")}
+	}
+	var peer *bench.Peer
+	if *peerURL != "" {
+		u, err := url.Parse(*peerURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError{"herald bench", errors.New("--peer-url must be an http or https URL")}
+		}
+		key := *peerKey
+		if key == "" {
+			key = os.Getenv("HERALD_BENCH_PEER_KEY")
+		}
+		if key == "" {
+			return usageError{"herald bench", errors.New("--peer-url needs --peer-key (or HERALD_BENCH_PEER_KEY)")}
+		}
+		if !slices.Contains(bench.PeerKinds, *peerKind) {
+			return usageError{"herald bench", fmt.Errorf("--peer-kind must be one of %s", strings.Join(bench.PeerKinds, ", "))}
+		}
+		peer = &bench.Peer{Kind: *peerKind, URL: strings.TrimSuffix(*peerURL, "/"), Key: key}
 	}
 	if *database != "" {
 		if err := store.CheckURL(*database); err != nil || strings.HasPrefix(*database, "sqlite:") {
@@ -58,7 +93,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rep, err := bench.Run(ctx, bench.Options{Binary: self, Database: *database, Scenarios: strings.Split(*scenarios, ","),
-		Duration: *duration, Backlog: *backlog, Clients: *clients, Log: stderr, ProfileDir: *profile})
+		Duration: *duration, Backlog: *backlog, Clients: *clients, Processes: *processes, Peer: peer, Log: stderr,
+		HistoryLogs: *historyLogs, HistoryReads: *historyReads, SeedAnalyze: *seedAnalyze, ProfileDir: *profile})
 	if err != nil {
 		return err
 	}

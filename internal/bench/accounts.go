@@ -92,6 +92,16 @@ func fairShare(ctx context.Context, o Options, rcv *receiver, loaded bool) (Resu
 			return Result{}, err
 		}
 	}
+	if o.Database != "" {
+		hooks := 1
+		if loaded {
+			hooks += fairHanging
+		}
+		if s.pg, err = newPGMeter(ctx, c.dbURL, hooks); err != nil {
+			return Result{}, err
+		}
+		defer s.pg.close()
+	}
 	s.cpu0, _ = c.usage()
 	fired := s.fire(ctx, firing{rate: fairRate, duration: o.Duration}, 1)
 	s.drain(ctx, 15*time.Second, 5*time.Minute)
@@ -99,6 +109,7 @@ func fairShare(ctx context.Context, o Options, rcv *receiver, loaded bool) (Resu
 	if loaded {
 		r.Note = "figures are account B's; A's deliveries never arrive"
 	}
+	s.finish(ctx, &r)
 	return r, nil
 }
 

@@ -5,10 +5,14 @@
 // the verified receipt, herald's CPU time per 1,000 deliveries and its peak
 // memory, lost and duplicated deliveries, and each figure against the
 // no-store ceiling measured in the same run: the same receiver fed by a bare
-// loop that signs and POSTs.
+// loop that signs and POSTs. It also runs several processes on one
+// PostgreSQL database and splits the figures by process, reads PostgreSQL's
+// cost per delivery from its counters, drives a second sender (a peer) with
+// the same scenarios, and times the reads of a seeded long history.
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -31,7 +35,21 @@ type Options struct {
 	Duration  time.Duration // how long each timed scenario fires
 	Backlog   int           // deliveries queued in scenario e
 	Clients   int           // concurrent API clients when firing as fast as the API allows
-	Log       io.Writer     // progress, one line per step
+	// Processes, when more than 1, runs that many herald processes on one
+	// PostgreSQL database in scenarios a to f; the API calls go to them in
+	// turn.
+	Processes int
+	// HistoryLogs is how many completed logs scenario h seeds; HistoryReads
+	// how many times it times each read; SeedAnalyze makes PostgreSQL's
+	// statistics of the seeded tables (as autovacuum would have of a
+	// history that grew over 30 days).
+	// Peer, when set, is a second sender each of scenarios a, b, c, d and f
+	// is also run against, right after herald (see peer.go).
+	Peer         *Peer
+	HistoryLogs  int
+	HistoryReads int
+	SeedAnalyze  bool
+	Log          io.Writer // progress, one line per step
 	// ProfileDir, when set, receives a CPU profile of each scenario's herald,
 	// herald-<scenario>.pprof (its whole life: setup, firing and drain).
 	ProfileDir string
@@ -40,6 +58,8 @@ type Options struct {
 // Result is one scenario's figures.
 type Result struct {
 	Scenario         string  `json:"scenario"`
+	Sender           string  `json:"sender"`                  // herald, or peer
+	Ceiling          float64 `json:"ceilingDeliveriesPerSec"` // the run's, beside each figure
 	Title            string  `json:"title"`
 	Webhooks         int     `json:"webhooks"`
 	Events           int     `json:"events"`
@@ -57,6 +77,27 @@ type Result struct {
 	Duplicated       int     `json:"duplicated"`
 	BadSignatures    int     `json:"badSignatures"`
 	Note             string  `json:"note,omitempty"`
+	// Processes splits a fleet's figures (--processes) by process.
+	Processes []ProcessResult `json:"processes,omitempty"`
+	// Postgres is what PostgreSQL spent per delivery, on PostgreSQL.
+	Postgres *PGCost `json:"postgres,omitempty"`
+}
+
+// ProcessResult is one process's share of a fleet's figures. Deliveries,
+// their rate, latencies and duplicates are of the deliveries it sent (the
+// receiver finds the sending process of each connection); Events and Lost
+// are of the events whose API call it answered. The processes' Deliveries
+// sum to the fleet's.
+type ProcessResult struct {
+	Process          int     `json:"process"` // 1…N; 0: deliveries whose sender was not found
+	Events           int     `json:"events"`
+	Deliveries       int     `json:"deliveries"`
+	DeliveriesPerSec float64 `json:"deliveriesPerSec"`
+	P50MS            float64 `json:"p50Ms"`
+	P99MS            float64 `json:"p99Ms"`
+	CPUPer1000       float64 `json:"cpuSecondsPer1000Deliveries"` // its CPU from the firing on, over its deliveries
+	Lost             int     `json:"lost"`
+	Duplicated       int     `json:"duplicated"`
 }
 
 // Report is a whole run.
@@ -66,11 +107,17 @@ type Report struct {
 	Database string    `json:"database"`
 	// Ceiling is the no-store deliveries per second: the bench's own loop
 	// signing and POSTing bodies of the same size to the same receiver.
-	Ceiling float64  `json:"ceilingDeliveriesPerSec"`
+	Ceiling float64 `json:"ceilingDeliveriesPerSec"`
+	// Peer is the second sender the scenarios were also run against.
+	Peer    *Peer    `json:"peer,omitempty"`
 	Results []Result `json:"results"`
+	// History is scenario h's reads of a long history.
+	History *HistoryReport `json:"history,omitempty"`
 }
 
-// AllScenarios in the order they run.
+// AllScenarios in the order they run: the ones a run makes when none is
+// named. Scenario h (a long history's reads) runs only when named: its
+// seeding takes long.
 var AllScenarios = []string{"a", "b", "c", "d", "e", "f", "g"}
 
 // Run runs the scenarios and returns their report.
@@ -91,12 +138,29 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Database != "" {
 		rep.Database = "postgres"
 	}
-	fmt.Fprintf(o.Log, "bench: measuring the no-store ceiling\n")
-	rep.Ceiling = ceiling(ctx, rcv, min(o.Duration, 5*time.Second))
+	if o.Peer != nil {
+		p := *o.Peer
+		p.Key = "" // a report is shared; the key is not
+		rep.Peer = &p
+	}
+	if slices.ContainsFunc(o.Scenarios, func(s string) bool { return s != "h" }) { // h sends nothing
+		fmt.Fprintf(o.Log, "bench: measuring the no-store ceiling\n")
+		rep.Ceiling = ceiling(ctx, rcv, min(o.Duration, 5*time.Second))
+	}
+	o.HistoryLogs, o.HistoryReads = cmp.Or(o.HistoryLogs, 10_000_000), max(1, cmp.Or(o.HistoryReads, 20))
 	for _, s := range o.Scenarios {
+		if s == "h" {
+			h, err := longHistory(ctx, o, rcv)
+			rcv.reset()
+			if err != nil {
+				return rep, fmt.Errorf("scenario h: %w", err)
+			}
+			rep.History = h
+			continue
+		}
 		run := scenarios[s]
 		if run == nil {
-			return nil, fmt.Errorf("no scenario %q (there are %s)", s, strings.Join(AllScenarios, ", "))
+			return nil, fmt.Errorf("no scenario %q (there are %s and h)", s, strings.Join(AllScenarios, ", "))
 		}
 		results, err := run(ctx, o, rcv)
 		rcv.reset()
@@ -104,10 +168,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return rep, fmt.Errorf("scenario %s: %w", s, err)
 		}
 		for _, r := range results {
+			r.Sender, r.Ceiling = cmp.Or(r.Sender, "herald"), rep.Ceiling
 			if rep.Ceiling > 0 {
 				r.CeilingFraction = r.DeliveriesPerSec / rep.Ceiling
 			}
-			fmt.Fprintf(o.Log, "bench: %s: %.0f deliveries/s, p99 %.1f ms, lost %d, duplicated %d\n", r.Scenario, r.DeliveriesPerSec, r.P99MS, r.Lost, r.Duplicated)
+			fmt.Fprintf(o.Log, "bench: %s (%s): %.0f deliveries/s, p99 %.1f ms, lost %d, duplicated %d\n", r.Scenario, r.Sender, r.DeliveriesPerSec, r.P99MS, r.Lost, r.Duplicated)
 			rep.Results = append(rep.Results, r)
 		}
 	}

@@ -26,7 +26,9 @@ import (
 // store, so that its CPU time and memory are its own.
 type child struct {
 	url, token string
-	cmd        *exec.Cmd
+	dbURL      string // the store it serves, to which more processes may join
+	keyFile    string
+	cmd        *exec.Cmd // nil for a peer: a sender the bench does not run
 	out        *bytes.Buffer
 	client     *http.Client
 	drop       func() // drops the fresh store
@@ -67,8 +69,6 @@ func startChildWith(ctx context.Context, binary, pgBase string, prepare prepareF
 		return nil, err
 	}
 	token := "hrld_bench_" + randomHex(16)
-	c := &child{url: "http://" + addr, token: token, out: &bytes.Buffer{}, drop: drop, done: make(chan struct{}),
-		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}}
 	keyFile := filepath.Join(dir, "herald.key")
 	if prepare != nil {
 		if err := prepare(ctx, dbURL, keyFile, token); err != nil {
@@ -76,6 +76,25 @@ func startChildWith(ctx context.Context, binary, pgBase string, prepare prepareF
 			return nil, fmt.Errorf("prepare the store: %w", err)
 		}
 	}
+	return launch(ctx, binary, addr, dbURL, keyFile, token, drop, env...)
+}
+
+// join starts another herald serving first's store, as a second process of
+// one deployment does: the same database, key and first account. Its drop
+// is nothing; first's drops the store.
+func join(ctx context.Context, binary string, first *child, env ...string) (*child, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	return launch(ctx, binary, addr, first.dbURL, first.keyFile, first.token, func() {}, env...)
+}
+
+// launch starts binary serve at addr on the store at dbURL and waits until
+// it is ready.
+func launch(ctx context.Context, binary, addr, dbURL, keyFile, token string, drop func(), env ...string) (*child, error) {
+	c := &child{url: "http://" + addr, token: token, dbURL: dbURL, keyFile: keyFile, out: &bytes.Buffer{}, drop: drop, done: make(chan struct{}),
+		client: newClient()}
 	c.cmd = exec.Command(binary, "serve")
 	c.cmd.Env = append(os.Environ(),
 		"HERALD_ADDR="+addr,
@@ -128,8 +147,25 @@ func (c *child) as(token string) *child {
 	return &other
 }
 
+func newClient() *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
+}
+
 // stop ends the child (SIGTERM, then SIGKILL after 10 s) and drops its store.
+// A peer is not the bench's to stop.
 func (c *child) stop() {
+	if c.cmd == nil {
+		return
+	}
+	c.terminate()
+	c.drop()
+}
+
+// terminate ends the child and keeps its store; again, it does nothing.
+func (c *child) terminate() {
+	if c.cmd == nil {
+		return
+	}
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.done:
@@ -137,12 +173,14 @@ func (c *child) stop() {
 		c.cmd.Process.Kill()
 		<-c.done
 	}
-	c.drop()
 }
 
 // usage reads the child's CPU seconds so far (user and system) and its peak
 // resident memory in bytes, from /proc.
 func (c *child) usage() (cpu float64, peakRSS int64) {
+	if c.cmd == nil {
+		return 0, 0
+	}
 	pid := c.cmd.Process.Pid
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 		// Fields after the command name, which is in parentheses.
@@ -207,14 +245,7 @@ func newSchema(ctx context.Context, base string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	aq := admin.Query()
-	for k := range aq {
-		if strings.HasPrefix(k, "pool_") || k == "search_path" { // herald's pool settings, not the server's
-			aq.Del(k)
-		}
-	}
-	admin.RawQuery = aq.Encode()
-	adminURL := admin.String()
+	adminURL := adminURL(admin)
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		return "", nil, fmt.Errorf("postgres: %w", err)
@@ -230,6 +261,9 @@ func newSchema(ctx context.Context, base string) (string, func(), error) {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	// herald's connections are named after the schema, so that the bench
+	// knows when all of them have ended (see pgMeter.cost).
+	q.Set("application_name", schema)
 	u.RawQuery = q.Encode()
 	drop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

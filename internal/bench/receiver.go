@@ -23,6 +23,22 @@ type receiver struct {
 	fired     map[int64]time.Time // bench sequence number → when its API call began
 	latencies []time.Duration     // API call → verified receipt, first receipt of each delivery
 	last      time.Time           // when the latest delivery arrived
+
+	// A fleet's deliveries are told apart by the process that sent them
+	// (see socketOwner); pids is nil when they are not.
+	pids      []int
+	connPID   map[string]int // sender address → pid, -1 when not found
+	resolving sync.WaitGroup
+	receipts  []receipt // the first receipt of each delivery
+	dupFrom   []string  // the sender address of each receipt beyond the first
+}
+
+// receipt is the first receipt of one delivery.
+type receipt struct {
+	hook int
+	seq  int64         // its bench sequence number; 0 when it had none
+	lat  time.Duration // API call → receipt; -1 when its call is not known
+	from string        // the sender's address
 }
 
 // endpoint is one webhook's path.
@@ -41,7 +57,7 @@ func newReceiver() (*receiver, error) {
 	r := &receiver{url: "http://" + ln.Addr().String(), hooks: map[int]*endpoint{}, fired: map[int64]time.Time{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /r/{n}", r.receive)
-	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnState: r.connState}
 	go r.srv.Serve(ln)
 	return r, nil
 }
@@ -58,6 +74,54 @@ func (r *receiver) reset() {
 		}
 	}
 	r.hooks, r.fired, r.latencies, r.last = map[int]*endpoint{}, map[int64]time.Time{}, nil, time.Time{}
+	r.pids, r.connPID, r.receipts, r.dupFrom = nil, nil, nil, nil
+}
+
+// fleet makes the receiver tell apart the deliveries of the processes pids.
+func (r *receiver) fleet(pids []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pids, r.connPID = pids, map[string]int{}
+}
+
+// connState finds, while a fleet is measured, which process opened each new
+// connection (while it is certainly open).
+func (r *receiver) connState(c net.Conn, st http.ConnState) {
+	if st != http.StateNew {
+		return
+	}
+	r.mu.Lock()
+	pids := r.pids
+	if pids != nil {
+		r.resolving.Add(1)
+	}
+	r.mu.Unlock()
+	if pids == nil {
+		return
+	}
+	from, to := c.RemoteAddr().String(), c.LocalAddr().String()
+	go func() {
+		defer r.resolving.Done()
+		pid := socketOwner(from, to, pids)
+		r.mu.Lock()
+		if r.connPID != nil {
+			r.connPID[from] = pid
+		}
+		r.mu.Unlock()
+	}()
+}
+
+// sentBy returns the receipts and the senders of duplicates, with each
+// sender address's pid (-1 when not known).
+func (r *receiver) sentBy() ([]receipt, []string, map[string]int) {
+	r.resolving.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pids := make(map[string]int, len(r.connPID))
+	for k, v := range r.connPID {
+		pids[k] = v
+	}
+	return append([]receipt(nil), r.receipts...), append([]string(nil), r.dupFrom...), pids
 }
 
 // add registers webhook n's path and signing token; hold makes its requests
@@ -137,9 +201,14 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	e.got[p.ID]++
 	if e.got[p.ID] == 1 {
+		rc := receipt{hook: n, seq: p.Data.Metadata.Bench, lat: -1, from: req.RemoteAddr}
 		if at, ok := r.fired[p.Data.Metadata.Bench]; ok {
-			r.latencies = append(r.latencies, now.Sub(at))
+			rc.lat = now.Sub(at)
+			r.latencies = append(r.latencies, rc.lat)
 		}
+		r.receipts = append(r.receipts, rc)
+	} else {
+		r.dupFrom = append(r.dupFrom, req.RemoteAddr)
 	}
 	r.last = now
 	r.mu.Unlock()

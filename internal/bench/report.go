@@ -14,19 +14,41 @@ import (
 // WriteTable writes the report as a table a person reads.
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "herald bench, %s, %d CPUs, %s\n", r.Started.Format("2006-01-02 15:04 UTC"), r.CPUs, r.Database)
+	if r.Peer != nil {
+		fmt.Fprintf(w, "peer: %s at %s, the same scenarios by the same driver\n", r.Peer.Kind, r.Peer.URL)
+	}
+	if len(r.Results) == 0 {
+		return r.writeHistory(w)
+	}
 	fmt.Fprintf(w, "no-store ceiling: %.0f deliveries/s (a bare loop signing and POSTing to the same receiver, 64 at once)\n\n", r.Ceiling)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\twebhooks\tevents/s\tdeliveries/s\tof ceiling\tp50 ms\tp95 ms\tp99 ms\tAPI p99 ms\tCPU s/1k\tpeak RSS MB\tlost\tdup\tbad sig\t")
+	fmt.Fprintln(tw, "scenario\tsender\twebhooks\tevents/s\tdeliveries/s\tceiling/s\tof ceiling\tp50 ms\tp95 ms\tp99 ms\tAPI p99 ms\tCPU s/1k\tpeak RSS MB\tlost\tdup\tbad sig\t")
 	for _, x := range r.Results {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.0f\t%d\t%d\t%d\t\n",
-			x.Scenario, x.Webhooks, x.EventsPerSec, x.DeliveriesPerSec, 100*x.CeilingFraction,
-			x.P50MS, x.P95MS, x.P99MS, x.APIP99MS, x.CPUPer1000, x.PeakRSSMB, x.Lost, x.Duplicated, x.BadSignatures)
+		cpu, rss := fmt.Sprintf("%.2f", x.CPUPer1000), fmt.Sprintf("%.0f", x.PeakRSSMB)
+		if x.Sender == "peer" { // not the bench's to read
+			cpu, rss = "—", "—"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%d\t%d\t%d\t\n",
+			x.Scenario, x.Sender, x.Webhooks, x.EventsPerSec, x.DeliveriesPerSec, x.Ceiling, 100*x.CeilingFraction,
+			x.P50MS, x.P95MS, x.P99MS, x.APIP99MS, cpu, rss, x.Lost, x.Duplicated, x.BadSignatures)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.writeProcesses(w); err != nil {
+		return err
+	}
+	if err := r.writePostgres(w); err != nil {
+		return err
+	}
+	if err := r.writeHistory(w); err != nil {
+		return err
+	}
 	fmt.Fprintln(w)
 	for _, x := range r.Results {
+		if x.Sender == "peer" { // the same scenario as the line before
+			continue
+		}
 		fmt.Fprintf(w, "%s: %s", x.Scenario, x.Title)
 		if x.Note != "" {
 			fmt.Fprintf(w, " (%s)", x.Note)
@@ -79,7 +101,11 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	}
 	for i, x := range r.Results {
 		y := top + i*rowH
-		fmt.Fprintf(&b, `<text x="10" y="%d">%s</text>`+"\n", y+17, html.EscapeString(x.Scenario+": "+short(x.Title, 38)))
+		label := x.Scenario + ": " + short(x.Title, 38)
+		if x.Sender == "peer" {
+			label = x.Scenario + ", the same on the peer"
+		}
+		fmt.Fprintf(&b, `<text x="10" y="%d">%s</text>`+"\n", y+17, html.EscapeString(label))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="18" fill="#eee"/>`+"\n", left, y+4, barW)
 		fw := int(min(1, x.CeilingFraction) * barW)
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="18" fill="#2b6cb0"/>`+"\n", left, y+4, fw)
@@ -114,4 +140,91 @@ func sum(rs []Result, f func(Result) int) int {
 		n += f(r)
 	}
 	return n
+}
+
+// writeProcesses writes each fleet scenario's figures by process.
+func (r *Report) writeProcesses(w io.Writer) error {
+	for _, x := range r.Results {
+		if len(x.Processes) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s by process (deliveries, latency and duplicates: those it sent; events and lost: those whose API call it answered):\n", x.Scenario)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "process\tevents\tdeliveries\tdeliveries/s\tp50 ms\tp99 ms\tCPU s/1k\tlost\tdup\t")
+		for _, p := range x.Processes {
+			name := strconv.Itoa(p.Process)
+			if p.Process == 0 {
+				name = "unknown"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%.1f\t%.2f\t%d\t%d\t\n", name, p.Events, p.Deliveries, p.DeliveriesPerSec,
+				p.P50MS, p.P99MS, p.CPUPer1000, p.Lost, p.Duplicated)
+		}
+		fmt.Fprintf(tw, "fleet\t%d\t%d\t%.0f\t%.1f\t%.1f\t%.2f\t%d\t%d\t\n", x.Events, x.Deliveries, x.DeliveriesPerSec,
+			x.P50MS, x.P99MS, x.CPUPer1000, x.Lost, x.Duplicated)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writePostgres writes what PostgreSQL spent per delivery in each scenario.
+func (r *Report) writePostgres(w io.Writer) error {
+	any := false
+	for _, x := range r.Results {
+		any = any || x.Postgres != nil
+	}
+	if !any {
+		return nil
+	}
+	fmt.Fprintf(w, "\nPostgreSQL per delivery (WAL and commits are the whole server's and database's: run on a quiet one):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tWAL bytes\tcommits\trows written\tindex entries\tlog updates HOT\tPostgreSQL CPU s/1k\t")
+	for _, x := range r.Results {
+		c := x.Postgres
+		if c == nil {
+			continue
+		}
+		cpu := "—"
+		if c.CPUPer1000 >= 0 {
+			cpu = fmt.Sprintf("%.2f", c.CPUPer1000)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.1f\t%.0f%%\t%s\t\n", x.Scenario, c.WALBytesPerDelivery, c.CommitsPerDelivery,
+			c.RowsPerDelivery, c.IndexEntriesPerDelivery, 100*c.LogHOTRatio, cpu)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "rows written by table (inserts/updates/of them HOT/deletes × indexes):")
+	for _, x := range r.Results {
+		if x.Postgres == nil {
+			continue
+		}
+		var tables []string
+		for _, t := range x.Postgres.Tables {
+			tables = append(tables, fmt.Sprintf("%s %d/%d/%d/%d×%d", t.Table, t.Inserts, t.Updates, t.HOTUpdates, t.Deletes, t.Indexes))
+		}
+		fmt.Fprintf(w, "  %s: %s\n", x.Scenario, strings.Join(tables, ", "))
+	}
+	return nil
+}
+
+// writeHistory writes scenario h's reads.
+func (r *Report) writeHistory(w io.Writer) error {
+	h := r.History
+	if h == nil {
+		return nil
+	}
+	stats := "no statistics made after seeding"
+	if h.Analyzed {
+		stats = "ANALYZE after seeding"
+	}
+	fmt.Fprintf(w, "\nh: reads of %d completed logs over %d days (%d stored, seeded in %.0f s, %s), each timed %s:\n",
+		h.Logs, h.Days, h.Stored, h.SeedSeconds, stats, "after one untimed try")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "surface\tread\tstatus\ttries\tp50 ms\tp99 ms\tmax ms\t")
+	for _, x := range h.Reads {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%s\n", x.Surface, x.Name, x.Status, x.Tries, x.P50MS, x.P99MS, x.MaxMS, x.Error)
+	}
+	return tw.Flush()
 }

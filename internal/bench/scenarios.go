@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,12 +14,10 @@ import (
 // scenarios by name; each starts its own herald, so no figure carries over.
 var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, error){
 	"a": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
-		res, err := measure(ctx, o, r, setup{webhooks: 1}, firing{duration: o.Duration}, "a", "one webhook, as fast as the API allows")
-		return []Result{res}, err
+		return measure(ctx, o, r, setup{webhooks: 1}, firing{duration: o.Duration}, "a", "one webhook, as fast as the API allows")
 	},
 	"b": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
-		res, err := measure(ctx, o, r, setup{webhooks: 10}, firing{duration: o.Duration}, "b", "fan-out to 10 webhooks, as fast as the API allows")
-		return []Result{res}, err
+		return measure(ctx, o, r, setup{webhooks: 10}, firing{duration: o.Duration}, "b", "fan-out to 10 webhooks, as fast as the API allows")
 	},
 	"c": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
 		var out []Result
@@ -26,24 +25,22 @@ var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, 
 			res, err := measure(ctx, o, r, setup{webhooks: 1}, firing{rate: rate, duration: o.Duration},
 				fmt.Sprintf("c%.0f", rate), fmt.Sprintf("one webhook at %.0f events/s", rate))
 			r.reset()
+			out = append(out, res...)
 			if err != nil {
 				return out, err
 			}
-			out = append(out, res)
 		}
 		return out, nil
 	},
 	"d": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
-		res, err := measure(ctx, o, r, setup{webhooks: 10, dead: 1}, firing{duration: o.Duration},
+		return measure(ctx, o, r, setup{webhooks: 10, dead: 1}, firing{duration: o.Duration},
 			"d", "10 webhooks, one never answers (figures: the nine others)")
-		return []Result{res}, err
 	},
 	"e": backlog,
 	"g": twoAccounts,
 	"f": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
-		res, err := measure(ctx, o, r, setup{webhooks: 1}, firing{rate: 500, duration: o.Duration},
+		return measure(ctx, o, r, setup{webhooks: 1}, firing{rate: 500, duration: o.Duration},
 			"f", "POST /v3/licenses at 500 requests/s (apiP99Ms)")
-		return []Result{res}, err
 	},
 }
 
@@ -64,17 +61,22 @@ type firing struct {
 
 // session is one scenario's running herald and what it fired.
 type session struct {
-	c         *child
-	rcv       *receiver
-	product   string
-	hooks     int
-	dead      int
-	seq       atomic.Int64
-	mu        sync.Mutex
-	api       []time.Duration
-	accepted  int
-	cpu0      float64
-	fireStart time.Time
+	c          *child    // the first process (or the peer)
+	procs      []*child  // every process of a fleet (--processes), c first; nil for one
+	accepted1  []int     // events accepted by each of procs
+	cpu0s      []float64 // CPU seconds of each of procs when the firing began
+	pg         *pgMeter  // PostgreSQL's cost, when the store is PostgreSQL
+	webhookIDs []string  // the scenario's webhooks, removed from a peer after
+	rcv        *receiver
+	product    string
+	hooks      int
+	dead       int
+	seq        atomic.Int64
+	mu         sync.Mutex
+	api        []time.Duration
+	accepted   int
+	cpu0       float64
+	fireStart  time.Time
 }
 
 func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) (*session, error) {
@@ -87,47 +89,132 @@ func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) 
 		return nil, err
 	}
 	ss := &session{c: c, rcv: rcv, hooks: s.webhooks, dead: s.dead}
+	if o.Processes > 1 {
+		ss.procs = []*child{c}
+		for i := range o.Processes - 1 {
+			env := s.env
+			if o.ProfileDir != "" { // a profile of each process
+				env = append(slices.Clip(env), "HERALD_CPU_PROFILE="+filepath.Join(o.ProfileDir, fmt.Sprintf("herald-%s-%d.pprof", name, i+2)))
+			}
+			more, err := join(ctx, o.Binary, c, env...)
+			if err != nil {
+				ss.stop()
+				return nil, fmt.Errorf("start process %d: %w", len(ss.procs)+1, err)
+			}
+			ss.procs = append(ss.procs, more)
+		}
+		ss.accepted1 = make([]int, len(ss.procs))
+		pids := make([]int, len(ss.procs))
+		for i, p := range ss.procs {
+			pids[i] = p.cmd.Process.Pid
+		}
+		rcv.fleet(pids)
+	}
+	if err := ss.addHooks(ctx, s); err != nil {
+		ss.stop()
+		return nil, err
+	}
+	if o.Database != "" {
+		if ss.pg, err = newPGMeter(ctx, c.dbURL, s.webhooks); err != nil {
+			ss.stop()
+			return nil, err
+		}
+	}
+	ss.cpu0, _ = ss.usage()
+	for _, p := range ss.procs {
+		cpu, _ := p.usage()
+		ss.cpu0s = append(ss.cpu0s, cpu)
+	}
+	return ss, nil
+}
+
+// addHooks creates the scenario's product and webhooks through the API,
+// each at its own path of the receiver.
+func (ss *session) addHooks(ctx context.Context, s setup) error {
 	var p struct {
 		ID string `json:"id"`
 	}
-	if _, err := c.call(ctx, "POST", "/v3/products", map[string]any{"name": "bench"}, &p); err != nil {
-		c.stop()
-		return nil, err
+	if _, err := ss.c.call(ctx, "POST", "/v3/products", map[string]any{"name": "bench"}, &p); err != nil {
+		return err
 	}
 	ss.product = p.ID
 	for i := range s.webhooks {
 		var w struct {
+			ID    string `json:"id"`
 			Token string `json:"token"`
 		}
 		// The path is registered before the token is known: a delivery
 		// cannot come before the webhook exists, and the token is set next.
-		url := rcv.add(i, "", s.hold || i >= s.webhooks-s.dead)
-		if _, err := c.call(ctx, "POST", "/v3/webhooks", map[string]any{"name": fmt.Sprint("bench ", i), "url": url,
+		url := ss.rcv.add(i, "", s.hold || i >= s.webhooks-s.dead)
+		if _, err := ss.c.call(ctx, "POST", "/v3/webhooks", map[string]any{"name": fmt.Sprint("bench ", i), "url": url,
 			"events": []string{"license.created"}}, &w); err != nil {
-			c.stop()
-			return nil, err
+			return err
 		}
-		rcv.mu.Lock()
-		rcv.hooks[i].token = w.Token
-		rcv.mu.Unlock()
+		ss.rcv.mu.Lock()
+		ss.rcv.hooks[i].token = w.Token
+		ss.rcv.mu.Unlock()
+		ss.webhookIDs = append(ss.webhookIDs, w.ID)
 	}
-	ss.cpu0, _ = c.usage()
-	return ss, nil
+	return nil
+}
+
+// stop ends every process (the first last: it drops the store).
+func (s *session) stop() {
+	for _, p := range slices.Backward(s.procs) {
+		p.stop()
+	}
+	if s.procs == nil {
+		s.c.stop()
+	}
+	if s.pg != nil {
+		s.pg.close()
+	}
+}
+
+// terminate ends every process and keeps the store.
+func (s *session) terminate() {
+	for _, p := range s.all() {
+		p.terminate()
+	}
+}
+
+func (s *session) all() []*child {
+	if s.procs != nil {
+		return s.procs
+	}
+	return []*child{s.c}
+}
+
+// usage is the CPU seconds of every process and the highest peak memory.
+func (s *session) usage() (cpu float64, peakRSS int64) {
+	for _, p := range s.all() {
+		c, r := p.usage()
+		cpu, peakRSS = cpu+c, max(peakRSS, r)
+	}
+	return cpu, peakRSS
 }
 
 // fireOne creates a license, which fires license.created; its metadata
 // carries a sequence number by which the receiver finds when it was fired.
 func (s *session) fireOne(ctx context.Context) bool {
 	seq := s.seq.Add(1)
+	c, i := s.c, 0
+	if s.procs != nil { // round robin, as a load balancer would
+		i = int(seq % int64(len(s.procs)))
+		c = s.procs[i]
+	}
 	t0 := time.Now()
 	s.rcv.firing(seq, t0)
-	_, err := s.c.call(ctx, "POST", "/v3/licenses", map[string]any{"productId": s.product, "metadata": map[string]any{"bench": seq}}, nil)
+	_, err := c.call(ctx, "POST", "/v3/licenses", map[string]any{"productId": s.product, "metadata": map[string]any{"bench": seq}}, nil)
 	d := time.Since(t0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.api = append(s.api, d)
 	if err == nil {
 		s.accepted++
+		if s.procs != nil {
+			s.accepted1[i]++
+		}
 	}
 	return err == nil
 }
@@ -203,7 +290,7 @@ func (s *session) expected() int {
 // measured began (the first call, or the release of a backlog).
 func (s *session) result(name, title string, fired time.Duration, since time.Time, apiFrom int) Result {
 	unique, dup, bad := s.rcv.counts(s.live)
-	cpu, rss := s.c.usage()
+	cpu, rss := s.usage()
 	lat := sortedCopy(s.rcv.latencySample())
 	s.mu.Lock()
 	api := sortedCopy(s.api[min(apiFrom, len(s.api)):])
@@ -222,20 +309,111 @@ func (s *session) result(name, title string, fired time.Duration, since time.Tim
 	if unique > 0 {
 		r.CPUPer1000 = (cpu - s.cpu0) / float64(unique) * 1000
 	}
+	if s.procs != nil {
+		r.Processes = s.byProcess(since)
+	}
 	return r
 }
 
-// measure runs one fire-and-deliver scenario.
-func measure(ctx context.Context, o Options, rcv *receiver, su setup, f firing, name, title string) (Result, error) {
+// byProcess splits a fleet's figures by process: the deliveries each made
+// (its latencies and duplicates with them) and the events whose API call
+// each answered (its lost with them). Process 0 holds deliveries whose
+// sender was not found; there is none unless a connection closed before
+// it was looked up.
+func (s *session) byProcess(since time.Time) []ProcessResult {
+	receipts, dups, connPID := s.rcv.sentBy()
+	index := map[int]int{} // pid → 1…N
+	for i, p := range s.procs {
+		index[p.cmd.Process.Pid] = i + 1
+	}
+	proc := func(from string) int { return index[connPID[from]] } // 0 when unknown
+	n := len(s.procs)
+	out := make([]ProcessResult, n+1)
+	lat := make([][]time.Duration, n+1)
+	got := make([]int, n+1) // deliveries of the events each took
+	for _, rc := range receipts {
+		if !s.live(rc.hook) {
+			continue
+		}
+		p := proc(rc.from)
+		out[p].Deliveries++
+		if rc.lat >= 0 {
+			lat[p] = append(lat[p], rc.lat)
+		}
+		if rc.seq > 0 {
+			got[int(rc.seq%int64(n))+1]++
+		}
+	}
+	for _, from := range dups {
+		out[proc(from)].Duplicated++
+	}
+	s.mu.Lock()
+	accepted := slices.Clone(s.accepted1)
+	s.mu.Unlock()
+	last := s.rcv.lastReceipt()
+	for i := range out {
+		out[i].Process = i
+		if i > 0 {
+			out[i].Events = accepted[i-1]
+			out[i].Lost = max(0, accepted[i-1]*(s.hooks-s.dead)-got[i])
+			cpu, _ := s.procs[i-1].usage()
+			if out[i].Deliveries > 0 {
+				out[i].CPUPer1000 = (cpu - s.cpu0s[i-1]) / float64(out[i].Deliveries) * 1000
+			}
+		}
+		if last.After(since) {
+			out[i].DeliveriesPerSec = float64(out[i].Deliveries) / last.Sub(since).Seconds()
+		}
+		sorted := sortedCopy(lat[i])
+		out[i].P50MS, out[i].P99MS = percentile(sorted, 0.50), percentile(sorted, 0.99)
+	}
+	if out[0].Deliveries == 0 && out[0].Duplicated == 0 {
+		out = out[1:]
+	}
+	return out
+}
+
+// finish ends the scenario's processes and, on PostgreSQL, adds what the
+// database spent to r: after the processes have ended, so that their
+// connections' statistics are flushed and their CPU time counted.
+func (s *session) finish(ctx context.Context, r *Result) {
+	s.rcv.release() // held requests answered first, so the stop is quick
+	s.terminate()
+	if s.pg != nil {
+		cost, err := s.pg.cost(ctx, r.Deliveries)
+		if err != nil {
+			r.Note = strings.TrimPrefix(r.Note+"; no PostgreSQL cost: "+err.Error(), "; ")
+			return
+		}
+		r.Postgres = cost
+	}
+}
+
+// measure runs one fire-and-deliver scenario on herald and, when a peer
+// is given, the same on the peer after it.
+func measure(ctx context.Context, o Options, rcv *receiver, su setup, f firing, name, title string) ([]Result, error) {
+	r, err := measureHerald(ctx, o, rcv, su, f, name, title)
+	if err != nil || o.Peer == nil || !peerScenarios[name[:1]] {
+		return []Result{r}, err
+	}
+	rcv.reset()
+	p, err := measurePeer(ctx, o, rcv, su, f, name, title)
+	return []Result{r, p}, err
+}
+
+// measureHerald runs one fire-and-deliver scenario on a fresh herald.
+func measureHerald(ctx context.Context, o Options, rcv *receiver, su setup, f firing, name, title string) (Result, error) {
 	s, err := start(ctx, o, rcv, su, name)
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() { rcv.release(); s.c.stop() }() // held requests answered first, so the stop is quick
+	defer func() { rcv.release(); s.stop() }() // held requests answered first, so the stop is quick
 	fmt.Fprintf(o.Log, "bench: %s: %s\n", name, title)
 	fired := s.fire(ctx, f, o.Clients)
 	s.drain(ctx, 15*time.Second, 5*time.Minute)
-	return s.result(name, title, fired, s.fireStart, 0), nil
+	r := s.result(name, title, fired, s.fireStart, 0)
+	s.finish(ctx, &r)
+	return r, nil
 }
 
 // backlog is scenario e: deliveries pile up while every receiver holds its
@@ -249,7 +427,7 @@ func backlog(ctx context.Context, o Options, rcv *receiver) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { rcv.release(); s.c.stop() }()
+	defer func() { rcv.release(); s.stop() }()
 	events := max(1, o.Backlog/hooks)
 	fmt.Fprintf(o.Log, "bench: e: queueing %d deliveries (%d events to %d webhooks) while the receivers hold them\n", events*hooks, events, hooks)
 	fired := s.fire(ctx, firing{events: events, duration: 30 * time.Minute}, o.Clients)
@@ -270,5 +448,6 @@ func backlog(ctx context.Context, o Options, rcv *receiver) ([]Result, error) {
 	s.drain(ctx, 15*time.Second, 5*time.Minute) // the last of the light load's deliveries
 	r := s.result("e", fmt.Sprintf("backlog of %d deliveries drained, API at 50 requests/s meanwhile", events*hooks), fired, released, apiFrom)
 	r.Note = "deliveriesPerSec is the drain rate after release; latency counts the time held"
+	s.finish(ctx, &r)
 	return []Result{r}, nil
 }
