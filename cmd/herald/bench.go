@@ -37,6 +37,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a table")
 	chart := fs.String("chart", "", "also draw the report as an SVG chart in this file")
 	profile := fs.String("profile", "", "write a CPU profile of each scenario's herald into this directory, herald-<scenario>.pprof")
+	metricsDir := fs.String("metrics", "", "write each scenario's herald's /metrics at its end into this directory, herald-<scenario>.prom")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -94,7 +95,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rep, err := bench.Run(ctx, bench.Options{Binary: self, Database: *database, Scenarios: strings.Split(*scenarios, ","),
 		Duration: *duration, Backlog: *backlog, Clients: *clients, Processes: *processes, Peer: peer, Log: stderr,
-		HistoryLogs: *historyLogs, HistoryReads: *historyReads, SeedAnalyze: *seedAnalyze, ProfileDir: *profile})
+		HistoryLogs: *historyLogs, HistoryReads: *historyReads, SeedAnalyze: *seedAnalyze, ProfileDir: *profile, MetricsDir: *metricsDir})
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,11 @@ type Options struct {
 	// ProfileDir, when set, receives a CPU profile of each scenario's herald,
 	// herald-<scenario>.pprof (its whole life: setup, firing and drain).
 	ProfileDir string
+	// MetricsDir, when set, receives each scenario's herald's /metrics as it
+	// stood at the scenario's end, herald-<scenario>.prom: among them how
+	// long claims and recordings took, which is where a dispatcher that
+	// falls behind its API spends its time.
+	MetricsDir string
 }
 
 // Result is one scenario's figures.

@@ -33,6 +33,9 @@ type child struct {
 	client     *http.Client
 	drop       func() // drops the fresh store
 	done       chan struct{}
+	// metricsFile, when set, receives the child's /metrics as its stop
+	// finds them.
+	metricsFile string
 }
 
 // startChild starts binary serve on a fresh store: a SQLite file in a new
@@ -162,9 +165,13 @@ func (c *child) stop() {
 }
 
 // terminate ends the child and keeps its store; again, it does nothing.
+// When asked (metricsFile), it first saves the child's /metrics.
 func (c *child) terminate() {
 	if c.cmd == nil {
 		return
+	}
+	if c.metricsFile != "" {
+		c.saveMetrics()
 	}
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -289,4 +296,20 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// saveMetrics writes the child's /metrics to its metricsFile. A failure is
+// said in the child's output, not fatal: the figures of the run stand.
+func (c *child) saveMetrics() {
+	resp, err := c.client.Get(c.url + "/metrics")
+	if err == nil {
+		defer resp.Body.Close()
+		var b []byte
+		if b, err = io.ReadAll(resp.Body); err == nil {
+			err = os.WriteFile(c.metricsFile, b, 0o644)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(c.out, "bench: save metrics: %v\n", err)
+	}
 }

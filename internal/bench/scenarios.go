@@ -88,6 +88,9 @@ func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) 
 	if err != nil {
 		return nil, err
 	}
+	if o.MetricsDir != "" {
+		c.metricsFile = filepath.Join(o.MetricsDir, "herald-"+name+".prom")
+	}
 	ss := &session{c: c, rcv: rcv, hooks: s.webhooks, dead: s.dead}
 	if o.Processes > 1 {
 		ss.procs = []*child{c}

@@ -41,7 +41,8 @@ type Config struct {
 	UserAgent      string        // "herald"
 	Logger         *slog.Logger
 	Metrics        *Metrics // nil: none
-	// OnSuspend is called after a webhook is suspended (its email is queued).
+	// OnSuspend is called after a webhook is suspended (its email is
+	// queued), by whichever recorder recorded it: possibly several at once.
 	OnSuspend func([]store.Suspension)
 	// Tracer starts a client span per POST (see trace.go); nil, as when
 	// tracing is off, starts none.
@@ -180,7 +181,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 					takenOver++
 				}
 			}
-			d.cfg.Metrics.claimed(got, takenOver)
+			d.cfg.Metrics.claimed(got, takenOver, claimed.Sub(now))
 			if got > 0 {
 				d.cfg.Logger.Debug("claimed due logs", "logs", got, "wanted", want, "lease", claims[0].Lease)
 			}
@@ -196,6 +197,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 					defer wg.Done()
 					o := d.attempt(attemptCtx, c, leaseUntil, claimed)
 					d.logOutcome(attemptCtx, c, o)
+					d.attempted(c.WebhookID)
 					outcomes <- o
 				}()
 			}
@@ -411,15 +413,38 @@ func (d *Dispatcher) acquire(accountID, webhookID string) {
 	d.mu.Unlock()
 }
 
+// attempted notes that an automatic attempt of the webhook has its outcome,
+// which now waits only to be recorded: the webhook's room grows (see
+// hookState.recording), and a claim is worth making if it grew enough.
+func (d *Dispatcher) attempted(webhookID string) {
+	d.mu.Lock()
+	st := d.hook(webhookID, "")
+	st.recording++
+	worth := d.worthClaim(st)
+	d.mu.Unlock()
+	if worth {
+		d.signalFreed()
+	}
+}
+
+// worthClaim reports whether a claim may now take enough of the webhook to
+// be worth making, and if so marks the process claimable. d.mu is held.
+func (d *Dispatcher) worthClaim(st *hookState) bool {
+	// An account over its share gets nothing from a claim, so its freed
+	// slots wake no claim (with 50 hanging webhooks, one per time-out).
+	if n, worth := d.roomOf(st, d.shareOf(st)); (n >= worth || st.held-st.recording+st.manual == 0) && d.accountRoom(st.account) > 0 {
+		d.claimable.Store(true) // this webhook is worth a claim again
+		return true
+	}
+	return false
+}
+
 func (d *Dispatcher) release(webhookID string) {
 	d.mu.Lock()
 	st := d.hook(webhookID, "")
+	st.recording--
 	d.hold(st, -1, 0)
-	// An account over its share gets nothing from a claim, so its freed
-	// slots wake no claim (with 50 hanging webhooks, one per time-out).
-	if n, worth := d.roomOf(st, d.shareOf(st)); (n >= worth || st.held+st.manual == 0) && d.accountRoom(st.account) > 0 {
-		d.claimable.Store(true) // this webhook is worth a claim again
-	}
+	d.worthClaim(st)
 	d.forget(webhookID, st, d.cfg.Now())
 	d.mu.Unlock()
 	d.signalFreed()
@@ -581,30 +606,63 @@ const (
 	recordLinger = 10 * time.Millisecond
 )
 
-// record writes outcomes in batches: whatever has arrived by the time the
-// previous batch is written goes into the next transaction, so under load one
-// commit covers hundreds of attempts; at low rates a small batch lingers
-// (recordLinger) for more.
+// recorders is how many batches of outcomes may be recorded at once. A
+// batch's transaction spends most of its time waiting for the database
+// (its round trips and its commit's flush), and the process's slots
+// (Concurrency) are freed only once their outcomes are recorded: with one
+// recorder at a time, on PostgreSQL under an API that kept the database
+// busy, recording was busy 85% of the time and the dispatcher fell seconds
+// behind (BENCHMARKS.md). Batches recorded at once touch different logs,
+// and take webhook locks only in id order and only to change health
+// (store.Complete), so they neither wait for nor deadlock with each other.
+const recorders = 4
+
+// record writes outcomes in batches: whatever has arrived by the time a
+// recorder is free goes into the next transaction, so under load one commit
+// covers hundreds of attempts; at low rates a small batch lingers
+// (recordLinger) for more. Up to recorders batches are written at once.
 func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 	const maxBatch = 512
-	batch := make([]store.Outcome, 0, maxBatch)
+	free := make(chan struct{}, recorders)
+	for range recorders {
+		free <- struct{}{}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	linger := time.NewTimer(recordLinger)
 	linger.Stop()
 	for o := range outcomes {
-		batch = append(batch[:0], o)
-		closed := false
-	drain:
+		batch := make([]store.Outcome, 0, 64)
+		batch = append(batch, o)
+		closed, took := false, false
+		// A batch closes when a recorder is free to take it: while all are
+		// busy, arrivals join it, so batches grow with the load.
+	gather:
 		for len(batch) < maxBatch {
 			select {
 			case o, ok := <-outcomes:
 				if !ok {
 					closed = true
-					break drain
+					break gather
 				}
 				batch = append(batch, o)
+				continue
 			default:
-				break drain
 			}
+			select {
+			case <-free:
+				took = true
+				break gather
+			case o, ok := <-outcomes:
+				if !ok {
+					closed = true
+					break gather
+				}
+				batch = append(batch, o)
+			}
+		}
+		if !took {
+			<-free
 		}
 		if len(batch) < lingerBatch && !closed {
 			linger.Reset(recordLinger)
@@ -622,15 +680,19 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 			}
 			linger.Stop()
 		}
-		d.complete(batch)
-		d.mu.Lock()
-		for _, o := range batch {
-			delete(d.held, store.Held{LogID: o.LogID, Lease: o.Lease})
-		}
-		d.mu.Unlock()
-		for _, o := range batch {
-			d.release(o.WebhookID)
-		}
+		wg.Add(1)
+		go func() {
+			defer func() { free <- struct{}{}; wg.Done() }()
+			d.complete(batch)
+			d.mu.Lock()
+			for _, o := range batch {
+				delete(d.held, store.Held{LogID: o.LogID, Lease: o.Lease})
+			}
+			d.mu.Unlock()
+			for _, o := range batch {
+				d.release(o.WebhookID)
+			}
+		}()
 	}
 }
 
@@ -641,14 +703,15 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 // outcome is recorded once space is freed, unless herald is stopped first:
 // then the logs are attempted again after the next start.
 func (d *Dispatcher) complete(batch []store.Outcome) {
-	deadline := d.cfg.Now().Add(d.cfg.Lease)
+	start := d.cfg.Now()
+	deadline := start.Add(d.cfg.Lease)
 	backoff := 50 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		suspended, err := d.store.Complete(ctx, batch, d.cfg.SuspendAfter)
 		cancel()
 		if err == nil {
-			d.cfg.Metrics.recorded(len(batch))
+			d.cfg.Metrics.recorded(len(batch), d.cfg.Now().Sub(start))
 			d.cfg.Logger.Debug("recorded outcomes", "logs", len(batch), "suspended", len(suspended))
 			if len(suspended) > 0 && d.cfg.OnSuspend != nil {
 				d.cfg.OnSuspend(suspended)

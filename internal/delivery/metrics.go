@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,6 +19,13 @@ type Metrics struct {
 	queries   prometheus.Counter
 	records   prometheus.Counter
 	takeovers prometheus.Counter
+	// claimTime and recordTime are the database's share of a delivery's
+	// latency: a claim's statement, and a batch of outcomes' transaction.
+	// Slots are freed only once their outcomes are recorded, so together
+	// they bound how fast one webhook's deliveries can follow each other.
+	claimTime  prometheus.Histogram
+	recordTime prometheus.Histogram
+	batchSize  prometheus.Histogram
 }
 
 // NewMetrics registers the delivery metrics with reg.
@@ -40,6 +48,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		queries:   prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_claim_queries_total", Help: "Claim queries made, whether or not they found due logs."}),
 		records:   prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_outcomes_recorded_total", Help: "Attempt outcomes written to the database."}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_lease_takeovers_total", Help: "Attempts taken over from a process that died holding them (claimed after their lease ended, or released at start on SQLite)."}),
+		claimTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "herald_delivery_claim_duration_seconds", Help: "Time one claim of due logs takes, found or not.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
+		}),
+		recordTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "herald_delivery_record_duration_seconds", Help: "Time one batch of outcomes takes to be recorded (its transaction, retries included).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "herald_delivery_record_batch_outcomes", Help: "Outcomes recorded together in one transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		}),
 	}
 	for _, r := range []string{"succeeded", "failed"} {
 		m.attempts.WithLabelValues(r)
@@ -47,7 +67,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, c := range []string{"2xx", "3xx", "4xx", "5xx", "none"} {
 		m.responses.WithLabelValues(c)
 	}
-	reg.MustRegister(m.attempts, m.responses, m.failures, m.duration, m.claims, m.queries, m.records, m.takeovers)
+	reg.MustRegister(m.attempts, m.responses, m.failures, m.duration, m.claims, m.queries, m.records, m.takeovers,
+		m.claimTime, m.recordTime, m.batchSize)
 	return m
 }
 
@@ -74,18 +95,21 @@ func (m *Metrics) attempted(r Result) {
 	m.duration.Observe(r.Duration.Seconds())
 }
 
-func (m *Metrics) claimed(n, takenOver int) {
+func (m *Metrics) claimed(n, takenOver int, took time.Duration) {
 	if m == nil {
 		return
 	}
+	m.claimTime.Observe(took.Seconds())
 	m.queries.Inc()
 	m.claims.Add(float64(n))
 	m.takeovers.Add(float64(takenOver))
 }
 
-func (m *Metrics) recorded(n int) {
+func (m *Metrics) recorded(n int, took time.Duration) {
 	if m != nil {
 		m.records.Add(float64(n))
+		m.recordTime.Observe(took.Seconds())
+		m.batchSize.Observe(float64(n))
 	}
 }
 

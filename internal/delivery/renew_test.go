@@ -18,7 +18,9 @@ import (
 // than the lease (a busy machine, a slow database) still holds its log: it
 // renews the lease, and another process does not take the log over and send
 // it again. The recording is held up by locking the webhook's row, which
-// recording locks first; this takes PostgreSQL's row locks (on SQLite the
+// recording locks first when the outcome changes the webhook's health (the
+// webhook is made Unhealthy beforehand, so its delivery restores it); this
+// takes PostgreSQL's row locks (on SQLite the
 // one writer would hold up every process alike), and a lock wait is a
 // network read, which testing/synctest's clock cannot pass. So the store
 // and both processes read an injected clock the test moves: each step takes
@@ -54,8 +56,14 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Lock the webhook's row as a long transaction would.
-	lock, err := heraldtest.OpenDB(t, dbURL).SQL().Begin()
+	// Unhealthy, so that recording its delivery must lock the webhook to
+	// make it Healthy again; then lock the webhook's row as a long
+	// transaction would.
+	db := heraldtest.OpenDB(t, dbURL).SQL()
+	if _, err := db.Exec(`UPDATE webhooks SET status = 'Unhealthy', failure_streak = 1 WHERE id = $1`, hook.ID); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,9 @@ import (
 //     holds nothing yet. The claim passes the rest of each account's share
 //     as its room, and takes first attempts before retries, account by
 //     account (store.ClaimParams).
-//   - A claim takes no more of a webhook than its room: twice its limit, so
+//   - A claim takes no more of a webhook than its room: twice its limit
+//     (less what it holds, not counting attempts made whose outcomes wait
+//     to be recorded), so
 //     that a second round is claimed while the first is in flight and a fast
 //     receiver does not wait for claims; only its limit for a slow webhook,
 //     whose logs would otherwise wait inside the process for a slot. A
@@ -49,14 +51,21 @@ var ErrBusy = errors.New("the webhook already has as many requests in flight as 
 
 // hookState is one webhook's standing in this process.
 type hookState struct {
-	account string        // the webhook's account, once a claim or a manual send named it
-	held    int           // automatic logs claimed here and not yet recorded
-	manual  int           // Tests and Resends in flight or waiting for a slot
-	sending int           // requests in flight, automatic and manual
-	limit   int           // requests in flight it has earned
-	slow    bool          // its latest answer was slow or never came
-	seen    time.Time     // when its latest request ended
-	wake    chan struct{} // closed, and replaced, when a slot frees or limit grows
+	account string // the webhook's account, once a claim or a manual send named it
+	held    int    // automatic logs claimed here and not yet recorded
+	// recording is how many of held were attempted and wait only for their
+	// outcomes to be recorded. They count against the process (a crash
+	// would send them again) but not against the webhook's room: what the
+	// receiver sees is requests in flight, and a claim that waited for the
+	// database to record the previous round would hold the webhook to one
+	// round per commit.
+	recording int
+	manual    int           // Tests and Resends in flight or waiting for a slot
+	sending   int           // requests in flight, automatic and manual
+	limit     int           // requests in flight it has earned
+	slow      bool          // its latest answer was slow or never came
+	seen      time.Time     // when its latest request ended
+	wake      chan struct{} // closed, and replaced, when a slot frees or limit grows
 }
 
 // hook returns id's standing, new if it has none; account, when not "",
@@ -203,7 +212,7 @@ func (d *Dispatcher) roomOf(st *hookState, share int) (room, worth int) {
 		hold = st.limit
 	}
 	hold = min(hold, share)
-	return hold - st.held - st.manual, max(1, hold/4)
+	return hold - (st.held - st.recording) - st.manual, max(1, hold/4)
 }
 
 // room says how much a claim may take: the default for webhooks with no
@@ -228,7 +237,7 @@ func (d *Dispatcher) room() (perWebhook int, room map[string]int, exclude []stri
 	for id, st := range d.hooks {
 		n, worth := d.roomOf(st, d.shareOf(st))
 		full := st.account != "" && accountRoom[st.account] <= 0 && d.heldBy(st.account) > 0
-		if full || (st.slow && slowFull) || n <= 0 || (n < worth && st.held+st.manual > 0) {
+		if full || (st.slow && slowFull) || n <= 0 || (n < worth && st.held-st.recording+st.manual > 0) {
 			exclude = append(exclude, id)
 			continue
 		}

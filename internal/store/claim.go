@@ -74,15 +74,21 @@ type Claim struct {
 // ones whose lease expired because their process died mid-attempt) to pending
 // under p.Lease, and returns them.
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
-	ids, takenOver, err := s.eng.claim(ctx, s, p)
+	claims, err := s.eng.claim(ctx, s, p)
 	if err != nil {
 		return nil, s.full(fmt.Errorf("claim due logs: %w", err))
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rows, err := s.Query(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status
+	return claims, nil
+}
+
+// claimColumns are what an attempt needs of a claimed log, its event and
+// its webhook, in scanClaim's order, over logs l, events e and webhooks w.
+const claimColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
+e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status`
+
+// loadClaims loads the logs a claim under lease took, by id.
+func (s *Store) loadClaims(ctx context.Context, lease string, ids []string) ([]Claim, error) {
+	rows, err := s.Query(ctx, `SELECT `+claimColumns+`
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
 	if err != nil {
@@ -95,22 +101,22 @@ WHERE l.id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
 		if err != nil {
 			return nil, fmt.Errorf("load claimed logs: %w", err)
 		}
-		if c.Lease == p.Lease {
-			c.TakenOver = takenOver[c.LogID]
+		if c.Lease == lease {
 			claims = append(claims, c)
 		}
 	}
 	return claims, rows.Err()
 }
 
-func (s *Store) scanClaim(sc interface{ Scan(...any) error }) (Claim, error) {
+// scanClaim reads claimColumns, and then into more, whatever follows them.
+func (s *Store) scanClaim(sc interface{ Scan(...any) error }, more ...any) (Claim, error) {
 	var c Claim
 	var kind, health string
 	var lease, traceParent sql.NullString
 	var sealed, nextSealed []byte
 	var rotationEnds sql.NullInt64
-	if err := sc.Scan(&c.LogID, &c.AccountID, &c.WebhookID, &c.EventID, &kind, &c.AttemptCount, &lease,
-		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health); err != nil {
+	if err := sc.Scan(append([]any{&c.LogID, &c.AccountID, &c.WebhookID, &c.EventID, &kind, &c.AttemptCount, &lease,
+		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health}, more...)...); err != nil {
 		return Claim{}, err
 	}
 	c.Event, c.Health, c.Lease, c.TraceParent = event.Kind(kind), Health(health), lease.String, traceParent.String
@@ -178,8 +184,7 @@ WHERE account_id = ? AND id = ? AND status <> 'pending' AND COALESCE(resend_unti
 		}
 		return Claim{}, fmt.Errorf("an attempt is in flight: %w", ErrConflict)
 	}
-	c, err := s.scanClaim(s.QueryRow(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status
+	c, err := s.scanClaim(s.QueryRow(ctx, `SELECT `+claimColumns+`
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.account_id = ? AND l.id = ?`, accountID, logID))
 	if errors.Is(err, sql.ErrNoRows) {

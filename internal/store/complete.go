@@ -117,7 +117,11 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 				bulk = append(bulk, o)
 			}
 		}
-		if err := tx.lockWebhooks(ctx, outs); err != nil {
+		changing, err := tx.healthMayChange(ctx, outs)
+		if err != nil {
+			return err
+		}
+		if err := tx.lockWebhooks(ctx, changing); err != nil {
 			return err
 		}
 		moved, err := tx.recordAutomatic(ctx, bulk, now)
@@ -140,6 +144,9 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			if !applied {
 				continue
 			}
+			if !changing[o.WebhookID] {
+				continue
+			}
 			switch o.Result {
 			case Delivered:
 				effects = append(effects, healthEffect{o.WebhookID, true, nil})
@@ -159,20 +166,64 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 	return suspended, nil
 }
 
-// lockWebhooks locks the batch's webhooks, in id order, before any of their
-// logs: the order a webhook's deletion takes too (the webhook, then its logs
-// by cascade), and the order every other batch takes, so recording deadlocks
-// with neither. (SQLite's one writer needs no row locks.)
-func (tx *Tx) lockWebhooks(ctx context.Context, outs []Outcome) error {
-	if tx.ForUpdate() == "" {
+// healthMayChange names the webhooks whose health the batch may move: those
+// with an event that exhausted its attempts, and those with a delivery that
+// are not Healthy with an empty failure streak. A delivery to a webhook that
+// is Healthy with no streak changes nothing, and the batch neither reads
+// nor locks that webhook again: so batches of one webhook's deliveries,
+// recorded at once by one process or several, do not queue behind one
+// another on its row. On PostgreSQL the read takes no lock; a failure
+// recorded meanwhile by another transaction leaves the webhook Unhealthy,
+// as if that transaction had come after this one, which is an order the two
+// could have committed in.
+func (tx *Tx) healthMayChange(ctx context.Context, outs []Outcome) (map[string]bool, error) {
+	changing := map[string]bool{}
+	var delivered []string
+	for _, o := range outs {
+		switch o.Result {
+		case Exhausted:
+			changing[o.WebhookID] = true
+		case Delivered:
+			delivered = append(delivered, o.WebhookID)
+		}
+	}
+	delivered = slices.DeleteFunc(delivered, func(id string) bool { return changing[id] })
+	if len(delivered) == 0 {
+		return changing, nil
+	}
+	slices.Sort(delivered)
+	delivered = slices.Compact(delivered)
+	rows, err := tx.Query(ctx, `SELECT id FROM webhooks WHERE id IN (SELECT value FROM json_texts(?))
+AND (status <> 'Healthy' OR failure_streak <> 0)`, jsonTexts(delivered))
+	if err != nil {
+		return nil, fmt.Errorf("read health of webhooks: %w", err)
+	}
+	ids, err := scanIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read health of webhooks: %w", err)
+	}
+	for _, id := range ids {
+		changing[id] = true
+	}
+	return changing, nil
+}
+
+// lockWebhooks locks the webhooks whose health the batch may change, in id
+// order, before any of their logs: the order a webhook's deletion takes too
+// (the webhook, then its logs by cascade), and the order every other batch
+// takes, so recording deadlocks with neither. A batch that changes no
+// webhook's health locks none: it writes only logs and attempts, which a
+// deletion waits for and which wait for nothing. (SQLite's one writer needs
+// no row locks.)
+func (tx *Tx) lockWebhooks(ctx context.Context, changing map[string]bool) error {
+	if tx.ForUpdate() == "" || len(changing) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(outs))
-	for _, o := range outs {
-		ids = append(ids, o.WebhookID)
+	ids := make([]string, 0, len(changing))
+	for id := range changing {
+		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	ids = slices.Compact(ids)
 	rows, err := tx.Query(ctx, `SELECT id FROM webhooks WHERE id IN (SELECT value FROM json_texts(?)) ORDER BY id`+tx.ForUpdate(), jsonTexts(ids))
 	if err != nil {
 		return fmt.Errorf("lock webhooks: %w", err)

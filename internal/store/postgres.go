@@ -123,77 +123,83 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 	return err
 }
 
-// claim locks due rows with FOR NO KEY UPDATE SKIP LOCKED, so concurrent claims by
-// other processes pass over them instead of waiting, then caps each
-// webhook's share and each account's with window functions and leases what
-// it keeps, in the order ClaimParams gives.
+// claim takes each webhook's oldest due logs through the (webhook_id,
+// due_at) index of migration 0021, locking them FOR NO KEY UPDATE SKIP
+// LOCKED, so concurrent claims by other processes pass over them instead of
+// waiting; then caps each account's share with a window function and leases
+// what it keeps, in the order ClaimParams gives.
 //
-// The due rows are read account by account (the oldest due of each,
-// through the (account_id, due_at) index of migration 0020), not in one scan
-// in due order: that scan read the oldest 4×Limit due logs of all accounts,
-// so one account's deep backlog hid every other account's newer logs until
-// it had drained. An account's scan reads at most four times its room, so
-// a claim locks about what it may take; accounts with nothing due cost one
-// index probe each.
+// Each webhook's scan reads and locks at most what the webhook may take
+// (its room; and at most four times its account's room and the claim's
+// limit, a window wide enough that within a webhook first attempts still
+// go before retries that fell due earlier), so a webhook with
+// no room costs nothing (a dead receiver's backlog of 20,000 due logs was
+// read at every claim by the scan in due order this replaced) and one
+// webhook's deep backlog cannot fill the claim while others' logs are due.
+// A claim costs one index probe per webhook not passed over; the rows it
+// locks and does not take (more room than the claim's limit) are released
+// when the statement ends.
 //
 // Under READ COMMITTED a row that another claim changed and committed after
 // this statement's snapshot is re-checked against the WHERE clause once
 // locked (PostgreSQL's EvalPlanQual), so a log another process has just
-// leased (pending, due only when its lease ends) is not taken twice. Rows
-// locked but not picked are released when the statement ends.
+// leased (pending, due only when its lease ends) is not taken twice.
 //
 // A log that was pending (its lease ended: its process died mid-attempt) is
 // reported as taken over; picked holds each row's status as the statement
 // found it.
-func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, map[string]bool, error) {
+//
+// The statement also returns what each attempt needs of the log's event
+// and webhook, so a claim is one round trip: claims are serial in a
+// process, and under a busy API every round trip waits its turn for the
+// database's CPU.
+func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error) {
 	exclude := p.Exclude
 	if exclude == nil {
 		exclude = []string{}
 	}
 	rows, err := s.writer.QueryContext(ctx, `
-WITH due AS (
-  SELECT d.id, d.webhook_id, d.account_id, d.due_at, d.status, d.attempt_count > 0 AS retry
-  FROM accounts a CROSS JOIN LATERAL (
-    SELECT id, webhook_id, account_id, due_at, status, attempt_count FROM webhook_event_logs
-    WHERE account_id = a.id AND status IN ('queued', 'retrying', 'pending') AND due_at <= $4
-      AND NOT (webhook_id = ANY($5)) AND COALESCE(resend_until, 0) <= $4
+WITH hooks AS (
+  SELECT w.id, w.account_id, COALESCE(($9::jsonb ->> w.id)::int, $7) AS room
+  FROM webhooks w WHERE NOT (w.id = ANY($5))),
+due AS (
+  SELECT d.id, h.account_id, d.due_at, d.status, d.attempt_count > 0 AS retry
+  FROM hooks h CROSS JOIN LATERAL (
+    SELECT id, due_at, status, attempt_count FROM webhook_event_logs
+    WHERE webhook_id = h.id AND status IN ('queued', 'retrying', 'pending') AND due_at <= $4
+      AND COALESCE(resend_until, 0) <= $4
     ORDER BY due_at
-    LIMIT LEAST($6, 4 * COALESCE(($10::jsonb ->> a.id)::int, $11))
-    FOR NO KEY UPDATE SKIP LOCKED) d),
-ranked AS (
-  SELECT id, webhook_id, account_id, due_at, status, retry,
-    ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY due_at, id) AS rn FROM due),
+    LIMIT LEAST(h.room, $6, 4 * COALESCE(($10::jsonb ->> h.account_id)::int, $11))
+    FOR NO KEY UPDATE SKIP LOCKED) d
+  WHERE h.room > 0),
 fit AS (
   SELECT id, account_id, due_at, status, retry,
     ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY retry, due_at, id) AS arn
-  FROM ranked WHERE rn <= COALESCE(($9::jsonb ->> ranked.webhook_id)::int, $7)),
+  FROM due),
 picked AS (
   SELECT id, status FROM fit WHERE arn <= COALESCE(($10::jsonb ->> fit.account_id)::int, $11)
-  ORDER BY retry, arn, due_at, id LIMIT $8)
-UPDATE webhook_event_logs l SET status = 'pending', lease = $1, due_at = $2, updated_at = $3
-FROM picked WHERE l.id = picked.id
-RETURNING l.id, picked.status = 'pending'`,
+  ORDER BY retry, arn, due_at, id LIMIT $8),
+taken AS (
+  UPDATE webhook_event_logs l SET status = 'pending', lease = $1, due_at = $2, updated_at = $3
+  FROM picked WHERE l.id = picked.id
+  RETURNING l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease, picked.status = 'pending' AS was)
+SELECT `+claimColumns+`, l.was
+FROM taken l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id`,
 		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit, roomJSON(p.Room),
 		roomJSON(p.AccountRoom), p.accountBound())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
-	var ids []string
-	var takenOver map[string]bool
+	var claims []Claim
 	for rows.Next() {
-		var id string
 		var was bool
-		if err := rows.Scan(&id, &was); err != nil {
-			return nil, nil, err
+		c, err := s.scanClaim(rows, &was)
+		if err != nil {
+			return nil, err
 		}
-		ids = append(ids, id)
-		if was {
-			if takenOver == nil {
-				takenOver = map[string]bool{}
-			}
-			takenOver[id] = true
-		}
+		c.TakenOver = was
+		claims = append(claims, c)
 	}
-	return ids, takenOver, rows.Err()
+	return claims, rows.Err()
 }

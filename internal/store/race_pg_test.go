@@ -136,3 +136,102 @@ func TestFiringWhileAWebhookIsDeletedSucceeds(t *testing.T) {
 		t.Errorf("firing an event while a webhook is deleted: %v", err)
 	}
 }
+
+// Recording a delivery to a webhook that is Healthy with no failure streak
+// changes nothing of the webhook, and neither locks nor waits for its row:
+// batches of one busy webhook's deliveries are recorded side by side. It
+// still waits when the delivery restores an Unhealthy webhook, and neither
+// deadlocks with the webhook's deletion.
+func TestRecordingADeliveryLocksItsWebhookOnlyToChangeItsHealth(t *testing.T) {
+	t.Parallel()
+	st, raw, acct, hook := pgRace(t)
+	claim := func() store.Claim {
+		t.Helper()
+		if err := fireOne(st, acct); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		cs, err := st.Claim(context.Background(), store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+		if err != nil || len(cs) != 1 {
+			t.Fatalf("claim: %v %d", err, len(cs))
+		}
+		return cs[0]
+	}
+	deliver := func(c store.Claim) <-chan error {
+		done := make(chan error, 1)
+		code := 200
+		go func() {
+			_, err := st.Complete(context.Background(), []store.Outcome{{LogID: c.LogID, WebhookID: hook, Lease: c.Lease,
+				Trigger: store.TriggerAutomatic, Result: store.Delivered,
+				Attempt: &store.AttemptRecord{SentAt: time.Now(), StatusCode: &code}}}, 50)
+			done <- err
+		}()
+		return done
+	}
+	lockHook := func() *sql.Tx {
+		t.Helper()
+		tx, err := raw.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(`SELECT id FROM webhooks WHERE id = $1 FOR UPDATE`, hook); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+
+	// Healthy: recorded while another transaction holds the webhook.
+	first := claim()
+	held := lockHook()
+	select {
+	case err := <-deliver(first):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(heraldtest.BusyFloor):
+		t.Fatal("recording a delivery to a Healthy webhook waited for the webhook's row lock")
+	}
+	held.Rollback()
+
+	// Unhealthy: its delivery makes it Healthy, under the webhook's lock.
+	if _, err := raw.Exec(`UPDATE webhooks SET status = 'Unhealthy', failure_streak = 2 WHERE id = $1`, hook); err != nil {
+		t.Fatal(err)
+	}
+	second := claim()
+	held = lockHook()
+	done := deliver(second)
+	waitBlocked(t, raw, held, 1)
+	held.Commit()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	var streak int
+	if err := raw.QueryRow(`SELECT status, failure_streak FROM webhooks WHERE id = $1`, hook).Scan(&status, &streak); err != nil {
+		t.Fatal(err)
+	}
+	if status != "Healthy" || streak != 0 {
+		t.Errorf("after a delivery the webhook is %s with a streak of %d; want Healthy, 0", status, streak)
+	}
+
+	// Healthy again: a delivery recorded while the webhook's deletion waits
+	// (behind a reader's share lock) does not deadlock with it.
+	third := claim()
+	t0, err := raw.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t0.Exec(`SELECT id FROM webhooks WHERE id = $1 FOR SHARE`, hook); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() { deleted <- st.DeleteWebhook(context.Background(), acct, hook) }()
+	waitBlocked(t, raw, t0, 1)
+	if err := <-deliver(third); err != nil {
+		t.Fatal(err)
+	}
+	t0.Commit()
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+}

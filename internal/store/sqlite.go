@@ -133,7 +133,7 @@ func (sqliteEngine) lockMigrations(context.Context, *sql.Tx) error { return nil 
 // It reports no take-over: RETURNING sees only the new row, and on SQLite,
 // one process per file, a lease ends only when that process died, and its
 // successor releases every such lease at start (ReleaseLeases).
-func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]string, map[string]bool, error) {
+func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error) {
 	most := p.PerWebhook
 	for _, n := range p.Room {
 		most = max(most, n)
@@ -168,10 +168,13 @@ RETURNING id`
 		rows, err = s.writer.QueryContext(ctx, q, args...)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ids, err := scanIDs(rows)
-	return ids, nil, err
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	return s.loadClaims(ctx, p.Lease, ids)
 }
 
 func scanIDs(rows *sql.Rows) ([]string, error) {

@@ -64,7 +64,7 @@ type engine interface {
 	// claim moves due logs to pending under a lease and returns their ids,
 	// and of those the ones it took over from an ended lease (where the
 	// engine can tell); see Store.Claim.
-	claim(ctx context.Context, s *Store, p ClaimParams) (ids []string, takenOver map[string]bool, err error)
+	claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error)
 	// announce tells other processes, after a commit, that logs became due
 	// (no-op for SQLite).
 	announce()

@@ -325,3 +325,24 @@ func testClaimPassesOverExcludedBeforeItsWindow(t *testing.T, b *bundle) {
 		}
 	}
 }
+
+// testClaimSharesBehindOneBacklog: one webhook's deep backlog, older than
+// everything else due, fills no more of a claim than that webhook's room;
+// the rest goes to the other webhooks' due logs in the same claim, rather
+// than waiting for the backlog to drain below the claim's window.
+func testClaimSharesBehindOneBacklog(t *testing.T, b *bundle) {
+	deep := b.webhook(t, "deep")
+	b.fire(t, b.st, 50) // only the deep webhook subscribes yet
+	b.clock.Add(time.Second)
+	x, y := b.webhook(t, "x"), b.webhook(t, "y")
+	b.fire(t, b.st, 5)
+	got := b.claim(t, b.st, time.Second, time.Minute, 10, 4)
+	per := map[string]int{}
+	for _, c := range got {
+		per[c.WebhookID]++
+	}
+	if len(got) != 10 || per[deep.ID] != 4 || per[x.ID] == 0 || per[y.ID] == 0 {
+		t.Fatalf("claimed deep=%d x=%d y=%d (%d in all); want the deep webhook's room, 4, and the other 6 shared by x and y",
+			per[deep.ID], per[x.ID], per[y.ID], len(got))
+	}
+}

@@ -36,6 +36,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"LeasesAreRenewedAndReleased", 2, testLeasesRenewAndRelease},
 		{"ClaimGivesEachWebhookItsRoom", 1, testClaimGivesEachWebhookItsRoom},
 		{"ClaimPassesOverExcludedBeforeItsWindow", 1, testClaimPassesOverExcludedBeforeItsWindow},
+		{"ClaimSharesBetweenWebhooksBehindOneBacklog", 1, testClaimSharesBehindOneBacklog},
 		{"ClaimSharesBetweenAccounts", 1, testClaimSharesBetweenAccounts},
 		{"ClaimTakesFirstAttemptsBeforeRetries", 1, testClaimTakesFirstAttemptsBeforeRetries},
 		{"ResendMarksItsLogInFlight", 1, testBeginResend},
