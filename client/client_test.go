@@ -114,6 +114,16 @@ func TestLogsResendTestAndProblems(t *testing.T) {
 	if _, err := c.EventLog(ctx, "no-such-log"); !client.IsStatus(err, 404) {
 		t.Errorf("an unknown log: %v; want 404", err)
 	}
+	schema, err := c.EventTypeSchema(ctx, "license.renewed")
+	var sch struct {
+		Title string `json:"title"`
+	}
+	if err != nil || json.Unmarshal(schema, &sch) != nil || sch.Title != "license.renewed" {
+		t.Errorf("license.renewed's schema: %s, %v; want the schema titled with the kind", schema, err)
+	}
+	if _, err := c.EventTypeSchema(ctx, "license.exploded"); !client.IsStatus(err, 404) {
+		t.Errorf("an unknown kind's schema: %v; want 404", err)
+	}
 	bad := client.New(c.BaseURL(), "hrld_wrong", nil)
 	if _, err := bad.ListWebhooks(ctx, client.WebhookFilter{}); !client.IsStatus(err, 401) {
 		t.Errorf("a wrong token: %v; want 401", err)

@@ -9,21 +9,8 @@ import (
 	"time"
 )
 
-// TriggerKinds are the event kinds Trigger can fire.
-var TriggerKinds = []string{
-	"license.created", "license.updated", "license.renewed", "license.expiresAt.updated",
-	"license.deleted", "license.first-activated",
-	"activation.created", "activation.deleted",
-	"product.created", "product.updated", "product.deleted",
-	"user.created", "user.updated", "user.deleted",
-	"release.created", "release.deleted",
-	"trial-activation.created", "trial-activation.deleted",
-}
-
-// OperationalKinds are the event kinds about webhooks themselves. No API
-// call fires them: a change of a webhook's health does, and Trigger refuses
-// them with how to see one (a Test of the kind sends a sample).
-var OperationalKinds = []string{"webhook.unhealthy", "webhook.suspended", "webhook.recovered"}
+// TriggerKinds and OperationalKinds are generated from the kinds'
+// declaration (kinds_gen.go).
 
 // Trigger makes the real API calls that fire an event of kind, creating
 // first what that change needs (a product, a license…), so a developer sees

@@ -72,9 +72,17 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	// Operations: the document itself, health.
 	var doc map[string]any
 	c.call(200, "GET", "/v3/openapi.json", nil, &doc, noToken)
-	if doc["openapi"] != "3.0.3" {
+	if doc["openapi"] != "3.1.0" {
 		t.Errorf("/v3/openapi.json: openapi = %v", doc["openapi"])
 	}
+	for _, k := range allKinds(t) {
+		var schema map[string]any
+		c.call(200, "GET", "/v3/event-types/"+k+"/schema", nil, &schema, noToken)
+		if schema["title"] != k {
+			t.Errorf("/v3/event-types/%s/schema: title = %v", k, schema["title"])
+		}
+	}
+	c.call(404, "GET", "/v3/event-types/license.exploded/schema", nil, nil, noToken)
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		c.call(200, "GET", path, nil, nil, noToken)
 	}

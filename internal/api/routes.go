@@ -89,16 +89,7 @@ func New(c Config) http.Handler {
 		if strings.HasPrefix(pattern, http.MethodPost+" ") && pattern != "POST /v3/api-tokens" && !strings.Contains(pattern, " /v3/operator/") {
 			fn = a.idempotent(fn)
 		}
-		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			accesslog.SetRoute(r)
-			err := checkURL(r)
-			if err == nil {
-				err = fn(w, r)
-			}
-			if err != nil {
-				a.writeError(w, r, err)
-			}
-		}))
+		mux.Handle(pattern, a.serve(fn))
 	}
 
 	h("GET /v3/account", a.getAccount)
@@ -147,9 +138,11 @@ func New(c Config) http.Handler {
 		return problem(http.StatusNotFound, "not-found", "Not found", "no API call at "+r.Method+" "+r.URL.Path)
 	})
 
-	// The API reference needs no token; everything else does.
+	// The API reference, and each event kind's payload schema from it, need
+	// no token; everything else does.
 	root := http.NewServeMux()
 	root.HandleFunc("GET /v3/openapi.json", serveOpenAPI)
+	root.HandleFunc("GET /v3/event-types/{kind}/schema", a.serve(a.getEventTypeSchema))
 	root.Handle("/v3/operator/", a.operator())
 	root.Handle("/", a.authenticate(mux))
 	return withRequestID(root)
@@ -170,6 +163,21 @@ func withRequestID(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// serve serves fn as every handler is served: the route named for the
+// access log, a malformed URL refused, errors answered as problems.
+func (a *API) serve(fn handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		accesslog.SetRoute(r)
+		err := checkURL(r)
+		if err == nil {
+			err = fn(w, r)
+		}
+		if err != nil {
+			a.writeError(w, r, err)
+		}
+	}
 }
 
 // serveOpenAPI answers the API reference as JSON.

@@ -1,5 +1,6 @@
 // Package catalog owns the event catalog as people read it: for every
-// event kind, what fires it, its data's fields and an example payload. It
+// event kind (as internal/event/kinds.yaml declares it), what fires it, its
+// data's fields, an example payload and the payload's JSON Schema. It
 // is the one source of the generated parts of docs/events.md (go generate
 // ./internal/catalog; a test fails while the page is stale) and of the
 // portal's Event catalog page, so the two cannot drift. Data fields come
@@ -11,7 +12,6 @@ package catalog
 
 import (
 	"bytes"
-	"embed"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -30,6 +30,9 @@ type Kind struct {
 	Notes    []string // further paragraphs
 	Example  string   // an example payload, indented for reading
 	Fields   []Field  // data's fields, in payload order
+	// Schema is the JSON Schema (2020-12) of the whole payload, indented
+	// (see Schema).
+	Schema string
 }
 
 // Field is one field of an event's data.
@@ -39,17 +42,6 @@ type Field struct {
 	Nullable    bool
 	Description string
 }
-
-type entry struct {
-	Kind     event.Kind
-	Resource string
-	Data     string
-	Fires    string
-	Notes    []string
-}
-
-//go:embed examples/*.json
-var examples embed.FS
 
 // Kinds returns the catalog in reading order. It panics when the embedded
 // examples or the API reference do not fit the catalog: that is a broken
@@ -69,12 +61,14 @@ func build() ([]Kind, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Kind, 0, len(kinds))
-	for _, e := range kinds {
-		ex, err := examples.ReadFile("examples/" + string(e.Kind) + ".json")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Kind, err)
-		}
+	payloadSchemas, err := buildSchemas()
+	if err != nil {
+		return nil, err
+	}
+	decls := event.Declarations()
+	out := make([]Kind, 0, len(decls))
+	for _, e := range decls {
+		ex := []byte(e.Example + "\n")
 		var p struct {
 			Data json.RawMessage `json:"data"`
 		}
@@ -86,21 +80,55 @@ func build() ([]Kind, error) {
 			return nil, fmt.Errorf("%s: %w", e.Kind, err)
 		}
 		out = append(out, Kind{Kind: e.Kind, Fires: e.Fires, Resource: e.Resource, Data: e.Data, Notes: e.Notes,
-			Example: string(ex), Fields: fields})
+			Example: string(ex), Fields: fields, Schema: string(payloadSchemas[e.Kind])})
 	}
 	return out, nil
 }
 
-// schema is the part of an OpenAPI schema the catalog reads.
+// schema is the part of an OpenAPI 3.1 schema the catalog reads.
 type schema struct {
 	Ref         string             `json:"$ref"`
-	Type        string             `json:"type"`
+	Type        string             `json:"-"` // the type besides "null"
+	Nullable    bool               `json:"-"` // whether "null" is among the types
 	Format      string             `json:"format"`
-	Nullable    bool               `json:"nullable"`
 	Description string             `json:"description"`
 	Enum        []any              `json:"enum"`
 	Items       *schema            `json:"items"`
 	Properties  map[string]*schema `json:"properties"`
+}
+
+// UnmarshalJSON reads the type, which JSON Schema writes as a name or a
+// list of names (["string", "null"] for a string that may be null).
+func (s *schema) UnmarshalJSON(b []byte) error {
+	type plain schema
+	var v struct {
+		*plain
+		Type json.RawMessage `json:"type"`
+	}
+	v.plain = (*plain)(s)
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var types []string
+	if len(v.Type) > 0 && v.Type[0] == '[' {
+		if err := json.Unmarshal(v.Type, &types); err != nil {
+			return err
+		}
+	} else if len(v.Type) > 0 {
+		var t string
+		if err := json.Unmarshal(v.Type, &t); err != nil {
+			return err
+		}
+		types = []string{t}
+	}
+	for _, t := range types {
+		if t == "null" {
+			s.Nullable = true
+		} else {
+			s.Type = t
+		}
+	}
+	return nil
 }
 
 func referenceSchemas() (map[string]*schema, error) {

@@ -17,8 +17,8 @@ func TestFieldsOfNestedAndEnumerated(t *testing.T) {
 		"Hook": {"type": "object", "properties": {
 			"status": {"$ref": "#/components/schemas/Status"},
 			"id": {"type": "string", "format": "uuid"},
-			"failure": {"type": "object", "nullable": true, "description": "The last one.", "properties": {
-				"code": {"type": "integer", "nullable": true},
+			"failure": {"type": ["object", "null"], "description": "The last one.", "properties": {
+				"code": {"type": ["integer", "null"]},
 				"reason": {"type": "string", "description": "Why."}}}}}}`), &schemas); err != nil {
 		t.Fatal(err)
 	}

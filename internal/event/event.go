@@ -1,7 +1,7 @@
-// Package event owns herald's event kinds and the exact bytes of a delivery
-// payload. A payload is built once, when its event fires, and those bytes are
-// what every attempt and every resend sends and signs; nothing downstream
-// re-encodes them.
+// Package event owns herald's event kinds, declared once in kinds.yaml,
+// and the exact bytes of a delivery payload. A payload is built once, when its
+// event fires, and those bytes are what every attempt and every resend sends
+// and signs; nothing downstream re-encodes them.
 package event
 
 import (
@@ -19,55 +19,14 @@ import (
 // Kind names what happened, e.g. "license.created".
 type Kind string
 
-// The kinds the specification names. Their meaning never changes.
-const (
-	LicenseCreated          Kind = "license.created"
-	LicenseUpdated          Kind = "license.updated"
-	LicenseRenewed          Kind = "license.renewed"
-	LicenseExpiresAtUpdated Kind = "license.expiresAt.updated"
-	LicenseDeleted          Kind = "license.deleted"
-	LicenseFirstActivated   Kind = "license.first-activated"
-	ActivationDeleted       Kind = "activation.deleted"
-)
-
-// Further kinds that users of licensing platforms expect.
-const (
-	ProductCreated         Kind = "product.created"
-	ProductUpdated         Kind = "product.updated"
-	ProductDeleted         Kind = "product.deleted"
-	UserCreated            Kind = "user.created"
-	UserUpdated            Kind = "user.updated"
-	UserDeleted            Kind = "user.deleted"
-	ActivationCreated      Kind = "activation.created"
-	ReleaseCreated         Kind = "release.created"
-	ReleaseDeleted         Kind = "release.deleted"
-	TrialActivationCreated Kind = "trial-activation.created"
-	TrialActivationDeleted Kind = "trial-activation.deleted"
-)
-
-// Operational kinds: a webhook's health changed. They go to the account's
-// other webhooks that subscribe to them, never to the webhook they are about.
-const (
-	WebhookUnhealthy Kind = "webhook.unhealthy"
-	WebhookSuspended Kind = "webhook.suspended"
-	WebhookRecovered Kind = "webhook.recovered"
-)
-
-// Kinds lists every kind a webhook may subscribe to, in documentation order.
-var Kinds = []Kind{
-	LicenseCreated, LicenseUpdated, LicenseRenewed, LicenseExpiresAtUpdated,
-	LicenseDeleted, LicenseFirstActivated, ActivationDeleted,
-	ProductCreated, ProductUpdated, ProductDeleted,
-	UserCreated, UserUpdated, UserDeleted,
-	ActivationCreated, ReleaseCreated, ReleaseDeleted,
-	TrialActivationCreated, TrialActivationDeleted,
-	WebhookUnhealthy, WebhookSuspended, WebhookRecovered,
-}
+// The Kind constants and Kinds, the list of every kind a webhook may
+// subscribe to, are generated from kinds.yaml (kinds_gen.go).
 
 // Operational reports whether k is about herald's own webhooks rather than
 // a licensing resource: no API call fires it; a change of health does.
 func (k Kind) Operational() bool {
-	return k == WebhookUnhealthy || k == WebhookSuspended || k == WebhookRecovered
+	d, ok := Declared(k)
+	return ok && d.Group == GroupOperational
 }
 
 // Valid reports whether k is a documented kind.

@@ -1,6 +1,9 @@
 package event
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // SampleText is put into every sample payload: accents, a dash, CJK and an
 // emoji, so that a receiver which re-encodes the body, ASCII-escapes it or
@@ -8,8 +11,11 @@ import "time"
 const SampleText = "Zoë Ångström – 日本語 – 🚀"
 
 // Sample returns synthetic data for kind, shaped like the real resource, for
-// the Test action. The values are plainly fake.
+// the Test action. The values are plainly fake. The shape follows the
+// resource that kinds.yaml declares for kind, so a kind of a resource that
+// has a sample needs nothing here.
 func Sample(kind Kind, now time.Time) map[string]any {
+	d, _ := Declared(kind)
 	ts := now.UTC().Format(TimeFormat)
 	expires := now.UTC().AddDate(1, 0, 0).Format(TimeFormat)
 	license := map[string]any{
@@ -25,8 +31,8 @@ func Sample(kind Kind, now time.Time) map[string]any {
 		"createdAt":          ts,
 		"updatedAt":          ts,
 	}
-	switch kind {
-	case ActivationCreated, ActivationDeleted:
+	switch d.Resource {
+	case "Activation":
 		return map[string]any{
 			"id":          "00000000-0000-7000-8000-000000000004",
 			"licenseId":   license["id"],
@@ -35,7 +41,7 @@ func Sample(kind Kind, now time.Time) map[string]any {
 			"os":          "日本語 OS",
 			"createdAt":   ts,
 		}
-	case ProductCreated, ProductUpdated, ProductDeleted:
+	case "Product":
 		return map[string]any{
 			"id":        license["productId"],
 			"name":      SampleText,
@@ -43,7 +49,7 @@ func Sample(kind Kind, now time.Time) map[string]any {
 			"createdAt": ts,
 			"updatedAt": ts,
 		}
-	case UserCreated, UserUpdated, UserDeleted:
+	case "User":
 		return map[string]any{
 			"id":        license["userId"],
 			"email":     "zoe@example.com",
@@ -51,7 +57,7 @@ func Sample(kind Kind, now time.Time) map[string]any {
 			"createdAt": ts,
 			"updatedAt": ts,
 		}
-	case ReleaseCreated, ReleaseDeleted:
+	case "Release":
 		return map[string]any{
 			"id":        "00000000-0000-7000-8000-000000000005",
 			"productId": license["productId"],
@@ -60,8 +66,16 @@ func Sample(kind Kind, now time.Time) map[string]any {
 			"createdAt": ts,
 			"updatedAt": ts,
 		}
-	case WebhookUnhealthy, WebhookSuspended, WebhookRecovered:
-		status := map[Kind]string{WebhookUnhealthy: "Unhealthy", WebhookSuspended: "Suspended", WebhookRecovered: "Healthy"}[kind]
+	case "WebhookHealthEvent":
+		// The status a webhook has after the change, as the kind's
+		// declared example shows it.
+		var ex struct {
+			Data struct {
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		json.Unmarshal([]byte(d.Example), &ex)
+		status := ex.Data.Status
 		return map[string]any{
 			"id":     "00000000-0000-7000-8000-000000000007",
 			"name":   SampleText,
@@ -76,7 +90,7 @@ func Sample(kind Kind, now time.Time) map[string]any {
 				"failedAt":   ts,
 			},
 		}
-	case TrialActivationCreated, TrialActivationDeleted:
+	case "TrialActivation":
 		return map[string]any{
 			"id":          "00000000-0000-7000-8000-000000000006",
 			"productId":   license["productId"],

@@ -1,4 +1,4 @@
-// Package openapi holds herald's API reference: the OpenAPI 3.0.3 document
+// Package openapi holds herald's API reference: the OpenAPI 3.1 document
 // that describes every call under /v3, the operational endpoints and the
 // delivery format. The API serves it at GET /v3/openapi.json, and the API's
 // integration tests check every request and response against it (see

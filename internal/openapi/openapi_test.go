@@ -28,7 +28,7 @@ func TestDocumentValidates(t *testing.T) {
 	if err := doc.Validate(t.Context()); err != nil {
 		t.Fatalf("document does not validate: %v", err)
 	}
-	if got, want := doc.OpenAPI, "3.0.3"; got != want {
+	if got, want := doc.OpenAPI, "3.1.0"; got != want {
 		t.Errorf("openapi = %q; want %q", got, want)
 	}
 }
@@ -39,11 +39,11 @@ func TestJSON(t *testing.T) {
 	if err := json.Unmarshal(openapi.JSON(), &doc); err != nil {
 		t.Fatalf("JSON() is not JSON: %v", err)
 	}
-	if got := doc["openapi"]; got != "3.0.3" {
-		t.Errorf("openapi = %v; want 3.0.3", got)
+	if got := doc["openapi"]; got != "3.1.0" {
+		t.Errorf("openapi = %v; want 3.1.0", got)
 	}
-	if _, ok := doc["x-webhooks"]; !ok {
-		t.Error("x-webhooks (the delivery format) is missing from the JSON")
+	if _, ok := doc["webhooks"]; !ok {
+		t.Error("webhooks (the delivery format) is missing from the JSON")
 	}
 	a := openapi.JSON()
 	a[0] = 'X'
@@ -86,10 +86,11 @@ func TestOperationsConsistent(t *testing.T) {
 		t.Fatalf("top-level security = %v; want bearerAuth", doc.Security)
 	}
 	public := map[string]bool{
-		"GET /v3/openapi.json": true,
-		"GET /healthz":         true,
-		"GET /readyz":          true,
-		"GET /metrics":         true,
+		"GET /v3/openapi.json":              true,
+		"GET /v3/event-types/{kind}/schema": true,
+		"GET /healthz":                      true,
+		"GET /readyz":                       true,
+		"GET /metrics":                      true,
 	}
 	ids := map[string]string{}
 	for _, o := range operations(doc) {

@@ -91,8 +91,7 @@ var loadStrict = sync.OnceValues(func() (*strictSchemas, error) {
 //   - a request that breaks the document but was answered 2xx.
 //
 // Bodies are checked twice: by kin-openapi, which reads the document
-// leniently (it lets nullable admit null without a type, for one), and by a
-// strict JSON Schema validator under OpenAPI 3.0.3's own rules (see
+// leniently, and by a strict JSON Schema 2020-12 validator (see
 // strictSchemas), so that what a strict client or validator would refuse
 // fails here too.
 //

@@ -15,8 +15,10 @@ import (
 // is never fetched.
 const strictBase = "urn:herald:openapi"
 
-// strictSchemas holds every schema of an OpenAPI 3.0.3 document compiled as
-// JSON Schema 2020-12 under the OpenAPI 3.0.3 rules, read strictly:
+// strictSchemas holds every schema of an OpenAPI document compiled as JSON
+// Schema 2020-12: an OpenAPI 3.1 document's schemas as they are (they are
+// JSON Schema 2020-12), an OpenAPI 3.0.3 document's under its own rules,
+// read strictly:
 //
 //   - nullable admits null only beside a type in the same schema object
 //     (3.0.3 says so; kin-openapi admits null wherever nullable appears);
@@ -41,8 +43,16 @@ func newStrictSchemas(document []byte) (*strictSchemas, error) {
 	if err := json.Unmarshal(document, &doc); err != nil {
 		return nil, fmt.Errorf("strict: parse document: %w", err)
 	}
-	if v, _ := doc["openapi"].(string); !strings.HasPrefix(v, "3.0.") {
-		return nil, fmt.Errorf("strict: openapi %q; want 3.0.x, whose schema rules this converts", v)
+	version, _ := doc["openapi"].(string)
+	convert := convert30
+	switch {
+	case strings.HasPrefix(version, "3.0."):
+	case strings.HasPrefix(version, "3.1."):
+		// An OpenAPI 3.1 schema is JSON Schema 2020-12 already; only its
+		// references move.
+		convert = convert31
+	default:
+		return nil, fmt.Errorf("strict: openapi %q; want 3.0.x or 3.1.x, whose schema rules this knows", version)
 	}
 	var locations []string
 	collectSchemas(doc, "", &locations)
@@ -105,9 +115,33 @@ func collectSchemas(v any, ptr string, out *[]string) {
 	}
 }
 
-// convert rewrites one OpenAPI 3.0.3 schema object as JSON Schema 2020-12,
+// convert31 copies one OpenAPI 3.1 schema object (JSON Schema 2020-12),
 // pointing references at the converted copies named in names.
-func convert(v any, names map[string]string) any {
+func convert31(v any, names map[string]string) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, val := range v {
+			if ref, ok := val.(string); ok && k == "$ref" {
+				out[k] = convertRef(ref, names)
+				continue
+			}
+			out[k] = convert31(val, names)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, val := range v {
+			out[i] = convert31(val, names)
+		}
+		return out
+	}
+	return v
+}
+
+// convert30 rewrites one OpenAPI 3.0.3 schema object as JSON Schema 2020-12,
+// pointing references at the converted copies named in names.
+func convert30(v any, names map[string]string) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
@@ -126,15 +160,15 @@ func convert(v any, names map[string]string) any {
 		case k == "properties" || k == "patternProperties":
 			props := map[string]any{}
 			for name, p := range val.(map[string]any) {
-				props[name] = convert(p, names)
+				props[name] = convert30(p, names)
 			}
 			out[k] = props
 		case k == "items" || k == "not" || k == "additionalProperties":
-			out[k] = convert(val, names)
+			out[k] = convert30(val, names)
 		case k == "allOf" || k == "anyOf" || k == "oneOf":
 			var list []any
 			for _, s := range val.([]any) {
-				list = append(list, convert(s, names))
+				list = append(list, convert30(s, names))
 			}
 			out[k] = list
 		default:

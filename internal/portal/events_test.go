@@ -61,6 +61,22 @@ func TestEventCatalogPageIsTheDoc(t *testing.T) {
 			t.Errorf("%s: the page's example differs from docs/events.md's:\n%s\nwant\n%s", k, got, want)
 		}
 	}
+	// And its payload's JSON Schema, the one the API serves.
+	schemaShown := regexp.MustCompile(`(?s)<pre class="body" id="([^"]+)-schema"[^>]*>(.*?)</pre>`)
+	schemas := map[string]string{}
+	for _, m := range schemaShown.FindAllStringSubmatch(page, -1) {
+		schemas[m[1]] = html.UnescapeString(m[2])
+	}
+	for _, k := range event.Kinds {
+		want, _ := catalog.Schema(k)
+		if got := schemas[catalog.Anchor(string(k))]; got != string(want) || !strings.Contains(got, `"const": "`+string(k)+`"`) {
+			t.Errorf("%s: the page's schema is not the kind's:\n%s", k, got)
+		}
+		code, _, served := b.get("/v3/event-types/" + string(k) + "/schema")
+		if code != http.StatusOK || served != string(want) {
+			t.Errorf("%s: the schema the page links to answered %d, %d bytes; want the page's", k, code, len(served))
+		}
+	}
 	text := html.UnescapeString(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(page, ""))
 	for _, k := range catalog.Kinds() {
 		fires := strings.ReplaceAll(k.Fires, "`", "")
@@ -71,6 +87,13 @@ func TestEventCatalogPageIsTheDoc(t *testing.T) {
 	_, _, form := b.get("/webhooks/new")
 	if !regexp.MustCompile(`(?s)<fieldset[^>]*>\s*<legend>Events</legend>.*?<a href="/events"`).MatchString(form) {
 		t.Errorf("the webhook form's event list does not link to the catalog")
+	}
+	// Each kind's option tells what fires it, from the kind's declaration.
+	for _, k := range catalog.Kinds() {
+		option := `<label class="check" title="` + html.EscapeString(strings.ReplaceAll(k.Fires, "`", "")) + `"><input type="checkbox" name="events" value="` + string(k.Kind) + `"`
+		if !strings.Contains(form, option) {
+			t.Errorf("the webhook form's %s option does not say what fires it", k.Kind)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/event"
@@ -31,13 +32,16 @@ type webhookFormData struct {
 
 type kindOption struct {
 	Kind    event.Kind
+	Fires   string // what fires it, as its declaration says, for the option's hint
 	Checked bool
 }
 
 func (d *webhookFormData) fillKinds() {
 	d.Kinds = make([]kindOption, len(event.Kinds))
 	for i, k := range event.Kinds {
-		d.Kinds[i] = kindOption{Kind: k, Checked: (store.Webhook{Events: d.Form.Events}).Subscribes(k)}
+		decl, _ := event.Declared(k)
+		d.Kinds[i] = kindOption{Kind: k, Fires: strings.ReplaceAll(decl.Fires, "`", ""),
+			Checked: (store.Webhook{Events: d.Form.Events}).Subscribes(k)}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,13 +48,18 @@ func docExamples(t *testing.T) map[string][]byte {
 	return out
 }
 
-// schemaOf names the API reference schema of each kind's data.
+// schemaOf names the API reference schema of each kind's data, as the
+// kind's declaration gives it.
 func schemaOf(kind string) string {
-	resource, _, _ := strings.Cut(kind, ".")
-	return map[string]string{
-		"license": "License", "activation": "Activation", "product": "Product", "user": "User",
-		"release": "Release", "trial-activation": "TrialActivation", "webhook": "WebhookHealthEvent",
-	}[resource]
+	d, _ := event.Declared(event.Kind(kind))
+	return d.Resource
+}
+
+// payloadSchemaOf names the API reference schema of each kind's whole
+// payload.
+func payloadSchemaOf(kind string) string {
+	d, _ := event.Declared(event.Kind(kind))
+	return d.SchemaName()
 }
 
 // keys lists an object's keys in order, and those of the first object of
@@ -139,8 +143,8 @@ func TestEventsDocMatchesTheCode(t *testing.T) {
 		}
 		var v any
 		json.Unmarshal(ex, &v)
-		if err := doc.Components.Schemas["WebhookPayload"].Value.VisitJSON(v); err != nil {
-			t.Errorf("%s example is not a WebhookPayload: %v", kind, err)
+		if err := doc.Components.Schemas[payloadSchemaOf(kind)].Value.VisitJSON(v); err != nil {
+			t.Errorf("%s example is not a %s: %v", kind, payloadSchemaOf(kind), err)
 		}
 		if p.Event != kind {
 			t.Errorf("%s example has event %q", kind, p.Event)

@@ -77,6 +77,7 @@ type delivered struct {
 	Event       string          `json:"event"`
 	Data        json.RawMessage `json:"data"`
 	TriggeredAt string          `json:"triggeredAt"`
+	Body        []byte          `json:"-"` // as it came
 }
 
 // receive waits until the receiver has got n deliveries, then gives events
@@ -91,6 +92,7 @@ func receive(t *testing.T, rcv *heraldtest.Receiver, n int) []delivered {
 		if err := json.Unmarshal(r.Body, &d); err != nil {
 			t.Fatalf("delivery %s: %v", r.Body, err)
 		}
+		d.Body = r.Body
 		out = append(out, d)
 	}
 	if len(out) != n {

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestGeneratedFilesAreCurrent fails while a file kindgen writes is not
+// what kinds.yaml generates: run go generate ./internal/event.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	files, err := generate("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range files {
+		got, err := os.ReadFile("../" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run go generate ./internal/event", path)
+		}
+	}
+}
+
+// TestParseRefuses: a declaration that would generate something broken is
+// refused with the kind and what is wrong.
+func TestParseRefuses(t *testing.T) {
+	const example = "  example: |\n    {\"id\": \"x\", \"event\": \"a.b\", \"data\": {}, \"triggeredAt\": \"t\"}\n"
+	ok := "- kind: a.b\n  const: AB\n  group: licensing\n  resource: License\n  data: License\n  fires: x\n" + example
+	if _, err := parse([]byte(ok)); err != nil {
+		t.Fatalf("a good declaration: %v", err)
+	}
+	for _, tc := range []struct{ name, decl, want string }{
+		{"bad kind", strings.Replace(ok, "kind: a.b", "kind: AB", 1), "not a kind's name"},
+		{"bad const", strings.Replace(ok, "const: AB", "const: ab", 1), "exported Go name"},
+		{"bad group", strings.Replace(ok, "group: licensing", "group: other", 1), "group"},
+		{"no fires", strings.Replace(ok, "fires: x", "fires: \"\"", 1), "fires"},
+		{"unknown field", ok + "  colour: red\n", "colour"},
+		{"twice", ok + ok, "declared twice"},
+		{"example of another kind", strings.Replace(ok, `"event": "a.b"`, `"event": "a.c"`, 1), "example's event"},
+		{"example not JSON", strings.Replace(ok, `{"id"`, `{id`, 1), "example"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse([]byte(tc.decl))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v; want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
