@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/heraldhq/herald/internal/openapi"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/openapi"
 )
 
 // SchemaDialect is the JSON Schema version of every kind's schema.
