@@ -43,23 +43,23 @@ const (
 
 // EventLog is one event's delivery to one webhook.
 type EventLog struct {
-	ID            string
-	AccountID     string
-	WebhookID     string
-	EventID       string
-	Event         event.Kind
-	Status        LogStatus
-	Payload       []byte
-	StatusCode    *int
-	SentAt        *time.Time
-	ReceivedAt    *time.Time
-	RetryReason   *string
-	AttemptCount  int // automatic attempts: the retry schedule counts these
+	ID           string
+	AccountID    string
+	WebhookID    string
+	EventID      string
+	Event        event.Kind
+	Status       LogStatus
+	Payload      []byte
+	StatusCode   *int
+	SentAt       *time.Time
+	ReceivedAt   *time.Time
+	RetryReason  *string
+	AttemptCount int // automatic attempts: the retry schedule counts these
 	// AttemptsMade counts every attempt recorded, automatic, resent and
 	// recovered alike: what the API's attemptCount and the portal show.
 	// It is counted where the log is read, from its attempts, so no
 	// writer has to keep a second counter in step.
-	AttemptsMade int
+	AttemptsMade  int
 	NextAttemptAt *time.Time
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
