@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -36,7 +37,7 @@ func (c *Client) Trigger(ctx context.Context, kind string) ([]string, error) {
 			"to see one, send a sample to a webhook subscribed to it: POST /v3/webhooks/{id}/test {\"event\": %q}", kind, kind)
 	}
 	if !slices.Contains(TriggerKinds, kind) {
-		return nil, fmt.Errorf("trigger: unknown event kind %q", kind)
+		return nil, fmt.Errorf("trigger: unknown event kind %q; want one of %s", kind, strings.Join(TriggerKinds, ", "))
 	}
 	var calls []string
 	note := func(call string, err error) error {

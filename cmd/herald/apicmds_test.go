@@ -77,7 +77,7 @@ func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
 	if code, out := runToEnd(t, []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN="}, "logs", "list"); code == 0 || !strings.Contains(out, "no API token") {
 		t.Errorf("no token: exit %d, %q; want a failure saying so", code, out)
 	}
-	if out := run(2, "logs", "show"); !strings.Contains(out, "want an event log ID") {
+	if out := run(2, "logs", "show"); !strings.Contains(out, "want ID") {
 		t.Errorf("no log id: %q", out)
 	}
 }
