@@ -111,6 +111,9 @@ func addAPIFlags(e *envFlags) apiFlags {
 }
 
 func (f apiFlags) client() (*client.Client, error) {
+	if *f.server == "" { // HERALD_SERVER= set empty means the default
+		*f.server = "http://127.0.0.1:8080"
+	}
 	u, err := url.Parse(*f.server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--server %q: want a URL such as http://127.0.0.1:8080", *f.server)
