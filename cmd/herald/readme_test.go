@@ -142,7 +142,9 @@ func TestReadmeFlowsRunTopToBottom(t *testing.T) {
 	}
 
 	// Every delivery reached herald listen and was verified there.
-	var logs struct{ Data []struct{ ID, Status, Event string } }
+	var logs struct {
+		Data []struct{ ID, Status, Event string }
+	}
 	heraldtest.Eventually(t, 60*time.Second, "every log delivered", func() bool {
 		api("/v3/webhook-event-logs?limit=500", &logs)
 		for _, l := range logs.Data {
