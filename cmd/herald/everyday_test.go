@@ -191,3 +191,19 @@ func TestWebhookVerbsCoverTheAPI(t *testing.T) {
 		}
 	}
 }
+
+// herald accounts works on the database directly: beside no database, and
+// beside a herald serve that holds its SQLite file, it says what to do.
+func TestAccountsCommandSaysWhatToDoWithoutTheDatabase(t *testing.T) {
+	t.Parallel()
+	env, _ := serveEnv(t)
+	code, out := runToEnd(t, env, "accounts", "list")
+	if code != 1 || !strings.Contains(out, "no such database file; herald serve makes it at first start") {
+		t.Errorf("no database: exit %d, %q; want where to run it", code, out)
+	}
+	startServe(t, env, freeAddr(t))
+	code, out = runToEnd(t, env, "accounts", "list")
+	if code != 1 || !strings.Contains(out, "another herald process is using it") || !strings.Contains(out, "Stop herald serve first, or, while it runs, use the operator API") {
+		t.Errorf("beside a running herald: exit %d, %q; want the way on", code, out)
+	}
+}
