@@ -84,13 +84,14 @@ func (x *call) more(next, line string) {
 }
 
 // apiNouns are the API's resources as commands, in the order of help.
-var apiNouns = []noun{webhooksNoun, logsNoun, apiTokensNoun}
+var apiNouns = []noun{webhooksNoun, logsNoun, apiTokensNoun, emailsNoun}
 
 const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN):
   herald webhooks VERB     list, get, create, update, delete, enable, disable,
                            test, token, rotate, finish-rotation, recover, recoveries
   herald logs VERB         list, show, resend
   herald api-tokens VERB   list, create, revoke
+  herald emails list       the notification emails herald wrote, sent or kept
   herald trigger KIND      make the API calls that fire an event of KIND
 `
 

@@ -207,3 +207,27 @@ func TestAccountsCommandSaysWhatToDoWithoutTheDatabase(t *testing.T) {
 		t.Errorf("beside a running herald: exit %d, %q; want the way on", code, out)
 	}
 }
+
+// Without --smtp-url herald says at start that emails are not sent, and
+// herald emails list shows the ones it kept.
+func TestEmailsListShowsKeptEmails(t *testing.T) {
+	t.Parallel()
+	env, token := serveEnv(t)
+	p := startServe(t, append(env, "HERALD_MAX_ATTEMPTS=1", "HERALD_SUSPEND_AFTER=1", "HERALD_SMTP_URL="), freeAddr(t))
+	if !strings.Contains(p.out.String(), "notification emails are not being sent") {
+		t.Errorf("start printed\n%s\nwant the warning that emails are not sent", p.out.String())
+	}
+	cli := []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN=" + token}
+	if code, out := runToEnd(t, cli, "emails", "list"); code != 0 || !strings.Contains(out, "no emails yet") {
+		t.Errorf("emails list before any: exit %d, %q", code, out)
+	}
+	down := heraldtest.NewReceiver(t)
+	down.Status(500, "")
+	runToEnd(t, cli, "webhooks", "create", "--name", "down", "--url", down.URL, "--events", "license.created")
+	runToEnd(t, cli, "trigger", "license.created")
+	heraldtest.Eventually(t, 30*time.Second, "the kept suspension email", func() bool {
+		code, out := runToEnd(t, cli, "emails", "list")
+		return code == 0 && strings.Contains(out, "kept  to ") && strings.Contains(out, `Subject: Webhook "down" suspended`) &&
+			strings.Contains(out, "(not sent: no SMTP server configured)")
+	})
+}

@@ -182,6 +182,39 @@ func apiTokenRevoke(e *envFlags) func(x *call) error {
 	}
 }
 
+var emailsNoun = noun{name: "emails", about: "The notification emails herald wrote to the account: sent, or kept when herald has no SMTP server.", verbs: []verb{
+	{name: "list", about: "list the emails, newest first, with their text", setup: emailsList},
+}}
+
+func emailsList(e *envFlags) func(x *call) error {
+	limit := e.fs.Int("limit", 10, "how many, at most 500")
+	cursor := e.fs.String("cursor", "", "the page after the one that printed this cursor")
+	return func(x *call) error {
+		p, err := x.c.ListEmails(x.ctx, client.ListOptions{Limit: *limit, Cursor: *cursor})
+		if err != nil {
+			return err
+		}
+		if x.json {
+			return x.printAnswer()
+		}
+		if len(p.Data) == 0 {
+			fmt.Fprintln(x.out, "no emails yet: herald writes one when a webhook turns Unhealthy or is suspended")
+		}
+		for i, m := range p.Data {
+			if i > 0 {
+				fmt.Fprintln(x.out)
+			}
+			fmt.Fprintf(x.out, "%s  %s  to %s\nSubject: %s\n", m.CreatedAt.Format(time.RFC3339), m.Status, m.To, m.Subject)
+			if m.Note != nil {
+				fmt.Fprintf(x.out, "(%s)\n", *m.Note)
+			}
+			fmt.Fprintf(x.out, "\n%s\n", strings.TrimRight(m.Body, "\n"))
+		}
+		x.more(p.NextCursor, "herald emails list")
+		return nil
+	}
+}
+
 // triggerCmd is `herald trigger KIND`: a verb of no noun.
 func triggerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	v := verb{args: []string{"KIND"}, about: "make the real API calls that fire an event of KIND: " + strings.Join(client.TriggerKinds, ", "),
