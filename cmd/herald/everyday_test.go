@@ -2,7 +2,10 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,4 +233,66 @@ func TestEmailsListShowsKeptEmails(t *testing.T) {
 		return code == 0 && strings.Contains(out, "kept  to ") && strings.Contains(out, `Subject: Webhook "down" suspended`) &&
 			strings.Contains(out, "(not sent: no SMTP server configured)")
 	})
+}
+
+// herald trigger makes test data and, unless told to keep it, deletes it
+// afterwards without firing anything: subscribers hear the triggered
+// change alone, and the account is left as it was.
+func TestTriggerCleansUpItsTestData(t *testing.T) {
+	t.Parallel()
+	env, token := serveEnv(t)
+	p := startServe(t, env, freeAddr(t))
+	cli := []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN=" + token}
+	rcv := heraldtest.NewReceiver(t)
+	kinds := "product.created,product.deleted,license.created,license.deleted,license.renewed,user.created,user.deleted"
+	if code, out := runToEnd(t, cli, "webhooks", "create", "--name", "all", "--url", rcv.URL, "--events", kinds); code != 0 {
+		t.Fatalf("webhooks create: %d %s", code, out)
+	}
+	count := func(path string) int {
+		var page struct{ Data []any }
+		req, _ := http.NewRequest("GET", p.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		json.NewDecoder(resp.Body).Decode(&page)
+		return len(page.Data)
+	}
+	events := func() []string {
+		var kinds []string
+		for _, r := range rcv.Requests() {
+			var e struct{ Event string }
+			json.Unmarshal(r.Body, &e)
+			kinds = append(kinds, e.Event)
+		}
+		slices.Sort(kinds)
+		return kinds
+	}
+	tests := []struct {
+		args   []string
+		events []string // every event delivered so far
+		left   int      // products left
+	}{
+		{[]string{"trigger", "license.renewed"}, []string{"license.created", "license.renewed", "product.created"}, 0},
+		{[]string{"trigger", "product.deleted"}, []string{"license.created", "license.renewed", "product.created", "product.created", "product.deleted"}, 0},
+		{[]string{"trigger", "user.created", "--cleanup=false"}, []string{"license.created", "license.renewed", "product.created", "product.created", "product.deleted", "user.created"}, 0},
+		{[]string{"trigger", "product.created", "--cleanup=false"}, []string{"license.created", "license.renewed", "product.created", "product.created", "product.created", "product.deleted", "user.created"}, 1},
+	}
+	for _, tt := range tests {
+		if code, out := runToEnd(t, cli, tt.args...); code != 0 {
+			t.Fatalf("herald %v: exit %d\n%s", tt.args, code, out)
+		}
+		heraldtest.Eventually(t, 30*time.Second, fmt.Sprintf("the events of %v", tt.args), func() bool { return len(rcv.Requests()) >= len(tt.events) })
+		if got := events(); !slices.Equal(got, tt.events) {
+			t.Errorf("after herald %v, delivered %v; want %v", tt.args, got, tt.events)
+		}
+		if n := count("/v3/products"); n != tt.left {
+			t.Errorf("after herald %v, %d products left; want %d", tt.args, n, tt.left)
+		}
+	}
+	if n := count("/v3/users"); n != 1 {
+		t.Errorf("%d users left; want the one kept", n)
+	}
 }

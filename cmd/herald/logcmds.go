@@ -219,9 +219,10 @@ func emailsList(e *envFlags) func(x *call) error {
 func triggerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	v := verb{args: []string{"KIND"}, about: "make the real API calls that fire an event of KIND: " + strings.Join(client.TriggerKinds, ", "),
 		setup: func(e *envFlags) func(x *call) error {
+			cleanup := e.fs.Bool("cleanup", true, "delete the product and user the calls made, once the event has fired; they are test data, so that fires nothing (--cleanup=false keeps them)")
 			return func(x *call) error {
 				kind := x.pos[0]
-				calls, err := x.c.Trigger(x.ctx, kind)
+				calls, err := x.c.TriggerWith(x.ctx, kind, client.TriggerOptions{Cleanup: *cleanup})
 				if x.json {
 					if perr := printJSON(x.out, map[string]any{"event": kind, "calls": calls}); perr != nil {
 						return perr
