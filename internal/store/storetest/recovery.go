@@ -446,7 +446,7 @@ func testRecoveryTakesEventsOldestFirst(t *testing.T, b *bundle) {
 		var out []store.Outcome
 		for _, c := range batch {
 			var created int64
-			if err := b.st.QueryRow(b.ctx, `SELECT created_at FROM events WHERE id = ?`, c.EventID).Scan(&created); err != nil {
+			if err := b.st.QueryRow(b.ctx, `SELECT triggered_at FROM events WHERE id = ?`, c.EventID).Scan(&created); err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, created)
