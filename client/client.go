@@ -140,6 +140,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		}
 		return e
 	}
+	if raw, ok := ctx.Value(answerKey{}).(*[]byte); ok {
+		*raw = answer
+	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
@@ -150,6 +153,16 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 }
 
 type idempotencyKey struct{}
+
+type answerKey struct{}
+
+// WithAnswer makes the calls made with the returned context keep the body
+// of their latest successful answer in *raw, byte for byte as herald sent
+// it (empty for a 204): for a program that shows the API's own answer, as
+// `herald ... --json` does, rather than the decoded fields.
+func WithAnswer(ctx context.Context, raw *[]byte) context.Context {
+	return context.WithValue(ctx, answerKey{}, raw)
+}
 
 // WithIdempotencyKey makes the POSTs called with the returned context carry
 // key as their Idempotency-Key: herald answers a repeat of the same call with

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,12 +19,50 @@ import (
 // any real change would (a license.renewed comes after a product.created and
 // a license.created). It returns the calls it made, in order.
 func (c *Client) Trigger(ctx context.Context, kind string) ([]string, error) {
+	return c.TriggerWith(ctx, kind, TriggerOptions{})
+}
+
+// TriggerOptions tune TriggerWith.
+type TriggerOptions struct {
+	// Cleanup deletes, once the event has fired, the product and user the
+	// calls made. They are made as test data (testData: true), so their
+	// deletion fires nothing and their children go silently: the account
+	// is left as it was, and subscribers hear only the triggered change.
+	Cleanup bool
+}
+
+// TriggerWith is Trigger made with options. What it creates is test data
+// either way (but for the product of product.deleted and the user of
+// user.deleted, whose deletion is the event).
+func (c *Client) TriggerWith(ctx context.Context, kind string, o TriggerOptions) (calls []string, err error) {
+	var product, user string // what is left to clean up
+	defer func() {
+		if !o.Cleanup || err != nil {
+			return
+		}
+		for _, x := range []struct{ path, id string }{{"/v3/products/", product}, {"/v3/users/", user}} {
+			if x.id == "" {
+				continue
+			}
+			if derr := c.do(ctx, "DELETE", x.path+esc(x.id), nil, nil, nil); derr != nil {
+				err = fmt.Errorf("trigger %s: clean up %s%s: %w", kind, x.path, x.id, derr)
+				return
+			}
+			calls = append(calls, "DELETE "+x.path+x.id+" (cleanup: test data, fires nothing)")
+		}
+	}()
+	return c.fire(ctx, kind, &product, &user)
+}
+
+// fire makes the calls, and leaves in *product and *user the ids of what
+// it made that still exists.
+func (c *Client) fire(ctx context.Context, kind string, product, user *string) ([]string, error) {
 	if slices.Contains(OperationalKinds, kind) {
 		return nil, fmt.Errorf("trigger: %s fires only when a webhook's health changes, which no API call can do on purpose; "+
 			"to see one, send a sample to a webhook subscribed to it: POST /v3/webhooks/{id}/test {\"event\": %q}", kind, kind)
 	}
 	if !slices.Contains(TriggerKinds, kind) {
-		return nil, fmt.Errorf("trigger: unknown event kind %q", kind)
+		return nil, fmt.Errorf("trigger: unknown event kind %q; want one of %s", kind, strings.Join(TriggerKinds, ", "))
 	}
 	var calls []string
 	note := func(call string, err error) error {
@@ -36,21 +75,31 @@ func (c *Client) Trigger(ctx context.Context, kind string) ([]string, error) {
 	suffix := randomHex(4)
 	switch kind {
 	case "user.created", "user.updated", "user.deleted":
-		u, err := c.CreateUser(ctx, "trigger-"+suffix+"@example.com", "Trigger "+suffix)
-		if err := note("POST /v3/users", err); err != nil || kind == "user.created" {
+		var u User
+		err := c.do(ctx, "POST", "/v3/users", nil, map[string]any{"email": "trigger-" + suffix + "@example.com", "name": "Trigger " + suffix,
+			"testData": kind != "user.deleted"}, &u)
+		if err := note("POST /v3/users", err); err != nil {
 			return calls, err
+		}
+		*user = u.ID
+		if kind == "user.created" {
+			return calls, nil
 		}
 		if kind == "user.updated" {
 			_, err = c.UpdateUser(ctx, u.ID, "Trigger "+suffix+" (renamed)")
 			return calls, note("PATCH /v3/users/"+u.ID, err)
 		}
+		*user = ""
 		return calls, note("DELETE /v3/users/"+u.ID, c.DeleteUser(ctx, u.ID))
 	}
 
-	p, err := c.CreateProduct(ctx, "herald trigger "+suffix, nil)
+	var p Product
+	err := c.do(ctx, "POST", "/v3/products", nil, map[string]any{"name": "herald trigger " + suffix,
+		"metadata": map[string]any{"source": "herald trigger"}, "testData": kind != "product.deleted"}, &p)
 	if err := note("POST /v3/products", err); err != nil {
 		return calls, err
 	}
+	*product = p.ID
 	switch kind {
 	case "product.created":
 		return calls, nil
@@ -58,6 +107,7 @@ func (c *Client) Trigger(ctx context.Context, kind string) ([]string, error) {
 		_, err := c.UpdateProduct(ctx, p.ID, "herald trigger "+suffix+" (renamed)")
 		return calls, note("PATCH /v3/products/"+p.ID, err)
 	case "product.deleted":
+		*product = ""
 		return calls, note("DELETE /v3/products/"+p.ID, c.DeleteProduct(ctx, p.ID))
 	case "release.created", "release.deleted":
 		r, err := c.CreateRelease(ctx, p.ID, "1.0.0-"+suffix)

@@ -246,13 +246,20 @@ func openExisting(ctx context.Context, sf storeFlags, stderr io.Writer) (*store.
 		return nil, err
 	}
 	if err := store.CheckExists(*sf.database); err != nil {
+		if errors.Is(err, store.ErrNoDatabase) {
+			return nil, fmt.Errorf("--database %s: %w; herald serve makes it at first start, so run this where herald serve runs, or name it with --database or HERALD_DATABASE_URL", *sf.database, err)
+		}
 		return nil, fmt.Errorf("--database %s: %w", *sf.database, err)
 	}
 	key, err := sf.key(stderr)
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(ctx, *sf.database, store.Options{Key: key})
+	st, err := store.Open(ctx, *sf.database, store.Options{Key: key})
+	if errors.Is(err, store.ErrInUse) {
+		return nil, fmt.Errorf("%w\nStop herald serve first, or, while it runs, use the operator API: start it with --operator-token and call /v3/operator/accounts (docs/accounts.md)", err)
+	}
+	return st, err
 }
 
 func listAccounts(ctx context.Context, st *store.Store, stdout io.Writer, asJSON bool) error {

@@ -1,18 +1,99 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/heraldhq/herald/client"
 )
+
+// The commands that call a running herald's API are nouns with verbs
+// (herald webhooks list), all alike: flags written --name, in any place
+// on the line; `herald NOUN --help` lists the verbs and `herald NOUN VERB
+// --help` the flags (never a secret's value); a table by default and, with
+// --json, the API's own answer; exit 0 when it worked, 1 when herald
+// refused or a check failed, 2 for a command line herald cannot read.
+// docs/cli.md writes the same down for users.
+
+// noun is a group of verbs: webhooks, logs, api-tokens...
+type noun struct {
+	name, about string
+	verbs       []verb
+}
+
+// verb is one command: its positional arguments, what it does, and setup,
+// which registers its flags and returns what runs once they are parsed.
+type verb struct {
+	name  string
+	args  []string // positional arguments, by name: ID, KIND
+	about string
+	setup func(e *envFlags) func(x *call) error
+}
+
+// call is one run of a verb: the parsed positionals, the client, and the
+// API's latest answer kept for --json.
+type call struct {
+	ctx    context.Context
+	c      *client.Client
+	pos    []string
+	out    io.Writer
+	json   bool
+	answer []byte
+}
+
+// show prints the API's latest answer with --json, and otherwise calls table.
+func (x *call) show(table func(w *tabwriter.Writer)) error {
+	if x.json {
+		return x.printAnswer()
+	}
+	tw := tabwriter.NewWriter(x.out, 0, 0, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+// printAnswer prints the API's answer as it came, indented, with a newline.
+func (x *call) printAnswer() error {
+	var b bytes.Buffer
+	if len(x.answer) == 0 {
+		return nil
+	}
+	if err := json.Indent(&b, x.answer, "", "  "); err != nil {
+		b.Reset()
+		b.Write(x.answer)
+	}
+	_, err := x.out.Write(append(bytes.TrimRight(b.Bytes(), " \r\n"), '\n'))
+	return err
+}
+
+// more prints how to read the next page of a list.
+func (x *call) more(next, line string) {
+	if next != "" && !x.json {
+		fmt.Fprintf(x.out, "more: %s --cursor %s\n", line, next)
+	}
+}
+
+// apiNouns are the API's resources as commands, in the order of help.
+var apiNouns = []noun{webhooksNoun, logsNoun, apiTokensNoun, emailsNoun}
+
+const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN):
+  herald webhooks VERB     list, get, create, update, delete, enable, disable,
+                           test, token, rotate, finish-rotation, recover, recoveries
+  herald logs VERB         list, show, resend
+  herald api-tokens VERB   list, create, revoke
+  herald emails list       the notification emails herald wrote, sent or kept
+  herald trigger KIND      make the API calls that fire an event of KIND
+`
 
 // apiFlags are the flags of the commands that call a running herald.
 type apiFlags struct {
@@ -21,22 +102,212 @@ type apiFlags struct {
 }
 
 func addAPIFlags(e *envFlags) apiFlags {
+	e.Group("Every API command")
 	return apiFlags{
 		server: e.String("server", "HERALD_SERVER", "http://127.0.0.1:8080", "the herald to call"),
-		token:  e.String("api-token", "HERALD_API_TOKEN", "", "the account's API token (required)"),
-		json:   e.fs.Bool("json", false, "print the API's answer as JSON"),
+		// Its value is never shown: help prints the variable's name only.
+		token: e.String("api-token", "HERALD_API_TOKEN", "", "the account's API token (required; printed at herald's first start)"),
+		json:  e.Bool("json", "", false, "print the API's answer as JSON instead of a table"),
 	}
 }
 
 func (f apiFlags) client() (*client.Client, error) {
+	if *f.server == "" { // HERALD_SERVER= set empty means the default
+		*f.server = "http://127.0.0.1:8080"
+	}
+	u, err := url.Parse(*f.server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--server %q: want a URL such as http://127.0.0.1:8080", *f.server)
+	}
 	if *f.token == "" {
-		return nil, errors.New("no API token: pass --api-token or set HERALD_API_TOKEN (printed at herald's first start)")
+		return nil, errors.New("no API token: pass --api-token or set HERALD_API_TOKEN (printed at herald's first start; more in the portal under Settings → API tokens)")
 	}
 	return client.New(*f.server, *f.token, nil), nil
 }
 
+// nounCmd runs one of n's verbs, or lists them.
+func nounCmd(ctx context.Context, n noun, args []string, stdout, stderr io.Writer) error {
+	cmd := "herald " + n.name
+	names := make([]string, len(n.verbs))
+	for i, v := range n.verbs {
+		names[i] = v.name
+	}
+	if len(args) == 0 {
+		nounUsage(stderr, n)
+		return usageError{cmd, errors.New("name a verb: " + strings.Join(names, ", "))}
+	}
+	switch args[0] {
+	case "help", "-h", "--help", "-help":
+		nounUsage(stdout, n)
+		return nil
+	}
+	i := slices.IndexFunc(n.verbs, func(v verb) bool { return v.name == args[0] })
+	if i < 0 {
+		return usageError{cmd, fmt.Errorf("unknown verb %q; want %s", args[0], strings.Join(names, ", "))}
+	}
+	return runVerb(ctx, cmd, n.verbs[i], args[1:], stdout, stderr)
+}
+
+func nounUsage(w io.Writer, n noun) {
+	fmt.Fprintf(w, "Usage: herald %s VERB [flags]\n\n%s\n\nVerbs:\n", n.name, n.about)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, v := range n.verbs {
+		fmt.Fprintf(tw, "  %s\t%s\n", strings.TrimSpace(v.name+" "+strings.Join(v.args, " ")), v.about)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nRun 'herald %s VERB --help' for a verb's flags.\n", n.name)
+}
+
+// runVerb parses a verb's flags, which may come before or after its
+// positionals (herald logs show ID --json), and runs it.
+func runVerb(ctx context.Context, cmd string, v verb, args []string, stdout, stderr io.Writer) error {
+	name := strings.TrimSpace(cmd + " " + v.name)
+	e := &envFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	e.synopsis = strings.TrimSpace(name + " " + strings.Join(v.args, " "))
+	e.summary = v.about
+	e.fs.SetOutput(stderr)
+	run := v.setup(e)
+	af := addAPIFlags(e)
+	e.fs.SetOutput(io.Discard)
+	e.fs.Usage = func() {}
+	var pos []string
+	for {
+		if err := e.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				e.usage(stdout)
+				return err
+			}
+			return usageError{name, err}
+		}
+		if e.fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, e.fs.Arg(0))
+		args = e.fs.Args()[1:]
+	}
+	if len(e.errs) > 0 {
+		return errors.Join(e.errs...)
+	}
+	if len(pos) != len(v.args) {
+		want := "no argument"
+		if len(v.args) > 0 {
+			want = strings.Join(v.args, " ")
+		}
+		return usageError{name, fmt.Errorf("want %s, got %d argument(s)", want, len(pos))}
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	x := &call{c: c, pos: pos, out: stdout, json: *af.json}
+	x.ctx = client.WithAnswer(ctx, &x.answer)
+	return explain(run(x), *af.server)
+}
+
+// explain turns a failure to reach herald into what to do about it.
+func explain(err error, server string) error {
+	var op *net.OpError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &op) && op.Op == "dial":
+		return fmt.Errorf("no herald answers at %s (%v): is it running? Start it with 'herald serve', or name another with --server or HERALD_SERVER", server, op.Err)
+	}
+	var ae *client.Error
+	if errors.As(err, &ae) && ae.Status == 401 {
+		return fmt.Errorf("%w\nCheck --api-token or HERALD_API_TOKEN: it must be one of this account's API tokens (the operator token calls /v3/operator/ only)", err)
+	}
+	return err
+}
+
+// splitList reads a comma-separated flag value.
+func splitList(s string) []string {
+	var out []string
+	for k := range strings.SplitSeq(s, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// healthName writes a webhook status as the API does, whatever its case.
+func healthName(s string) string {
+	for _, h := range []string{"Healthy", "Unhealthy", "Suspended"} {
+		if strings.EqualFold(s, h) {
+			return h
+		}
+	}
+	return s
+}
+
+// parseSince reads a time as RFC 3339 or as a duration ago: 2h, 90m, 3d.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		if _, err := fmt.Sscanf(days, "%d", &n); err == nil && n >= 0 && fmt.Sprint(n) == days {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q: want a time such as 2026-01-02T15:04:05Z, or how long ago, such as 2h, 90m or 3d", s)
+}
+
+func code(c *int) string {
+	if c == nil {
+		return "—"
+	}
+	return fmt.Sprint(*c)
+}
+
+func when(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return t.Format(time.RFC3339)
+}
+
+// optBool reads a flag that is true, false or unset.
+type optBool struct{ v *bool }
+
+func (o *optBool) String() string {
+	if o.v == nil {
+		return ""
+	}
+	return fmt.Sprint(*o.v)
+}
+
+func (o *optBool) Set(s string) error {
+	var b bool
+	switch strings.ToLower(s) {
+	case "true", "yes", "1":
+		b = true
+	case "false", "no", "0":
+	default:
+		return errors.New("want true or false")
+	}
+	o.v = &b
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 // parseArgs parses flags that may come before or after the positional
-// arguments (herald logs show ID --json), and returns the positionals.
+// arguments (herald accounts delete ID --force), and returns the
+// positionals; names says what they are, for help and mistakes.
 func parseArgs(e *envFlags, args []string, want int, names string) ([]string, error) {
 	out := e.fs.Output()
 	e.fs.SetOutput(io.Discard)
@@ -46,9 +317,11 @@ func parseArgs(e *envFlags, args []string, want int, names string) ([]string, er
 	for {
 		if err := e.fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(out, "Usage of %s %s:\n", e.fs.Name(), names)
-				e.fs.SetOutput(out)
-				e.fs.PrintDefaults()
+				e.synopsis = e.fs.Name()
+				if want == 1 {
+					e.synopsis += " ID"
+				}
+				e.usage(out)
 				return nil, err
 			}
 			return nil, usageError{e.fs.Name(), err}
@@ -66,253 +339,4 @@ func parseArgs(e *envFlags, args []string, want int, names string) ([]string, er
 		return nil, usageError{e.fs.Name(), fmt.Errorf("want %s", cmpOr(names, "no argument"))}
 	}
 	return pos, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
-const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN):
-  herald webhooks list [--status S]
-  herald webhooks create --name N --url U --events K1,K2 [--token T]
-  herald webhooks test ID [--event K] [--check-verification]
-  herald logs list [--webhook ID] [--status S] [--event K] [--event-id ID] [--limit N]
-  herald logs show ID
-  herald logs resend ID
-  herald trigger KIND      make the API calls that fire an event of KIND
-`
-
-// apiCommand starts the flags of one of cmd's subcommands, named by
-// args[0], with the flags every API command takes.
-func apiCommand(cmd, subcommands string, args []string, stderr io.Writer) (*envFlags, apiFlags, error) {
-	if len(args) == 0 {
-		return nil, apiFlags{}, usageError{cmd, errors.New("name a command: " + subcommands)}
-	}
-	e := &envFlags{fs: flag.NewFlagSet(cmd+" "+args[0], flag.ContinueOnError)}
-	e.fs.SetOutput(stderr)
-	return e, addAPIFlags(e), nil
-}
-
-func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	e, af, err := apiCommand("herald webhooks", "list, create or test", args, stderr)
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "list":
-		status := e.fs.String("status", "", "only webhooks with this status: Healthy, Unhealthy or Suspended")
-		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
-			return err
-		}
-		c, err := af.client()
-		if err != nil {
-			return err
-		}
-		var all []client.Webhook
-		f := client.WebhookFilter{Status: *status, ListOptions: client.ListOptions{Limit: 500}}
-		for {
-			p, err := c.ListWebhooks(ctx, f)
-			if err != nil {
-				return err
-			}
-			all = append(all, p.Data...)
-			if p.NextCursor == "" {
-				break
-			}
-			f.Cursor = p.NextCursor
-		}
-		if *af.json {
-			return printJSON(stdout, all)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tENABLED\tEVENTS\tURL")
-		for _, w := range all {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\n", w.ID, w.Name, w.Status, w.Enabled, strings.Join(w.Events, ","), w.URL)
-		}
-		return tw.Flush()
-	case "create":
-		name := e.fs.String("name", "", "the webhook's name (required)")
-		url := e.fs.String("url", "", "the receiver's URL (required)")
-		events := e.fs.String("events", "", "comma-separated event kinds (required)")
-		token := e.fs.String("token", "", "the signing token (default: herald generates one)")
-		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
-			return err
-		}
-		c, err := af.client()
-		if err != nil {
-			return err
-		}
-		var kinds []string
-		for k := range strings.SplitSeq(*events, ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				kinds = append(kinds, k)
-			}
-		}
-		w, err := c.CreateWebhook(ctx, client.WebhookCreate{Name: *name, URL: *url, Events: kinds, Token: *token})
-		if err != nil {
-			return err
-		}
-		if *af.json {
-			return printJSON(stdout, w)
-		}
-		fmt.Fprintf(stdout, "created webhook %s (%s)\nsigning token: %s\n", w.ID, w.Name, w.Token)
-		return nil
-	case "test":
-		kind := e.fs.String("event", "", "the event kind of the sample (default: the webhook's first)")
-		check := e.fs.Bool("check-verification", false, "also send the sample with a wrong signature and report whether it was refused")
-		pos, err := parseArgs(e, args[1:], 1, "a webhook ID")
-		if err != nil {
-			return err
-		}
-		c, err := af.client()
-		if err != nil {
-			return err
-		}
-		r, err := c.TestWebhook(ctx, pos[0], client.TestRequest{Event: *kind, CheckVerification: *check})
-		if err != nil {
-			return err
-		}
-		if *af.json {
-			return printJSON(stdout, r)
-		}
-		fmt.Fprintf(stdout, "sent a test %s to %s\n", r.Event, r.Request.URL)
-		if r.Response != nil {
-			fmt.Fprintf(stdout, "answered %d in %d ms\n", r.Response.StatusCode, r.Response.DurationMS)
-		}
-		if r.Error != "" {
-			fmt.Fprintf(stdout, "failed: %s\n", r.Error)
-		}
-		if v := r.VerificationCheck; v != nil && v.Sent {
-			if v.Rejected {
-				fmt.Fprintln(stdout, "verification: the wrongly signed sample was refused, as it must be")
-			} else {
-				fmt.Fprintln(stdout, "verification: the wrongly signed sample was ACCEPTED; the receiver does not verify signatures")
-			}
-		}
-		if !r.Succeeded {
-			return errors.New("the test delivery did not succeed")
-		}
-		return nil
-	}
-	return usageError{"herald webhooks", fmt.Errorf("unknown command %q; want list, create or test", args[0])}
-}
-
-func logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	e, af, err := apiCommand("herald logs", "list, show or resend", args, stderr)
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "list":
-		var f client.LogFilter
-		e.fs.StringVar(&f.WebhookID, "webhook", "", "only this webhook's logs")
-		e.fs.StringVar(&f.Status, "status", "", "only logs with this status")
-		e.fs.StringVar(&f.Event, "event", "", "only events of this kind")
-		e.fs.StringVar(&f.EventID, "event-id", "", "only this event's logs")
-		e.fs.IntVar(&f.Limit, "limit", 20, "how many, newest first (at most 500)")
-		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
-			return err
-		}
-		c, err := af.client()
-		if err != nil {
-			return err
-		}
-		p, err := c.ListEventLogs(ctx, f)
-		if err != nil {
-			return err
-		}
-		if *af.json {
-			return printJSON(stdout, p)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tEVENT\tSTATUS\tCODE\tATTEMPTS\tCREATED\tWEBHOOK")
-		for _, l := range p.Data {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", l.ID, l.Event, l.Status, code(l.StatusCode), l.AttemptCount,
-				l.CreatedAt.Format(time.RFC3339), l.WebhookID)
-		}
-		return tw.Flush()
-	case "show", "resend":
-		pos, err := parseArgs(e, args[1:], 1, "an event log ID")
-		if err != nil {
-			return err
-		}
-		c, err := af.client()
-		if err != nil {
-			return err
-		}
-		var l client.EventLog
-		if args[0] == "show" {
-			l, err = c.EventLog(ctx, pos[0])
-		} else {
-			l, err = c.ResendEventLog(ctx, pos[0])
-		}
-		if err != nil {
-			return err
-		}
-		if *af.json {
-			return printJSON(stdout, l)
-		}
-		fmt.Fprintf(stdout, "log %s: %s %s, %s, webhook %s\n", l.ID, l.Event, l.EventID, l.Status, l.WebhookID)
-		for _, a := range l.Attempts {
-			fmt.Fprintf(stdout, "  attempt %d (%s) at %s: %s in %d ms", a.Number, a.Trigger, a.SentAt.Format(time.RFC3339), code(a.StatusCode), a.DurationMS)
-			if a.Error != nil {
-				fmt.Fprintf(stdout, ", %s", *a.Error)
-			}
-			fmt.Fprintln(stdout)
-		}
-		fmt.Fprintf(stdout, "payload: %s\n", l.Payload)
-		if args[0] == "resend" && len(l.Attempts) > 0 && l.Attempts[len(l.Attempts)-1].Error != nil {
-			return errors.New("the resend did not succeed")
-		}
-		return nil
-	}
-	return usageError{"herald logs", fmt.Errorf("unknown command %q; want list, show or resend", args[0])}
-}
-
-func code(c *int) string {
-	if c == nil {
-		return "—"
-	}
-	return fmt.Sprint(*c)
-}
-
-func triggerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	e := &envFlags{fs: flag.NewFlagSet("herald trigger", flag.ContinueOnError)}
-	e.fs.SetOutput(stderr)
-	af := addAPIFlags(e)
-	pos, err := parseArgs(e, args, 1, "an event kind: "+strings.Join(client.TriggerKinds, ", "))
-	if err != nil {
-		return err
-	}
-	c, err := af.client()
-	if err != nil {
-		return err
-	}
-	calls, err := c.Trigger(ctx, pos[0])
-	if *af.json {
-		if perr := printJSON(stdout, map[string]any{"event": pos[0], "calls": calls}); perr != nil {
-			return perr
-		}
-	} else {
-		for _, call := range calls {
-			fmt.Fprintln(stdout, call)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if !*af.json {
-		fmt.Fprintf(stdout, "fired %s; see it with: herald logs list --event %s\n", pos[0], pos[0])
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,10 @@ type envFlags struct {
 	group string
 	order []string
 	about map[string]flagAbout
+
+	// synopsis replaces "NAME [flags]" on help's first line (herald logs
+	// show ID); summary, when set, follows it.
+	synopsis, summary string
 }
 
 type flagAbout struct {
@@ -59,7 +64,10 @@ func (e *envFlags) note(name, env, def string) {
 // usage prints the flags as the README writes them: --name VALUE, grouped,
 // each with its help, its environment variable and its default.
 func (e *envFlags) usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s [flags]\n", e.fs.Name())
+	fmt.Fprintf(w, "Usage: %s [flags]\n", cmpOr(e.synopsis, e.fs.Name()))
+	if e.summary != "" {
+		fmt.Fprintf(w, "\n%s\n", e.summary)
+	}
 	seen := map[string]bool{}
 	var groups []string
 	byGroup := map[string][]string{}
@@ -80,6 +88,9 @@ func (e *envFlags) usage(w io.Writer) {
 			e.about[f.Name] = flagAbout{def: f.DefValue}
 		}
 	})
+	if i := slices.Index(groups, ""); i > 0 { // the command's own flags first
+		groups = append([]string{""}, slices.Delete(groups, i, i+1)...)
+	}
 	for _, g := range groups {
 		fmt.Fprintln(w)
 		if g != "" {

@@ -1,8 +1,9 @@
 // Command herald is the webhook notification service: `herald serve` runs the
 // API and delivers events; `herald listen` is a local receiver for people
 // building an integration; `herald migrate` applies schema migrations;
-// `herald version` prints the version; `herald webhooks`, `herald logs` and
-// `herald trigger` call a running herald's API through package client;
+// `herald version` prints the version; `herald webhooks`, `herald logs`,
+// `herald api-tokens` and `herald trigger` call a running herald's API
+// through package client;
 // `herald accounts` manages accounts on the database directly; `herald
 // backup` and `herald restore` copy a SQLite database with its key, and
 // bring a copy back.
@@ -72,10 +73,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return benchCmd(ctx, rest, stdout, stderr)
 	case "listen":
 		return listenCmd(ctx, rest, stdout, stderr)
-	case "webhooks":
-		return webhooksCmd(ctx, rest, stdout, stderr)
-	case "logs":
-		return logsCmd(ctx, rest, stdout, stderr)
 	case "trigger":
 		return triggerCmd(ctx, rest, stdout, stderr)
 	case "accounts":
@@ -91,6 +88,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
+		for _, n := range apiNouns {
+			if n.name == cmd {
+				return nounCmd(ctx, n, rest, stdout, stderr)
+			}
+		}
 		return usageError{cmd: "herald", err: fmt.Errorf("unknown command %q", cmd)}
 	}
 }

@@ -341,6 +341,14 @@ func TestAPIMatchesItsReference(t *testing.T) {
 		return w["status"] == "Suspended"
 	})
 	c.call(201, "POST", "/v3/licenses", map[string]any{"productId": pid}, nil)
+	// The suspension's email, kept (no SMTP server here), read back.
+	heraldtest.Eventually(t, 30*time.Second, "the suspension email kept", func() bool {
+		var emails struct{ Data []map[string]any }
+		c.call(200, "GET", "/v3/emails", nil, &emails)
+		return len(emails.Data) > 0 && emails.Data[0]["status"] == "kept"
+	})
+	c.call(200, "GET", "/v3/emails?limit=1", nil, nil)
+	c.call(422, "GET", "/v3/emails?limit=0", nil, nil)
 	recoverPath := "/v3/webhooks/" + did + "/recover"
 	c.call(422, "POST", recoverPath, map[string]any{"dryRun": true}, nil)
 	c.call(422, "POST", recoverPath, map[string]any{"since": "yesterday", "statuses": []string{"succeeded"}}, nil)

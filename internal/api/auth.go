@@ -53,7 +53,12 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 				return
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
-			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", "the API token is not valid: unknown, revoked or expired"))
+			detail := "the API token is not valid: unknown, revoked or expired"
+			if a.operatorHash != "" && auth.SameToken(a.operatorHash, strings.TrimSpace(token)) {
+				// A valid credential in the wrong place: say which place.
+				detail = "this is the operator token, which authorises the /v3/operator/ calls only; account calls take one of the account's API tokens (printed at first start, or made with POST /v3/operator/accounts)"
+			}
+			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", detail))
 			return
 		}
 		if err != nil {
@@ -67,8 +72,8 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			if d := a.limits.Accounts.Allow(acct.ID, *rps); !d.Allowed {
 				d.SetHeaders(w.Header())
 				a.writeError(w, r, problem(http.StatusTooManyRequests, "rate-limited", "Too many requests",
-					fmt.Sprintf("this account has made more requests than its limit of %d a second (bursts of %d), set by the operator for the account and counted across all its API tokens; retry after %s seconds",
-						*rps, d.Limit, w.Header().Get("Retry-After"))))
+					fmt.Sprintf("this account has made more requests than its limit of %d a second (bursts of %d), set by the operator for the account and counted across all its API tokens; retry after %s",
+						*rps, d.Limit, seconds(w.Header().Get("Retry-After")))))
 				return
 			}
 		}
@@ -90,7 +95,15 @@ func (a *API) allow(w http.ResponseWriter, r *http.Request, d ratelimit.Decision
 		return true
 	}
 	a.writeError(w, r, problem(http.StatusTooManyRequests, "rate-limited", "Too many requests",
-		fmt.Sprintf("this %s has made more requests than its limit of %d at once and %s a second; retry after %s seconds",
-			who, d.Limit, strconv.FormatFloat(d.Rate, 'f', -1, 64), w.Header().Get("Retry-After"))))
+		fmt.Sprintf("this %s has made more requests than its limit of %d at once and %s a second; retry after %s",
+			who, d.Limit, strconv.FormatFloat(d.Rate, 'f', -1, 64), seconds(w.Header().Get("Retry-After")))))
 	return false
+}
+
+// seconds writes a Retry-After value in words: 1 second, 2 seconds.
+func seconds(n string) string {
+	if n == "1" {
+		return "1 second"
+	}
+	return n + " seconds"
 }

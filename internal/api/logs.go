@@ -69,7 +69,7 @@ func toHeadersJSON(h *store.AttemptHeaders) *headersJSON {
 func toLogJSON(l store.EventLog, withAttempts bool) logJSON {
 	out := logJSON{ID: l.ID, WebhookID: l.WebhookID, EventID: l.EventID, Event: l.Event, Status: l.Status,
 		Payload: string(l.Payload), StatusCode: l.StatusCode, SentAt: optTS(l.SentAt), ReceivedAt: optTS(l.ReceivedAt),
-		RetryReason: l.RetryReason, AttemptCount: l.AttemptCount, NextAttemptAt: optTS(l.NextAttemptAt),
+		RetryReason: l.RetryReason, AttemptCount: l.AttemptsMade, NextAttemptAt: optTS(l.NextAttemptAt),
 		CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
 	if withAttempts {
 		attempts := make([]attemptJSON, len(l.Attempts))

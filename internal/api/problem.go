@@ -110,7 +110,9 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
-	json.NewEncoder(w).Encode(p)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // a detail's "Bearer <token>" reads as written
+	enc.Encode(p)
 }
 
 // writeJSON answers v as JSON with raw UTF-8 (no \u escapes, no HTML escapes).

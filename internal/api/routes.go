@@ -99,6 +99,8 @@ func New(c Config) http.Handler {
 	h("POST /v3/api-tokens", a.createAPIToken)
 	h("DELETE /v3/api-tokens/{id}", a.deleteAPIToken)
 
+	h("GET /v3/emails", a.listEmails)
+
 	h("POST /v3/webhooks", a.createWebhook)
 	h("GET /v3/webhooks", a.listWebhooks)
 	h("GET /v3/webhooks/{id}", a.getWebhook)

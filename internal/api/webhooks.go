@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
@@ -88,7 +89,7 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f := store.WebhookFilter{Page: p, Status: store.Health(r.URL.Query().Get("status"))}
+	f := store.WebhookFilter{Page: p, Status: healthNamed(r.URL.Query().Get("status"))}
 	if f.Status != "" && !f.Status.Valid() {
 		return Invalid{{"status", "must be Healthy, Unhealthy or Suspended"}}.Err()
 	}
@@ -210,4 +211,15 @@ func (a *API) testWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, res)
+}
+
+// healthNamed reads a webhook status in any case (suspended, SUSPENDED),
+// as people type it; an unknown name is left for Valid to refuse.
+func healthNamed(s string) store.Health {
+	for _, h := range []store.Health{store.Healthy, store.Unhealthy, store.Suspended} {
+		if strings.EqualFold(s, string(h)) {
+			return h
+		}
+	}
+	return store.Health(s)
 }

@@ -26,6 +26,9 @@ type Product struct {
 type ProductInput struct {
 	Name     Optional[string]          `json:"name"`
 	Metadata Optional[json.RawMessage] `json:"metadata"`
+	// TestData, at creation only, marks a product whose deletion fires
+	// no event (herald trigger's, cleaned up after it).
+	TestData Optional[bool] `json:"testData"`
 }
 
 // querier reads, in a transaction or outside one.
@@ -71,6 +74,9 @@ func (in *ProductInput) validate(create bool) (json.RawMessage, error) {
 		v.text("name", *in.Name.Value, 1, maxName)
 	}
 	meta := v.metadata(in.Metadata)
+	if in.TestData.Set && (!create || in.TestData.Value == nil) {
+		v.add("testData", "is set at creation only, to true or false")
+	}
 	return meta, v.err()
 }
 
@@ -84,8 +90,9 @@ func (s *Service) CreateProduct(ctx context.Context, accountID string, in Produc
 	err = s.store.InTx(ctx, func(tx *store.Tx) error {
 		now := fromMS(store.MS(tx.Now()))
 		p = Product{ID: store.NewID(), Name: *in.Name.Value, Metadata: meta, CreatedAt: now, UpdatedAt: now}
-		if _, err := tx.Exec(ctx, `INSERT INTO products (id, account_id, name, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			p.ID, accountID, p.Name, string(p.Metadata), store.MS(now.Time), store.MS(now.Time)); err != nil {
+		testData := in.TestData.Value != nil && *in.TestData.Value
+		if _, err := tx.Exec(ctx, `INSERT INTO products (id, account_id, name, metadata, created_at, updated_at, test_data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			p.ID, accountID, p.Name, string(p.Metadata), store.MS(now.Time), store.MS(now.Time), testData); err != nil {
 			return fmt.Errorf("insert product: %w", err)
 		}
 		_, err := tx.Fire(ctx, accountID, event.ProductCreated, p)
@@ -147,8 +154,15 @@ func (s *Service) DeleteProduct(ctx context.Context, accountID, id string) error
 		if err != nil {
 			return err
 		}
+		var testData bool
+		if err := tx.QueryRow(ctx, `SELECT test_data FROM products WHERE account_id = ? AND id = ?`, accountID, id).Scan(&testData); err != nil {
+			return fmt.Errorf("read product: %w", err)
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM products WHERE account_id = ? AND id = ?`, accountID, id); err != nil {
 			return fmt.Errorf("delete product: %w", err)
+		}
+		if testData {
+			return nil
 		}
 		_, err = tx.Fire(ctx, accountID, event.ProductDeleted, p)
 		return err

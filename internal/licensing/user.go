@@ -25,6 +25,9 @@ type User struct {
 type UserInput struct {
 	Email Optional[string] `json:"email"`
 	Name  Optional[string] `json:"name"`
+	// TestData, at creation only, marks a user whose deletion fires no
+	// event (herald trigger's, cleaned up after it).
+	TestData Optional[bool] `json:"testData"`
 }
 
 const userColumns = `id, email, name, created_at, updated_at`
@@ -71,6 +74,9 @@ func (in *UserInput) validate(create bool) error {
 		*in.Name.Value = strings.TrimSpace(*in.Name.Value)
 		v.text("name", *in.Name.Value, 1, maxName)
 	}
+	if in.TestData.Set && (!create || in.TestData.Value == nil) {
+		v.add("testData", "is set at creation only, to true or false")
+	}
 	return v.err()
 }
 
@@ -102,8 +108,9 @@ func (s *Service) CreateUser(ctx context.Context, accountID string, in UserInput
 		}
 		now := fromMS(store.MS(tx.Now()))
 		u = User{ID: store.NewID(), Email: *in.Email.Value, Name: in.Name.Value, CreatedAt: now, UpdatedAt: now}
-		if _, err := tx.Exec(ctx, `INSERT INTO users (id, account_id, email, email_key, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			u.ID, accountID, u.Email, emailKey(u.Email), u.Name, store.MS(now.Time), store.MS(now.Time)); err != nil {
+		testData := in.TestData.Value != nil && *in.TestData.Value
+		if _, err := tx.Exec(ctx, `INSERT INTO users (id, account_id, email, email_key, name, created_at, updated_at, test_data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			u.ID, accountID, u.Email, emailKey(u.Email), u.Name, store.MS(now.Time), store.MS(now.Time), testData); err != nil {
 			return uniqueOr(fmt.Errorf("insert user: %w", err), errEmailTaken)
 		}
 		_, err := tx.Fire(ctx, accountID, event.UserCreated, u)
@@ -173,8 +180,15 @@ func (s *Service) DeleteUser(ctx context.Context, accountID, id string) error {
 			store.MS(tx.Now()), accountID, id); err != nil {
 			return fmt.Errorf("unassign licenses: %w", err)
 		}
+		var testData bool
+		if err := tx.QueryRow(ctx, `SELECT test_data FROM users WHERE account_id = ? AND id = ?`, accountID, id).Scan(&testData); err != nil {
+			return fmt.Errorf("read user: %w", err)
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM users WHERE account_id = ? AND id = ?`, accountID, id); err != nil {
 			return fmt.Errorf("delete user: %w", err)
+		}
+		if testData {
+			return nil
 		}
 		_, err = tx.Fire(ctx, accountID, event.UserDeleted, u)
 		return err

@@ -121,7 +121,7 @@ func (p Policy) ValidateURL(raw string) error {
 }
 
 var (
-	errPrivate  = errors.New("resolves to a private or loopback address")
+	errPrivate  = errors.New("resolves to a private or loopback address, refused unless herald runs with --allow-private-networks")
 	errMetadata = errors.New("resolves to a cloud metadata address")
 )
 

@@ -47,7 +47,7 @@ func TestValidateURLLooksNamesUp(t *testing.T) {
 		"mapped.herald.dev":   {"::ffff:169.254.169.254"},
 		"loopback.herald.dev": {"::1"},
 	}}
-	const private, metadata = "resolves to a private or loopback address", "resolves to a cloud metadata address"
+	const private, metadata = "resolves to a private or loopback address, refused unless herald runs with --allow-private-networks", "resolves to a cloud metadata address"
 	tests := []struct {
 		url                          string
 		deny, allowPrivate, allowAll string

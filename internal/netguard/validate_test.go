@@ -9,7 +9,7 @@ func TestValidateURL(t *testing.T) {
 	t.Parallel()
 	const (
 		ok         = ""
-		private    = "resolves to a private or loopback address"
+		private    = "resolves to a private or loopback address, refused unless herald runs with --allow-private-networks"
 		metadata   = "resolves to a cloud metadata address"
 		scheme     = "must use http or https"
 		noHost     = "must have a host"

@@ -12,7 +12,15 @@ type accountData struct {
 	NotificationEmail string
 	OwnerEmail        string
 	Errors            fieldErrors
+	// Emails are the latest notification emails; EmailsKept says herald
+	// has no SMTP server, so none of them was sent.
+	Emails     []store.Email
+	MoreEmails bool
+	EmailsKept bool
 }
+
+// emailsShown is how many of the latest emails Settings shows.
+const emailsShown = 20
 
 // account shows the account's settings: its name and the notification email
 // that hears when a webhook is suspended.
@@ -21,7 +29,12 @@ func (h *handler) account(w http.ResponseWriter, r *http.Request, s store.Sessio
 	if err != nil {
 		return err
 	}
-	d := accountData{Name: a.Name, NotificationEmail: a.NotificationEmail, OwnerEmail: s.OwnerEmail}
+	d := accountData{Name: a.Name, NotificationEmail: a.NotificationEmail, OwnerEmail: s.OwnerEmail, EmailsKept: h.emailsKept}
+	emails, more, err := h.store.AccountEmails(r.Context(), s.AccountID, store.Page{Limit: emailsShown})
+	if err != nil {
+		return err
+	}
+	d.Emails, d.MoreEmails = emails, more != ""
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Name, d.NotificationEmail, d.Errors = f.Form.Get("name"), f.Form.Get("notificationEmail"), f.Errors
 	}

@@ -45,6 +45,10 @@ func TestBrowserFormsEditDisableDelete(t *testing.T) {
 	if n := b.count("#error-summary a[href='#url-error'], #error-summary a[href='#token-error'], #error-summary a[href='#events-error']"); n != 3 {
 		t.Errorf("the error summary links to %d of the 3 fields in error", n)
 	}
+	// The summary lists them in the order of the fields on the page.
+	if got := run(b, chromedp.Evaluate[string](`[...document.querySelectorAll('#error-summary a')].map(a => a.getAttribute('href')).join(' ')`)); got != "#url-error #token-error #events-error" {
+		t.Errorf("the error summary lists %q; want the fields' order: #url-error #token-error #events-error", got)
+	}
 	b.contains("#url-error", "URL must use http or https.")
 	b.contains("#token-error", "Token must be 16 to 256 characters.")
 	b.contains("#events-error", "Events must name at least one event kind.")

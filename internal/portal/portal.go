@@ -51,6 +51,9 @@ type Config struct {
 	// DeviceKey signs the cookie that marks a browser as having signed in
 	// as an email, which exempts it from that email's sign-in limit.
 	DeviceKey []byte
+	// EmailsKept says herald has no SMTP server: notification emails are
+	// kept, not sent, and Settings says so beside them.
+	EmailsKept bool
 }
 
 // deliverer is what the portal asks of the delivery package.
@@ -83,6 +86,8 @@ type handler struct {
 	// suspendAfter is how many failed events in a row suspend a webhook,
 	// for the page that explains suspension.
 	suspendAfter int
+	// emailsKept is Config.EmailsKept.
+	emailsKept bool
 }
 
 // New returns the portal's handler, to be mounted at /.
@@ -90,7 +95,8 @@ func New(c Config) http.Handler {
 	static := mustLoadStatic()
 	h := &handler{
 		store: c.Store, policy: c.Policy, log: c.Logger, secure: c.SecureCookies, now: c.Now, publicURL: c.PublicURL,
-		pages: mustParsePages(static), static: static,
+		emailsKept: c.EmailsKept,
+		pages:      mustParsePages(static), static: static,
 		hashing:  make(chan struct{}, max(2, runtime.NumCPU())),
 		checking: make(chan struct{}, max(2, runtime.NumCPU())),
 	}

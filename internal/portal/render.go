@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,12 +55,13 @@ func parsePages(static *staticFiles) (*pages, error) {
 
 // view is what the layout renders: the page's own data in Data.
 type view struct {
-	Email string // the signed-in owner; "" when nobody is
-	CSRF  string // the session's CSRF token, for every form
-	Page  string // the page's own address, sent with every form: an ended session comes back here
-	Nav   string // the current navigation entry
-	Flash string // what the last action did, shown once
-	Data  any
+	Email   string // the signed-in owner; "" when nobody is
+	Account string // the signed-in owner's account, by name
+	CSRF    string // the session's CSRF token, for every form
+	Page    string // the page's own address, sent with every form: an ended session comes back here
+	Nav     string // the current navigation entry
+	Flash   string // what the last action did, shown once
+	Data    any
 }
 
 // render executes a page into a buffer first, so a template error becomes
@@ -79,7 +81,11 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		status = f.Status
 	}
 	if s, ok := sessionFrom(r.Context()); ok {
-		v.Email, v.CSRF = s.OwnerEmail, s.CSRFToken
+		v.Email, v.CSRF, v.Account = s.OwnerEmail, s.CSRFToken, s.AccountName
+	} else if held, ok := r.Context().Value(sessionHeld{}).(*store.Session); ok && held.CSRFToken != "" {
+		// An error page of a signed-in request keeps the sidebar and
+		// Sign out: serve renders it with the request it started with.
+		v.Email, v.CSRF, v.Account = held.OwnerEmail, held.CSRFToken, held.AccountName
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
@@ -148,7 +154,14 @@ func funcs(static *staticFiles) template.FuncMap {
 			return n
 		},
 		"fieldError": func(id string, errs fieldErrors) fieldErrorArgs { return fieldErrorArgs{ID: id, Msg: errs[id]} },
-		"summary":    func(msg string, errs fieldErrors) summaryArgs { return summaryArgs{Msg: msg, Errors: errs} },
+		// logTable passes logs to the log-table partial; oneWebhook leaves
+		// out the webhook column on a page that is about one webhook.
+		"logTable": func(rows []logRow, oneWebhook bool) logTableArgs {
+			return logTableArgs{Rows: rows, OneWebhook: oneWebhook}
+		},
+		"summary": func(msg string, errs fieldErrors) summaryArgs {
+			return summaryArgs{Msg: msg, Errors: errs, Items: inFieldOrder(errs)}
+		},
 		// item passes a row and the page's root to a partial, and where an
 		// action on the row comes back to.
 		"item": func(root view, it any, back ...string) rowArgs {
@@ -187,6 +200,40 @@ type fieldErrorArgs struct{ ID, Msg string }
 type summaryArgs struct {
 	Msg    string
 	Errors fieldErrors
+	Items  []summaryItem // Errors in the order the forms show their fields
+}
+
+type summaryItem struct{ ID, Msg string }
+
+type logTableArgs struct {
+	Rows       []logRow
+	OneWebhook bool
+}
+
+// fieldOrder is the order in which the portal's forms show their fields,
+// one list for all: no two forms show two of them the other way round.
+// A summary lists its errors in it, as a reader meets the fields.
+var fieldOrder = []string{"name", "url", "token", "events", "scope", "expires", "current", "password", "confirm",
+	"email", "role", "notificationEmail", "q", "status", "event", "from", "to"}
+
+func inFieldOrder(errs fieldErrors) []summaryItem {
+	var out []summaryItem
+	for _, id := range fieldOrder {
+		if msg, ok := errs[id]; ok {
+			out = append(out, summaryItem{id, msg})
+		}
+	}
+	var rest []string // any other, after them, by name
+	for id := range errs {
+		if id != "" && !slices.Contains(fieldOrder, id) {
+			rest = append(rest, id)
+		}
+	}
+	slices.Sort(rest)
+	for _, id := range rest {
+		out = append(out, summaryItem{id, errs[id]})
+	}
+	return out
 }
 
 type rowArgs struct {

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -74,6 +75,7 @@ func (h *handler) serve(fn handlerFunc) http.Handler {
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
+		r = r.WithContext(context.WithValue(r.Context(), sessionHeld{}, new(store.Session)))
 		err := checkURL(r)
 		if err == nil {
 			err = fn(w, r)

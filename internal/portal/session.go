@@ -29,6 +29,10 @@ type sessionFunc func(w http.ResponseWriter, r *http.Request, s store.Session) e
 
 type sessionKey struct{}
 
+// sessionHeld is where signedIn leaves the session for serve, which renders
+// a page's error with the request it started with.
+type sessionHeld struct{}
+
 // sessionFrom returns the signed-in session a request carries, if any.
 func sessionFrom(ctx context.Context) (store.Session, bool) {
 	s, ok := ctx.Value(sessionKey{}).(store.Session)
@@ -65,6 +69,9 @@ func (h *handler) signedIn(fn sessionFunc) handlerFunc {
 				to = withQuery(to, "next", r.URL.RequestURI())
 			}
 			return redirect(w, r, to)
+		}
+		if held, ok := r.Context().Value(sessionHeld{}).(*store.Session); ok {
+			*held = s
 		}
 		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
 		if r.Method == http.MethodGet {

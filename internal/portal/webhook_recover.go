@@ -26,7 +26,10 @@ func (h *handler) recoveryData(r *http.Request, s store.Session, hook store.Webh
 	if err != nil {
 		return d, err
 	}
-	if len(list) > 0 {
+	// A recovery that ended before the webhook last left Healthy belongs to
+	// an earlier outage: under a fresh Unhealthy or Suspended banner it
+	// would read as if it had just been tried.
+	if len(list) > 0 && !(list[0].FinishedAt != nil && hook.LeftHealthyAt != nil && list[0].FinishedAt.Before(*hook.LeftHealthyAt)) {
 		d.Latest = &list[0]
 	}
 	if hook.LeftHealthyAt != nil {

@@ -123,6 +123,11 @@ func testSuccessfulResendMakesSuspendedWebhookHealthy(t *testing.T, db string) {
 	if got := h.Webhook(hook.ID).Status; got != "Healthy" {
 		t.Errorf("webhook %s; want Healthy", got)
 	}
+	// attemptCount counts resends, in the answer, a log's page and a list.
+	if l.AttemptCount != len(l.Attempts) || h.Log(logID).AttemptCount != len(l.Attempts) || h.Logs("webhookId=" + hook.ID)[0].AttemptCount != len(l.Attempts) {
+		t.Errorf("attemptCount %d (read again %d, listed %d); want %d, every attempt", l.AttemptCount, h.Log(logID).AttemptCount,
+			h.Logs("webhookId=" + hook.ID)[0].AttemptCount, len(l.Attempts))
+	}
 	reqs := rcv.Requests()
 	if string(reqs[len(reqs)-1].Body) != before.Payload {
 		t.Errorf("resend sent other bytes than the log's payload")

@@ -336,6 +336,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			st.Close()
 			return nil, fmt.Errorf("smtp: %w", err)
 		}
+	} else {
+		log.Warn("notification emails are not being sent: no --smtp-url; they are kept, and shown in the portal's Settings and by herald emails list")
 	}
 	s.outbox = notify.NewOutbox(st, sender, log)
 	outbox = s.outbox
@@ -380,7 +382,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, Limits: s.limits,
 		OperatorToken: cfg.OperatorToken, PublicURL: cfg.PublicURL}))
-	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log,
+	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, EmailsKept: cfg.SMTPURL == "",
 		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey, PublicURL: cfg.PublicURL, Now: st.Now}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.ready)

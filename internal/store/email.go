@@ -121,3 +121,31 @@ FROM emails WHERE account_id = ? ORDER BY created_at DESC, id DESC`, accountID)
 	}
 	return out, rows.Err()
 }
+
+// AccountEmails lists a page of an account's emails, newest first, with the
+// cursor of the next page ("" on the last).
+func (s *Store) AccountEmails(ctx context.Context, accountID string, p Page) ([]Email, string, error) {
+	q, args := p.apply(`SELECT id, account_id, recipient, subject, body, created_at, sent_at, COALESCE(error, ''), attempts
+FROM emails WHERE account_id = ?`, []any{accountID})
+	rows, err := s.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list emails: %w", err)
+	}
+	defer rows.Close()
+	var out []Email
+	for rows.Next() {
+		var e Email
+		var c int64
+		var sent sql.NullInt64
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.To, &e.Subject, &e.Body, &c, &sent, &e.Error, &e.Attempts); err != nil {
+			return nil, "", fmt.Errorf("list emails: %w", err)
+		}
+		e.CreatedAt, e.SentAt = fromMS(c), optTime(sent)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list emails: %w", err)
+	}
+	out, next := cut(out, p.Limit, func(e Email) string { return e.ID })
+	return out, next, nil
+}

@@ -43,18 +43,23 @@ const (
 
 // EventLog is one event's delivery to one webhook.
 type EventLog struct {
-	ID            string
-	AccountID     string
-	WebhookID     string
-	EventID       string
-	Event         event.Kind
-	Status        LogStatus
-	Payload       []byte
-	StatusCode    *int
-	SentAt        *time.Time
-	ReceivedAt    *time.Time
-	RetryReason   *string
-	AttemptCount  int // automatic attempts
+	ID           string
+	AccountID    string
+	WebhookID    string
+	EventID      string
+	Event        event.Kind
+	Status       LogStatus
+	Payload      []byte
+	StatusCode   *int
+	SentAt       *time.Time
+	ReceivedAt   *time.Time
+	RetryReason  *string
+	AttemptCount int // automatic attempts: the retry schedule counts these
+	// AttemptsMade counts every attempt recorded, automatic, resent and
+	// recovered alike: what the API's attemptCount and the portal show.
+	// It is counted where the log is read, from its attempts, so no
+	// writer has to keep a second counter in step.
+	AttemptsMade  int
 	NextAttemptAt *time.Time
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
@@ -83,7 +88,8 @@ type Attempt struct {
 const logColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.status,
 (SELECT e.body FROM events e WHERE e.id = l.event_id), l.status_code, l.sent_at,
 l.received_at, l.retry_reason, l.attempt_count, l.due_at, l.created_at, l.updated_at,
-(SELECT a.duration_ms FROM webhook_attempts a WHERE a.log_id = l.id ORDER BY a.number DESC LIMIT 1)`
+(SELECT a.duration_ms FROM webhook_attempts a WHERE a.log_id = l.id ORDER BY a.number DESC LIMIT 1),
+(SELECT COUNT(*) FROM webhook_attempts a WHERE a.log_id = l.id)`
 
 func scanLog(sc interface{ Scan(...any) error }) (EventLog, error) {
 	var l EventLog
@@ -94,7 +100,7 @@ func scanLog(sc interface{ Scan(...any) error }) (EventLog, error) {
 	var c, u int64
 	var duration sql.NullInt64
 	if err := sc.Scan(&l.ID, &l.AccountID, &l.WebhookID, &l.EventID, &kind, &status, &l.Payload, &code, &sent,
-		&recv, &reason, &l.AttemptCount, &due, &c, &u, &duration); err != nil {
+		&recv, &reason, &l.AttemptCount, &due, &c, &u, &duration, &l.AttemptsMade); err != nil {
 		return EventLog{}, err
 	}
 	if duration.Valid {

@@ -17,10 +17,13 @@ type Session struct {
 	OwnerID    string
 	OwnerEmail string
 	OwnerRole  Role // what the signed-in user may do, read with the session
-	CSRFToken  string
-	CreatedAt  time.Time
-	SeenAt     time.Time
-	ExpiresAt  time.Time
+	// AccountName is the account's name, read with the session, for the
+	// portal's header.
+	AccountName string
+	CSRFToken   string
+	CreatedAt   time.Time
+	SeenAt      time.Time
+	ExpiresAt   time.Time
 }
 
 // CreateSession stores a new session, and removes sessions that have expired.
@@ -43,9 +46,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`, n.IDHash, n.AccountID, n.OwnerID, n.CSRFToken, ms
 func (s *Store) SessionByHash(ctx context.Context, idHash string) (Session, error) {
 	var x Session
 	var c, seen, exp int64
-	err := s.QueryRow(ctx, `SELECT p.id_hash, p.account_id, p.owner_id, o.email, o.role, p.csrf_token, p.created_at, p.seen_at, p.expires_at
+	err := s.QueryRow(ctx, `SELECT p.id_hash, p.account_id, p.owner_id, o.email, o.role, p.csrf_token, p.created_at, p.seen_at, p.expires_at,
+COALESCE((SELECT a.name FROM accounts a WHERE a.id = p.account_id), '')
 FROM portal_sessions p JOIN owners o ON o.id = p.owner_id WHERE p.id_hash = ? AND p.expires_at > ?`, idHash, ms(s.now())).
-		Scan(&x.IDHash, &x.AccountID, &x.OwnerID, &x.OwnerEmail, &x.OwnerRole, &x.CSRFToken, &c, &seen, &exp)
+		Scan(&x.IDHash, &x.AccountID, &x.OwnerID, &x.OwnerEmail, &x.OwnerRole, &x.CSRFToken, &c, &seen, &exp, &x.AccountName)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}

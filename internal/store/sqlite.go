@@ -50,7 +50,7 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 	// deliver its attempts twice, so it is refused here.
 	unlock, err := LockSQLite(path)
 	if errors.Is(err, ErrInUse) {
-		return fmt.Errorf("open sqlite %s: another herald process is using it (SQLite serves one process; use PostgreSQL for several)", path)
+		return sqliteInUse(path)
 	}
 	if err != nil {
 		return err
@@ -233,3 +233,12 @@ func rebindDollar(q string) string {
 	}
 	return b.String()
 }
+
+// sqliteInUse is ErrInUse (errors.Is says so) on opening, worded for it.
+type sqliteInUse string
+
+func (p sqliteInUse) Error() string {
+	return "open sqlite " + string(p) + ": another herald process is using it (SQLite serves one process; use PostgreSQL for several)"
+}
+
+func (sqliteInUse) Is(target error) bool { return target == ErrInUse }

@@ -61,12 +61,17 @@ func testHealthStreak(t *testing.T, b *bundle) {
 		return o
 	}
 	step(resend(c[1].LogID, store.ResendFailed, 500), store.Suspended, 4, 0)
-	if l := b.log(t, c[1].LogID); l.Status != store.Failed || len(l.Attempts) != 2 || l.Attempts[1].Trigger != store.TriggerResend || l.AttemptCount != 1 {
-		t.Fatalf("after a failed resend: %s, %d attempts (automatic %d)", l.Status, len(l.Attempts), l.AttemptCount)
+	if l := b.log(t, c[1].LogID); l.Status != store.Failed || len(l.Attempts) != 2 || l.Attempts[1].Trigger != store.TriggerResend || l.AttemptCount != 1 || l.AttemptsMade != 2 {
+		t.Fatalf("after a failed resend: %s, %d attempts (automatic %d, made %d)", l.Status, len(l.Attempts), l.AttemptCount, l.AttemptsMade)
 	}
 	step(resend(c[1].LogID, store.Delivered, 200), store.Healthy, 0, 0)
-	if l := b.log(t, c[1].LogID); l.Status != store.Succeeded || len(l.Attempts) != 3 {
-		t.Fatalf("after a good resend: %s, %d attempts", l.Status, len(l.Attempts))
+	if l := b.log(t, c[1].LogID); l.Status != store.Succeeded || len(l.Attempts) != 3 || l.AttemptsMade != 3 {
+		t.Fatalf("after a good resend: %s, %d attempts (made %d)", l.Status, len(l.Attempts), l.AttemptsMade)
+	}
+	for _, l := range b.logs(t, store.LogFilter{WebhookID: w.ID}) { // a list counts the same way
+		if l.ID == c[1].LogID && l.AttemptsMade != 3 {
+			t.Fatalf("listed with %d attempts made; want 3", l.AttemptsMade)
+		}
 	}
 }
 

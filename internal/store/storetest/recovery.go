@@ -420,3 +420,46 @@ func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *bundle) {
 		t.Errorf("sent %d; recovery %+v, %v; want 2 sent of 3, done", len(sent), done, err)
 	}
 }
+
+// testRecoveryTakesEventsOldestFirst: a recovery's batches come in the
+// events' order, oldest first (docs/recovery.md promises it), failed and
+// cancelled logs mixed as their events came.
+func testRecoveryTakesEventsOldestFirst(t *testing.T, b *bundle) {
+	w, _, _, _ := b.undelivered(t, 4, 3)
+	r, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := store.NewID()
+	if _, ok, err := b.st.AcquireRecovery(b.ctx, lease, b.clock.Now().Add(time.Minute)); err != nil || !ok {
+		t.Fatalf("acquire: %v, %v", ok, err)
+	}
+	var got []int64
+	for {
+		batch, err := b.st.NextRecoveryLogs(b.ctx, r.ID, lease, 2, b.clock.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		var out []store.Outcome
+		for _, c := range batch {
+			var created int64
+			if err := b.st.QueryRow(b.ctx, `SELECT triggered_at FROM events WHERE id = ?`, c.EventID).Scan(&created); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, created)
+			out = append(out, resent(c, r.ID, false, b.clock.Now()))
+		}
+		b.complete(t, b.st, 4, out...)
+	}
+	if len(got) != 7 {
+		t.Fatalf("resent %d logs; want 7", len(got))
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] < got[i-1] {
+			t.Fatalf("events resent in the order of their times %v; want oldest first", got)
+		}
+	}
+}

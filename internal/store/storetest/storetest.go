@@ -68,6 +68,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"RecoveryGivesBackUnsentLogsAndStopsWhenDisabled", 1, testRecoveryStopsWhenDisabled},
 		{"UndeliveredCountAndLogsOfSeveralStatuses", 1, testUndeliveredCount},
 		{"RecoverySkipsLogsDeliveredMeanwhile", 1, testRecoverySkipsLogsDeliveredMeanwhile},
+		{"RecoveryTakesEventsOldestFirst", 1, testRecoveryTakesEventsOldestFirst},
 		{"HealthChangesWarnByEmailAndOperationalEvents", 1, testWarnings},
 		{"SuspendedWebhooksAreRemindedOncePerPeriod", 3, testReminders},
 		{"FlashesAreShownOnceOnTheirPage", 1, testFlashes},

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/heraldhq/herald/client"
+)
+
+var webhooksNoun = noun{name: "webhooks", about: "The account's webhooks: the receivers events are sent to.", verbs: []verb{
+	{name: "list", about: "list the webhooks, newest first, a page at a time", setup: webhooksList},
+	{name: "get", args: []string{"ID"}, about: "show one webhook", setup: webhookGet},
+	{name: "create", about: "add a webhook; prints its signing token", setup: webhookCreate},
+	{name: "update", args: []string{"ID"}, about: "change a webhook's name, URL, events or token", setup: webhookUpdate},
+	{name: "delete", args: []string{"ID"}, about: "delete a webhook and its logs", setup: webhookDelete},
+	{name: "enable", args: []string{"ID"}, about: "send it events again", setup: webhookEnable(true)},
+	{name: "disable", args: []string{"ID"}, about: "stop sending it events (they are logged as cancelled)", setup: webhookEnable(false)},
+	{name: "test", args: []string{"ID"}, about: "send a sample event and show the receiver's answer", setup: webhookTest},
+	{name: "token", args: []string{"ID"}, about: "print the signing token (and the next one during a rotation)", setup: webhookToken},
+	{name: "rotate", args: []string{"ID"}, about: "start replacing the signing token, with an overlap", setup: webhookRotate},
+	{name: "finish-rotation", args: []string{"ID"}, about: "end the rotation under way now: the next token signs alone", setup: webhookFinishRotation},
+	{name: "recover", args: []string{"ID"}, about: "resend, once each, the events a webhook missed", setup: webhookRecover},
+	{name: "recoveries", args: []string{"ID"}, about: "list a webhook's recoveries and their progress", setup: webhookRecoveries},
+}}
+
+func webhookTable(x *call, hooks ...client.Webhook) func(tw *tabwriter.Writer) {
+	return func(tw *tabwriter.Writer) {
+		fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tENABLED\tUNDELIVERED\tEVENTS\tURL")
+		for _, w := range hooks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%d\t%s\t%s\n", w.ID, w.Name, w.Status, w.Enabled, w.UndeliveredCount, strings.Join(w.Events, ","), w.URL)
+		}
+	}
+}
+
+func webhooksList(e *envFlags) func(x *call) error {
+	status := e.fs.String("status", "", "only webhooks with this status: Healthy, Unhealthy or Suspended (any case)")
+	limit := e.fs.Int("limit", 50, "how many, at most 500")
+	cursor := e.fs.String("cursor", "", "the page after the one that printed this cursor")
+	return func(x *call) error {
+		p, err := x.c.ListWebhooks(x.ctx, client.WebhookFilter{Status: healthName(*status), ListOptions: client.ListOptions{Limit: *limit, Cursor: *cursor}})
+		if err != nil {
+			return err
+		}
+		if err := x.show(webhookTable(x, p.Data...)); err != nil {
+			return err
+		}
+		line := "herald webhooks list"
+		if *status != "" {
+			line += " --status " + healthName(*status)
+		}
+		x.more(p.NextCursor, line)
+		return nil
+	}
+}
+
+func webhookGet(e *envFlags) func(x *call) error {
+	return func(x *call) error {
+		w, err := x.c.Webhook(x.ctx, x.pos[0])
+		if err != nil {
+			return err
+		}
+		return x.show(webhookTable(x, w))
+	}
+}
+
+func webhookCreate(e *envFlags) func(x *call) error {
+	name := e.fs.String("name", "", "the webhook's name (required)")
+	u := e.fs.String("url", "", "the receiver's URL (required)")
+	events := e.fs.String("events", "", "comma-separated event kinds (required)")
+	token := e.fs.String("token", "", "the signing token, whsec_ and 10 to 100 letters, digits, _ or - (default: herald makes one)")
+	disabled := e.fs.Bool("disabled", false, "create it disabled")
+	again := e.fs.Bool("again", false, "create it even when a webhook has this name and URL already")
+	return func(x *call) error {
+		if !*again && *name != "" && *u != "" {
+			// The same name and URL twice is most often a command run
+			// twice: the second webhook gets another token, and its
+			// deliveries fail at a receiver that knows the first one.
+			f := client.WebhookFilter{ListOptions: client.ListOptions{Limit: 500}}
+			for {
+				p, err := x.c.ListWebhooks(x.ctx, f)
+				if err != nil {
+					return err
+				}
+				for _, w := range p.Data {
+					if w.Name == *name && w.URL == *u {
+						return fmt.Errorf("webhook %s is already named %q at %s; change it with 'herald webhooks update %s', or pass --again to add a second one",
+							w.ID, w.Name, w.URL, w.ID)
+					}
+				}
+				if f.Cursor = p.NextCursor; f.Cursor == "" {
+					break
+				}
+			}
+		}
+		in := client.WebhookCreate{Name: *name, URL: *u, Events: splitList(*events), Token: *token}
+		if *disabled {
+			in.Enabled = new(bool)
+		}
+		w, err := x.c.CreateWebhook(x.ctx, in)
+		if err != nil {
+			return err
+		}
+		if x.json {
+			return x.printAnswer()
+		}
+		fmt.Fprintf(x.out, "created webhook %s (%s)\nsigning token: %s\n", w.ID, w.Name, w.Token)
+		fmt.Fprintf(x.out, "next: herald trigger %s, then herald logs list --webhook %s\n", cmpOr(firstOf(w.Events), "KIND"), w.ID)
+		return nil
+	}
+}
+
+func firstOf(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func webhookUpdate(e *envFlags) func(x *call) error {
+	var enabled optBool
+	name := e.fs.String("name", "", "a new name")
+	u := e.fs.String("url", "", "a new receiver URL")
+	events := e.fs.String("events", "", "new comma-separated event kinds, in place of the old")
+	token := e.fs.String("token", "", "a new signing token, at once (see rotate for one with an overlap)")
+	e.fs.Var(&enabled, "enabled", "true or false")
+	return func(x *call) error {
+		var in client.WebhookUpdate
+		set := map[string]bool{}
+		e.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if set["name"] {
+			in.Name = name
+		}
+		if set["url"] {
+			in.URL = u
+		}
+		if set["events"] {
+			kinds := splitList(*events)
+			in.Events = &kinds
+		}
+		if set["token"] {
+			in.Token = token
+		}
+		in.Enabled = enabled.v
+		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil {
+			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token or --enabled")}
+		}
+		w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], in)
+		if err != nil {
+			return err
+		}
+		return x.show(webhookTable(x, w))
+	}
+}
+
+func webhookEnable(on bool) func(e *envFlags) func(x *call) error {
+	return func(e *envFlags) func(x *call) error {
+		return func(x *call) error {
+			w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], client.WebhookUpdate{Enabled: &on})
+			if err != nil {
+				return err
+			}
+			return x.show(webhookTable(x, w))
+		}
+	}
+}
+
+func webhookDelete(e *envFlags) func(x *call) error {
+	return func(x *call) error {
+		if err := x.c.DeleteWebhook(x.ctx, x.pos[0]); err != nil {
+			return err
+		}
+		if !x.json {
+			fmt.Fprintf(x.out, "deleted webhook %s\n", x.pos[0])
+		}
+		return nil
+	}
+}
+
+func webhookTest(e *envFlags) func(x *call) error {
+	kind := e.fs.String("event", "", "the event kind of the sample (default: the webhook's first)")
+	check := e.fs.Bool("check-verification", false, "also send the sample with a wrong signature, and fail unless the receiver refuses it")
+	signWith := e.fs.String("sign-with", "", "current or next: the token that signs (next during a rotation)")
+	return func(x *call) error {
+		r, err := x.c.TestWebhook(x.ctx, x.pos[0], client.TestRequest{Event: *kind, CheckVerification: *check, SignWith: *signWith})
+		if err != nil {
+			return err
+		}
+		if x.json {
+			if err := x.printAnswer(); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(x.out, "sent a test %s to %s\n", r.Event, r.Request.URL)
+			if r.Response != nil {
+				fmt.Fprintf(x.out, "answered %d in %d ms\n", r.Response.StatusCode, r.Response.DurationMS)
+				printBody(x, r.Response.Body)
+			}
+			if r.Error != "" {
+				fmt.Fprintf(x.out, "failed: %s\n", r.Error)
+			}
+		}
+		v := r.VerificationCheck
+		forged := v != nil && v.Sent && !v.Rejected
+		if !x.json && v != nil && v.Sent {
+			if v.Rejected {
+				fmt.Fprintln(x.out, "verification: the wrongly signed sample was refused, as it must be")
+			} else {
+				fmt.Fprintln(x.out, "verification: the wrongly signed sample was ACCEPTED; the receiver does not verify signatures (docs/receiving.md shows how)")
+			}
+		}
+		switch {
+		case !r.Succeeded:
+			return errors.New("the test delivery did not succeed")
+		case forged:
+			return errors.New("the receiver accepted a wrongly signed request")
+		}
+		return nil
+	}
+}
+
+// printBody prints the start of a receiver's answer, indented.
+func printBody(x *call, body string) {
+	if body = strings.TrimRight(body, "\r\n"); body == "" {
+		fmt.Fprintln(x.out, "  (empty body)")
+		return
+	}
+	const most = 2000
+	if len(body) > most {
+		body = body[:most] + " …"
+	}
+	for line := range strings.SplitSeq(body, "\n") {
+		fmt.Fprintf(x.out, "  | %s\n", line)
+	}
+}
+
+func webhookToken(e *envFlags) func(x *call) error {
+	return func(x *call) error {
+		token, next, err := x.c.WebhookTokens(x.ctx, x.pos[0])
+		if err != nil {
+			return err
+		}
+		if x.json {
+			return x.printAnswer()
+		}
+		fmt.Fprintf(x.out, "token: %s\n", token)
+		if next != "" {
+			fmt.Fprintf(x.out, "next token: %s\n", next)
+		}
+		return nil
+	}
+}
+
+func rotationLine(x *call, w client.Webhook) error {
+	if x.json {
+		return x.printAnswer()
+	}
+	if r := w.TokenRotation; r != nil {
+		fmt.Fprintf(x.out, "rotating %s's token: both sign until %s; read the next with 'herald webhooks token %s'\n", w.ID, r.EndsAt.Format(time.RFC3339), w.ID)
+	} else {
+		fmt.Fprintf(x.out, "webhook %s is signed by one token; no rotation is under way\n", w.ID)
+	}
+	return nil
+}
+
+func webhookRotate(e *envFlags) func(x *call) error {
+	overlap := e.fs.Duration("overlap", 24*time.Hour, "how long both tokens sign, from a minute to 30 days")
+	return func(x *call) error {
+		w, err := x.c.RotateWebhookToken(x.ctx, x.pos[0], *overlap)
+		if err != nil {
+			return err
+		}
+		return rotationLine(x, w)
+	}
+}
+
+func webhookFinishRotation(e *envFlags) func(x *call) error {
+	return func(x *call) error {
+		w, err := x.c.FinishWebhookTokenRotation(x.ctx, x.pos[0])
+		if err != nil {
+			return err
+		}
+		return rotationLine(x, w)
+	}
+}
+
+func webhookRecover(e *envFlags) func(x *call) error {
+	since := e.fs.String("since", "", "events at or after this time: RFC 3339, or how long ago, such as 2h or 3d (required)")
+	until := e.fs.String("until", "", "events before this time, as --since (default: now)")
+	statuses := e.fs.String("status", "", "failed, cancelled or both, comma-separated (default: both)")
+	dry := e.fs.Bool("dry-run", false, "count what would be resent, and send nothing")
+	return func(x *call) error {
+		now := time.Now()
+		if *since == "" {
+			return usageError{"herald webhooks recover", errors.New("--since is required: how far back to look, such as 2h, 3d or 2026-01-02T15:04:05Z")}
+		}
+		s, err := parseSince(*since, now)
+		if err != nil {
+			return usageError{"herald webhooks recover", fmt.Errorf("--since %w", err)}
+		}
+		u, err := parseSince(*until, now)
+		if err != nil {
+			return usageError{"herald webhooks recover", fmt.Errorf("--until %w", err)}
+		}
+		req := client.RecoverRequest{Since: s, Until: u, Statuses: splitList(*statuses)}
+		if *dry {
+			n, err := x.c.CountRecoverable(x.ctx, x.pos[0], req)
+			if err != nil {
+				return err
+			}
+			if x.json {
+				return x.printAnswer()
+			}
+			fmt.Fprintf(x.out, "%d events would be resent; run again without --dry-run to send them\n", n)
+			return nil
+		}
+		r, err := x.c.Recover(x.ctx, x.pos[0], req)
+		if err != nil {
+			return err
+		}
+		if x.json {
+			return x.printAnswer()
+		}
+		fmt.Fprintf(x.out, "recovery %s started: %d events to resend\nfollow it with: herald webhooks recoveries %s\n", r.ID, r.Count, x.pos[0])
+		return nil
+	}
+}
+
+func webhookRecoveries(e *envFlags) func(x *call) error {
+	limit := e.fs.Int("limit", 20, "how many, at most 500")
+	cursor := e.fs.String("cursor", "", "the page after the one that printed this cursor")
+	return func(x *call) error {
+		p, err := x.c.ListRecoveries(x.ctx, x.pos[0], client.ListOptions{Limit: *limit, Cursor: *cursor})
+		if err != nil {
+			return err
+		}
+		err = x.show(func(tw *tabwriter.Writer) {
+			fmt.Fprintln(tw, "ID\tSTATUS\tSENT\tOF\tSUCCEEDED\tFAILED\tSTARTED\tFINISHED")
+			for _, r := range p.Data {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.ID, r.Status, r.Sent, r.Count, r.Succeeded, r.Failed,
+					r.CreatedAt.Format(time.RFC3339), when(r.FinishedAt))
+			}
+		})
+		x.more(p.NextCursor, "herald webhooks recoveries "+x.pos[0])
+		return err
+	}
+}
