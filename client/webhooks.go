@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -21,6 +22,9 @@ type Webhook struct {
 	UpdatedAt        time.Time `json:"updatedAt"`
 	// TokenRotation is the token rotation under way; nil when none is.
 	TokenRotation *TokenRotation `json:"tokenRotation"`
+	// Filter is the JSON filter an event's payload must pass to be
+	// delivered; the JSON null when it has none (see HasFilter).
+	Filter json.RawMessage `json:"filter"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -33,7 +37,17 @@ type WebhookCreate struct {
 	Events  []string `json:"events"`
 	Enabled *bool    `json:"enabled,omitempty"`
 	Token   string   `json:"token,omitempty"`
+	// Filter is a JSON filter on the payload; nil for none.
+	Filter json.RawMessage `json:"filter,omitempty"`
 }
+
+// HasFilter reports whether w has a filter.
+func (w Webhook) HasFilter() bool {
+	return len(w.Filter) > 0 && string(w.Filter) != "null"
+}
+
+// NoFilter, as WebhookUpdate.Filter, removes a webhook's filter.
+var NoFilter = json.RawMessage("null")
 
 // WebhookUpdate changes the fields that are set.
 type WebhookUpdate struct {
@@ -42,6 +56,8 @@ type WebhookUpdate struct {
 	Events  *[]string `json:"events,omitempty"`
 	Enabled *bool     `json:"enabled,omitempty"`
 	Token   *string   `json:"token,omitempty"`
+	// Filter replaces the filter; &NoFilter removes it.
+	Filter *json.RawMessage `json:"filter,omitempty"`
 }
 
 // WebhookFilter narrows ListWebhooks.
@@ -188,5 +204,20 @@ type TestResult struct {
 func (c *Client) TestWebhook(ctx context.Context, id string, r TestRequest) (TestResult, error) {
 	var out TestResult
 	err := c.do(ctx, "POST", "/v3/webhooks/"+esc(id)+"/test", nil, r, &out)
+	return out, err
+}
+
+// FilterTest is whether a payload passes a filter, and why: one line per
+// condition tested.
+type FilterTest struct {
+	Matches     bool   `json:"matches"`
+	Explanation string `json:"explanation"`
+}
+
+// TestFilter asks whether payload (an event's payload, as JSON) passes
+// filter, saving nothing.
+func (c *Client) TestFilter(ctx context.Context, filter, payload json.RawMessage) (FilterTest, error) {
+	var out FilterTest
+	err := c.do(ctx, "POST", "/v3/webhooks/filter-test", nil, map[string]json.RawMessage{"filter": filter, "payload": payload}, &out)
 	return out, err
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -84,8 +85,9 @@ func printJSON(w io.Writer, v any) error {
 
 const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN):
   herald webhooks list [--status S]
-  herald webhooks create --name N --url U --events K1,K2 [--token T]
+  herald webhooks create --name N --url U --events K1,K2 [--token T] [--filter JSON]
   herald webhooks test ID [--event K] [--check-verification]
+  herald webhooks filter-test --filter JSON --payload JSON|@FILE
   herald logs list [--webhook ID] [--status S] [--event K] [--event-id ID] [--limit N]
   herald logs show ID
   herald logs resend ID
@@ -104,7 +106,7 @@ func apiCommand(cmd, subcommands string, args []string, stderr io.Writer) (*envF
 }
 
 func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	e, af, err := apiCommand("herald webhooks", "list, create or test", args, stderr)
+	e, af, err := apiCommand("herald webhooks", "list, create, test or filter-test", args, stderr)
 	if err != nil {
 		return err
 	}
@@ -145,6 +147,7 @@ func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		url := e.fs.String("url", "", "the receiver's URL (required)")
 		events := e.fs.String("events", "", "comma-separated event kinds (required)")
 		token := e.fs.String("token", "", "the signing token (default: herald generates one)")
+		filter := e.fs.String("filter", "", `a JSON filter on the payload, e.g. '{"data.metadata.plan": "pro"}' (default: none)`)
 		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
 			return err
 		}
@@ -158,7 +161,11 @@ func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				kinds = append(kinds, k)
 			}
 		}
-		w, err := c.CreateWebhook(ctx, client.WebhookCreate{Name: *name, URL: *url, Events: kinds, Token: *token})
+		create := client.WebhookCreate{Name: *name, URL: *url, Events: kinds, Token: *token}
+		if *filter != "" {
+			create.Filter = json.RawMessage(*filter)
+		}
+		w, err := c.CreateWebhook(ctx, create)
 		if err != nil {
 			return err
 		}
@@ -203,8 +210,33 @@ func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return errors.New("the test delivery did not succeed")
 		}
 		return nil
+	case "filter-test":
+		filter := e.fs.String("filter", "", "the JSON filter (required)")
+		payload := e.fs.String("payload", "", "an event's payload as JSON, or @FILE to read it from a file (required; an event log's payload will do)")
+		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
+			return err
+		}
+		c, err := af.client()
+		if err != nil {
+			return err
+		}
+		body := []byte(*payload)
+		if name, ok := strings.CutPrefix(*payload, "@"); ok {
+			if body, err = os.ReadFile(name); err != nil {
+				return fmt.Errorf("read payload: %w", err)
+			}
+		}
+		r, err := c.TestFilter(ctx, json.RawMessage(*filter), body)
+		if err != nil {
+			return err
+		}
+		if *af.json {
+			return printJSON(stdout, r)
+		}
+		fmt.Fprintf(stdout, "matches: %t\n%s\n", r.Matches, r.Explanation)
+		return nil
 	}
-	return usageError{"herald webhooks", fmt.Errorf("unknown command %q; want list, create or test", args[0])}
+	return usageError{"herald webhooks", fmt.Errorf("unknown command %q; want list, create, test or filter-test", args[0])}
 }
 
 func logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

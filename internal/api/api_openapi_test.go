@@ -130,6 +130,12 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(200, "GET", "/v3/webhooks/"+hid, nil, nil)
 	c.call(404, "GET", "/v3/webhooks/"+missing, nil, nil)
 	c.call(200, "PATCH", "/v3/webhooks/"+hid, map[string]any{"name": "CRM ✉️"}, nil)
+	c.call(200, "PATCH", "/v3/webhooks/"+hid, map[string]any{"filter": map[string]any{"data.metadata.plan": map[string]any{"$in": []string{"pro"}}}}, nil)
+	c.call(422, "PATCH", "/v3/webhooks/"+hid, map[string]any{"filter": map[string]any{"data.metadata.plan": map[string]any{"$in": "pro"}}}, nil)
+	c.call(200, "PATCH", "/v3/webhooks/"+hid, map[string]any{"filter": nil}, nil)
+	c.call(200, "POST", "/v3/webhooks/filter-test", map[string]any{"filter": map[string]any{"event": map[string]any{"$prefix": "license."}},
+		"payload": map[string]any{"id": "x", "event": "license.created", "data": map[string]any{}, "triggeredAt": "2026-11-21T08:07:13.120Z"}}, nil)
+	c.call(422, "POST", "/v3/webhooks/filter-test", map[string]any{"filter": map[string]any{"plan": "pro"}, "payload": map[string]any{}}, nil)
 	c.call(422, "PATCH", "/v3/webhooks/"+hid, map[string]any{}, nil)
 	c.call(404, "PATCH", "/v3/webhooks/"+missing, map[string]any{"name": "x"}, nil)
 	c.call(200, "GET", "/v3/webhooks/"+hid+"/token", nil, nil)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,13 +27,15 @@ type webhookJSON struct {
 	UpdatedAt        string `json:"updatedAt"`
 	// TokenRotation is the token rotation under way, null when none is.
 	TokenRotation *tokenRotationJSON `json:"tokenRotation"`
-	Token         string             `json:"token,omitempty"`
+	// Filter is the JSON filter on the payload, null for none.
+	Filter json.RawMessage `json:"filter"`
+	Token  string          `json:"token,omitempty"`
 }
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
 	return webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
 		Status: w.Status, UndeliveredCount: w.UndeliveredCount, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
-		TokenRotation: toTokenRotationJSON(w.Rotation)}
+		TokenRotation: toTokenRotationJSON(w.Rotation), Filter: w.Filter}
 }
 
 type webhookInput struct {
@@ -41,13 +44,25 @@ type webhookInput struct {
 	Events  *[]event.Kind `json:"events"`
 	Enabled *bool         `json:"enabled"`
 	Token   *string       `json:"token"`
+	// Filter is nil when absent and the text null when sent as null
+	// (json.RawMessage is handed a null rather than left alone).
+	Filter json.RawMessage `json:"filter"`
+}
+
+// empty reports whether no field was sent.
+func (in *webhookInput) empty() bool {
+	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil
 }
 
 // validate checks the fields present with the rules the portal shares;
 // create requires name, url and events.
 func (a *API) validate(in *webhookInput, create bool) error {
 	var v Invalid
-	for _, e := range validator.CheckWebhook(a.policy, validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token}, create) {
+	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token}
+	if in.Filter != nil {
+		w.Filter = &in.Filter
+	}
+	for _, e := range validator.CheckWebhook(a.policy, w, create) {
 		v.Add(e.Field, e.Detail)
 	}
 	return v.Err()
@@ -61,7 +76,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := a.validate(&in, true); err != nil {
 		return err
 	}
-	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Token: auth.NewWebhookToken()}
+	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Token: auth.NewWebhookToken(), Filter: in.Filter}
 	if in.Enabled != nil {
 		n.Enabled = *in.Enabled
 	}
@@ -119,13 +134,17 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in, false); err != nil {
 		return err
 	}
-	if in == (webhookInput{}) {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token"}}.Err()
+	if in.empty() {
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter"}}.Err()
 	}
+	sentFilter := in.Filter != nil
 	if err := a.validate(&in, false); err != nil {
 		return err
 	}
 	p := store.WebhookPatch{Name: in.Name, URL: in.URL, Enabled: in.Enabled, Token: in.Token}
+	if sentFilter {
+		p.Filter = &in.Filter
+	}
 	if in.Events != nil {
 		p.Events = *in.Events
 	}

@@ -1,6 +1,8 @@
 package portal
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,13 +13,15 @@ import (
 	"github.com/heraldhq/herald/internal/validator"
 )
 
-// webhookForm is the spec's webhook form: name, URL, token, events, enabled.
+// webhookForm is the spec's webhook form: name, URL, token, events,
+// enabled; and the filter, as JSON text ("" for none).
 type webhookForm struct {
 	Name    string
 	URL     string
 	Token   string
 	Events  []event.Kind
 	Enabled bool
+	Filter  string
 }
 
 type webhookFormData struct {
@@ -46,7 +50,7 @@ func (d *webhookFormData) fillKinds() {
 func readWebhookForm(r *http.Request) webhookForm { return webhookFormFrom(r.PostForm) }
 
 func webhookFormFrom(v url.Values) webhookForm {
-	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on"}
+	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter")}
 	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
@@ -54,13 +58,23 @@ func webhookFormFrom(v url.Values) webhookForm {
 }
 
 // check applies the API's rules; an empty token is generated on create and
-// left as it is on edit.
-func (h *handler) check(f *webhookForm, create bool) fieldErrors {
-	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events}
+// left as it is on edit. It returns the filter to save (nil for none).
+func (h *handler) check(f *webhookForm, create bool) (json.RawMessage, fieldErrors) {
+	filter := json.RawMessage(f.Filter)
+	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events, Filter: &filter}
 	if f.Token != "" {
 		in.Token = &f.Token
 	}
-	return fromValidator(validator.CheckWebhook(h.policy, in, create))
+	return filter, fromValidator(validator.CheckWebhook(h.policy, in, create))
+}
+
+// filterText shows a saved filter in the form, indented for reading.
+func filterText(f json.RawMessage) string {
+	var b bytes.Buffer
+	if len(f) == 0 || json.Indent(&b, f, "", "  ") != nil {
+		return string(f)
+	}
+	return b.String()
 }
 
 // newWebhook shows an empty form with a generated token, or the form as it
@@ -81,14 +95,15 @@ func (h *handler) newWebhook(w http.ResponseWriter, r *http.Request, s store.Ses
 // createWebhook adds a webhook and opens its page.
 func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d := webhookFormData{Form: readWebhookForm(r)}
-	if errs := h.check(&d.Form, true); len(errs) > 0 {
+	filter, errs := h.check(&d.Form, true)
+	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/new", errs)
 	}
 	if d.Form.Token == "" {
 		d.Form.Token = auth.NewWebhookToken()
 	}
 	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
-		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token})
+		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter})
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
 		// The same words as the API's 409: the limit and how many exist.
@@ -109,7 +124,7 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: hook.ID,
-		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled}}
+		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter)}}
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
 	}
@@ -124,10 +139,11 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: id, Form: readWebhookForm(r)}
-	if errs := h.check(&d.Form, true); len(errs) > 0 {
+	filter, errs := h.check(&d.Form, true)
+	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
 	}
-	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled}
+	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter}
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
 	}

@@ -1,0 +1,64 @@
+package portal_test
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/heraldtest"
+)
+
+// TestWebhookFormFilter: the add and edit forms take a filter, refuse a
+// malformed one beside the field naming the path and the operator (keeping
+// what was typed, saving nothing), show a saved one, and remove it when
+// emptied.
+func TestWebhookFormFilter(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	b := mustSignIn(t, h)
+	b.get("/webhooks/new")
+	form := url.Values{"name": {"CRM"}, "url": {"https://example.com/h"}, "events": {"license.created"}, "enabled": {"on"},
+		"filter": {`{"data.productId": {"$in": "p1"}}`}}
+	code, _, body := b.submit("/webhooks/new", form)
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("bad filter: %d; want 422", code)
+	}
+	text := html.UnescapeString(body)
+	if !strings.Contains(text, `id="filter-error"`) || !strings.Contains(text, `Filter path "data.productId", operator $in: takes an array of values.`) ||
+		!strings.Contains(text, `{"data.productId": {"$in": "p1"}}</textarea>`) {
+		t.Fatalf("the form does not show the filter's error beside it with the text kept:\n%s", body)
+	}
+	var list struct{ Data []struct{ ID string } }
+	h.Must(200, "GET", "/v3/webhooks", nil, &list)
+	if len(list.Data) != 0 {
+		t.Fatalf("a refused form created %d webhooks", len(list.Data))
+	}
+
+	form.Set("filter", `{"data.productId": {"$in": ["p1"]}}`)
+	code, loc, body := b.submit("/webhooks/new", form)
+	if code != http.StatusOK || !strings.Contains(html.UnescapeString(body), `{"data.productId":{"$in":["p1"]}}`) {
+		t.Fatalf("add with a filter: %d at %s; want the webhook's page showing the filter\n%s", code, loc, body)
+	}
+	id := strings.TrimPrefix(loc, "/webhooks/")
+	var hook struct{ Filter map[string]any }
+	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &hook)
+	if hook.Filter["data.productId"] == nil {
+		t.Fatalf("saved filter %v; want the one typed", hook.Filter)
+	}
+
+	_, _, body = b.get("/webhooks/" + id + "/edit")
+	if !strings.Contains(html.UnescapeString(body), "\"data.productId\": {\n    \"$in\": [") {
+		t.Errorf("the edit form does not show the saved filter, indented:\n%s", body)
+	}
+	form.Set("filter", "")
+	if code, _, _ := b.submit("/webhooks/"+id+"/edit", form); code != http.StatusOK {
+		t.Fatalf("edit: %d", code)
+	}
+	var cleared struct{ Filter any }
+	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &cleared)
+	if cleared.Filter != nil {
+		t.Errorf("after emptying the field the filter is %v; want null", cleared.Filter)
+	}
+}

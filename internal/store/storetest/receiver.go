@@ -1,0 +1,101 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// testFiltersChooseWhoGetsALog: a webhook whose filter the event's payload
+// fails gets no log at all, as if it did not subscribe; one whose filter it
+// passes, or with none, gets its log; a filter is kept, replaced and
+// removed, and another account's webhooks never see it.
+func testFiltersChooseWhoGetsALog(t *testing.T, b *bundle) {
+	plain := b.webhook(t, "plain")
+	pro, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "pro", URL: "https://example.com/pro",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_pro_0123456789",
+		Filter: json.RawMessage(`{"data.plan":"pro"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.st.Webhook(b.ctx, b.account.ID, pro.ID); err != nil || string(got.Filter) != `{"data.plan":"pro"}` {
+		t.Fatalf("read back filter %s, %v; want the one saved", got.Filter, err)
+	}
+	// A disabled webhook's filter decides too: it gets a cancelled log only
+	// for events it would have been sent.
+	off, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "off", URL: "https://example.com/off",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: false, Token: "whsec_off_0123456789",
+		Filter: json.RawMessage(`{"data.n": {"$gte": 2}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fire := func(data map[string]any) map[string]store.LogStatus {
+		t.Helper()
+		var id string
+		if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+			var err error
+			id, err = tx.Fire(b.ctx, b.account.ID, event.LicenseCreated, data)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]store.LogStatus{}
+		for _, l := range b.logs(t, store.LogFilter{EventID: id}) {
+			got[l.WebhookID] = l.Status
+		}
+		return got
+	}
+	tests := []struct {
+		data map[string]any
+		want map[string]store.LogStatus
+	}{
+		{map[string]any{"plan": "pro", "n": 1}, map[string]store.LogStatus{plain.ID: store.Queued, pro.ID: store.Queued}},
+		{map[string]any{"plan": "basic", "n": 2}, map[string]store.LogStatus{plain.ID: store.Queued, off.ID: store.Cancelled}},
+		{map[string]any{"n": 3, "plan": "pro"}, map[string]store.LogStatus{plain.ID: store.Queued, pro.ID: store.Queued, off.ID: store.Cancelled}},
+	}
+	for _, tt := range tests {
+		got := fire(tt.data)
+		if len(got) != len(tt.want) {
+			t.Errorf("fired %v: logs %v; want %v", tt.data, got, tt.want)
+			continue
+		}
+		for id, s := range tt.want {
+			if got[id] != s {
+				t.Errorf("fired %v: logs %v; want %v", tt.data, got, tt.want)
+			}
+		}
+	}
+
+	// Replaced, then removed.
+	f := json.RawMessage(`{"data.plan":"basic"}`)
+	if w, err := b.st.UpdateWebhook(b.ctx, b.account.ID, pro.ID, store.WebhookPatch{Filter: &f}); err != nil || string(w.Filter) != string(f) {
+		t.Fatalf("replace filter: %s, %v", w.Filter, err)
+	}
+	if got := fire(map[string]any{"plan": "basic"}); got[pro.ID] != store.Queued {
+		t.Errorf("after the filter changed to basic, logs %v; want one for %s", got, pro.ID)
+	}
+	name := "renamed"
+	if w, err := b.st.UpdateWebhook(b.ctx, b.account.ID, pro.ID, store.WebhookPatch{Name: &name}); err != nil || string(w.Filter) != string(f) {
+		t.Fatalf("a patch without a filter changed it: %s, %v", w.Filter, err)
+	}
+	var none json.RawMessage
+	if w, err := b.st.UpdateWebhook(b.ctx, b.account.ID, pro.ID, store.WebhookPatch{Filter: &none}); err != nil || w.Filter != nil {
+		t.Fatalf("remove filter: %s, %v", w.Filter, err)
+	}
+	if got := fire(map[string]any{"plan": "pro"}); got[pro.ID] != store.Queued {
+		t.Errorf("after the filter was removed, logs %v; want one for %s", got, pro.ID)
+	}
+
+	// Another account's event is matched against its own webhooks only.
+	other := b.newAccount(t, "other@example.com")
+	if _, err := b.st.CreateWebhook(b.ctx, other.ID, store.NewWebhook{Name: "o", URL: "https://example.com/o",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_o_0123456789",
+		Filter: json.RawMessage(`{"data.plan":"pro"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fire(map[string]any{"plan": "pro"}); len(got) != 2 || got[plain.ID] == "" || got[pro.ID] == "" {
+		t.Errorf("logs %v; want those of this account's %s and %s alone", got, plain.ID, pro.ID)
+	}
+}
