@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"time"
 )
 
@@ -25,6 +26,9 @@ type Webhook struct {
 	// Filter is the JSON filter an event's payload must pass to be
 	// delivered; the JSON null when it has none (see HasFilter).
 	Filter json.RawMessage `json:"filter"`
+	// Headers are the custom headers sent with every request, their values
+	// masked ("********") except from RevealHeaders.
+	Headers map[string]string `json:"headers"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -39,6 +43,8 @@ type WebhookCreate struct {
 	Token   string   `json:"token,omitempty"`
 	// Filter is a JSON filter on the payload; nil for none.
 	Filter json.RawMessage `json:"filter,omitempty"`
+	// Headers are custom headers to send with every request; nil for none.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // HasFilter reports whether w has a filter.
@@ -58,6 +64,9 @@ type WebhookUpdate struct {
 	Token   *string   `json:"token,omitempty"`
 	// Filter replaces the filter; &NoFilter removes it.
 	Filter *json.RawMessage `json:"filter,omitempty"`
+	// Headers replaces the custom headers; a pointer to an empty map
+	// removes them. A value of "********" keeps that header's stored value.
+	Headers *map[string]string `json:"headers,omitempty"`
 }
 
 // WebhookFilter narrows ListWebhooks.
@@ -95,6 +104,14 @@ func (c *Client) Webhook(ctx context.Context, id string) (Webhook, error) {
 func (c *Client) UpdateWebhook(ctx context.Context, id string, u WebhookUpdate) (Webhook, error) {
 	var out Webhook
 	err := c.do(ctx, "PATCH", "/v3/webhooks/"+esc(id), nil, u, &out)
+	return out, err
+}
+
+// RevealHeaders reads one webhook with its custom headers' values shown;
+// it takes a write token.
+func (c *Client) RevealHeaders(ctx context.Context, id string) (Webhook, error) {
+	var out Webhook
+	err := c.do(ctx, "GET", "/v3/webhooks/"+esc(id), url.Values{"reveal": {"headers"}}, nil, &out)
 	return out, err
 }
 

@@ -85,7 +85,7 @@ func printJSON(w io.Writer, v any) error {
 
 const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN):
   herald webhooks list [--status S]
-  herald webhooks create --name N --url U --events K1,K2 [--token T] [--filter JSON]
+  herald webhooks create --name N --url U --events K1,K2 [--token T] [--filter JSON] [--header 'Name: value']...
   herald webhooks test ID [--event K] [--check-verification]
   herald webhooks filter-test --filter JSON --payload JSON|@FILE
   herald logs list [--webhook ID] [--status S] [--event K] [--event-id ID] [--limit N]
@@ -148,6 +148,8 @@ func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		events := e.fs.String("events", "", "comma-separated event kinds (required)")
 		token := e.fs.String("token", "", "the signing token (default: herald generates one)")
 		filter := e.fs.String("filter", "", `a JSON filter on the payload, e.g. '{"data.metadata.plan": "pro"}' (default: none)`)
+		var headers headerFlags
+		e.fs.Var(&headers, "header", "a custom header to send with every request, as 'Name: value' (repeatable)")
 		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
 			return err
 		}
@@ -164,6 +166,9 @@ func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		create := client.WebhookCreate{Name: *name, URL: *url, Events: kinds, Token: *token}
 		if *filter != "" {
 			create.Filter = json.RawMessage(*filter)
+		}
+		if len(headers) > 0 {
+			create.Headers = headers
 		}
 		w, err := c.CreateWebhook(ctx, create)
 		if err != nil {
@@ -346,5 +351,22 @@ func triggerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !*af.json {
 		fmt.Fprintf(stdout, "fired %s; see it with: herald logs list --event %s\n", pos[0], pos[0])
 	}
+	return nil
+}
+
+// headerFlags collects repeated --header 'Name: value' flags.
+type headerFlags map[string]string
+
+func (h *headerFlags) String() string { return "" }
+
+func (h *headerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("%q: want 'Name: value'", v)
+	}
+	if *h == nil {
+		*h = headerFlags{}
+	}
+	(*h)[strings.TrimSpace(name)] = strings.TrimSpace(value)
 	return nil
 }

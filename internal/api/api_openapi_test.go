@@ -133,6 +133,11 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(200, "PATCH", "/v3/webhooks/"+hid, map[string]any{"filter": map[string]any{"data.metadata.plan": map[string]any{"$in": []string{"pro"}}}}, nil)
 	c.call(422, "PATCH", "/v3/webhooks/"+hid, map[string]any{"filter": map[string]any{"data.metadata.plan": map[string]any{"$in": "pro"}}}, nil)
 	c.call(200, "PATCH", "/v3/webhooks/"+hid, map[string]any{"filter": nil}, nil)
+	c.call(200, "PATCH", "/v3/webhooks/"+hid, map[string]any{"headers": map[string]string{"X-Api-Key": "k-123"}}, nil)
+	c.call(422, "PATCH", "/v3/webhooks/"+hid, map[string]any{"headers": map[string]string{"Content-Type": "text/plain"}}, nil)
+	c.call(200, "GET", "/v3/webhooks/"+hid+"?reveal=headers", nil, nil)
+	c.call(422, "GET", "/v3/webhooks/"+hid+"?reveal=token", nil, nil)
+	c.call(403, "GET", "/v3/webhooks/"+hid+"?reveal=headers", nil, nil, asRead)
 	c.call(200, "POST", "/v3/webhooks/filter-test", map[string]any{"filter": map[string]any{"event": map[string]any{"$prefix": "license."}},
 		"payload": map[string]any{"id": "x", "event": "license.created", "data": map[string]any{}, "triggeredAt": "2026-11-21T08:07:13.120Z"}}, nil)
 	c.call(422, "POST", "/v3/webhooks/filter-test", map[string]any{"filter": map[string]any{"plan": "pro"}, "payload": map[string]any{}}, nil)

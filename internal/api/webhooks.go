@@ -29,13 +29,29 @@ type webhookJSON struct {
 	TokenRotation *tokenRotationJSON `json:"tokenRotation"`
 	// Filter is the JSON filter on the payload, null for none.
 	Filter json.RawMessage `json:"filter"`
-	Token  string          `json:"token,omitempty"`
+	// Headers are the custom headers, their values masked unless a write
+	// token asked to see them (?reveal=headers); {} for none.
+	Headers map[string]string `json:"headers"`
+	Token   string            `json:"token,omitempty"`
 }
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
+	if w.Headers == nil {
+		w.Headers = map[string]string{}
+	}
 	return webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
 		Status: w.Status, UndeliveredCount: w.UndeliveredCount, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
-		TokenRotation: toTokenRotationJSON(w.Rotation), Filter: w.Filter}
+		TokenRotation: toTokenRotationJSON(w.Rotation), Filter: w.Filter, Headers: validator.MaskHeaders(w.Headers)}
+}
+
+// toWebhookJSONRevealed is toWebhookJSON with the headers' values shown.
+func toWebhookJSONRevealed(w store.Webhook) webhookJSON {
+	out := toWebhookJSON(w)
+	out.Headers = w.Headers
+	if out.Headers == nil {
+		out.Headers = map[string]string{}
+	}
+	return out
 }
 
 type webhookInput struct {
@@ -47,11 +63,37 @@ type webhookInput struct {
 	// Filter is nil when absent and the text null when sent as null
 	// (json.RawMessage is handed a null rather than left alone).
 	Filter json.RawMessage `json:"filter"`
+	// Headers likewise: null or {} removes them.
+	Headers json.RawMessage `json:"headers"`
+
+	oldHeaders map[string]string  // stored, for masked values
+	checked    *map[string]string // Headers once read and checked
 }
 
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
-	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil
+	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil
+}
+
+// headers reads and checks the headers sent (nil when none was), against
+// the stored ones, whose values a masked value keeps.
+func (in *webhookInput) headers(v *Invalid, old map[string]string) *map[string]string {
+	if in.Headers == nil {
+		return nil
+	}
+	h := map[string]string{}
+	if string(in.Headers) != "null" {
+		if err := json.Unmarshal(in.Headers, &h); err != nil {
+			v.Add("headers", "must be an object of header names and string values")
+			return nil
+		}
+	}
+	var errs validator.Errors
+	validator.CheckHeaders(&errs, "headers", h, old)
+	for _, e := range errs {
+		v.Add(e.Field, e.Detail)
+	}
+	return &h
 }
 
 // validate checks the fields present with the rules the portal shares;
@@ -65,6 +107,7 @@ func (a *API) validate(in *webhookInput, create bool) error {
 	for _, e := range validator.CheckWebhook(a.policy, w, create) {
 		v.Add(e.Field, e.Detail)
 	}
+	in.checked = in.headers(&v, in.oldHeaders)
 	return v.Err()
 }
 
@@ -77,6 +120,9 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Token: auth.NewWebhookToken(), Filter: in.Filter}
+	if in.checked != nil {
+		n.Headers = *in.checked
+	}
 	if in.Enabled != nil {
 		n.Enabled = *in.Enabled
 	}
@@ -119,12 +165,24 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getWebhook(w http.ResponseWriter, r *http.Request) error {
+	reveal := r.URL.Query().Get("reveal")
+	switch {
+	case reveal != "" && reveal != "headers":
+		return Invalid{{"reveal", fmt.Sprintf("%q: must be headers", reveal)}}.Err()
+	case reveal != "" && !writeScope(r):
+		return problem(http.StatusForbidden, "read-only-token", "Forbidden",
+			"this API token's scope is read: header values are shown to write tokens only")
+	}
 	hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")
 	}
 	if err != nil {
 		return err
+	}
+	if reveal == "headers" {
+		w.Header().Set("Cache-Control", "no-store")
+		return writeJSON(w, http.StatusOK, toWebhookJSONRevealed(hook))
 	}
 	return writeJSON(w, http.StatusOK, toWebhookJSON(hook))
 }
@@ -135,9 +193,19 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.empty() {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter"}}.Err()
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers"}}.Err()
 	}
 	sentFilter := in.Filter != nil
+	if in.Headers != nil {
+		hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("webhook")
+		}
+		if err != nil {
+			return err
+		}
+		in.oldHeaders = hook.Headers
+	}
 	if err := a.validate(&in, false); err != nil {
 		return err
 	}
@@ -145,6 +213,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if sentFilter {
 		p.Filter = &in.Filter
 	}
+	p.Headers = in.checked
 	if in.Events != nil {
 		p.Events = *in.Events
 	}

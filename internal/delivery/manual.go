@@ -186,7 +186,7 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	if err != nil {
 		return TestResult{}, err
 	}
-	req := signed(store.Claim{URL: w.URL, EventID: id, Body: body, Token: tokens.Current, NextToken: tokens.Next})
+	req := signed(store.Claim{URL: w.URL, EventID: id, Body: body, Token: tokens.Current, NextToken: tokens.Next, Headers: w.Headers})
 	sig := req.Signature
 	res, err := d.manual(ctx.Done(), accountID, w.ID, func() Result {
 		sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
@@ -221,7 +221,7 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 			if span != nil {
 				span.SetAttributes(attribute.Bool("herald.verification_check", true))
 			}
-			res := d.sender.Send(sctx, Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body)})
+			res := d.sender.Send(sctx, Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body), Headers: w.Headers})
 			// Here a rejection is what a verifying receiver should answer, so
 			// only a POST that got no answer is an error.
 			check, outcome := Result{StatusCode: res.StatusCode}, "accepted"

@@ -84,12 +84,15 @@ type Request struct {
 	// NextSignature, during a token rotation, is the body's signature under
 	// the next token, sent in webhook-signature-next; "" sends no such header.
 	NextSignature string
+	// Headers are the webhook's custom headers (checked when saved never to
+	// name one of herald's own), sent as given.
+	Headers map[string]string
 }
 
 // signed returns the request for a claim's body, signed with the tokens of
 // the claim's moment.
 func signed(c store.Claim) Request {
-	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)}
+	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body), Headers: c.Headers}
 	if c.NextToken != "" {
 		r.NextSignature = webhook.Sign(c.NextToken, c.Body)
 	}
@@ -137,7 +140,18 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	if req.NextSignature != "" {
 		hr.Header[webhook.NextSignatureHeader] = []string{req.NextSignature}
 	}
-	res := Result{Headers: hr.Header.Clone(), SentAt: s.now()}
+	// What is kept and shown of the request (the attempt's headers, a Test
+	// result) has the custom headers' values masked: they are often
+	// credentials, kept sealed, never in the clear in a log.
+	shown := hr.Header.Clone()
+	for name, value := range req.Headers {
+		if _, own := hr.Header[name]; own { // never herald's own, whatever was stored
+			continue
+		}
+		hr.Header[name] = []string{value}
+		shown[name] = []string{store.MaskedHeaderValue}
+	}
+	res := Result{Headers: shown, SentAt: s.now()}
 	resp, err := s.client.Do(hr)
 	if err != nil {
 		res.Duration = s.now().Sub(res.SentAt)

@@ -62,3 +62,38 @@ func TestWebhookFormFilter(t *testing.T) {
 		t.Errorf("after emptying the field the filter is %v; want null", cleared.Filter)
 	}
 }
+
+// TestWebhookFormHeaders: the form takes custom headers a line each,
+// refuses herald's own beside the field, shows stored values masked, and
+// keeps a value left masked when the form is saved again.
+func TestWebhookFormHeaders(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	b := mustSignIn(t, h)
+	b.get("/webhooks/new")
+	form := url.Values{"name": {"GW"}, "url": {"https://example.com/h"}, "events": {"license.created"}, "enabled": {"on"},
+		"headers": {"X-Api-Key: k-secret-1\nwebhook-id: forged"}}
+	code, _, body := b.submit("/webhooks/new", form)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, `id="headers-error"`) || !strings.Contains(html.UnescapeString(body), "herald's own header") {
+		t.Fatalf("a reserved header: %d; want 422 with the error beside the field\n%s", code, body)
+	}
+	form.Set("headers", "X-Api-Key: k-secret-1\r\nX-Tenant: acme\r\n")
+	code, loc, body := b.submit("/webhooks/new", form)
+	if code != http.StatusOK || strings.Contains(body, "k-secret-1") || !strings.Contains(body, "X-Api-Key: ********") {
+		t.Fatalf("add with headers: %d; want the webhook page, the value masked\n%s", code, body)
+	}
+	id := strings.TrimPrefix(loc, "/webhooks/")
+	_, _, body = b.get("/webhooks/" + id + "/edit")
+	if strings.Contains(body, "k-secret-1") || !strings.Contains(body, "X-Api-Key: ********\nX-Tenant: ********") {
+		t.Fatalf("the edit form shows %q; want the headers masked", body)
+	}
+	form.Set("headers", "X-Api-Key: ********\nX-Region: eu")
+	if code, _, _ := b.submit("/webhooks/"+id+"/edit", form); code != http.StatusOK {
+		t.Fatalf("edit: %d", code)
+	}
+	var got struct{ Headers map[string]string }
+	h.Must(200, "GET", "/v3/webhooks/"+id+"?reveal=headers", nil, &got)
+	if len(got.Headers) != 2 || got.Headers["X-Api-Key"] != "k-secret-1" || got.Headers["X-Region"] != "eu" {
+		t.Errorf("headers after the edit: %v; want the key kept, the tenant gone, the region added", got.Headers)
+	}
+}

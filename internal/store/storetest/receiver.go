@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
@@ -97,5 +99,69 @@ func testFiltersChooseWhoGetsALog(t *testing.T, b *bundle) {
 	}
 	if got := fire(map[string]any{"plan": "pro"}); len(got) != 2 || got[plain.ID] == "" || got[pro.ID] == "" {
 		t.Errorf("logs %v; want those of this account's %s and %s alone", got, plain.ID, pro.ID)
+	}
+}
+
+// testHeadersAreSealedAndClaimed: a webhook's custom headers are stored
+// sealed (no value in the clear in the database), read back, carried by
+// every claim for an attempt, replaced and removed.
+func testHeadersAreSealedAndClaimed(t *testing.T, b *bundle) {
+	secret := "key-" + store.NewID()
+	w, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_h_0123456789",
+		Headers: map[string]string{"X-Api-Key": secret, "X-Tenant": "acme"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM webhooks WHERE headers_sealed IS NOT NULL AND id = ?`, w.ID); n != 1 {
+		t.Fatalf("%d webhooks with sealed headers; want 1", n)
+	}
+	var sealed []byte
+	if err := b.st.QueryRow(b.ctx, `SELECT headers_sealed FROM webhooks WHERE id = ?`, w.ID).Scan(&sealed); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(sealed), secret) || strings.Contains(string(sealed), "X-Api-Key") {
+		t.Fatalf("the stored headers hold a name or value in the clear")
+	}
+	got, err := b.st.Webhook(b.ctx, b.account.ID, w.ID)
+	if err != nil || got.Headers["X-Api-Key"] != secret || got.Headers["X-Tenant"] != "acme" || len(got.Headers) != 2 {
+		t.Fatalf("read back headers %v, %v", got.Headers, err)
+	}
+	b.fire(t, b.st, 1)
+	c := b.claim(t, b.st, 0, time.Minute, 10, 10)
+	if len(c) != 1 || c[0].Headers["X-Api-Key"] != secret {
+		t.Fatalf("claimed %+v; want one claim carrying the headers", c)
+	}
+
+	// Replaced; a patch of another field leaves them; removed.
+	repl := map[string]string{"Authorization": "Bearer t"}
+	if u, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Headers: &repl}); err != nil || len(u.Headers) != 1 || u.Headers["Authorization"] != "Bearer t" {
+		t.Fatalf("replace headers: %v, %v", u.Headers, err)
+	}
+	name := "renamed"
+	if u, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Name: &name}); err != nil || len(u.Headers) != 1 {
+		t.Fatalf("a patch without headers changed them: %v, %v", u.Headers, err)
+	}
+	none := map[string]string{}
+	if u, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Headers: &none}); err != nil || u.Headers != nil {
+		t.Fatalf("remove headers: %v, %v", u.Headers, err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM webhooks WHERE headers_sealed IS NULL AND id = ?`, w.ID); n != 1 {
+		t.Errorf("removed headers left a sealed value")
+	}
+
+	// A sealed value moved to another webhook does not open there.
+	other := b.webhook(t, "other")
+	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Headers: &repl}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(b.ctx, `UPDATE webhooks SET headers_sealed = (SELECT headers_sealed FROM webhooks WHERE id = ?) WHERE id = ?`, w.ID, other.ID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.Webhook(b.ctx, b.account.ID, other.ID); err == nil {
+		t.Errorf("another webhook's sealed headers opened")
 	}
 }

@@ -75,6 +75,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"AttemptHeadersAreKeptBounded", 1, testAttemptHeadersAreKeptBounded},
 		{"AccountLimitsCapWebhooksEvenConcurrently", 3, testAccountLimits},
 		{"FiltersChooseWhoGetsALog", 1, testFiltersChooseWhoGetsALog},
+		{"HeadersAreSealedAndClaimed", 1, testHeadersAreSealedAndClaimed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
