@@ -29,6 +29,9 @@ type Webhook struct {
 	// Headers are the custom headers sent with every request, their values
 	// masked ("********") except from RevealHeaders.
 	Headers map[string]string `json:"headers"`
+	// SignatureScheme is how deliveries are signed: "herald" or
+	// "standard-webhooks".
+	SignatureScheme string `json:"signatureScheme"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -45,6 +48,8 @@ type WebhookCreate struct {
 	Filter json.RawMessage `json:"filter,omitempty"`
 	// Headers are custom headers to send with every request; nil for none.
 	Headers map[string]string `json:"headers,omitempty"`
+	// SignatureScheme is "herald" (when "") or "standard-webhooks".
+	SignatureScheme string `json:"signatureScheme,omitempty"`
 }
 
 // HasFilter reports whether w has a filter.
@@ -67,6 +72,8 @@ type WebhookUpdate struct {
 	// Headers replaces the custom headers; a pointer to an empty map
 	// removes them. A value of "********" keeps that header's stored value.
 	Headers *map[string]string `json:"headers,omitempty"`
+	// SignatureScheme changes how deliveries are signed.
+	SignatureScheme *string `json:"signatureScheme,omitempty"`
 }
 
 // WebhookFilter narrows ListWebhooks.

@@ -85,7 +85,7 @@ func printJSON(w io.Writer, v any) error {
 
 const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN):
   herald webhooks list [--status S]
-  herald webhooks create --name N --url U --events K1,K2 [--token T] [--filter JSON] [--header 'Name: value']...
+  herald webhooks create --name N --url U --events K1,K2 [--token T] [--filter JSON] [--header 'Name: value']... [--signature-scheme herald|standard-webhooks]
   herald webhooks test ID [--event K] [--check-verification]
   herald webhooks filter-test --filter JSON --payload JSON|@FILE
   herald logs list [--webhook ID] [--status S] [--event K] [--event-id ID] [--limit N]
@@ -148,6 +148,7 @@ func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		events := e.fs.String("events", "", "comma-separated event kinds (required)")
 		token := e.fs.String("token", "", "the signing token (default: herald generates one)")
 		filter := e.fs.String("filter", "", `a JSON filter on the payload, e.g. '{"data.metadata.plan": "pro"}' (default: none)`)
+		scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald (default) or standard-webhooks")
 		var headers headerFlags
 		e.fs.Var(&headers, "header", "a custom header to send with every request, as 'Name: value' (repeatable)")
 		if _, err := parseArgs(e, args[1:], 0, ""); err != nil {
@@ -170,6 +171,7 @@ func webhooksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if len(headers) > 0 {
 			create.Headers = headers
 		}
+		create.SignatureScheme = *scheme
 		w, err := c.CreateWebhook(ctx, create)
 		if err != nil {
 			return err

@@ -71,9 +71,9 @@ func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
 
 	// A filter at creation, and tried against a delivered payload.
 	out = run(0, "webhooks", "create", "--name", "pro", "--url", a.url, "--events", "license.created", "--filter", `{"data.metadata.plan": "pro"}`,
-		"--header", "X-Api-Key: k-1", "--header", "X-Tenant:acme", "--json")
+		"--header", "X-Api-Key: k-1", "--header", "X-Tenant:acme", "--signature-scheme", "standard-webhooks", "--json")
 	if !strings.Contains(out, `"filter": {`) || !strings.Contains(out, `"data.metadata.plan": "pro"`) ||
-		!strings.Contains(out, `"X-Api-Key": "********"`) || !strings.Contains(out, `"X-Tenant": "********"`) {
+		!strings.Contains(out, `"X-Api-Key": "********"`) || !strings.Contains(out, `"X-Tenant": "********"`) || !strings.Contains(out, `"signatureScheme": "standard-webhooks"`) {
 		t.Errorf("webhooks create --filter --header printed %q; want the webhook with its filter and masked headers", out)
 	}
 	payload := filepath.Join(t.TempDir(), "payload.json")

@@ -32,7 +32,10 @@ type webhookJSON struct {
 	// Headers are the custom headers, their values masked unless a write
 	// token asked to see them (?reveal=headers); {} for none.
 	Headers map[string]string `json:"headers"`
-	Token   string            `json:"token,omitempty"`
+	// SignatureScheme is how deliveries are signed: herald or
+	// standard-webhooks.
+	SignatureScheme string `json:"signatureScheme"`
+	Token           string `json:"token,omitempty"`
 }
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
@@ -41,7 +44,7 @@ func toWebhookJSON(w store.Webhook) webhookJSON {
 	}
 	return webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
 		Status: w.Status, UndeliveredCount: w.UndeliveredCount, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
-		TokenRotation: toTokenRotationJSON(w.Rotation), Filter: w.Filter, Headers: validator.MaskHeaders(w.Headers)}
+		TokenRotation: toTokenRotationJSON(w.Rotation), Filter: w.Filter, Headers: validator.MaskHeaders(w.Headers), SignatureScheme: w.SignatureScheme}
 }
 
 // toWebhookJSONRevealed is toWebhookJSON with the headers' values shown.
@@ -65,6 +68,8 @@ type webhookInput struct {
 	Filter json.RawMessage `json:"filter"`
 	// Headers likewise: null or {} removes them.
 	Headers json.RawMessage `json:"headers"`
+	// SignatureScheme: herald (the default) or standard-webhooks.
+	SignatureScheme *string `json:"signatureScheme"`
 
 	oldHeaders map[string]string  // stored, for masked values
 	checked    *map[string]string // Headers once read and checked
@@ -72,7 +77,7 @@ type webhookInput struct {
 
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
-	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil
+	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil
 }
 
 // headers reads and checks the headers sent (nil when none was), against
@@ -100,7 +105,7 @@ func (in *webhookInput) headers(v *Invalid, old map[string]string) *map[string]s
 // create requires name, url and events.
 func (a *API) validate(in *webhookInput, create bool) error {
 	var v Invalid
-	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token}
+	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token, SignatureScheme: in.SignatureScheme}
 	if in.Filter != nil {
 		w.Filter = &in.Filter
 	}
@@ -122,6 +127,9 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Token: auth.NewWebhookToken(), Filter: in.Filter}
 	if in.checked != nil {
 		n.Headers = *in.checked
+	}
+	if in.SignatureScheme != nil {
+		n.SignatureScheme = *in.SignatureScheme
 	}
 	if in.Enabled != nil {
 		n.Enabled = *in.Enabled
@@ -193,7 +201,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.empty() {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers"}}.Err()
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme"}}.Err()
 	}
 	sentFilter := in.Filter != nil
 	if in.Headers != nil {
@@ -214,6 +222,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		p.Filter = &in.Filter
 	}
 	p.Headers = in.checked
+	p.SignatureScheme = in.SignatureScheme
 	if in.Events != nil {
 		p.Events = *in.Events
 	}

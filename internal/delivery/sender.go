@@ -87,12 +87,26 @@ type Request struct {
 	// Headers are the webhook's custom headers (checked when saved never to
 	// name one of herald's own), sent as given.
 	Headers map[string]string
+	// StandardTokens, when set, sign the request the Standard Webhooks way
+	// instead of Signature and NextSignature: the token that signs now and,
+	// during a rotation, the next one, each signature in the one
+	// webhook-signature header, over id.timestamp.body with the timestamp
+	// of the moment it is sent.
+	StandardTokens []string
 }
 
 // signed returns the request for a claim's body, signed with the tokens of
 // the claim's moment.
 func signed(c store.Claim) Request {
-	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body), Headers: c.Headers}
+	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
+	if c.SignatureScheme == store.SchemeStandardWebhooks {
+		r.StandardTokens = []string{c.Token}
+		if c.NextToken != "" {
+			r.StandardTokens = append(r.StandardTokens, c.NextToken)
+		}
+		return r
+	}
+	r.Signature = webhook.Sign(c.Token, c.Body)
 	if c.NextToken != "" {
 		r.NextSignature = webhook.Sign(c.NextToken, c.Body)
 	}
@@ -139,6 +153,15 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	}
 	if req.NextSignature != "" {
 		hr.Header[webhook.NextSignatureHeader] = []string{req.NextSignature}
+	}
+	if len(req.StandardTokens) > 0 {
+		ts := s.now().Unix()
+		sigs := make([]string, len(req.StandardTokens))
+		for i, tok := range req.StandardTokens {
+			sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
+		}
+		hr.Header[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
+		hr.Header[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
 	}
 	// What is kept and shown of the request (the attempt's headers, a Test
 	// result) has the custom headers' values masked: they are often

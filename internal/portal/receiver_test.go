@@ -97,3 +97,31 @@ func TestWebhookFormHeaders(t *testing.T) {
 		t.Errorf("headers after the edit: %v; want the key kept, the tenant gone, the region added", got.Headers)
 	}
 }
+
+// TestWebhookFormSignatureScheme: the form chooses how deliveries are
+// signed, shows the choice on the webhook's page and in the edit form, and
+// refuses a scheme that does not exist.
+func TestWebhookFormSignatureScheme(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	b := mustSignIn(t, h)
+	b.get("/webhooks/new")
+	form := url.Values{"name": {"SW"}, "url": {"https://example.com/h"}, "events": {"license.created"}, "enabled": {"on"}, "signatureScheme": {"svix"}}
+	if code, _, body := b.submit("/webhooks/new", form); code != http.StatusUnprocessableEntity || !strings.Contains(body, `id="signatureScheme-error"`) {
+		t.Fatalf("an unknown scheme: %d; want 422 beside the field", code)
+	}
+	form.Set("signatureScheme", "standard-webhooks")
+	code, loc, body := b.submit("/webhooks/new", form)
+	if code != http.StatusOK || !strings.Contains(body, `<dd id="signature-scheme">Standard Webhooks</dd>`) {
+		t.Fatalf("add: %d; want the page naming Standard Webhooks\n%s", code, body)
+	}
+	id := strings.TrimPrefix(loc, "/webhooks/")
+	if _, _, body := b.get("/webhooks/" + id + "/edit"); !strings.Contains(body, `<option value="standard-webhooks" selected>`) {
+		t.Errorf("the edit form does not show the chosen scheme")
+	}
+	var got struct{ SignatureScheme string }
+	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &got)
+	if got.SignatureScheme != "standard-webhooks" {
+		t.Errorf("signatureScheme %q; want standard-webhooks", got.SignatureScheme)
+	}
+}

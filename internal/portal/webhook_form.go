@@ -2,6 +2,7 @@ package portal
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,8 @@ type webhookForm struct {
 	// Headers are the custom headers as typed, one "Name: value" a line;
 	// stored values show masked, and a masked value keeps the stored one.
 	Headers string
+	// SignatureScheme is herald or standard-webhooks.
+	SignatureScheme string
 }
 
 type webhookFormData struct {
@@ -56,7 +59,7 @@ func (d *webhookFormData) fillKinds() {
 func readWebhookForm(r *http.Request) webhookForm { return webhookFormFrom(r.PostForm) }
 
 func webhookFormFrom(v url.Values) webhookForm {
-	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers")}
+	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers"), SignatureScheme: cmp.Or(v.Get("signatureScheme"), store.SchemeHerald)}
 	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
@@ -68,7 +71,7 @@ func webhookFormFrom(v url.Values) webhookForm {
 // headers to save, against old, the stored headers.
 func (h *handler) check(f *webhookForm, create bool, old map[string]string) (json.RawMessage, map[string]string, fieldErrors) {
 	filter := json.RawMessage(f.Filter)
-	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events, Filter: &filter}
+	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events, Filter: &filter, SignatureScheme: &f.SignatureScheme}
 	if f.Token != "" {
 		in.Token = &f.Token
 	}
@@ -138,7 +141,7 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 		d.Form.Token = auth.NewWebhookToken()
 	}
 	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
-		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers})
+		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme})
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
 		// The same words as the API's 409: the limit and how many exist.
@@ -159,7 +162,7 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: hook.ID,
-		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers)}}
+		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers), SignatureScheme: hook.SignatureScheme}}
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
 	}
@@ -179,7 +182,7 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
 	}
-	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers}
+	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers, SignatureScheme: &d.Form.SignatureScheme}
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
 	}

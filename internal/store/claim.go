@@ -58,11 +58,14 @@ type Claim struct {
 	// when none is under way.
 	NextToken string
 	// Headers are the webhook's custom headers, opened; nil for none.
-	Headers      map[string]string
-	Enabled      bool
-	Health       Health
-	AttemptCount int // automatic attempts made before this one
-	Lease        string
+	Headers map[string]string
+	// SignatureScheme is the webhook's: SchemeHerald or
+	// SchemeStandardWebhooks.
+	SignatureScheme string
+	Enabled         bool
+	Health          Health
+	AttemptCount    int // automatic attempts made before this one
+	Lease           string
 	// TraceParent is the W3C traceparent of the span that fired the event,
 	// or "" when none was recorded (see Tx.Fire).
 	TraceParent string
@@ -84,7 +87,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 		return nil, nil
 	}
 	rows, err := s.Query(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status, w.headers_sealed
+e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status, w.headers_sealed, w.signature_scheme
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
 	if err != nil {
@@ -112,7 +115,7 @@ func (s *Store) scanClaim(sc interface{ Scan(...any) error }) (Claim, error) {
 	var sealed, nextSealed, headers []byte
 	var rotationEnds sql.NullInt64
 	if err := sc.Scan(&c.LogID, &c.AccountID, &c.WebhookID, &c.EventID, &kind, &c.AttemptCount, &lease,
-		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health, &headers); err != nil {
+		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health, &headers, &c.SignatureScheme); err != nil {
 		return Claim{}, err
 	}
 	var err error
@@ -185,7 +188,7 @@ WHERE account_id = ? AND id = ? AND status <> 'pending' AND COALESCE(resend_unti
 		return Claim{}, fmt.Errorf("an attempt is in flight: %w", ErrConflict)
 	}
 	c, err := s.scanClaim(s.QueryRow(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status, w.headers_sealed
+e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status, w.headers_sealed, w.signature_scheme
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.account_id = ? AND l.id = ?`, accountID, logID))
 	if errors.Is(err, sql.ErrNoRows) {

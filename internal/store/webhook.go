@@ -51,7 +51,16 @@ type Webhook struct {
 	// Headers are the custom headers sent with each of its requests, by
 	// name; nil for none. Kept sealed; the API shows their values masked.
 	Headers map[string]string
+	// SignatureScheme is how its deliveries are signed: SchemeHerald or
+	// SchemeStandardWebhooks.
+	SignatureScheme string
 }
+
+// Signature schemes of a webhook.
+const (
+	SchemeHerald           = "herald"
+	SchemeStandardWebhooks = "standard-webhooks"
+)
 
 // Subscribes reports whether w wants events of kind k.
 func (w Webhook) Subscribes(k event.Kind) bool {
@@ -72,22 +81,28 @@ type NewWebhook struct {
 	Token   string
 	Filter  json.RawMessage   // nil for none; parsed by the caller
 	Headers map[string]string // nil for none; checked by the caller
+	// SignatureScheme is SchemeHerald or SchemeStandardWebhooks; "" is
+	// SchemeHerald.
+	SignatureScheme string
 }
 
 // CreateWebhook stores a new, Healthy webhook with its token sealed.
 func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhook) (Webhook, error) {
 	now := s.now()
-	w := Webhook{ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
+	if n.SignatureScheme == "" {
+		n.SignatureScheme = SchemeHerald
+	}
+	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
 		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers}
 	events, _ := json.Marshal(n.Events)
 	err := s.InTx(ctx, func(tx *Tx) error {
 		if err := checkWebhookCap(ctx, tx, accountID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, account_id, name, url, events, enabled, status, token_sealed, created_at, updated_at, filter, headers_sealed)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, account_id, name, url, events, enabled, status, token_sealed, created_at, updated_at, filter, headers_sealed, signature_scheme)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, accountID, w.Name, w.URL, string(events), w.Enabled, string(Healthy),
-			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now), rawText(n.Filter), s.sealHeaders(w.ID, n.Headers))
+			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now), rawText(n.Filter), s.sealHeaders(w.ID, n.Headers), n.SignatureScheme)
 		return err
 	})
 	var le *WebhookLimitError
@@ -139,7 +154,7 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 // webhookColumns reads a webhook with its rotation, when it last left
 // Healthy and its undelivered count, the last through the partial index of
 // failed and cancelled logs by webhook and completion.
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed,
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.status IN ('failed', 'cancelled') AND l.completed_at >= webhooks.left_healthy_at
  AND (l.status = 'failed' OR ` + suspendedReasons + `))`
@@ -154,7 +169,7 @@ func (s *Store) scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (
 	var started, ends, left sql.NullInt64
 	var filter sql.NullString
 	var headers []byte
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.UndeliveredCount); err != nil {
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
 	var err error
@@ -294,6 +309,8 @@ type WebhookPatch struct {
 	// Headers replaces the custom headers: nil leaves them, a pointer to
 	// an empty map removes them.
 	Headers *map[string]string
+	// SignatureScheme, when set, changes how deliveries are signed.
+	SignatureScheme *string
 }
 
 // rawText stores a JSON document as text, nil as NULL.
@@ -331,13 +348,13 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID, id string, p Webho
 	}
 	err := s.InTx(ctx, func(tx *Tx) error {
 		res, err := tx.Exec(ctx, `UPDATE webhooks SET name = COALESCE(?, name), url = COALESCE(?, url), events = COALESCE(?, events),
-enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed),
+enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed), signature_scheme = COALESCE(?, signature_scheme),
 filter = CASE WHEN ? THEN ? ELSE filter END, headers_sealed = CASE WHEN ? THEN ? ELSE headers_sealed END,
 next_token_sealed = CASE WHEN ? THEN NULL ELSE next_token_sealed END,
 rotation_started_at = CASE WHEN ? THEN NULL ELSE rotation_started_at END,
 rotation_ends_at = CASE WHEN ? THEN NULL ELSE rotation_ends_at END,
 updated_at = ? WHERE account_id = ? AND id = ?`,
-			p.Name, p.URL, events, p.Enabled, sealed, p.Filter != nil, filter, p.Headers != nil, headers, replaced, replaced, replaced, ms(s.now()), accountID, id)
+			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, replaced, replaced, replaced, ms(s.now()), accountID, id)
 		if err != nil {
 			return fmt.Errorf("update webhook: %w", err)
 		}

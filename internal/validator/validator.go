@@ -46,6 +46,8 @@ type Webhook struct {
 	// Filter is the JSON filter as sent; JSON null and {} (no filter) are
 	// made nil in place, and any other filter compacted.
 	Filter *json.RawMessage
+	// SignatureScheme is "herald" or "standard-webhooks".
+	SignatureScheme *string
 }
 
 // Token lengths accepted for a webhook's signing token.
@@ -103,6 +105,9 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 	}
 	if w.Filter != nil {
 		CheckFilter(&v, "filter", w.Filter)
+	}
+	if w.SignatureScheme != nil && *w.SignatureScheme != store.SchemeHerald && *w.SignatureScheme != store.SchemeStandardWebhooks {
+		v.Add("signatureScheme", fmt.Sprintf("%q: must be %q or %q", *w.SignatureScheme, store.SchemeHerald, store.SchemeStandardWebhooks))
 	}
 	if w.Token != nil {
 		if n := len(*w.Token); CheckText(&v, "token", *w.Token) && (n < MinTokenLength || n > MaxTokenLength) {

@@ -165,3 +165,34 @@ func testHeadersAreSealedAndClaimed(t *testing.T, b *bundle) {
 		t.Errorf("another webhook's sealed headers opened")
 	}
 }
+
+// testSignatureSchemeIsKeptAndClaimed: a webhook is signed the herald way
+// unless it asks for Standard Webhooks; its scheme is stored, changed, and
+// carried by every claim.
+func testSignatureSchemeIsKeptAndClaimed(t *testing.T, b *bundle) {
+	plain := b.webhook(t, "plain")
+	if plain.SignatureScheme != store.SchemeHerald {
+		t.Errorf("default scheme %q; want %q", plain.SignatureScheme, store.SchemeHerald)
+	}
+	sw, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "sw", URL: "https://example.com/sw",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_sw_0123456789", SignatureScheme: store.SchemeStandardWebhooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.st.Webhook(b.ctx, b.account.ID, sw.ID); err != nil || got.SignatureScheme != store.SchemeStandardWebhooks {
+		t.Fatalf("read back scheme %q, %v", got.SignatureScheme, err)
+	}
+	b.fire(t, b.st, 1)
+	claims := b.claim(t, b.st, 0, time.Minute, 10, 10)
+	schemes := map[string]string{}
+	for _, c := range claims {
+		schemes[c.WebhookID] = c.SignatureScheme
+	}
+	if schemes[plain.ID] != store.SchemeHerald || schemes[sw.ID] != store.SchemeStandardWebhooks {
+		t.Errorf("claims carry schemes %v; want herald for %s and standard-webhooks for %s", schemes, plain.ID, sw.ID)
+	}
+	herald := store.SchemeHerald
+	if u, err := b.st.UpdateWebhook(b.ctx, b.account.ID, sw.ID, store.WebhookPatch{SignatureScheme: &herald}); err != nil || u.SignatureScheme != herald {
+		t.Fatalf("change scheme: %q, %v", u.SignatureScheme, err)
+	}
+}
