@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"net/url"
 	"time"
 )
 
@@ -21,6 +23,15 @@ type Webhook struct {
 	UpdatedAt        time.Time `json:"updatedAt"`
 	// TokenRotation is the token rotation under way; nil when none is.
 	TokenRotation *TokenRotation `json:"tokenRotation"`
+	// Filter is the JSON filter an event's payload must pass to be
+	// delivered; the JSON null when it has none (see HasFilter).
+	Filter json.RawMessage `json:"filter"`
+	// Headers are the custom headers sent with every request, their values
+	// masked ("********") except from RevealHeaders.
+	Headers map[string]string `json:"headers"`
+	// SignatureScheme is how deliveries are signed: "herald" or
+	// "standard-webhooks".
+	SignatureScheme string `json:"signatureScheme"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -33,7 +44,21 @@ type WebhookCreate struct {
 	Events  []string `json:"events"`
 	Enabled *bool    `json:"enabled,omitempty"`
 	Token   string   `json:"token,omitempty"`
+	// Filter is a JSON filter on the payload; nil for none.
+	Filter json.RawMessage `json:"filter,omitempty"`
+	// Headers are custom headers to send with every request; nil for none.
+	Headers map[string]string `json:"headers,omitempty"`
+	// SignatureScheme is "herald" (when "") or "standard-webhooks".
+	SignatureScheme string `json:"signatureScheme,omitempty"`
 }
+
+// HasFilter reports whether w has a filter.
+func (w Webhook) HasFilter() bool {
+	return len(w.Filter) > 0 && string(w.Filter) != "null"
+}
+
+// NoFilter, as WebhookUpdate.Filter, removes a webhook's filter.
+var NoFilter = json.RawMessage("null")
 
 // WebhookUpdate changes the fields that are set.
 type WebhookUpdate struct {
@@ -42,6 +67,13 @@ type WebhookUpdate struct {
 	Events  *[]string `json:"events,omitempty"`
 	Enabled *bool     `json:"enabled,omitempty"`
 	Token   *string   `json:"token,omitempty"`
+	// Filter replaces the filter; &NoFilter removes it.
+	Filter *json.RawMessage `json:"filter,omitempty"`
+	// Headers replaces the custom headers; a pointer to an empty map
+	// removes them. A value of "********" keeps that header's stored value.
+	Headers *map[string]string `json:"headers,omitempty"`
+	// SignatureScheme changes how deliveries are signed.
+	SignatureScheme *string `json:"signatureScheme,omitempty"`
 }
 
 // WebhookFilter narrows ListWebhooks.
@@ -79,6 +111,14 @@ func (c *Client) Webhook(ctx context.Context, id string) (Webhook, error) {
 func (c *Client) UpdateWebhook(ctx context.Context, id string, u WebhookUpdate) (Webhook, error) {
 	var out Webhook
 	err := c.do(ctx, "PATCH", "/v3/webhooks/"+esc(id), nil, u, &out)
+	return out, err
+}
+
+// RevealHeaders reads one webhook with its custom headers' values shown;
+// it takes a write token.
+func (c *Client) RevealHeaders(ctx context.Context, id string) (Webhook, error) {
+	var out Webhook
+	err := c.do(ctx, "GET", "/v3/webhooks/"+esc(id), url.Values{"reveal": {"headers"}}, nil, &out)
 	return out, err
 }
 
@@ -188,5 +228,20 @@ type TestResult struct {
 func (c *Client) TestWebhook(ctx context.Context, id string, r TestRequest) (TestResult, error) {
 	var out TestResult
 	err := c.do(ctx, "POST", "/v3/webhooks/"+esc(id)+"/test", nil, r, &out)
+	return out, err
+}
+
+// FilterTest is whether a payload passes a filter, and why: one line per
+// condition tested.
+type FilterTest struct {
+	Matches     bool   `json:"matches"`
+	Explanation string `json:"explanation"`
+}
+
+// TestFilter asks whether payload (an event's payload, as JSON) passes
+// filter, saving nothing.
+func (c *Client) TestFilter(ctx context.Context, filter, payload json.RawMessage) (FilterTest, error) {
+	var out FilterTest
+	err := c.do(ctx, "POST", "/v3/webhooks/filter-test", nil, map[string]json.RawMessage{"filter": filter, "payload": payload}, &out)
 	return out, err
 }

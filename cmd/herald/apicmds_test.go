@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -65,6 +67,22 @@ func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
 	}
 	if out := run(0, "webhooks", "test", hookID, "--event", "license.renewed"); !strings.Contains(out, "sent a test license.renewed") || !strings.Contains(out, "answered "+code) {
 		t.Errorf("webhooks test printed %q", out)
+	}
+
+	// A filter at creation, and tried against a delivered payload.
+	out = run(0, "webhooks", "create", "--name", "pro", "--url", a.url, "--events", "license.created", "--filter", `{"data.metadata.plan": "pro"}`,
+		"--header", "X-Api-Key: k-1", "--header", "X-Tenant:acme", "--signature-scheme", "standard-webhooks", "--json")
+	if !strings.Contains(out, `"filter": {`) || !strings.Contains(out, `"data.metadata.plan": "pro"`) ||
+		!strings.Contains(out, `"X-Api-Key": "********"`) || !strings.Contains(out, `"X-Tenant": "********"`) || !strings.Contains(out, `"signatureScheme": "standard-webhooks"`) {
+		t.Errorf("webhooks create --filter --header printed %q; want the webhook with its filter and masked headers", out)
+	}
+	payload := filepath.Join(t.TempDir(), "payload.json")
+	os.WriteFile(payload, a.requests()[0].Body, 0o600)
+	if out := run(0, "webhooks", "filter-test", "--filter", `{"event": {"$prefix": "license."}}`, "--payload", "@"+payload); !strings.Contains(out, "matches: true\nevent $prefix \"license.\": holds (found \"license.created\")") {
+		t.Errorf("webhooks filter-test printed %q", out)
+	}
+	if out := run(1, "webhooks", "filter-test", "--filter", `{"data.plan": {"$in": 1}}`, "--payload", "{}"); !strings.Contains(out, `path "data.plan", operator $in`) {
+		t.Errorf("a bad filter: %q; want the path and the operator named", out)
 	}
 
 	// Mistakes are named.

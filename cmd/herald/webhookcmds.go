@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,7 +17,7 @@ var webhooksNoun = noun{name: "webhooks", about: "The account's webhooks: the re
 	{name: "list", about: "list the webhooks, newest first, a page at a time", setup: webhooksList},
 	{name: "get", args: []string{"ID"}, about: "show one webhook", setup: webhookGet},
 	{name: "create", about: "add a webhook; prints its signing token", setup: webhookCreate},
-	{name: "update", args: []string{"ID"}, about: "change a webhook's name, URL, events or token", setup: webhookUpdate},
+	{name: "update", args: []string{"ID"}, about: "change a webhook's name, URL, events, token, filter, headers or signature scheme", setup: webhookUpdate},
 	{name: "delete", args: []string{"ID"}, about: "delete a webhook and its logs", setup: webhookDelete},
 	{name: "enable", args: []string{"ID"}, about: "send it events again", setup: webhookEnable(true)},
 	{name: "disable", args: []string{"ID"}, about: "stop sending it events (they are logged as cancelled)", setup: webhookEnable(false)},
@@ -25,6 +27,7 @@ var webhooksNoun = noun{name: "webhooks", about: "The account's webhooks: the re
 	{name: "finish-rotation", args: []string{"ID"}, about: "end the rotation under way now: the next token signs alone", setup: webhookFinishRotation},
 	{name: "recover", args: []string{"ID"}, about: "resend, once each, the events a webhook missed", setup: webhookRecover},
 	{name: "recoveries", args: []string{"ID"}, about: "list a webhook's recoveries and their progress", setup: webhookRecoveries},
+	{name: "filter-test", about: "say whether a filter matches an event's payload, and why", setup: webhookFilterTest},
 }}
 
 func webhookTable(x *call, hooks ...client.Webhook) func(tw *tabwriter.Writer) {
@@ -74,6 +77,10 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	token := e.fs.String("token", "", "the signing token, whsec_ and 10 to 100 letters, digits, _ or - (default: herald makes one)")
 	disabled := e.fs.Bool("disabled", false, "create it disabled")
 	again := e.fs.Bool("again", false, "create it even when a webhook has this name and URL already")
+	filter := e.fs.String("filter", "", `a JSON filter on the payload, e.g. '{"data.metadata.plan": "pro"}' (default: none)`)
+	scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald (default) or standard-webhooks")
+	var headers headerFlags
+	e.fs.Var(&headers, "header", "a custom header to send with every request, as 'Name: value' (repeatable)")
 	return func(x *call) error {
 		if !*again && *name != "" && *u != "" {
 			// The same name and URL twice is most often a command run
@@ -96,7 +103,13 @@ func webhookCreate(e *envFlags) func(x *call) error {
 				}
 			}
 		}
-		in := client.WebhookCreate{Name: *name, URL: *u, Events: splitList(*events), Token: *token}
+		in := client.WebhookCreate{Name: *name, URL: *u, Events: splitList(*events), Token: *token, SignatureScheme: *scheme}
+		if *filter != "" {
+			in.Filter = json.RawMessage(*filter)
+		}
+		if len(headers) > 0 {
+			in.Headers = headers
+		}
 		if *disabled {
 			in.Enabled = new(bool)
 		}
@@ -127,10 +140,29 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	events := e.fs.String("events", "", "new comma-separated event kinds, in place of the old")
 	token := e.fs.String("token", "", "a new signing token, at once (see rotate for one with an overlap)")
 	e.fs.Var(&enabled, "enabled", "true or false")
+	filter := e.fs.String("filter", "", `a new JSON filter on the payload; 'null' removes it`)
+	scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald or standard-webhooks")
+	var headers headerFlags
+	e.fs.Var(&headers, "header", "a custom header, as 'Name: value' (repeatable); the headers given replace the old ones")
+	noHeaders := e.fs.Bool("no-headers", false, "remove every custom header")
 	return func(x *call) error {
 		var in client.WebhookUpdate
 		set := map[string]bool{}
 		e.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if set["filter"] {
+			f := json.RawMessage(*filter)
+			in.Filter = &f
+		}
+		if set["signature-scheme"] {
+			in.SignatureScheme = scheme
+		}
+		if set["header"] || *noHeaders {
+			h := map[string]string(headers)
+			if h == nil {
+				h = map[string]string{}
+			}
+			in.Headers = &h
+		}
 		if set["name"] {
 			in.Name = name
 		}
@@ -145,8 +177,8 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 			in.Token = token
 		}
 		in.Enabled = enabled.v
-		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil {
-			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token or --enabled")}
+		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil {
+			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers or --signature-scheme")}
 		}
 		w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], in)
 		if err != nil {
@@ -347,4 +379,44 @@ func webhookRecoveries(e *envFlags) func(x *call) error {
 		x.more(p.NextCursor, "herald webhooks recoveries "+x.pos[0])
 		return err
 	}
+}
+
+func webhookFilterTest(e *envFlags) func(x *call) error {
+	filter := e.fs.String("filter", "", "the JSON filter (required)")
+	payload := e.fs.String("payload", "", "an event's payload as JSON, or @FILE to read it from a file (required; an event log's payload will do)")
+	return func(x *call) error {
+		body := []byte(*payload)
+		if name, ok := strings.CutPrefix(*payload, "@"); ok {
+			var err error
+			if body, err = os.ReadFile(name); err != nil {
+				return fmt.Errorf("read --payload: %w", err)
+			}
+		}
+		r, err := x.c.TestFilter(x.ctx, json.RawMessage(*filter), body)
+		if err != nil {
+			return err
+		}
+		if x.json {
+			return x.printAnswer()
+		}
+		fmt.Fprintf(x.out, "matches: %t\n%s\n", r.Matches, r.Explanation)
+		return nil
+	}
+}
+
+// headerFlags collects repeated --header 'Name: value' flags.
+type headerFlags map[string]string
+
+func (h *headerFlags) String() string { return "" }
+
+func (h *headerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("%q: want 'Name: value'", v)
+	}
+	if *h == nil {
+		*h = headerFlags{}
+	}
+	(*h)[strings.TrimSpace(name)] = strings.TrimSpace(value)
+	return nil
 }

@@ -15,9 +15,17 @@ import (
 
 type accountKey struct{}
 
+type scopeKey struct{}
+
 // accountID returns the account the request's token belongs to.
 func accountID(r *http.Request) string {
 	return r.Context().Value(accountKey{}).(store.Account).ID
+}
+
+// writeScope reports whether the request's token may make changes, and so
+// may also see secrets such as a webhook's header values.
+func writeScope(r *http.Request) bool {
+	return r.Context().Value(scopeKey{}) == store.ScopeWrite
 }
 
 // readOnly reports whether a method changes nothing: all a read token may
@@ -82,7 +90,8 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 				"this API token's scope is read: it may make GET calls only; use a write token to make changes"))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, acct)))
+		ctx := context.WithValue(context.WithValue(r.Context(), accountKey{}, acct), scopeKey{}, tok.Scope)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -107,6 +107,7 @@ func New(c Config) http.Handler {
 	h("PATCH /v3/webhooks/{id}", a.updateWebhook)
 	h("DELETE /v3/webhooks/{id}", a.deleteWebhook)
 	h("GET /v3/webhooks/{id}/token", a.getWebhookToken)
+	h("POST /v3/webhooks/filter-test", a.testFilter)
 	h("POST /v3/webhooks/{id}/test", a.testWebhook)
 	h("POST /v3/webhooks/{id}/recover", a.recoverWebhook)
 	h("GET /v3/webhooks/{id}/recoveries", a.listRecoveries)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,13 +28,34 @@ type webhookJSON struct {
 	UpdatedAt        string `json:"updatedAt"`
 	// TokenRotation is the token rotation under way, null when none is.
 	TokenRotation *tokenRotationJSON `json:"tokenRotation"`
-	Token         string             `json:"token,omitempty"`
+	// Filter is the JSON filter on the payload, null for none.
+	Filter json.RawMessage `json:"filter"`
+	// Headers are the custom headers, their values masked unless a write
+	// token asked to see them (?reveal=headers); {} for none.
+	Headers map[string]string `json:"headers"`
+	// SignatureScheme is how deliveries are signed: herald or
+	// standard-webhooks.
+	SignatureScheme string `json:"signatureScheme"`
+	Token           string `json:"token,omitempty"`
 }
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
+	if w.Headers == nil {
+		w.Headers = map[string]string{}
+	}
 	return webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
 		Status: w.Status, UndeliveredCount: w.UndeliveredCount, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
-		TokenRotation: toTokenRotationJSON(w.Rotation)}
+		TokenRotation: toTokenRotationJSON(w.Rotation), Filter: w.Filter, Headers: validator.MaskHeaders(w.Headers), SignatureScheme: w.SignatureScheme}
+}
+
+// toWebhookJSONRevealed is toWebhookJSON with the headers' values shown.
+func toWebhookJSONRevealed(w store.Webhook) webhookJSON {
+	out := toWebhookJSON(w)
+	out.Headers = w.Headers
+	if out.Headers == nil {
+		out.Headers = map[string]string{}
+	}
+	return out
 }
 
 type webhookInput struct {
@@ -42,15 +64,56 @@ type webhookInput struct {
 	Events  *[]event.Kind `json:"events"`
 	Enabled *bool         `json:"enabled"`
 	Token   *string       `json:"token"`
+	// Filter is nil when absent and the text null when sent as null
+	// (json.RawMessage is handed a null rather than left alone).
+	Filter json.RawMessage `json:"filter"`
+	// Headers likewise: null or {} removes them.
+	Headers json.RawMessage `json:"headers"`
+	// SignatureScheme: herald (the default) or standard-webhooks.
+	SignatureScheme *string `json:"signatureScheme"`
+
+	oldHeaders map[string]string  // stored, for masked values
+	checked    *map[string]string // Headers once read and checked
+}
+
+// empty reports whether no field was sent.
+func (in *webhookInput) empty() bool {
+	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil
+}
+
+// headers reads and checks the headers sent (nil when none was), against
+// the stored ones, whose values a masked value keeps.
+func (in *webhookInput) headers(v *Invalid, old map[string]string) *map[string]string {
+	if in.Headers == nil {
+		return nil
+	}
+	h := map[string]string{}
+	if string(in.Headers) != "null" {
+		if err := json.Unmarshal(in.Headers, &h); err != nil {
+			v.Add("headers", "must be an object of header names and string values")
+			return nil
+		}
+	}
+	var errs validator.Errors
+	validator.CheckHeaders(&errs, "headers", h, old)
+	for _, e := range errs {
+		v.Add(e.Field, e.Detail)
+	}
+	return &h
 }
 
 // validate checks the fields present with the rules the portal shares;
 // create requires name, url and events.
 func (a *API) validate(in *webhookInput, create bool) error {
 	var v Invalid
-	for _, e := range validator.CheckWebhook(a.policy, validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token}, create) {
+	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token, SignatureScheme: in.SignatureScheme}
+	if in.Filter != nil {
+		w.Filter = &in.Filter
+	}
+	for _, e := range validator.CheckWebhook(a.policy, w, create) {
 		v.Add(e.Field, e.Detail)
 	}
+	in.checked = in.headers(&v, in.oldHeaders)
 	return v.Err()
 }
 
@@ -62,7 +125,13 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := a.validate(&in, true); err != nil {
 		return err
 	}
-	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Token: auth.NewWebhookToken()}
+	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Token: auth.NewWebhookToken(), Filter: in.Filter}
+	if in.checked != nil {
+		n.Headers = *in.checked
+	}
+	if in.SignatureScheme != nil {
+		n.SignatureScheme = *in.SignatureScheme
+	}
 	if in.Enabled != nil {
 		n.Enabled = *in.Enabled
 	}
@@ -105,12 +174,24 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getWebhook(w http.ResponseWriter, r *http.Request) error {
+	reveal := r.URL.Query().Get("reveal")
+	switch {
+	case reveal != "" && reveal != "headers":
+		return Invalid{{"reveal", fmt.Sprintf("%q: must be headers", reveal)}}.Err()
+	case reveal != "" && !writeScope(r):
+		return problem(http.StatusForbidden, "read-only-token", "Forbidden",
+			"this API token's scope is read: header values are shown to write tokens only")
+	}
 	hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")
 	}
 	if err != nil {
 		return err
+	}
+	if reveal == "headers" {
+		w.Header().Set("Cache-Control", "no-store")
+		return writeJSON(w, http.StatusOK, toWebhookJSONRevealed(hook))
 	}
 	return writeJSON(w, http.StatusOK, toWebhookJSON(hook))
 }
@@ -120,13 +201,29 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in, false); err != nil {
 		return err
 	}
-	if in == (webhookInput{}) {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token"}}.Err()
+	if in.empty() {
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme"}}.Err()
+	}
+	sentFilter := in.Filter != nil
+	if in.Headers != nil {
+		hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("webhook")
+		}
+		if err != nil {
+			return err
+		}
+		in.oldHeaders = hook.Headers
 	}
 	if err := a.validate(&in, false); err != nil {
 		return err
 	}
 	p := store.WebhookPatch{Name: in.Name, URL: in.URL, Enabled: in.Enabled, Token: in.Token}
+	if sentFilter {
+		p.Filter = &in.Filter
+	}
+	p.Headers = in.checked
+	p.SignatureScheme = in.SignatureScheme
 	if in.Events != nil {
 		p.Events = *in.Events
 	}

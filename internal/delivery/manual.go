@@ -186,8 +186,8 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	if err != nil {
 		return TestResult{}, err
 	}
-	req := signed(store.Claim{URL: w.URL, EventID: id, Body: body, Token: tokens.Current, NextToken: tokens.Next})
-	sig := req.Signature
+	req := signed(store.Claim{URL: w.URL, EventID: id, Body: body, Token: tokens.Current, NextToken: tokens.Next, Headers: w.Headers,
+		SignatureScheme: w.SignatureScheme})
 	res, err := d.manual(ctx.Done(), accountID, w.ID, func() Result {
 		sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
 		res := d.sender.Send(sctx, req)
@@ -196,6 +196,12 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	})
 	if err != nil {
 		return TestResult{}, err
+	}
+	// The signature as sent: for Standard Webhooks it is made at the
+	// moment of sending, over that moment's timestamp.
+	sig := req.Signature
+	if v, ok := flatten(res.Headers)[webhook.SignatureHeader]; ok {
+		sig = v
 	}
 	out := TestResult{
 		Event:      kind,
@@ -221,7 +227,11 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 			if span != nil {
 				span.SetAttributes(attribute.Bool("herald.verification_check", true))
 			}
-			res := d.sender.Send(sctx, Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body)})
+			forged := Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body), Headers: w.Headers}
+			if w.SignatureScheme == store.SchemeStandardWebhooks {
+				forged.Signature, forged.StandardTokens = "", []string{auth.NewWebhookToken()}
+			}
+			res := d.sender.Send(sctx, forged)
 			// Here a rejection is what a verifying receiver should answer, so
 			// only a POST that got no answer is an error.
 			check, outcome := Result{StatusCode: res.StatusCode}, "accepted"

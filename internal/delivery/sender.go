@@ -84,12 +84,29 @@ type Request struct {
 	// NextSignature, during a token rotation, is the body's signature under
 	// the next token, sent in webhook-signature-next; "" sends no such header.
 	NextSignature string
+	// Headers are the webhook's custom headers (checked when saved never to
+	// name one of herald's own), sent as given.
+	Headers map[string]string
+	// StandardTokens, when set, sign the request the Standard Webhooks way
+	// instead of Signature and NextSignature: the token that signs now and,
+	// during a rotation, the next one, each signature in the one
+	// webhook-signature header, over id.timestamp.body with the timestamp
+	// of the moment it is sent.
+	StandardTokens []string
 }
 
 // signed returns the request for a claim's body, signed with the tokens of
 // the claim's moment.
 func signed(c store.Claim) Request {
-	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Signature: webhook.Sign(c.Token, c.Body)}
+	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
+	if c.SignatureScheme == store.SchemeStandardWebhooks {
+		r.StandardTokens = []string{c.Token}
+		if c.NextToken != "" {
+			r.StandardTokens = append(r.StandardTokens, c.NextToken)
+		}
+		return r
+	}
+	r.Signature = webhook.Sign(c.Token, c.Body)
 	if c.NextToken != "" {
 		r.NextSignature = webhook.Sign(c.NextToken, c.Body)
 	}
@@ -137,7 +154,27 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	if req.NextSignature != "" {
 		hr.Header[webhook.NextSignatureHeader] = []string{req.NextSignature}
 	}
-	res := Result{Headers: hr.Header.Clone(), SentAt: s.now()}
+	if len(req.StandardTokens) > 0 {
+		ts := s.now().Unix()
+		sigs := make([]string, len(req.StandardTokens))
+		for i, tok := range req.StandardTokens {
+			sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
+		}
+		hr.Header[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
+		hr.Header[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
+	}
+	// What is kept and shown of the request (the attempt's headers, a Test
+	// result) has the custom headers' values masked: they are often
+	// credentials, kept sealed, never in the clear in a log.
+	shown := hr.Header.Clone()
+	for name, value := range req.Headers {
+		if _, own := hr.Header[name]; own { // never herald's own, whatever was stored
+			continue
+		}
+		hr.Header[name] = []string{value}
+		shown[name] = []string{store.MaskedHeaderValue}
+	}
+	res := Result{Headers: shown, SentAt: s.now()}
 	resp, err := s.client.Do(hr)
 	if err != nil {
 		res.Duration = s.now().Sub(res.SentAt)

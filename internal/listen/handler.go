@@ -18,7 +18,8 @@ import (
 
 // Handler returns the receiving handler. For every request it reads the raw
 // body (at most webhook.MaxBodyBytes), verifies it under cfg.Token with
-// webhook.Verify and prints it to cfg.Out: a line with the time, the event
+// webhook.Verify (webhook.VerifyStandard for a Standard Webhooks delivery:
+// webhook-timestamp and a v1 signature) and prints it to cfg.Out: a line with the time, the event
 // kind, the event id and the verdict, then the body pretty-printed (as sent
 // when it is nested deeper than jsonlimit.MaxDepth, or indenting would make
 // it many times larger).
@@ -85,6 +86,19 @@ func (h *handler) verify(r *http.Request, body []byte) (problem string) {
 		return "no token configured"
 	}
 	signature := r.Header.Get(webhook.SignatureHeader)
+	if webhook.IsStandard(r.Header) {
+		// A webhook whose signatureScheme is standard-webhooks.
+		switch err := webhook.VerifyStandard([]string{h.cfg.Token}, r.Header.Get(webhook.IDHeader), r.Header.Get(webhook.TimestampHeader),
+			signature, body, time.Now()); {
+		case err == nil:
+			return ""
+		case errors.Is(err, webhook.ErrTimestamp):
+			return "webhook-timestamp is not within 5 minutes of now (Standard Webhooks)"
+		case errors.Is(err, webhook.ErrMissingHeaders):
+			return "no webhook-id header (Standard Webhooks)"
+		}
+		return "no v1 signature matches webhook-id.webhook-timestamp.body under this token (Standard Webhooks)"
+	}
 	err := webhook.Verify(h.cfg.Token, body, signature)
 	switch {
 	case err == nil:

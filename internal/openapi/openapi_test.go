@@ -153,7 +153,9 @@ func TestOperationsConsistent(t *testing.T) {
 func TestObjectSchemasClosed(t *testing.T) {
 	t.Parallel()
 	doc := load(t)
-	open := map[string]bool{"Metadata": true}
+	// Maps whose keys the user chooses: metadata, a filter's paths, header
+	// names.
+	open := map[string]bool{"Metadata": true, "WebhookFilter": true, "WebhookHeaders": true}
 	for name, ref := range doc.Components.Schemas {
 		s := ref.Value
 		if open[name] || !s.Type.Is("object") {
@@ -237,9 +239,13 @@ func TestSchemaInstances(t *testing.T) {
 		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
 			"status":"Healthy","createdAt":"` + when + `","updatedAt":"` + when + `","token":"0123456789abcdef"}`, false},
 		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
-			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":null}`, true},
+			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":null,"filter":null,"headers":{},"signatureScheme":"herald"}`, true},
 		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
-			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":{"startedAt":"` + when + `","endsAt":"` + when + `"}}`, true},
+			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":null,"filter":{"data.plan":"pro"},"headers":{"X-Api-Key":"********"},"signatureScheme":"standard-webhooks"}`, true},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":null,"filter":null,"headers":{},"signatureScheme":"svix"}`, false},
+		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
+			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `","tokenRotation":{"startedAt":"` + when + `","endsAt":"` + when + `"},"filter":null,"headers":{},"signatureScheme":"herald"}`, true},
 		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
 			"status":"Healthy","undeliveredCount":0,"createdAt":"` + when + `","updatedAt":"` + when + `"}`, false},
 		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,

@@ -79,8 +79,11 @@ func webhook() map[string]any {
 		"updatedAt": now,
 		// Required, null when no token rotation is under way.
 		"tokenRotation": nil,
+		"filter":        nil,
+		"headers":       map[string]string{},
 
 		"undeliveredCount": 0,
+		"signatureScheme":  "herald",
 	}
 }
 

@@ -65,7 +65,7 @@ func TestBrowserFormsEditDisableDelete(t *testing.T) {
 	}
 	b.screenshot("webhook-form-errors")
 	// Each field has a label.
-	if n := b.count("input:not([type=hidden]):not([type=checkbox]), select"); n != b.count("label[for]") {
+	if n := b.count("input:not([type=hidden]):not([type=checkbox]), select, textarea"); n != b.count("label[for]") {
 		t.Errorf("%d inputs, %d labels", n, b.count("label[for]"))
 	}
 

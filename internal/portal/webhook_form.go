@@ -1,9 +1,14 @@
 package portal
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/auth"
@@ -12,13 +17,20 @@ import (
 	"github.com/heraldhq/herald/internal/validator"
 )
 
-// webhookForm is the spec's webhook form: name, URL, token, events, enabled.
+// webhookForm is the spec's webhook form: name, URL, token, events,
+// enabled; and the filter, as JSON text ("" for none).
 type webhookForm struct {
 	Name    string
 	URL     string
 	Token   string
 	Events  []event.Kind
 	Enabled bool
+	Filter  string
+	// Headers are the custom headers as typed, one "Name: value" a line;
+	// stored values show masked, and a masked value keeps the stored one.
+	Headers string
+	// SignatureScheme is herald or standard-webhooks.
+	SignatureScheme string
 }
 
 type webhookFormData struct {
@@ -50,7 +62,7 @@ func (d *webhookFormData) fillKinds() {
 func readWebhookForm(r *http.Request) webhookForm { return webhookFormFrom(r.PostForm) }
 
 func webhookFormFrom(v url.Values) webhookForm {
-	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on"}
+	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers"), SignatureScheme: cmp.Or(v.Get("signatureScheme"), store.SchemeHerald)}
 	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
@@ -58,13 +70,52 @@ func webhookFormFrom(v url.Values) webhookForm {
 }
 
 // check applies the API's rules; an empty token is generated on create and
-// left as it is on edit.
-func (h *handler) check(f *webhookForm, create bool) fieldErrors {
-	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events}
+// left as it is on edit. It returns the filter (nil for none) and the
+// headers to save, against old, the stored headers.
+func (h *handler) check(f *webhookForm, create bool, old map[string]string) (json.RawMessage, map[string]string, fieldErrors) {
+	filter := json.RawMessage(f.Filter)
+	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events, Filter: &filter, SignatureScheme: &f.SignatureScheme}
 	if f.Token != "" {
 		in.Token = &f.Token
 	}
-	return fromValidator(validator.CheckWebhook(h.policy, in, create))
+	errs := validator.CheckWebhook(h.policy, in, create)
+	headers := map[string]string{}
+	for _, line := range strings.Split(f.Headers, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			errs.Add("headers", fmt.Sprintf("line %q must read Name: value", line))
+			continue
+		}
+		headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
+	}
+	validator.CheckHeaders(&errs, "headers", headers, old)
+	return filter, headers, fromValidator(errs)
+}
+
+// headersText shows stored headers in the form, one a line, masked.
+func headersText(h map[string]string) string {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&b, "%s: %s\n", name, validator.MaskedHeaderValue)
+	}
+	return b.String()
+}
+
+// filterText shows a saved filter in the form, indented for reading.
+func filterText(f json.RawMessage) string {
+	var b bytes.Buffer
+	if len(f) == 0 || json.Indent(&b, f, "", "  ") != nil {
+		return string(f)
+	}
+	return b.String()
 }
 
 // newWebhook shows an empty form with a generated token, or the form as it
@@ -85,14 +136,15 @@ func (h *handler) newWebhook(w http.ResponseWriter, r *http.Request, s store.Ses
 // createWebhook adds a webhook and opens its page.
 func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d := webhookFormData{Form: readWebhookForm(r)}
-	if errs := h.check(&d.Form, true); len(errs) > 0 {
+	filter, headers, errs := h.check(&d.Form, true, nil)
+	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/new", errs)
 	}
 	if d.Form.Token == "" {
 		d.Form.Token = auth.NewWebhookToken()
 	}
 	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
-		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token})
+		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme})
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
 		// The same words as the API's 409: the limit and how many exist.
@@ -113,7 +165,7 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: hook.ID,
-		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled}}
+		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers), SignatureScheme: hook.SignatureScheme}}
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
 	}
@@ -124,14 +176,16 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 // updateWebhook saves the form over the webhook.
 func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	id := r.PathValue("id")
-	if _, err := h.store.Webhook(r.Context(), s.AccountID, id); err != nil {
+	hook, err := h.store.Webhook(r.Context(), s.AccountID, id)
+	if err != nil {
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: id, Form: readWebhookForm(r)}
-	if errs := h.check(&d.Form, true); len(errs) > 0 {
+	filter, headers, errs := h.check(&d.Form, true, hook.Headers)
+	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
 	}
-	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled}
+	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers, SignatureScheme: &d.Form.SignatureScheme}
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
 	}

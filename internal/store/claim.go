@@ -56,11 +56,16 @@ type Claim struct {
 	Token     string // signs webhook-signature
 	// NextToken, during a token rotation, signs webhook-signature-next; ""
 	// when none is under way.
-	NextToken    string
-	Enabled      bool
-	Health       Health
-	AttemptCount int // automatic attempts made before this one
-	Lease        string
+	NextToken string
+	// Headers are the webhook's custom headers, opened; nil for none.
+	Headers map[string]string
+	// SignatureScheme is the webhook's: SchemeHerald or
+	// SchemeStandardWebhooks.
+	SignatureScheme string
+	Enabled         bool
+	Health          Health
+	AttemptCount    int // automatic attempts made before this one
+	Lease           string
 	// TraceParent is the W3C traceparent of the span that fired the event,
 	// or "" when none was recorded (see Tx.Fire).
 	TraceParent string
@@ -84,7 +89,8 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 // claimColumns are what an attempt needs of a claimed log, its event and
 // its webhook, in scanClaim's order, over logs l, events e and webhooks w.
 const claimColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status`
+e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status,
+w.headers_sealed, w.signature_scheme`
 
 // loadClaims loads the logs a claim under lease took, by id.
 func (s *Store) loadClaims(ctx context.Context, lease string, ids []string) ([]Claim, error) {
@@ -113,10 +119,15 @@ func (s *Store) scanClaim(sc interface{ Scan(...any) error }, more ...any) (Clai
 	var c Claim
 	var kind, health string
 	var lease, traceParent sql.NullString
-	var sealed, nextSealed []byte
+	var sealed, nextSealed, headers []byte
 	var rotationEnds sql.NullInt64
 	if err := sc.Scan(append([]any{&c.LogID, &c.AccountID, &c.WebhookID, &c.EventID, &kind, &c.AttemptCount, &lease,
-		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health}, more...)...); err != nil {
+		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health, &headers, &c.SignatureScheme},
+		more...)...); err != nil {
+		return Claim{}, err
+	}
+	var err error
+	if c.Headers, err = s.openHeaders(c.WebhookID, headers); err != nil {
 		return Claim{}, err
 	}
 	c.Event, c.Health, c.Lease, c.TraceParent = event.Kind(kind), Health(health), lease.String, traceParent.String

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
@@ -24,7 +25,8 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 }
 
 // fire is Fire leaving out the webhook except (an operational event is never
-// sent to the webhook it is about; "" leaves out none).
+// sent to the webhook it is about; "" leaves out none), and the webhooks
+// whose filter the event fails (see filteredOut).
 func (tx *Tx) fire(ctx context.Context, accountID string, kind event.Kind, data any, except string) (string, error) {
 	now := tx.Now()
 	id := NewID()
@@ -34,8 +36,15 @@ func (tx *Tx) fire(ctx context.Context, accountID string, kind event.Kind, data 
 	}
 	tx.kinds = append(tx.kinds, kind)
 	traceParent := nullable(tracing.TraceParent(ctx))
+	skip, err := tx.filteredOut(ctx, accountID, kind, body)
+	if err != nil {
+		return "", err
+	}
+	if except != "" {
+		skip = append(skip, except)
+	}
 	if tx.s.eng.name() == "postgres" {
-		return id, tx.firePostgres(ctx, accountID, id, kind, body, now, traceParent, except)
+		return id, tx.firePostgres(ctx, accountID, id, kind, body, now, traceParent, skip)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent) VALUES (?, ?, ?, ?, ?, ?)`,
 		id, accountID, string(kind), body, ms(now), traceParent); err != nil {
@@ -65,7 +74,7 @@ func (tx *Tx) fire(ctx context.Context, accountID string, kind event.Kind, data 
 			rows.Close()
 			return "", fmt.Errorf("webhook %s events: %w", wid, err)
 		}
-		if !subscribes(kinds, kind) || wid == except {
+		if !subscribes(kinds, kind) || slices.Contains(skip, wid) {
 			continue
 		}
 		switch {
@@ -123,13 +132,13 @@ FROM json_rows(?)`, accountID, id, string(kind), ms(now), ms(now), ms(now), ms(n
 // in id order, as the steps on SQLite lock them) and their logs. A log's id
 // is a UUIDv7 with the event's time and fresh random bits
 // (gen_random_uuid's, its version digit made 7).
-func (tx *Tx) firePostgres(ctx context.Context, accountID, id string, kind event.Kind, body []byte, now time.Time, traceParent *string, except string) error {
+func (tx *Tx) firePostgres(ctx context.Context, accountID, id string, kind event.Kind, body []byte, now time.Time, traceParent *string, skip []string) error {
 	var queued int
 	err := tx.QueryRow(ctx, `WITH ev AS (
   INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent) VALUES (?, ?, ?, ?, ?, ?) RETURNING id
 ), hooks AS (
   SELECT id, enabled AND status <> 'Suspended' AS live, enabled FROM webhooks
-  WHERE account_id = ? AND events::jsonb @> jsonb_build_array(CAST(? AS TEXT)) AND id <> ?
+  WHERE account_id = ? AND events::jsonb @> jsonb_build_array(CAST(? AS TEXT)) AND id NOT IN (SELECT value FROM json_texts(?))
   ORDER BY id FOR KEY SHARE
 ), logs AS (
   INSERT INTO webhook_event_logs
@@ -145,7 +154,7 @@ func (tx *Tx) firePostgres(ctx context.Context, accountID, id string, kind event
 )
 SELECT COUNT(*) FILTER (WHERE status = 'queued') FROM logs`,
 		id, accountID, string(kind), body, ms(now), traceParent,
-		accountID, string(kind), except,
+		accountID, string(kind), jsonTexts(skip),
 		accountID, string(kind), ms(now), ReasonDisabled, ReasonSuspended, ms(now), ms(now), ms(now)).Scan(&queued)
 	if err != nil {
 		return fmt.Errorf("insert event and logs: %w", err)

@@ -44,7 +44,22 @@ type Webhook struct {
 	// Rotation is the token rotation under way, nil when none is (see
 	// RotateWebhookToken).
 	Rotation *TokenRotation
+	// Filter is the JSON filter (internal/filter) an event's payload must
+	// pass to be delivered to it; nil for none.
+	Filter json.RawMessage
+	// Headers are the custom headers sent with each of its requests, by
+	// name; nil for none. Kept sealed; the API shows their values masked.
+	Headers map[string]string
+	// SignatureScheme is how its deliveries are signed: SchemeHerald or
+	// SchemeStandardWebhooks.
+	SignatureScheme string
 }
+
+// Signature schemes of a webhook.
+const (
+	SchemeHerald           = "herald"
+	SchemeStandardWebhooks = "standard-webhooks"
+)
 
 // Subscribes reports whether w wants events of kind k.
 func (w Webhook) Subscribes(k event.Kind) bool {
@@ -63,22 +78,30 @@ type NewWebhook struct {
 	Events  []event.Kind
 	Enabled bool
 	Token   string
+	Filter  json.RawMessage   // nil for none; parsed by the caller
+	Headers map[string]string // nil for none; checked by the caller
+	// SignatureScheme is SchemeHerald or SchemeStandardWebhooks; "" is
+	// SchemeHerald.
+	SignatureScheme string
 }
 
 // CreateWebhook stores a new, Healthy webhook with its token sealed.
 func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhook) (Webhook, error) {
 	now := s.now()
-	w := Webhook{ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
-		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now))}
+	if n.SignatureScheme == "" {
+		n.SignatureScheme = SchemeHerald
+	}
+	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
+		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers}
 	events, _ := json.Marshal(n.Events)
 	err := s.InTx(ctx, func(tx *Tx) error {
 		if err := checkWebhookCap(ctx, tx, accountID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, account_id, name, url, events, enabled, status, token_sealed, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, account_id, name, url, events, enabled, status, token_sealed, created_at, updated_at, filter, headers_sealed, signature_scheme)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, accountID, w.Name, w.URL, string(events), w.Enabled, string(Healthy),
-			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now))
+			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now), rawText(n.Filter), s.sealHeaders(w.ID, n.Headers), n.SignatureScheme)
 		return err
 	})
 	var le *WebhookLimitError
@@ -130,7 +153,7 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 // webhookColumns reads a webhook with its rotation, when it last left
 // Healthy and its undelivered count, the last through the partial index of
 // failed and cancelled logs by webhook and completion.
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at,
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.status IN ('failed', 'cancelled') AND l.completed_at >= webhooks.left_healthy_at
  AND (l.status = 'failed' OR ` + suspendedReasons + `))`
@@ -138,13 +161,22 @@ const webhookColumns = `id, account_id, name, url, events, enabled, status, crea
 // scanWebhook reads a row of webhookColumns. A rotation whose end has come
 // by now is shown ended, whether or not the sweep has erased its old token
 // yet: from its end the next token signs (see signingTokens).
-func scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (Webhook, error) {
+func (s *Store) scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (Webhook, error) {
 	var w Webhook
 	var events, status string
 	var c, u int64
 	var started, ends, left sql.NullInt64
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &w.UndeliveredCount); err != nil {
+	var filter sql.NullString
+	var headers []byte
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
+	}
+	var err error
+	if w.Headers, err = s.openHeaders(w.ID, headers); err != nil {
+		return Webhook{}, err
+	}
+	if filter.Valid {
+		w.Filter = json.RawMessage(filter.String)
 	}
 	if err := jsonlimit.Unmarshal([]byte(events), &w.Events); err != nil {
 		return Webhook{}, fmt.Errorf("webhook %s events: %w", w.ID, err)
@@ -158,7 +190,7 @@ func scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (Webhook, er
 
 // Webhook returns one of an account's webhooks.
 func (s *Store) Webhook(ctx context.Context, accountID, id string) (Webhook, error) {
-	w, err := scanWebhook(s.QueryRow(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id), s.now())
+	w, err := s.scanWebhook(s.QueryRow(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id), s.now())
 	if errors.Is(err, sql.ErrNoRows) {
 		return Webhook{}, ErrNotFound
 	}
@@ -213,7 +245,7 @@ func (s *Store) WebhookWindow(ctx context.Context, accountID string, f WebhookFi
 	var list []Webhook
 	now := s.now()
 	for rows.Next() {
-		w, err := scanWebhook(rows, now)
+		w, err := s.scanWebhook(rows, now)
 		if err != nil {
 			return Window[Webhook]{}, fmt.Errorf("list webhooks: %w", err)
 		}
@@ -270,6 +302,23 @@ type WebhookPatch struct {
 	Events  []event.Kind // nil: unchanged
 	Enabled *bool
 	Token   *string
+	// Filter replaces the filter: nil leaves it, a pointer to nil removes
+	// it.
+	Filter *json.RawMessage
+	// Headers replaces the custom headers: nil leaves them, a pointer to
+	// an empty map removes them.
+	Headers *map[string]string
+	// SignatureScheme, when set, changes how deliveries are signed.
+	SignatureScheme *string
+}
+
+// rawText stores a JSON document as text, nil as NULL.
+func rawText(b json.RawMessage) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 // UpdateWebhook changes a webhook.
@@ -288,14 +337,23 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID, id string, p Webho
 	if replaced {
 		sealed = s.box.Seal([]byte(*p.Token), []byte(id))
 	}
+	var filter *string
+	if p.Filter != nil {
+		filter = rawText(*p.Filter)
+	}
+	var headers []byte
+	if p.Headers != nil {
+		headers = s.sealHeaders(id, *p.Headers)
+	}
 	err := s.InTx(ctx, func(tx *Tx) error {
 		res, err := tx.Exec(ctx, `UPDATE webhooks SET name = COALESCE(?, name), url = COALESCE(?, url), events = COALESCE(?, events),
-enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed),
+enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed), signature_scheme = COALESCE(?, signature_scheme),
+filter = CASE WHEN ? THEN ? ELSE filter END, headers_sealed = CASE WHEN ? THEN ? ELSE headers_sealed END,
 next_token_sealed = CASE WHEN ? THEN NULL ELSE next_token_sealed END,
 rotation_started_at = CASE WHEN ? THEN NULL ELSE rotation_started_at END,
 rotation_ends_at = CASE WHEN ? THEN NULL ELSE rotation_ends_at END,
 updated_at = ? WHERE account_id = ? AND id = ?`,
-			p.Name, p.URL, events, p.Enabled, sealed, replaced, replaced, replaced, ms(s.now()), accountID, id)
+			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, replaced, replaced, replaced, ms(s.now()), accountID, id)
 		if err != nil {
 			return fmt.Errorf("update webhook: %w", err)
 		}

@@ -1,5 +1,5 @@
 // Package validator owns the rules for what account owners may save: a
-// webhook's name, URL, events and token, an account's name and
+// webhook's name, URL, events, token and filter, an account's name and
 // notification email, an API token's name and scope; and SingleLine, the
 // rule every single-line text input of the API and the portal passes. The
 // API and the portal both apply these rules, so a value one refuses the
@@ -11,6 +11,8 @@
 package validator
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/mail"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/filter"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -41,6 +44,11 @@ type Webhook struct {
 	URL    *string
 	Events *[]event.Kind
 	Token  *string
+	// Filter is the JSON filter as sent; JSON null and {} (no filter) are
+	// made nil in place, and any other filter compacted.
+	Filter *json.RawMessage
+	// SignatureScheme is "herald" or "standard-webhooks".
+	SignatureScheme *string
 }
 
 // Token lengths accepted for a webhook's signing token.
@@ -96,12 +104,43 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 	} else if create {
 		v.Add("events", "is required")
 	}
+	if w.Filter != nil {
+		CheckFilter(&v, "filter", w.Filter)
+	}
+	if w.SignatureScheme != nil && *w.SignatureScheme != store.SchemeHerald && *w.SignatureScheme != store.SchemeStandardWebhooks {
+		v.Add("signatureScheme", fmt.Sprintf("%q: must be %q or %q", *w.SignatureScheme, store.SchemeHerald, store.SchemeStandardWebhooks))
+	}
 	if w.Token != nil {
 		if n := len(*w.Token); CheckText(&v, "token", *w.Token) && (n < MinTokenLength || n > MaxTokenLength) {
 			v.Add("token", fmt.Sprintf("must be %d to %d characters", MinTokenLength, MaxTokenLength))
 		}
 	}
 	return v
+}
+
+// CheckFilter checks a webhook's filter (see internal/filter), naming the
+// path and the operator at fault. JSON null and {} mean no filter and are
+// made nil in place; any other filter is compacted.
+func CheckFilter(v *Errors, field string, f *json.RawMessage) {
+	trimmed := bytes.TrimSpace(*f)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		*f = nil
+		return
+	}
+	if _, err := filter.Parse(trimmed); err != nil {
+		v.Add(field, err.Error())
+		return
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, trimmed); err != nil {
+		v.Add(field, "must be a JSON object")
+		return
+	}
+	if b.String() == "{}" {
+		*f = nil
+		return
+	}
+	*f = b.Bytes()
 }
 
 // CheckAccountName checks an account's name, trimming it in place.

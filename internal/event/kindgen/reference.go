@@ -134,7 +134,7 @@ func webhooksRegion(kinds []decl) func(string) string {
 			w.block(3, "description", text)
 			w.line(3, "security: []")
 			w.line(3, "parameters:")
-			for _, p := range []string{"DeliverySignature", "DeliverySignatureNext", "DeliveryID", "DeliveryUserAgent"} {
+			for _, p := range []string{"DeliverySignature", "DeliverySignatureNext", "DeliveryTimestamp", "DeliveryID", "DeliveryUserAgent"} {
 				w.line(4, "- $ref: '#/components/parameters/"+p+"'")
 			}
 			w.line(3, "requestBody:")

@@ -76,6 +76,9 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"TokenRotationOverlapsThenSwitches", 1, testTokenRotation},
 		{"AttemptHeadersAreKeptBounded", 1, testAttemptHeadersAreKeptBounded},
 		{"AccountLimitsCapWebhooksEvenConcurrently", 3, testAccountLimits},
+		{"FiltersChooseWhoGetsALog", 1, testFiltersChooseWhoGetsALog},
+		{"HeadersAreSealedAndClaimed", 1, testHeadersAreSealedAndClaimed},
+		{"SignatureSchemeIsKeptAndClaimed", 1, testSignatureSchemeIsKeptAndClaimed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
