@@ -45,6 +45,14 @@ const (
 	TrialActivationDeleted Kind = "trial-activation.deleted"
 )
 
+// Expiry kinds: fired by the time, not by an API call, once per license per
+// expiresAt; their data is the license, with the expiresAt that came near
+// or passed.
+const (
+	LicenseExpiringSoon Kind = "license.expiring-soon"
+	LicenseExpired      Kind = "license.expired"
+)
+
 // Operational kinds: a webhook's health changed. They go to the account's
 // other webhooks that subscribe to them, never to the webhook they are about.
 const (
@@ -57,6 +65,7 @@ const (
 var Kinds = []Kind{
 	LicenseCreated, LicenseUpdated, LicenseRenewed, LicenseExpiresAtUpdated,
 	LicenseDeleted, LicenseFirstActivated, ActivationDeleted,
+	LicenseExpiringSoon, LicenseExpired,
 	ProductCreated, ProductUpdated, ProductDeleted,
 	UserCreated, UserUpdated, UserDeleted,
 	ActivationCreated, ReleaseCreated, ReleaseDeleted,

@@ -26,6 +26,12 @@ func Sample(kind Kind, now time.Time) map[string]any {
 		"updatedAt":          ts,
 	}
 	switch kind {
+	case LicenseExpiringSoon:
+		license["expiresAt"] = now.UTC().AddDate(0, 0, 7).Format(TimeFormat)
+		return license
+	case LicenseExpired:
+		license["expiresAt"] = ts // the instant that passed
+		return license
 	case ActivationCreated, ActivationDeleted:
 		return map[string]any{
 			"id":          "00000000-0000-7000-8000-000000000004",

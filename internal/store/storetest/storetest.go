@@ -74,6 +74,9 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"TokenRotationOverlapsThenSwitches", 1, testTokenRotation},
 		{"AttemptHeadersAreKeptBounded", 1, testAttemptHeadersAreKeptBounded},
 		{"AccountLimitsCapWebhooksEvenConcurrently", 3, testAccountLimits},
+		{"ExpiryEventsFollowEachRule", 1, testExpiryRules},
+		{"ConcurrentExpiriesFireEachOnce", 3, testConcurrentExpiriesFireOnce},
+		{"DueExpiriesReadOnlyDueRows", 1, testDueExpiriesReadOnlyDueRows},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
