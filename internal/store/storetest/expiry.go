@@ -20,7 +20,9 @@ type expiryFired struct {
 	ExpiresAt string
 }
 
-func (f expiryFired) String() string { return fmt.Sprintf("%s %s@%s", f.Kind, f.LicenseID, f.ExpiresAt) }
+func (f expiryFired) String() string {
+	return fmt.Sprintf("%s %s@%s", f.Kind, f.LicenseID, f.ExpiresAt)
+}
 
 // expiryEvents lists the expiry events fired so far, in firing order.
 func (b *bundle) expiryEvents(t testing.TB) []expiryFired {
@@ -72,7 +74,6 @@ func fireDue(t testing.TB, b *bundle, lic *licensing.Service) int {
 }
 
 func at(t time.Time) string { return t.UTC().Format(event.TimeFormat) }
-
 
 // testExpiryRules walks each rule of the expiry events with the test's clock.
 func testExpiryRules(t *testing.T, b *bundle) {
