@@ -23,7 +23,7 @@ func (e *fieldErrors) add(field, msg string) {
 // fieldLabels names fields in messages as their labels do on the page.
 var fieldLabels = map[string]string{
 	"name": "Name", "url": "URL", "events": "Events", "token": "Token",
-	"notificationEmail": "Notification email",
+	"notificationEmail": "Notification email", "expiringSoonLeadHours": "Expiring-soon lead time",
 	"scope":             "Scope", "expires": "Expires",
 	"password": "Password", "email": "Email address", "role": "Role",
 }

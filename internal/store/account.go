@@ -108,7 +108,8 @@ func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (bool, error)
 // (a write token named FirstTokenName).
 func (tx *Tx) CreateAccount(ctx context.Context, b Bootstrap) (Account, error) {
 	now := tx.Now()
-	a := Account{ID: NewID(), Name: b.AccountName, NotificationEmail: cmp.Or(b.NotificationEmail, b.OwnerEmail), CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	a := Account{ID: NewID(), Name: b.AccountName, NotificationEmail: cmp.Or(b.NotificationEmail, b.OwnerEmail), CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
+		ExpiringSoonLead: DefaultExpiringSoonLead} // the column's default
 	if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, name, notification_email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		a.ID, a.Name, a.NotificationEmail, ms(now), ms(now)); err != nil {
 		return Account{}, fmt.Errorf("insert account: %w", err)
