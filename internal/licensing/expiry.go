@@ -15,12 +15,14 @@ import (
 const ExpiryBatch = 200
 
 // FireDueExpiries fires the expiry events due at the store's clock, oldest
-// due first, for at most limit licenses, and returns how many licenses it
-// fired for. Each license is claimed (on PostgreSQL, rows another process
-// claimed are passed over), read, fired and recorded in one transaction:
-// license.expiring-soon when it has not fired for the license's expiresAt,
-// then license.expired when that instant has passed. The events carry the
-// license as it is now; triggeredAt is the firing time.
+// due first, for at most limit licenses, and returns how many it fired.
+// Each license is claimed (on PostgreSQL, rows another process claimed are
+// passed over), read, fired and recorded in one transaction, one event per
+// license: license.expiring-soon when it has not fired for the license's
+// expiresAt, else license.expired. A license whose expired is due too is
+// then due again at its expiresAt, and fires it at that instant's turn, so
+// expiring-soon always comes first. The events carry the license as it is
+// now; triggeredAt is the firing time.
 func (s *Service) FireDueExpiries(ctx context.Context, limit int) (int, error) {
 	n := 0
 	err := s.store.InTx(ctx, func(tx *store.Tx) error {
@@ -36,19 +38,16 @@ func (s *Service) FireDueExpiries(ctx context.Context, limit int) (int, error) {
 			if err != nil {
 				return fmt.Errorf("fire expiry events: %w", err)
 			}
+			kind := event.LicenseExpired
 			if d.Soon {
-				if _, err := tx.Fire(ctx, d.AccountID, event.LicenseExpiringSoon, l); err != nil {
-					return err
-				}
+				kind = event.LicenseExpiringSoon
 			}
-			if d.Expired {
-				if _, err := tx.Fire(ctx, d.AccountID, event.LicenseExpired, l); err != nil {
-					return err
-				}
+			if _, err := tx.Fire(ctx, d.AccountID, kind, l); err != nil {
+				return err
 			}
 		}
 		n = len(due)
-		return tx.RecordExpiriesFired(ctx, ids, now)
+		return tx.RecordExpiriesFired(ctx, ids)
 	})
 	if err != nil {
 		return 0, err

@@ -59,22 +59,23 @@ WHERE account_id = ? AND expires_at IS NOT NULL AND COALESCE(soon_fired_for, exp
 	return nil
 }
 
-// DueExpiry is a license whose expiry events are due, claimed by
-// ClaimDueExpiries: Soon when license.expiring-soon has not fired for
-// ExpiresAt, Expired when ExpiresAt has passed and license.expired has not
-// fired for it.
+// DueExpiry is a license whose next expiry event is due, claimed by
+// ClaimDueExpiries: license.expiring-soon when Soon (it has not fired for
+// ExpiresAt), else license.expired. One event per claim, so that each is
+// fired in the order of its own due instant: a license whose expiring-soon
+// and expired both came due while herald was stopped is claimed again for
+// its expired at the expired's turn, not ahead of older ones.
 type DueExpiry struct {
 	LicenseID, AccountID string
 	ExpiresAt            time.Time
-	Soon, Expired        bool
+	Soon                 bool
 }
 
 // dueExpiries is the due query: the oldest due first, through the partial
 // index on expiry_due_at, so its cost follows the rows due, not the licenses
 // held. Each engine's row lock is appended.
 const dueExpiries = `SELECT id, account_id, expires_at,
-  COALESCE(soon_fired_for, expires_at + 1) <> expires_at,
-  expires_at <= ? AND COALESCE(expired_fired_for, expires_at + 1) <> expires_at
+  COALESCE(soon_fired_for, expires_at + 1) <> expires_at
 FROM licenses WHERE expiry_due_at <= ? ORDER BY expiry_due_at LIMIT ?`
 
 // ClaimDueExpiries locks up to limit licenses whose expiry events are due at
@@ -84,7 +85,7 @@ FROM licenses WHERE expiry_due_at <= ? ORDER BY expiry_due_at LIMIT ?`
 // matches them, so each event fires once however many processes wake at the
 // same instant.
 func (tx *Tx) ClaimDueExpiries(ctx context.Context, now time.Time, limit int) ([]DueExpiry, error) {
-	rows, err := tx.Query(ctx, dueExpiries+tx.forUpdateSkipLocked(), ms(now), ms(now), limit)
+	rows, err := tx.Query(ctx, dueExpiries+tx.forUpdateSkipLocked(), ms(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim due expiries: %w", err)
 	}
@@ -93,7 +94,7 @@ func (tx *Tx) ClaimDueExpiries(ctx context.Context, now time.Time, limit int) ([
 	for rows.Next() {
 		var d DueExpiry
 		var at int64
-		if err := rows.Scan(&d.LicenseID, &d.AccountID, &at, &d.Soon, &d.Expired); err != nil {
+		if err := rows.Scan(&d.LicenseID, &d.AccountID, &at, &d.Soon); err != nil {
 			return nil, fmt.Errorf("claim due expiries: %w", err)
 		}
 		d.ExpiresAt = fromMS(at)
@@ -105,18 +106,20 @@ func (tx *Tx) ClaimDueExpiries(ctx context.Context, now time.Time, limit int) ([
 	return out, nil
 }
 
-// RecordExpiriesFired records, in the transaction that fired them, that the
-// claimed licenses have fired license.expiring-soon for their expires_at,
-// and license.expired too where it has passed at now, and plans what comes
-// next. Recorded with the events, a crash can lose neither without the other.
-func (tx *Tx) RecordExpiriesFired(ctx context.Context, licenseIDs []string, now time.Time) error {
+// RecordExpiriesFired records, in the transaction that fired them, the
+// event each claimed license fired (as ClaimDueExpiries chose it: its
+// expiring-soon when that had not fired for its expires_at, else its
+// expired), and plans what comes next. Recorded with the events, a crash
+// can lose neither without the other.
+func (tx *Tx) RecordExpiriesFired(ctx context.Context, licenseIDs []string) error {
 	if len(licenseIDs) == 0 {
 		return nil
 	}
 	ids := jsonTexts(licenseIDs)
+	// The CASE reads the row as it was before this UPDATE, as the claim did.
 	if _, err := tx.Exec(ctx, `UPDATE licenses SET soon_fired_for = expires_at,
-  expired_fired_for = CASE WHEN expires_at <= ? THEN expires_at ELSE expired_fired_for END
-WHERE id IN (SELECT value FROM json_texts(?))`, ms(now), ids); err != nil {
+  expired_fired_for = CASE WHEN COALESCE(soon_fired_for, expires_at + 1) = expires_at THEN expires_at ELSE expired_fired_for END
+WHERE id IN (SELECT value FROM json_texts(?))`, ids); err != nil {
 		return fmt.Errorf("record expiry events: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE licenses SET expiry_due_at = `+expiryPlan+`
@@ -147,7 +150,7 @@ func (s *Store) ExplainDueExpiries(ctx context.Context, now time.Time) (string, 
 	if s.eng.name() == "sqlite" {
 		prefix = "EXPLAIN QUERY PLAN "
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(prefix+dueExpiries), ms(now), ms(now), 200)
+	rows, err := s.db.QueryContext(ctx, s.q(prefix+dueExpiries), ms(now), 200)
 	if err != nil {
 		return "", fmt.Errorf("explain due expiries: %w", err)
 	}

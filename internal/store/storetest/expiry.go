@@ -135,8 +135,8 @@ func testExpiryRules(t *testing.T, b *bundle) {
 	dExp := start.Add(day)
 	d := create(&dExp, nil)
 	// Oldest due first: C's lead time began 7 days and an hour ago, D's 6
-	// days ago, B's 5; C's expired follows its expiring-soon.
-	expect("at creation", soon(c, cExp), expired(c, cExp), soon(d, dExp), soon(bl, bExp))
+	// days ago, B's 5; C's expired, due an hour ago, comes after them.
+	expect("at creation", soon(c, cExp), soon(d, dExp), soon(bl, bExp), expired(c, cExp))
 
 	if err := lic.DeleteLicense(b.ctx, b.account.ID, d.ID); err != nil {
 		t.Fatal(err)
