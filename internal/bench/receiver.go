@@ -23,6 +23,10 @@ type receiver struct {
 	fired     map[int64]time.Time // bench sequence number → when its API call began
 	latencies []time.Duration     // API call → verified receipt, first receipt of each delivery
 	last      time.Time           // when the latest delivery arrived
+	// expiry: latencies run from the payload's data.expiresAt instead (scenario
+	// x), and lags from it to triggeredAt.
+	expiry bool
+	lags   []time.Duration
 }
 
 // endpoint is one webhook's path.
@@ -58,6 +62,22 @@ func (r *receiver) reset() {
 		}
 	}
 	r.hooks, r.fired, r.latencies, r.last = map[int]*endpoint{}, map[int64]time.Time{}, nil, time.Time{}
+	r.expiry, r.lags = false, nil
+}
+
+// expiryMode measures latencies from each payload's data.expiresAt, until
+// the next reset.
+func (r *receiver) expiryMode() {
+	r.mu.Lock()
+	r.expiry = true
+	r.mu.Unlock()
+}
+
+// firingLags are, in expiry mode, data.expiresAt to triggeredAt per delivery.
+func (r *receiver) firingLags() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.lags...)
 }
 
 // add registers webhook n's path and signing token; hold makes its requests
@@ -131,13 +151,18 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 			Metadata struct {
 				Bench int64 `json:"bench"`
 			} `json:"metadata"`
+			ExpiresAt time.Time `json:"expiresAt"`
 		} `json:"data"`
+		TriggeredAt time.Time `json:"triggeredAt"`
 	}
 	json.Unmarshal(body, &p)
 	r.mu.Lock()
 	e.got[p.ID]++
 	if e.got[p.ID] == 1 {
-		if at, ok := r.fired[p.Data.Metadata.Bench]; ok {
+		if r.expiry && !p.Data.ExpiresAt.IsZero() {
+			r.latencies = append(r.latencies, now.Sub(p.Data.ExpiresAt))
+			r.lags = append(r.lags, p.TriggeredAt.Sub(p.Data.ExpiresAt))
+		} else if at, ok := r.fired[p.Data.Metadata.Bench]; ok {
 			r.latencies = append(r.latencies, now.Sub(at))
 		}
 	}

@@ -17,7 +17,7 @@ type accountData struct {
 	// typed (the API's seconds / 3600: 168 is 7 days, 1.5 is 5400 s).
 	LeadHours  string
 	OwnerEmail string
-	Errors            fieldErrors
+	Errors     fieldErrors
 }
 
 // account shows the account's settings: its name and the notification email

@@ -24,7 +24,7 @@ func (e *fieldErrors) add(field, msg string) {
 var fieldLabels = map[string]string{
 	"name": "Name", "url": "URL", "events": "Events", "token": "Token",
 	"notificationEmail": "Notification email", "expiringSoonLeadHours": "Expiring-soon lead time",
-	"scope":             "Scope", "expires": "Expires",
+	"scope": "Scope", "expires": "Expires",
 	"password": "Password", "email": "Email address", "role": "Role",
 }
 
