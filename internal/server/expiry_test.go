@@ -48,16 +48,6 @@ func expiryDeliveries(t *testing.T, rcv *heraldtest.Receiver) []expiryDelivery {
 	return out
 }
 
-func ofKind(ds []expiryDelivery, kind event.Kind) []expiryDelivery {
-	var out []expiryDelivery
-	for _, d := range ds {
-		if d.Event == string(kind) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // A running herald fires both events at their instants by itself (it
 // wakes at the next due instant: nothing here wakes it), and by the moved
 // clock for instants days away; the lead time is the account's.
