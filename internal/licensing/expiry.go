@@ -2,6 +2,7 @@ package licensing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -34,15 +35,21 @@ func (s *Service) FireDueExpiries(ctx context.Context, limit int) (int, error) {
 		ids := make([]string, len(due))
 		for i, d := range due {
 			ids[i] = d.LicenseID
-			l, err := getLicense(ctx, tx, d.AccountID, d.LicenseID, "")
-			if err != nil {
-				return fmt.Errorf("fire expiry events: %w", err)
+		}
+		licenses, err := claimedLicenses(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		for _, d := range due {
+			l, ok := licenses[d.LicenseID]
+			if !ok || l.account != d.AccountID {
+				return fmt.Errorf("fire expiry events: license %s claimed but not read", d.LicenseID)
 			}
 			kind := event.LicenseExpired
 			if d.Soon {
 				kind = event.LicenseExpiringSoon
 			}
-			if _, err := tx.Fire(ctx, d.AccountID, kind, l); err != nil {
+			if _, err := tx.Fire(ctx, d.AccountID, kind, l.License); err != nil {
 				return err
 			}
 		}
@@ -54,6 +61,46 @@ func (s *Service) FireDueExpiries(ctx context.Context, limit int) (int, error) {
 	}
 	return n, nil
 }
+
+// claimedLicense is a license read for its expiry events, with its account.
+type claimedLicense struct {
+	License
+	account string
+}
+
+// claimedLicenses reads the licenses a firing transaction claimed (and
+// holds locked), in one statement of one shape for any number (see the
+// store's jsonargs.go): one read per batch rather than per license.
+func claimedLicenses(ctx context.Context, tx *store.Tx, ids []string) (map[string]claimedLicense, error) {
+	list, _ := json.Marshal(ids) // strings always marshal
+	rows, err := tx.Query(ctx, `SELECT account_id, `+licenseColumns+` FROM licenses WHERE id IN (SELECT value FROM json_texts(?))`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("read claimed licenses: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]claimedLicense, len(ids))
+	for rows.Next() {
+		var c claimedLicense
+		l, err := scanLicense(prefixed{rows, &c.account})
+		if err != nil {
+			return nil, fmt.Errorf("read claimed licenses: %w", err)
+		}
+		c.License = l
+		out[l.ID] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read claimed licenses: %w", err)
+	}
+	return out, nil
+}
+
+// prefixed scans one column into first before those sc's caller asks for.
+type prefixed struct {
+	sc    scanner
+	first any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.sc.Scan(append([]any{p.first}, dest...)...) }
 
 // NextExpiryDue is when the next expiry event is due; ok is false when no
 // license has one planned.
