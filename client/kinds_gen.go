@@ -11,6 +11,8 @@ var TriggerKinds = []string{
 	"license.expiresAt.updated",
 	"license.deleted",
 	"license.first-activated",
+	"license.expiring-soon",
+	"license.expired",
 	"activation.created",
 	"activation.deleted",
 	"product.created",

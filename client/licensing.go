@@ -37,10 +37,13 @@ type License struct {
 
 // LicenseCreate is a new license; only ProductID is required.
 type LicenseCreate struct {
-	ProductID          string         `json:"productId"`
-	UserID             string         `json:"userId,omitempty"`
-	Key                string         `json:"key,omitempty"`
-	Validity           int            `json:"validity,omitempty"` // days
+	ProductID string `json:"productId"`
+	UserID    string `json:"userId,omitempty"`
+	Key       string `json:"key,omitempty"`
+	Validity  int    `json:"validity,omitempty"` // days
+	// ExpiresAt, when set, is the license's expiry (else validity seconds
+	// from now, or never without a validity).
+	ExpiresAt          *time.Time     `json:"expiresAt,omitempty"`
 	AllowedActivations int            `json:"allowedActivations,omitempty"`
 	Metadata           map[string]any `json:"metadata,omitempty"`
 }

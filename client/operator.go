@@ -67,12 +67,15 @@ func (c *Client) CreatePortalLink(ctx context.Context, accountID string, ttl tim
 
 // Account is one account of a herald.
 type Account struct {
-	ID                string    `json:"id"`
-	Name              string    `json:"name"`
-	NotificationEmail string    `json:"notificationEmail"`
-	CreatedAt         time.Time `json:"createdAt"`
-	UpdatedAt         time.Time `json:"updatedAt"`
-	Limits            Limits    `json:"limits"`
+	ID                string `json:"id"`
+	Name              string `json:"name"`
+	NotificationEmail string `json:"notificationEmail"`
+	// ExpiringSoonLeadSeconds is how long before a license's expiresAt
+	// license.expiring-soon fires.
+	ExpiringSoonLeadSeconds int64     `json:"expiringSoonLeadSeconds"`
+	CreatedAt               time.Time `json:"createdAt"`
+	UpdatedAt               time.Time `json:"updatedAt"`
+	Limits                  Limits    `json:"limits"`
 }
 
 // Limits are the limits an operator set on an account; nil is the

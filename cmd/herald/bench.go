@@ -22,9 +22,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("herald bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	database := fs.String("database", "", "PostgreSQL URL to measure on, in a fresh schema per scenario (default: a fresh SQLite file)")
-	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run: a one webhook, b fan-out to 10, c 200 and 1,000 events/s, d one of 10 never answers, e backlog drain, f POST /v3/licenses at 500/s, g two accounts: B alone and beside A's 50 hanging webhooks; and, only when named, h: the API's and portal's reads of a long history (--history-logs)")
+	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run: a one webhook, b fan-out to 10, c 200 and 1,000 events/s, d one of 10 never answers, e backlog drain, f POST /v3/licenses at 500/s, g two accounts: B alone and beside A's 50 hanging webhooks, x licenses expiring across 10 s; and, only when named, h: the API's and portal's reads of a long history (--history-logs)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each timed scenario fires")
 	backlog := fs.Int("backlog", 200_000, "deliveries queued in scenario e")
+	expiries := fs.Int("expiries", 100_000, "licenses expiring across 10 seconds in scenario x")
 	clients := fs.Int("clients", 16, "concurrent API clients when firing as fast as the API allows")
 	processes := fs.Int("processes", 1, "herald processes on one PostgreSQL database (needs --database) in scenarios a to f, the API calls spread over them in turn; the report splits each figure by process")
 	historyLogs := fs.Int("history-logs", 10_000_000, "completed logs scenario h seeds over 30 days before timing the reads")
@@ -33,7 +34,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	peerURL := fs.String("peer-url", "", "also run scenarios a, b, c, d and f against this second sender's API (it must reach the bench's receivers on 127.0.0.1)")
 	peerKey := fs.String("peer-key", "", "the peer's API key (default: $HERALD_BENCH_PEER_KEY)")
 	peerKind := fs.String("peer-kind", "herald", "the peer's kind: "+strings.Join(bench.PeerKinds, ", "))
-	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios and a backlog of 2,000 (overrides --duration and --backlog)")
+	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios, a backlog of 2,000 and 1,000 expiries (overrides --duration, --backlog and --expiries)")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a table")
 	chart := fs.String("chart", "", "also draw the report as an SVG chart in this file")
 	profile := fs.String("profile", "", "write a CPU profile of each scenario's herald into this directory, herald-<scenario>.pprof")
@@ -48,13 +49,15 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{"herald bench", fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *quick {
-		*duration, *backlog = time.Second, 2000
+		*duration, *backlog, *expiries = time.Second, 2000, 1000
 	}
 	switch {
 	case *duration <= 0:
 		return usageError{"herald bench", errors.New("--duration must be positive")}
 	case *backlog < 10:
 		return usageError{"herald bench", errors.New("--backlog must be at least 10")}
+	case *expiries < 1:
+		return usageError{"herald bench", errors.New("--expiries must be at least 1")}
 	case *clients < 1:
 		return usageError{"herald bench", errors.New("--clients must be at least 1")}
 	case *historyLogs < 100:
@@ -94,7 +97,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rep, err := bench.Run(ctx, bench.Options{Binary: self, Database: *database, Scenarios: strings.Split(*scenarios, ","),
-		Duration: *duration, Backlog: *backlog, Clients: *clients, Processes: *processes, Peer: peer, Log: stderr,
+		Duration: *duration, Backlog: *backlog, Expiries: *expiries, Clients: *clients, Processes: *processes, Peer: peer, Log: stderr,
 		HistoryLogs: *historyLogs, HistoryReads: *historyReads, SeedAnalyze: *seedAnalyze, ProfileDir: *profile, MetricsDir: *metricsDir})
 	if err != nil {
 		return err

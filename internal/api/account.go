@@ -11,6 +11,7 @@ type accountJSON struct {
 	ID                string     `json:"id"`
 	Name              string     `json:"name"`
 	NotificationEmail string     `json:"notificationEmail"`
+	ExpiringSoonLead  int64      `json:"expiringSoonLeadSeconds"`
 	CreatedAt         string     `json:"createdAt"`
 	UpdatedAt         string     `json:"updatedAt"`
 	Limits            limitsJSON `json:"limits"`
@@ -24,7 +25,7 @@ type limitsJSON struct {
 }
 
 func toAccountJSON(a store.Account) accountJSON {
-	return accountJSON{a.ID, a.Name, a.NotificationEmail, ts(a.CreatedAt), ts(a.UpdatedAt),
+	return accountJSON{a.ID, a.Name, a.NotificationEmail, a.ExpiringSoonLead, ts(a.CreatedAt), ts(a.UpdatedAt),
 		limitsJSON{a.Limits.Webhooks, a.Limits.APIRequestsPerSecond}}
 }
 
@@ -40,12 +41,13 @@ func (a *API) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Name              *string `json:"name"`
 		NotificationEmail *string `json:"notificationEmail"`
+		ExpiringSoonLead  *int64  `json:"expiringSoonLeadSeconds"`
 	}
 	if err := decode(w, r, &in, false); err != nil {
 		return err
 	}
-	if in.Name == nil && in.NotificationEmail == nil {
-		return Invalid{{"body", "send name or notificationEmail"}}.Err()
+	if in.Name == nil && in.NotificationEmail == nil && in.ExpiringSoonLead == nil {
+		return Invalid{{"body", "send name, notificationEmail or expiringSoonLeadSeconds"}}.Err()
 	}
 	var ve validator.Errors
 	if in.Name != nil {
@@ -54,6 +56,9 @@ func (a *API) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	if in.NotificationEmail != nil {
 		validator.CheckEmail(&ve, "notificationEmail", in.NotificationEmail)
 	}
+	if in.ExpiringSoonLead != nil {
+		validator.CheckExpiringSoonLead(&ve, "expiringSoonLeadSeconds", *in.ExpiringSoonLead)
+	}
 	var v Invalid
 	for _, e := range ve {
 		v.Add(e.Field, e.Detail)
@@ -61,7 +66,8 @@ func (a *API) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	acct, err := a.store.UpdateAccount(r.Context(), accountID(r), store.AccountPatch{Name: in.Name, NotificationEmail: in.NotificationEmail})
+	acct, err := a.store.UpdateAccount(r.Context(), accountID(r), store.AccountPatch{Name: in.Name, NotificationEmail: in.NotificationEmail,
+		ExpiringSoonLead: in.ExpiringSoonLead})
 	if err != nil {
 		return err
 	}

@@ -104,6 +104,9 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(200, "PATCH", "/v3/account", map[string]any{"name": "Zoë's shop 🚀", "notificationEmail": "ops@example.com"}, &acct)
 	c.call(422, "PATCH", "/v3/account", map[string]any{"notificationEmail": "Ops <ops@example.com>"}, nil)
 	c.call(422, "PATCH", "/v3/account", map[string]any{}, nil)
+	c.call(200, "PATCH", "/v3/account", map[string]any{"expiringSoonLeadSeconds": 3600}, &acct)
+	c.call(422, "PATCH", "/v3/account", map[string]any{"expiringSoonLeadSeconds": 3599}, nil)
+	c.call(422, "PATCH", "/v3/account", map[string]any{"expiringSoonLeadSeconds": 7776001}, nil)
 
 	// API tokens: a read token reads and is refused changes; a revoked
 	// token is refused at once.

@@ -31,6 +31,11 @@ type receiver struct {
 	resolving sync.WaitGroup
 	receipts  []receipt // the first receipt of each delivery
 	dupFrom   []string  // the sender address of each receipt beyond the first
+
+	// expiry: latencies run from the payload's data.expiresAt instead (scenario
+	// x), and lags from it to triggeredAt.
+	expiry bool
+	lags   []time.Duration
 }
 
 // receipt is the first receipt of one delivery.
@@ -75,6 +80,22 @@ func (r *receiver) reset() {
 	}
 	r.hooks, r.fired, r.latencies, r.last = map[int]*endpoint{}, map[int64]time.Time{}, nil, time.Time{}
 	r.pids, r.connPID, r.receipts, r.dupFrom = nil, nil, nil, nil
+	r.expiry, r.lags = false, nil
+}
+
+// expiryMode measures latencies from each payload's data.expiresAt, until
+// the next reset.
+func (r *receiver) expiryMode() {
+	r.mu.Lock()
+	r.expiry = true
+	r.mu.Unlock()
+}
+
+// firingLags are, in expiry mode, data.expiresAt to triggeredAt per delivery.
+func (r *receiver) firingLags() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.lags...)
 }
 
 // fleet makes the receiver tell apart the deliveries of the processes pids.
@@ -195,14 +216,20 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 			Metadata struct {
 				Bench int64 `json:"bench"`
 			} `json:"metadata"`
+			ExpiresAt time.Time `json:"expiresAt"`
 		} `json:"data"`
+		TriggeredAt time.Time `json:"triggeredAt"`
 	}
 	json.Unmarshal(body, &p)
 	r.mu.Lock()
 	e.got[p.ID]++
 	if e.got[p.ID] == 1 {
 		rc := receipt{hook: n, seq: p.Data.Metadata.Bench, lat: -1, from: req.RemoteAddr}
-		if at, ok := r.fired[p.Data.Metadata.Bench]; ok {
+		if r.expiry && !p.Data.ExpiresAt.IsZero() {
+			rc.lat = now.Sub(p.Data.ExpiresAt)
+			r.latencies = append(r.latencies, rc.lat)
+			r.lags = append(r.lags, p.TriggeredAt.Sub(p.Data.ExpiresAt))
+		} else if at, ok := r.fired[p.Data.Metadata.Bench]; ok {
 			rc.lat = now.Sub(at)
 			r.latencies = append(r.latencies, rc.lat)
 		}

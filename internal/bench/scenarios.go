@@ -38,6 +38,7 @@ var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, 
 	},
 	"e": backlog,
 	"g": twoAccounts,
+	"x": expiries,
 	"f": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
 		return measure(ctx, o, r, setup{webhooks: 1}, firing{rate: 500, duration: o.Duration},
 			"f", "POST /v3/licenses at 500 requests/s (apiP99Ms)")

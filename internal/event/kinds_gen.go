@@ -15,6 +15,8 @@ const (
 
 // Further kinds that users of licensing platforms expect.
 const (
+	LicenseExpiringSoon    Kind = "license.expiring-soon"
+	LicenseExpired         Kind = "license.expired"
 	ActivationCreated      Kind = "activation.created"
 	ProductCreated         Kind = "product.created"
 	ProductUpdated         Kind = "product.updated"
@@ -44,6 +46,8 @@ var Kinds = []Kind{
 	LicenseExpiresAtUpdated,
 	LicenseDeleted,
 	LicenseFirstActivated,
+	LicenseExpiringSoon,
+	LicenseExpired,
 	ActivationCreated,
 	ActivationDeleted,
 	ProductCreated,
@@ -228,6 +232,62 @@ var declarations = []Declaration{
     "updatedAt": "2026-11-21T09:20:00.000Z"
   },
   "triggeredAt": "2026-11-21T10:00:00.000Z"
+}`,
+	},
+	{
+		Kind: LicenseExpiringSoon, Group: GroupLicensing, Resource: "License", constName: "LicenseExpiringSoon",
+		Data:  "License, with the `expiresAt` that is near",
+		Fires: "A license comes within the account's lead time of its `expiresAt` (`expiringSoonLeadSeconds`, 7 days by default): herald's clock, not an API call.",
+		Notes: []string{
+			"Once per license per `expiresAt`: a renewal or the expires-at call that moves it re-arms it for the new instant. A license created or moved already inside the lead time fires it at once, and always before its `license.expired`. Changing the lead time re-plans it for licenses that have not heard it yet. `triggeredAt` is when herald fired it; a herald that was stopped fires what came due meanwhile when it starts.",
+		},
+		Example: `{
+  "id": "01937a7a-0a1b-7c2d-8e3f-4a5b6c7d8e21",
+  "event": "license.expiring-soon",
+  "data": {
+    "id": "01937a50-1c2d-7e3f-8a4b-5c6d7e8f9a0b",
+    "key": "K7Q2M-9XJ4T-HP3WZ-8RB6N-C5DVH",
+    "productId": "01937a4f-2b3c-7d4e-9f5a-6b7c8d9e0f1a",
+    "userId": "01937a4f-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+    "expiresAt": "2027-11-21T08:07:13.120Z",
+    "validity": 31536000,
+    "allowedActivations": 5,
+    "totalActivations": 2,
+    "metadata": {
+      "customer": "Zoë Müller 🚀"
+    },
+    "createdAt": "2026-11-21T08:07:13.120Z",
+    "updatedAt": "2026-11-21T08:07:13.120Z"
+  },
+  "triggeredAt": "2027-11-14T08:07:13.163Z"
+}`,
+	},
+	{
+		Kind: LicenseExpired, Group: GroupLicensing, Resource: "License", constName: "LicenseExpired",
+		Data:  "License, with the `expiresAt` that passed",
+		Fires: "A license's `expiresAt` passes: herald's clock, not an API call.",
+		Notes: []string{
+			"Once per license per `expiresAt`: a license renewed after it expired can expire, and fire, again. A perpetual license (`expiresAt: null`), a deleted one, or one whose product was deleted fires nothing more. `triggeredAt` is when herald fired it, `expiresAt` when the license expired: after an outage the two differ.",
+		},
+		Example: `{
+  "id": "01937a7b-0a1b-7c2d-8e3f-4a5b6c7d8e22",
+  "event": "license.expired",
+  "data": {
+    "id": "01937a50-1c2d-7e3f-8a4b-5c6d7e8f9a0b",
+    "key": "K7Q2M-9XJ4T-HP3WZ-8RB6N-C5DVH",
+    "productId": "01937a4f-2b3c-7d4e-9f5a-6b7c8d9e0f1a",
+    "userId": "01937a4f-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+    "expiresAt": "2027-11-21T08:07:13.120Z",
+    "validity": 31536000,
+    "allowedActivations": 5,
+    "totalActivations": 2,
+    "metadata": {
+      "customer": "Zoë Müller 🚀"
+    },
+    "createdAt": "2026-11-21T08:07:13.120Z",
+    "updatedAt": "2026-11-21T08:07:13.120Z"
+  },
+  "triggeredAt": "2027-11-21T08:07:13.402Z"
 }`,
 	},
 	{

@@ -31,6 +31,14 @@ func Sample(kind Kind, now time.Time) map[string]any {
 		"createdAt":          ts,
 		"updatedAt":          ts,
 	}
+	switch kind {
+	case LicenseExpiringSoon:
+		license["expiresAt"] = now.UTC().AddDate(0, 0, 7).Format(TimeFormat)
+		return license
+	case LicenseExpired:
+		license["expiresAt"] = ts // the instant that passed
+		return license
+	}
 	switch d.Resource {
 	case "Activation":
 		return map[string]any{

@@ -203,9 +203,17 @@ func (s *Service) CreateLicense(ctx context.Context, accountID string, in Licens
 				return errors.New("generate license key: every key generated was taken")
 			}
 		}
-		_, err := tx.Fire(ctx, accountID, event.LicenseCreated, l)
-		return err
+		if _, err := tx.Fire(ctx, accountID, event.LicenseCreated, l); err != nil {
+			return err
+		}
+		if l.ExpiresAt == nil {
+			return nil
+		}
+		return tx.PlanExpiry(ctx, accountID, l.ID)
 	})
+	if err == nil && l.ExpiresAt != nil {
+		s.store.ExpiriesChanged()
+	}
 	return l, err
 }
 
@@ -286,10 +294,12 @@ func (s *Service) Licenses(ctx context.Context, accountID string, f LicenseFilte
 func (s *Service) changeLicense(ctx context.Context, accountID, id string, kind event.Kind,
 	change func(tx *store.Tx, l *License, now time.Time) error) (License, error) {
 	var l License
+	moved := false
 	err := s.store.InTx(ctx, func(tx *store.Tx) (err error) {
 		if l, err = getLicense(ctx, tx, accountID, id, tx.ForUpdate()); err != nil {
 			return err
 		}
+		before := expiryMS(l.ExpiresAt)
 		now := fromMS(store.MS(tx.Now()))
 		if err := change(tx, &l, now.Time); err != nil {
 			return err
@@ -300,10 +310,32 @@ updated_at = ? WHERE account_id = ? AND id = ?`, l.UserID, optMS(l.ExpiresAt), l
 			store.MS(now.Time), accountID, id); err != nil {
 			return fmt.Errorf("update license: %w", err)
 		}
-		_, err = tx.Fire(ctx, accountID, kind, l)
-		return err
+		if _, err = tx.Fire(ctx, accountID, kind, l); err != nil {
+			return err
+		}
+		// A moved expiresAt re-arms the expiry events for the new instant.
+		if after := expiryMS(l.ExpiresAt); !sameMS(before, after) {
+			moved = true
+			return tx.PlanExpiry(ctx, accountID, id)
+		}
+		return nil
 	})
+	if err == nil && moved {
+		s.store.ExpiriesChanged()
+	}
 	return l, err
+}
+
+func expiryMS(t *Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	v := store.MS(t.Time)
+	return &v
+}
+
+func sameMS(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 // UpdateLicense changes a license's user, validity, activation limit or

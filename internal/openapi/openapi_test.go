@@ -183,6 +183,7 @@ func TestEventKinds(t *testing.T) {
 	want := []string{
 		"license.created", "license.updated", "license.renewed", "license.expiresAt.updated",
 		"license.deleted", "license.first-activated", "activation.created", "activation.deleted",
+		"license.expiring-soon", "license.expired",
 		"product.created", "product.updated", "product.deleted",
 		"user.created", "user.updated", "user.deleted",
 		"release.created", "release.deleted",

@@ -23,8 +23,8 @@ func (e *fieldErrors) add(field, msg string) {
 // fieldLabels names fields in messages as their labels do on the page.
 var fieldLabels = map[string]string{
 	"name": "Name", "url": "URL", "events": "Events", "token": "Token", "filter": "Filter", "headers": "Headers", "signatureScheme": "Signature scheme",
-	"notificationEmail": "Notification email",
-	"scope":             "Scope", "expires": "Expires",
+	"notificationEmail": "Notification email", "expiringSoonLeadHours": "Expiring-soon lead time",
+	"scope": "Scope", "expires": "Expires",
 	"password": "Password", "email": "Email address", "role": "Role",
 }
 

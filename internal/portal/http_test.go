@@ -379,10 +379,30 @@ func TestValidationErrorsStayNextToTheirFieldsWithTheValues(t *testing.T) {
 	if code, loc, _ := b.post("/account", url.Values{"name": {"Acme"}, "notificationEmail": {"ops@example.com"}}); code != http.StatusSeeOther || loc != "/account" {
 		t.Errorf("account save: %d to %q", code, loc)
 	}
-	var acct struct{ NotificationEmail string }
+	var acct struct {
+		NotificationEmail       string
+		ExpiringSoonLeadSeconds int64
+	}
 	h.Must(200, "GET", "/v3/account", nil, &acct)
-	if acct.NotificationEmail != "ops@example.com" {
-		t.Errorf("notification email %q; want ops@example.com", acct.NotificationEmail)
+	if acct.NotificationEmail != "ops@example.com" || acct.ExpiringSoonLeadSeconds != 604800 {
+		t.Errorf("account %+v; want ops@example.com and the lead time kept at 604800 by a form without it", acct)
+	}
+	// The lead time, in hours: shown, refused out of range (nothing saved), saved.
+	if _, _, body := b.get("/account"); !strings.Contains(body, `name="expiringSoonLeadHours"`) || !strings.Contains(body, `value="168"`) {
+		t.Errorf("settings page lacks the lead time field showing 168 hours")
+	}
+	for _, bad := range []string{"0.5", "2161", "soon", ""} {
+		code, _, body := b.submit("/account", url.Values{"name": {"Acme"}, "notificationEmail": {"ops@example.com"}, "expiringSoonLeadHours": {bad}})
+		if code != http.StatusUnprocessableEntity || !strings.Contains(body, `id="expiringSoonLeadHours-error"`) {
+			t.Errorf("lead time %q: %d; want 422 with the error beside the field", bad, code)
+		}
+	}
+	if code, loc, _ := b.post("/account", url.Values{"name": {"Acme"}, "notificationEmail": {"ops@example.com"}, "expiringSoonLeadHours": {"1.5"}}); code != http.StatusSeeOther || loc != "/account" {
+		t.Errorf("lead time save: %d to %q", code, loc)
+	}
+	h.Must(200, "GET", "/v3/account", nil, &acct)
+	if acct.ExpiringSoonLeadSeconds != 5400 {
+		t.Errorf("lead time %d s; want 1.5 hours, 5400", acct.ExpiringSoonLeadSeconds)
 	}
 }
 

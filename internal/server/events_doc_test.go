@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,10 +182,20 @@ func fireEveryKind(t *testing.T) map[string]delivered {
 	lid := idOf(license)
 	h.Must(200, "PATCH", "/v3/licenses/"+lid, map[string]any{"allowedActivations": 5}, nil)
 	h.Must(200, "POST", "/v3/licenses/"+lid+"/renew", nil, nil)
-	h.Must(200, "PATCH", "/v3/licenses/"+lid+"/expires-at", map[string]any{"expiresAt": "2028-01-01T00:00:00Z"}, nil)
 	h.Must(201, "POST", "/v3/activations", map[string]any{"licenseKey": license["key"], "fingerprint": "4c:32:75:9a:1e:0f",
 		"hostname": "poste-de-zoë", "os": "linux"}, &activation)
 	h.Must(204, "DELETE", "/v3/activations/"+idOf(activation), nil, nil)
+	// Moved to an instant past: license.expiresAt.updated, then by herald's
+	// clock license.expiring-soon and license.expired, before the license goes.
+	h.Must(200, "PATCH", "/v3/licenses/"+lid+"/expires-at", map[string]any{"expiresAt": time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)}, nil)
+	heraldtest.Eventually(t, 10*time.Second, "license.expired", func() bool {
+		for _, r := range rcv.Requests() {
+			if strings.Contains(string(r.Body), `"event":"license.expired"`) {
+				return true
+			}
+		}
+		return false
+	})
 	h.Must(201, "POST", "/v3/releases", map[string]any{"productId": idOf(product), "version": "2.1.0"}, &release)
 	h.Must(201, "POST", "/v3/releases/"+idOf(release)+"/files", map[string]any{"filename": "app.tar.gz", "size": 1024}, nil)
 	h.Must(204, "DELETE", "/v3/releases/"+idOf(release), nil, nil)

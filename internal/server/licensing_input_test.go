@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/heraldtest"
@@ -49,6 +50,12 @@ func TestBadLicensingInputNamesTheFieldAndChangesNothing(t *testing.T) {
 		rid := idOf(release)
 		h.Must(201, "POST", "/v3/releases/"+rid+"/files", map[string]any{"filename": "a.zip", "size": 1}, nil)
 		h.Must(201, "POST", "/v3/trial-activations", map[string]any{"productId": pid, "fingerprint": "fp-t"}, nil)
+		// The expired license's expiry events fire by herald's clock just
+		// after its creation: they must be out before the webhook watches.
+		heraldtest.Eventually(t, 10*time.Second, "the expired license's expiry events", func() bool {
+			next, ok, err := h.Server.Store.NextExpiryDue(context.Background())
+			return err == nil && (!ok || next.After(time.Now()))
+		})
 		_, hook := watch(t, h, allKinds()...)
 
 		const missing = "01937a4f-2b3c-7d4e-9f5a-6b7c8d9e0f1a"

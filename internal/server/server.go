@@ -33,6 +33,8 @@ import (
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/expiry"
+	"github.com/heraldhq/herald/internal/licensing"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/notify"
@@ -163,6 +165,10 @@ type Config struct {
 	// woke it for (queued by another process, or due again after a failed
 	// send): notify.DefaultInterval when 0.
 	EmailCheck time.Duration
+	// ExpiryCheck is the longest the expiry runner sleeps without looking
+	// at the next due instant (expiry.DefaultCheck when 0); it wakes at
+	// each due instant and at each change this process makes regardless.
+	ExpiryCheck time.Duration
 
 	// Now is herald's one clock (time.Now when nil), read by every part
 	// that decides by the time: the store (leases, expiries, retries due,
@@ -274,12 +280,14 @@ type Server struct {
 	cfg        Config
 	Store      *store.Store
 	Dispatcher *delivery.Dispatcher
-	outbox     *notify.Outbox
-	limits     ratelimit.Limits
-	handler    http.Handler
-	bodies     *admission.Bodies
-	metrics    http.Handler // nil when /metrics is served with the API
-	log        *slog.Logger
+	// Expiries fires license.expiring-soon and license.expired on time.
+	Expiries *expiry.Runner
+	outbox   *notify.Outbox
+	limits   ratelimit.Limits
+	handler  http.Handler
+	bodies   *admission.Bodies
+	metrics  http.Handler // nil when /metrics is served with the API
+	log      *slog.Logger
 }
 
 // Open opens the store, assembles the parts and, last, creates the first
@@ -365,6 +373,15 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.outbox.Wake()
 	}
 	s.Dispatcher = delivery.New(st, dc)
+	// On PostgreSQL each event fired is a round trip: several firing
+	// transactions at once (their claims pass over each other's rows) keep
+	// up with more expiries at one instant. SQLite has one writer.
+	expiryWorkers := 1
+	if st.Engine() == "postgres" {
+		expiryWorkers = 4
+	}
+	s.Expiries = expiry.New(licensing.New(st), expiry.Config{Now: st.Now, Changed: st.ExpiriesWait,
+		Check: cfg.ExpiryCheck, Batch: licensing.ExpiryBatch, Workers: expiryWorkers, Logger: log})
 
 	tokenRate, anonRate := rate(cfg.RateLimit, DefaultRateLimit), rate(cfg.RateLimitAnonymous, DefaultRateLimitAnonymous)
 	s.limits = ratelimit.Limits{
@@ -528,6 +545,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	loop(func() { s.Dispatcher.Run(work) })
 	loop(func() { s.Dispatcher.RunRecoveries(work) })
 	loop(func() { s.outbox.Run(work) })
+	loop(func() { s.Expiries.Run(work) })
 	loop(func() {
 		// Always: with Keep 0 (logs kept forever) it still removes
 		// expired idempotency keys.

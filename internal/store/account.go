@@ -19,6 +19,9 @@ type Account struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	Limits            AccountLimits
+	// ExpiringSoonLead is how long before a license's expiresAt
+	// license.expiring-soon fires, in seconds.
+	ExpiringSoonLead int64
 }
 
 // AccountLimits are the limits an operator sets on one account; nil is the
@@ -35,14 +38,15 @@ type AccountLimits struct {
 const MaxAccountLimit = 1_000_000
 
 // accountColumns are the columns scanAccount reads, in its order.
-const accountColumns = `id, name, notification_email, created_at, updated_at, max_webhooks, api_requests_per_second`
+const accountColumns = `id, name, notification_email, created_at, updated_at, max_webhooks, api_requests_per_second,
+expiring_soon_lead_seconds`
 
 // accountFields are the Scan destinations of accountColumns; done fills in
 // what needs converting once scanned.
 func accountFields(a *Account) (fields []any, done func()) {
 	var c, u int64
 	var mw, rps sql.NullInt64
-	return []any{&a.ID, &a.Name, &a.NotificationEmail, &c, &u, &mw, &rps}, func() {
+	return []any{&a.ID, &a.Name, &a.NotificationEmail, &c, &u, &mw, &rps, &a.ExpiringSoonLead}, func() {
 		a.CreatedAt, a.UpdatedAt = fromMS(c), fromMS(u)
 		a.Limits = AccountLimits{}
 		if mw.Valid {
@@ -106,7 +110,8 @@ func (s *Store) BootstrapIfEmpty(ctx context.Context, b Bootstrap) (Account, boo
 // (a write token named FirstTokenName).
 func (tx *Tx) CreateAccount(ctx context.Context, b Bootstrap) (Account, error) {
 	now := tx.Now()
-	a := Account{ID: NewID(), Name: b.AccountName, NotificationEmail: cmp.Or(b.NotificationEmail, b.OwnerEmail), CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	a := Account{ID: NewID(), Name: b.AccountName, NotificationEmail: cmp.Or(b.NotificationEmail, b.OwnerEmail), CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
+		ExpiringSoonLead: DefaultExpiringSoonLead} // the column's default
 	if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, name, notification_email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		a.ID, a.Name, a.NotificationEmail, ms(now), ms(now)); err != nil {
 		return Account{}, fmt.Errorf("insert account: %w", err)
@@ -141,6 +146,10 @@ func (s *Store) Account(ctx context.Context, id string) (Account, error) {
 type AccountPatch struct {
 	Name              *string
 	NotificationEmail *string
+	// ExpiringSoonLead, in seconds (MinExpiringSoonLead to
+	// MaxExpiringSoonLead, checked above the store); changing it re-plans
+	// the account's licenses in the same transaction.
+	ExpiringSoonLead *int64
 }
 
 // LimitsPatch holds the limits to change: a field set changes its limit,
@@ -181,15 +190,22 @@ func (s *Store) SetAccountLimits(ctx context.Context, id string, p LimitsPatch) 
 // UpdateAccount changes an account.
 func (s *Store) UpdateAccount(ctx context.Context, id string, p AccountPatch) (Account, error) {
 	err := s.InTx(ctx, func(tx *Tx) error {
-		res, err := tx.Exec(ctx, `UPDATE accounts SET name = COALESCE(?, name), notification_email = COALESCE(?, notification_email), updated_at = ? WHERE id = ?`,
-			p.Name, p.NotificationEmail, ms(s.now()), id)
+		res, err := tx.Exec(ctx, `UPDATE accounts SET name = COALESCE(?, name), notification_email = COALESCE(?, notification_email),
+expiring_soon_lead_seconds = COALESCE(?, expiring_soon_lead_seconds), updated_at = ? WHERE id = ?`,
+			p.Name, p.NotificationEmail, p.ExpiringSoonLead, ms(s.now()), id)
 		if err != nil {
 			return fmt.Errorf("update account: %w", err)
 		}
-		return mustAffect(res)
+		if err := mustAffect(res); err != nil || p.ExpiringSoonLead == nil {
+			return err
+		}
+		return tx.replanAccount(ctx, id)
 	})
 	if err != nil {
 		return Account{}, err
+	}
+	if p.ExpiringSoonLead != nil {
+		s.ExpiriesChanged()
 	}
 	return s.Account(ctx, id)
 }

@@ -126,6 +126,7 @@ func (s *Store) APITokenByHash(ctx context.Context, hash string) (Account, APITo
 	var a Account
 	fields, done := accountFields(&a)
 	row := s.QueryRow(ctx, `SELECT a.id, a.name, a.notification_email, a.created_at, a.updated_at, a.max_webhooks, a.api_requests_per_second,
+a.expiring_soon_lead_seconds,
 t.id, t.account_id, t.name, t.scope, t.created_at, t.expires_at, t.last_used_at
 FROM api_tokens t JOIN accounts a ON a.id = t.account_id
 WHERE t.token_hash = ? AND (t.expires_at IS NULL OR t.expires_at > ?)`, hash, ms(s.now()))

@@ -93,7 +93,9 @@ type Store struct {
 
 	mu     sync.Mutex
 	waiter chan struct{} // closed by wake; nil until someone waits
-	stmts  sync.Map      // query text → rebound text
+	// expiryWaiter is closed by ExpiriesChanged; nil until someone waits.
+	expiryWaiter chan struct{}
+	stmts        sync.Map // query text → rebound text
 
 	// SQLite: statements prepared once per connection (see prepared).
 	readStmts, writeStmts preparedSet

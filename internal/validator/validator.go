@@ -157,6 +157,15 @@ func CheckEmail(v *Errors, field string, email *string) {
 	}
 }
 
+// CheckExpiringSoonLead checks an account's lead time for
+// license.expiring-soon: 1 hour to 90 days, in seconds.
+func CheckExpiringSoonLead(v *Errors, field string, seconds int64) {
+	if seconds < store.MinExpiringSoonLead || seconds > store.MaxExpiringSoonLead {
+		v.Add(field, fmt.Sprintf("must be a number of seconds from %d (1 hour) to %d (90 days)",
+			store.MinExpiringSoonLead, store.MaxExpiringSoonLead))
+	}
+}
+
 // Email reports whether s is a bare address (no display name).
 func Email(s string) bool {
 	addr, err := mail.ParseAddress(s)

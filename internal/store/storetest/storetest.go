@@ -79,6 +79,9 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"FiltersChooseWhoGetsALog", 1, testFiltersChooseWhoGetsALog},
 		{"HeadersAreSealedAndClaimed", 1, testHeadersAreSealedAndClaimed},
 		{"SignatureSchemeIsKeptAndClaimed", 1, testSignatureSchemeIsKeptAndClaimed},
+		{"ExpiryEventsFollowEachRule", 1, testExpiryRules},
+		{"ConcurrentExpiriesFireEachOnce", 3, testConcurrentExpiriesFireOnce},
+		{"DueExpiriesReadOnlyDueRows", 1, testDueExpiriesReadOnlyDueRows},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Expiry schedule: when license.expiring-soon and license.expired are due.
+//
+// A license row carries the expires_at for which each event has fired
+// (soon_fired_for, expired_fired_for) and expiry_due_at, the instant the next
+// of them is due, indexed. What fires and with what data is licensing's; the
+// store keeps the schedule, so that a change of the account's lead time and
+// a change of a license re-plan it by the same rule.
+
+// Lead time bounds, in seconds: how long before expiresAt
+// license.expiring-soon fires.
+const (
+	DefaultExpiringSoonLead = 7 * 24 * 60 * 60  // 7 days
+	MinExpiringSoonLead     = 60 * 60           // 1 hour
+	MaxExpiringSoonLead     = 90 * 24 * 60 * 60 // 90 days
+)
+
+// expiryPlan is expiry_due_at by the rule: the soon instant (expires_at less
+// the account's lead) until license.expiring-soon has fired for this
+// expires_at, then expires_at until license.expired has, then none. An
+// UPDATE sees the row as it was, so it runs in a statement after whatever
+// changes expires_at or the fired columns.
+const expiryPlan = `CASE
+  WHEN expires_at IS NULL THEN NULL
+  WHEN COALESCE(soon_fired_for, expires_at + 1) <> expires_at
+    THEN expires_at - 1000 * (SELECT a.expiring_soon_lead_seconds FROM accounts a WHERE a.id = licenses.account_id)
+  WHEN COALESCE(expired_fired_for, expires_at + 1) <> expires_at THEN expires_at
+END`
+
+// PlanExpiry re-plans one license's expiry events after its expires_at was
+// set or changed in this transaction: a moved instant re-arms both events,
+// and the same instant set again fires nothing twice. The caller tells the
+// runner after the commit (ExpiriesChanged).
+func (tx *Tx) PlanExpiry(ctx context.Context, accountID, licenseID string) error {
+	if _, err := tx.Exec(ctx, `UPDATE licenses SET expiry_due_at = `+expiryPlan+` WHERE account_id = ? AND id = ?`,
+		accountID, licenseID); err != nil {
+		return fmt.Errorf("plan expiry events: %w", err)
+	}
+	return nil
+}
+
+// replanAccount re-plans every license of the account after its lead time
+// changed. A license that has fired license.expiring-soon for its current
+// expires_at keeps its plan (license.expired, or nothing), so it never hears
+// it twice.
+func (tx *Tx) replanAccount(ctx context.Context, accountID string) error {
+	if _, err := tx.Exec(ctx, `UPDATE licenses SET expiry_due_at = `+expiryPlan+`
+WHERE account_id = ? AND expires_at IS NOT NULL AND COALESCE(soon_fired_for, expires_at + 1) <> expires_at`, accountID); err != nil {
+		return fmt.Errorf("re-plan expiry events: %w", err)
+	}
+	return nil
+}
+
+// DueExpiry is a license whose next expiry event is due, claimed by
+// ClaimDueExpiries: license.expiring-soon when Soon (it has not fired for
+// ExpiresAt), else license.expired. One event per claim, so that each is
+// fired in the order of its own due instant: a license whose expiring-soon
+// and expired both came due while herald was stopped is claimed again for
+// its expired at the expired's turn, not ahead of older ones.
+type DueExpiry struct {
+	LicenseID, AccountID string
+	ExpiresAt            time.Time
+	Soon                 bool
+}
+
+// dueExpiries is the due query: the oldest due first, through the partial
+// index on expiry_due_at, so its cost follows the rows due, not the licenses
+// held. Each engine's row lock is appended.
+const dueExpiries = `SELECT id, account_id, expires_at,
+  COALESCE(soon_fired_for, expires_at + 1) <> expires_at
+FROM licenses WHERE expiry_due_at <= ? ORDER BY expiry_due_at LIMIT ?`
+
+// ClaimDueExpiries locks up to limit licenses whose expiry events are due at
+// now, oldest due first. On PostgreSQL rows another process holds are
+// skipped (SKIP LOCKED): each process fires the ones it claimed, and once its
+// transaction commits (RecordExpiriesFired moved them on) no other claim
+// matches them, so each event fires once however many processes wake at the
+// same instant.
+func (tx *Tx) ClaimDueExpiries(ctx context.Context, now time.Time, limit int) ([]DueExpiry, error) {
+	rows, err := tx.Query(ctx, dueExpiries+tx.forUpdateSkipLocked(), ms(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim due expiries: %w", err)
+	}
+	defer rows.Close()
+	var out []DueExpiry
+	for rows.Next() {
+		var d DueExpiry
+		var at int64
+		if err := rows.Scan(&d.LicenseID, &d.AccountID, &at, &d.Soon); err != nil {
+			return nil, fmt.Errorf("claim due expiries: %w", err)
+		}
+		d.ExpiresAt = fromMS(at)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim due expiries: %w", err)
+	}
+	return out, nil
+}
+
+// RecordExpiriesFired records, in the transaction that fired them, the
+// event each claimed license fired (as ClaimDueExpiries chose it: its
+// expiring-soon when that had not fired for its expires_at, else its
+// expired), and plans what comes next. Recorded with the events, a crash
+// can lose neither without the other.
+func (tx *Tx) RecordExpiriesFired(ctx context.Context, licenseIDs []string) error {
+	if len(licenseIDs) == 0 {
+		return nil
+	}
+	ids := jsonTexts(licenseIDs)
+	// The CASE reads the row as it was before this UPDATE, as the claim did.
+	if _, err := tx.Exec(ctx, `UPDATE licenses SET soon_fired_for = expires_at,
+  expired_fired_for = CASE WHEN COALESCE(soon_fired_for, expires_at + 1) = expires_at THEN expires_at ELSE expired_fired_for END
+WHERE id IN (SELECT value FROM json_texts(?))`, ids); err != nil {
+		return fmt.Errorf("record expiry events: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE licenses SET expiry_due_at = `+expiryPlan+`
+WHERE id IN (SELECT value FROM json_texts(?))`, ids); err != nil {
+		return fmt.Errorf("plan expiry events: %w", err)
+	}
+	return nil
+}
+
+// NextExpiryDue is when the next expiry event is due, read from the index
+// (one row); ok is false when none is planned.
+func (s *Store) NextExpiryDue(ctx context.Context) (at time.Time, ok bool, err error) {
+	var next sql.NullInt64
+	if err := s.QueryRow(ctx, `SELECT MIN(expiry_due_at) FROM licenses WHERE expiry_due_at IS NOT NULL`).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("next expiry due: %w", err)
+	}
+	if !next.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMS(next.Int64), true, nil
+}
+
+// ExplainDueExpiries returns the engine's plan of the due query, as text
+// (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN), so a test can check
+// that a wake-up reads the index rather than every license.
+func (s *Store) ExplainDueExpiries(ctx context.Context, now time.Time) (string, error) {
+	prefix := "EXPLAIN "
+	if s.eng.name() == "sqlite" {
+		prefix = "EXPLAIN QUERY PLAN "
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(prefix+dueExpiries), ms(now), 200)
+	if err != nil {
+		return "", fmt.Errorf("explain due expiries: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	var plan string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return "", err
+		}
+		plan += fmt.Sprintln(vals[len(vals)-1])
+	}
+	return plan, rows.Err()
+}
+
+// ExpiriesChanged tells this process's expiry runner that a committed change
+// may have moved the next due instant (a license's expires_at, an account's
+// lead time), so it plans again rather than sleep to an instant that moved.
+func (s *Store) ExpiriesChanged() {
+	s.mu.Lock()
+	ch := s.expiryWaiter
+	s.expiryWaiter = nil
+	s.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// ExpiriesWait returns a channel closed at the next ExpiriesChanged.
+func (s *Store) ExpiriesWait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.expiryWaiter == nil {
+		s.expiryWaiter = make(chan struct{})
+	}
+	return s.expiryWaiter
+}
+
+// forUpdateSkipLocked locks the selected rows, passing over those another
+// transaction holds (PostgreSQL); SQLite's one writer needs nothing.
+func (tx *Tx) forUpdateSkipLocked() string {
+	if f := tx.s.eng.forUpdate(); f != "" {
+		return f + " SKIP LOCKED"
+	}
+	return ""
+}

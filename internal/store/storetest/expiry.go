@@ -1,0 +1,325 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/licensing"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// expiryFired is one expiry event as fired: its kind, license and the
+// expiresAt its data carries.
+type expiryFired struct {
+	Kind      event.Kind
+	LicenseID string
+	ExpiresAt string
+}
+
+func (f expiryFired) String() string {
+	return fmt.Sprintf("%s %s@%s", f.Kind, f.LicenseID, f.ExpiresAt)
+}
+
+// expiryEvents lists the expiry events fired so far, in firing order.
+func (b *bundle) expiryEvents(t testing.TB) []expiryFired {
+	t.Helper()
+	rows, err := b.st.Query(b.ctx, `SELECT kind, body FROM events WHERE kind IN (?, ?) ORDER BY id`,
+		string(event.LicenseExpiringSoon), string(event.LicenseExpired))
+	if err != nil {
+		t.Fatalf("read expiry events: %v", err)
+	}
+	defer rows.Close()
+	var out []expiryFired
+	for rows.Next() {
+		var kind string
+		var body []byte
+		if err := rows.Scan(&kind, &body); err != nil {
+			t.Fatalf("read expiry events: %v", err)
+		}
+		var p struct {
+			Data struct {
+				ID        string `json:"id"`
+				ExpiresAt string `json:"expiresAt"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(body, &p); err != nil {
+			t.Fatalf("expiry event body %s: %v", body, err)
+		}
+		out = append(out, expiryFired{event.Kind(kind), p.Data.ID, p.Data.ExpiresAt})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read expiry events: %v", err)
+	}
+	return out
+}
+
+// fireDue fires every expiry event due at the clock's time through lic.
+func fireDue(t testing.TB, b *bundle, lic *licensing.Service) int {
+	t.Helper()
+	total := 0
+	for {
+		n, err := lic.FireDueExpiries(b.ctx, licensing.ExpiryBatch)
+		if err != nil {
+			t.Fatalf("fire due expiries: %v", err)
+		}
+		total += n
+		if n == 0 {
+			return total
+		}
+	}
+}
+
+func at(t time.Time) string { return t.UTC().Format(event.TimeFormat) }
+
+// testExpiryRules walks each rule of the expiry events with the test's clock.
+func testExpiryRules(t *testing.T, b *bundle) {
+	lic := licensing.New(b.st)
+	if _, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "expiry", URL: "https://example.com/expiry",
+		Events: []event.Kind{event.LicenseExpiringSoon, event.LicenseExpired}, Enabled: true, Token: "whsec_expiry_0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := lic.CreateProduct(b.ctx, b.account.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptr("P")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(expires *time.Time, validity *int64) licensing.License {
+		t.Helper()
+		in := licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &p.ID},
+			Validity: licensing.Optional[int64]{Set: validity != nil, Value: validity}}
+		if expires != nil {
+			in.ExpiresAt = licensing.Optional[string]{Set: true, Value: ptr(at(*expires))}
+		}
+		l, err := lic.CreateLicense(b.ctx, b.account.ID, in)
+		if err != nil {
+			t.Fatalf("create license: %v", err)
+		}
+		return l
+	}
+	seen := 0
+	// expect checks the events fired since the last call, in order.
+	expect := func(step string, want ...expiryFired) {
+		t.Helper()
+		fireDue(t, b, lic)
+		fireDue(t, b, lic) // a second wake-up at the same time fires nothing more
+		all := b.expiryEvents(t)
+		got := all[seen:]
+		seen = len(all)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: fired %v; want %v", step, got, want)
+		}
+	}
+	soon := func(l licensing.License, exp time.Time) expiryFired {
+		return expiryFired{event.LicenseExpiringSoon, l.ID, at(exp)}
+	}
+	expired := func(l licensing.License, exp time.Time) expiryFired {
+		return expiryFired{event.LicenseExpired, l.ID, at(exp)}
+	}
+	day := 24 * time.Hour
+	start := b.clock.Now()
+
+	// A: expires in 30 days; lead 7 days (the default).
+	aExp := start.Add(30 * day)
+	a := create(&aExp, nil)
+	// B: created inside the lead time: expiring-soon at once.
+	bExp := start.Add(2 * day)
+	bl := create(&bExp, ptr(int64(3*24*3600)))
+	// C: created already expired: expiring-soon, then expired, at once.
+	cExp := start.Add(-time.Hour)
+	c := create(&cExp, nil)
+	// P: perpetual, never fires; D: deleted before it fires; E: its product deleted.
+	create(nil, nil)
+	dExp := start.Add(day)
+	d := create(&dExp, nil)
+	// Oldest due first: C's lead time began 7 days and an hour ago, D's 6
+	// days ago, B's 5; C's expired, due an hour ago, comes after them.
+	expect("at creation", soon(c, cExp), soon(d, dExp), soon(bl, bExp), expired(c, cExp))
+
+	if err := lic.DeleteLicense(b.ctx, b.account.ID, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	p2, err := lic.CreateProduct(b.ctx, b.account.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptr("P2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eExp := start.Add(3 * day)
+	e, err := lic.CreateLicense(b.ctx, b.account.ID, licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &p2.ID},
+		ExpiresAt: licensing.Optional[string]{Set: true, Value: ptr(at(eExp))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("E inside the lead time", soon(e, eExp))
+	if err := lic.DeleteProduct(b.ctx, b.account.ID, p2.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Time passes: B expires at 2 days, nothing else (D and E are gone).
+	b.clock.Add(2*day + time.Millisecond)
+	expect("B's instant", expired(bl, bExp))
+
+	// B renewed after it expired: re-armed for the new instant (3 days
+	// from now, inside the lead time: expiring-soon at once).
+	rb, err := lic.RenewLicense(b.ctx, b.account.ID, bl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bExp2 := rb.ExpiresAt.Time
+	expect("B renewed", soon(bl, bExp2))
+
+	// The expires-at call with the same instant fires nothing again.
+	if _, err := lic.SetLicenseExpiresAt(b.ctx, b.account.ID, bl.ID, licensing.ExpiresAtInput{ExpiresAt: licensing.Optional[string]{Set: true, Value: ptr(at(bExp2))}}); err != nil {
+		t.Fatal(err)
+	}
+	expect("B set to the same instant")
+
+	// A's expiring-soon comes 7 days before its instant, not earlier.
+	b.clock.Add(aExp.Sub(b.clock.Now()) - 7*day - time.Second)
+	// Meanwhile B passed its second instant.
+	expect("a second before A's lead time", expired(bl, bExp2))
+	b.clock.Add(time.Second)
+	expect("A's lead time", soon(a, aExp))
+
+	// A moved later by the expires-at call: both re-armed for the new
+	// instant, 20 days out (outside the lead time).
+	aExp2 := b.clock.Now().Add(20 * day)
+	if _, err := lic.SetLicenseExpiresAt(b.ctx, b.account.ID, a.ID, licensing.ExpiresAtInput{ExpiresAt: licensing.Optional[string]{Set: true, Value: ptr(at(aExp2))}}); err != nil {
+		t.Fatal(err)
+	}
+	expect("A moved out")
+
+	// A longer lead time re-plans A (not yet told for aExp2): at once.
+	// B, told for its instant and expired, hears nothing again.
+	if _, err := b.st.UpdateAccount(b.ctx, b.account.ID, store.AccountPatch{ExpiringSoonLead: ptr(int64(30 * 24 * 3600))}); err != nil {
+		t.Fatal(err)
+	}
+	expect("lead time raised to 30 days", soon(a, aExp2))
+	// Lowered again: A has heard it for aExp2, so nothing fires twice.
+	if _, err := b.st.UpdateAccount(b.ctx, b.account.ID, store.AccountPatch{ExpiringSoonLead: ptr(int64(3600))}); err != nil {
+		t.Fatal(err)
+	}
+	expect("lead time lowered to 1 hour")
+
+	// F, planned at a 1-hour lead time, is re-planned by a raise to 10 days.
+	fExp := b.clock.Now().Add(5 * day)
+	f := create(&fExp, nil)
+	expect("F outside a 1-hour lead time")
+	if _, err := b.st.UpdateAccount(b.ctx, b.account.ID, store.AccountPatch{ExpiringSoonLead: ptr(int64(10 * 24 * 3600))}); err != nil {
+		t.Fatal(err)
+	}
+	expect("lead time raised to 10 days", soon(f, fExp))
+
+	// A made perpetual fires nothing more, even past its old instant.
+	if _, err := lic.SetLicenseExpiresAt(b.ctx, b.account.ID, a.ID, licensing.ExpiresAtInput{ExpiresAt: licensing.Optional[string]{Set: true}}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Add(aExp2.Sub(b.clock.Now()) + time.Second)
+	expect("past every instant", expired(f, fExp))
+
+	// Every event went to the subscribed webhook, queued.
+	if n := b.count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE kind IN (?, ?) AND status = 'queued'`,
+		string(event.LicenseExpiringSoon), string(event.LicenseExpired)); n != seen {
+		t.Errorf("%d expiry logs queued; want one per event, %d", n, seen)
+	}
+	if next, ok, err := lic.NextExpiryDue(b.ctx); err != nil || ok {
+		t.Errorf("next expiry due %v, %v, %v; want none planned", next, ok, err)
+	}
+}
+
+// testConcurrentExpiriesFireOnce fires 2,000 licenses expiring in the same
+// second from three handles at once (three processes on PostgreSQL): each
+// event once.
+func testConcurrentExpiriesFireOnce(t *testing.T, b *bundle) {
+	const n = 2000
+	lic := licensing.New(b.st)
+	p, err := lic.CreateProduct(b.ctx, b.account.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptr("P")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := b.clock.Now().Add(time.Hour)
+	insertExpiring(t, b, p.ID, n, func(i int) time.Time { return exp.Add(time.Duration(i%1000) * time.Millisecond) })
+	fireDue(t, b, lic) // the expiring-soon of all, now
+	b.clock.Add(time.Hour + time.Second)
+	services := []*licensing.Service{lic, licensing.New(b.open(t)), licensing.New(b.open(t))}
+	fired := make([]int, len(services))
+	parallel(len(services), func(i int) { fired[i] = fireDue(t, b, services[i]) })
+	got := b.expiryEvents(t)
+	expiredOf := map[string]int{}
+	for _, f := range got {
+		if f.Kind == event.LicenseExpired {
+			expiredOf[f.LicenseID]++
+		}
+	}
+	twice := 0
+	for _, c := range expiredOf {
+		if c > 1 {
+			twice++
+		}
+	}
+	if len(expiredOf) != n || twice > 0 || len(got) != 2*n {
+		t.Fatalf("%d licenses expired, %d of them more than once, %d events; want %d once each and %d events (fired per handle %v)",
+			len(expiredOf), twice, len(got), n, 2*n, fired)
+	}
+	t.Logf("licenses fired per handle: %v", fired)
+}
+
+// insertExpiring inserts n licenses of product expiring at expires(i),
+// planned as a change through the API would plan them, in one transaction
+// (quicker than n API calls for a setup).
+func insertExpiring(t testing.TB, b *bundle, productID string, n int, expires func(i int) time.Time) {
+	t.Helper()
+	err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+		now := store.MS(tx.Now())
+		for i := range n {
+			id := store.NewID()
+			if _, err := tx.Exec(b.ctx, `INSERT INTO licenses (id, account_id, product_id, key, expires_at, metadata, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, '{}', ?, ?)`, id, b.account.ID, productID, fmt.Sprintf("KEY-%06d-%s", i, id[:8]), store.MS(expires(i)), now, now); err != nil {
+				return err
+			}
+			if err := tx.PlanExpiry(b.ctx, b.account.ID, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("insert licenses: %v", err)
+	}
+}
+
+// testDueExpiriesReadOnlyDueRows checks that a wake-up reads the due rows
+// through the index on the due instant, not every license: 3,000 licenses
+// held, 5 due.
+func testDueExpiriesReadOnlyDueRows(t *testing.T, b *bundle) {
+	lic := licensing.New(b.st)
+	p, err := lic.CreateProduct(b.ctx, b.account.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptr("P")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := b.clock.Now()
+	insertExpiring(t, b, p.ID, 3000, func(i int) time.Time {
+		if i < 5 {
+			return now.Add(time.Hour) // its expiring-soon due now
+		}
+		return now.Add(time.Duration(30+i) * 24 * time.Hour)
+	})
+	if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(b.ctx, `ANALYZE licenses`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := b.st.ExplainDueExpiries(b.ctx, b.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("plan of the due query:\n%s", plan)
+	if !strings.Contains(plan, "licenses_expiry_due") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "SCAN licenses") {
+		t.Errorf("the due query does not read through licenses_expiry_due alone:\n%s", plan)
+	}
+	if n := fireDue(t, b, lic); n != 5 {
+		t.Errorf("fired for %d licenses; want the 5 due", n)
+	}
+}
