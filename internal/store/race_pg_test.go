@@ -68,6 +68,22 @@ SELECT COUNT(*) - 1 FROM behind`, holder).Scan(&blocked)
 	})
 }
 
+// lockWebhook opens a transaction on raw that holds webhook hook's row
+// under lock (FOR SHARE, FOR UPDATE…), as a concurrent transaction would;
+// the caller ends it.
+func lockWebhook(t *testing.T, raw *sql.DB, hook, lock string) *sql.Tx {
+	t.Helper()
+	tx, err := raw.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`SELECT id FROM webhooks WHERE id = $1 `+lock, hook); err != nil {
+		tx.Rollback()
+		t.Fatal(err)
+	}
+	return tx
+}
+
 func fireOne(st *store.Store, acct string) error {
 	return st.InTx(context.Background(), func(tx *store.Tx) error {
 		_, err := tx.Fire(context.Background(), acct, event.LicenseCreated, map[string]any{"k": 1})
@@ -90,13 +106,7 @@ func TestRecordingAndDeletingAWebhookDoNotDeadlock(t *testing.T) {
 	}
 	// Something holding a share lock on the webhook for a moment (any
 	// reader FOR SHARE) lines the two up; in production it is just timing.
-	t0, err := raw.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := t0.Exec(`SELECT id FROM webhooks WHERE id = $1 FOR SHARE`, hook); err != nil {
-		t.Fatal(err)
-	}
+	t0 := lockWebhook(t, raw, hook, "FOR SHARE")
 	errs := make(chan error, 2)
 	go func() { errs <- st.DeleteWebhook(context.Background(), acct, hook) }()
 	waitBlocked(t, raw, t0, 1) // the delete waits for the webhook
@@ -168,21 +178,10 @@ func TestRecordingADeliveryLocksItsWebhookOnlyToChangeItsHealth(t *testing.T) {
 		}()
 		return done
 	}
-	lockHook := func() *sql.Tx {
-		t.Helper()
-		tx, err := raw.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(`SELECT id FROM webhooks WHERE id = $1 FOR UPDATE`, hook); err != nil {
-			t.Fatal(err)
-		}
-		return tx
-	}
 
 	// Healthy: recorded while another transaction holds the webhook.
 	first := claim()
-	held := lockHook()
+	held := lockWebhook(t, raw, hook, "FOR UPDATE")
 	select {
 	case err := <-deliver(first):
 		if err != nil {
@@ -198,7 +197,7 @@ func TestRecordingADeliveryLocksItsWebhookOnlyToChangeItsHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := claim()
-	held = lockHook()
+	held = lockWebhook(t, raw, hook, "FOR UPDATE")
 	done := deliver(second)
 	waitBlocked(t, raw, held, 1)
 	held.Commit()
@@ -217,13 +216,7 @@ func TestRecordingADeliveryLocksItsWebhookOnlyToChangeItsHealth(t *testing.T) {
 	// Healthy again: a delivery recorded while the webhook's deletion waits
 	// (behind a reader's share lock) does not deadlock with it.
 	third := claim()
-	t0, err := raw.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := t0.Exec(`SELECT id FROM webhooks WHERE id = $1 FOR SHARE`, hook); err != nil {
-		t.Fatal(err)
-	}
+	t0 := lockWebhook(t, raw, hook, "FOR SHARE")
 	deleted := make(chan error, 1)
 	go func() { deleted <- st.DeleteWebhook(context.Background(), acct, hook) }()
 	waitBlocked(t, raw, t0, 1)
