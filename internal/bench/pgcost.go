@@ -80,16 +80,24 @@ func newPGMeter(ctx context.Context, dbURL string, hooks int) (*pgMeter, error) 
 	}
 	m.conn = conn
 	// The setup's connections report their statistics within a second or
-	// so of going idle: they belong before, not to the scenario.
+	// so of going idle, each on its own: they belong before, not to the
+	// scenario. So the first sample is one that shows the account and its
+	// webhooks written and has not changed for longer than a flush takes
+	// (several connections wrote the setup: one showing its rows says
+	// nothing of the others').
+	var last map[string]TableWrites
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		if m.before, err = m.sample(ctx); err != nil {
 			conn.Close(ctx)
 			return nil, err
 		}
-		if m.before.tables["webhooks"].Inserts >= int64(hooks) || time.Now().After(deadline) {
+		t := m.before.tables
+		written := t["webhooks"].Inserts >= int64(hooks) && t["accounts"].Inserts >= 1
+		if (written && maps.Equal(t, last)) || time.Now().After(deadline) {
 			return m, nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		last = t
+		time.Sleep(1500 * time.Millisecond)
 	}
 }
 
