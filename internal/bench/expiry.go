@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +50,11 @@ func expiries(ctx context.Context, o Options, rcv *receiver) ([]Result, error) {
 		return err
 	}
 	fmt.Fprintf(o.Log, "bench: x: making %d licenses that expire across %s\n", n, expirySpread)
-	c, err := startChildWith(ctx, o.Binary, o.Database, prepare)
+	var env []string
+	if o.ProfileDir != "" {
+		env = append(env, "HERALD_CPU_PROFILE="+filepath.Join(o.ProfileDir, "herald-x.pprof"))
+	}
+	c, err := startChildWith(ctx, o.Binary, o.Database, prepare, env...)
 	if err != nil {
 		return nil, err
 	}

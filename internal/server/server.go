@@ -301,8 +301,15 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.outbox.Wake()
 	}
 	s.Dispatcher = delivery.New(st, dc)
+	// On PostgreSQL each event fired is a round trip: several firing
+	// transactions at once (their claims pass over each other's rows) keep
+	// up with more expiries at one instant. SQLite has one writer.
+	expiryWorkers := 1
+	if st.Engine() == "postgres" {
+		expiryWorkers = 4
+	}
 	s.Expiries = expiry.New(licensing.New(st), expiry.Config{Now: st.Now, Changed: st.ExpiriesWait,
-		Check: cfg.ExpiryCheck, Batch: licensing.ExpiryBatch, Logger: log})
+		Check: cfg.ExpiryCheck, Batch: licensing.ExpiryBatch, Workers: expiryWorkers, Logger: log})
 
 	tokenRate, anonRate := rate(cfg.RateLimit, DefaultRateLimit), rate(cfg.RateLimitAnonymous, DefaultRateLimitAnonymous)
 	s.limits = ratelimit.Limits{
