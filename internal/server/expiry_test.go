@@ -168,6 +168,13 @@ func TestStoppedHeraldFiresWhatCameDueOnceAtStart(t *testing.T) {
 			_, err := h.API.CreateLicense(ctx, client.LicenseCreate{ProductID: p.ID, ExpiresAt: &exp})
 			return err
 		})
+		// Their license.expiring-soon (due at once, inside the lead time)
+		// fired before the stop, so what comes due meanwhile is only
+		// license.expired.
+		heraldtest.Eventually(t, 30*time.Second, "the reminders fired", func() bool {
+			next, ok, err := h.Server.Store.NextExpiryDue(ctx)
+			return err == nil && ok && next.After(clock.Now())
+		})
 		h.Stop()
 		clock.Advance(2 * time.Hour) // all 500 expire while herald is stopped
 		started := clock.Now()
