@@ -115,21 +115,29 @@ func (tx *Tx) fire(ctx context.Context, accountID string, kind event.Kind, data 
 	if err != nil {
 		return "", fmt.Errorf("insert event logs: %w", err)
 	}
-	// A queued log is due now; a cancelled one is complete now.
+	// A queued log is due now; a cancelled one is complete now, and
+	// undelivered when its webhook was suspended (see undeliveredAt).
 	if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs
-(id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at)
+(id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at, undelivered_at)
 SELECT value ->> 'i', CAST(? AS TEXT), value ->> 'w', CAST(? AS TEXT), CAST(? AS TEXT), value ->> 's',
        CASE WHEN value ->> 's' = 'queued' THEN CAST(? AS BIGINT) END, value ->> 'r', CAST(? AS BIGINT), CAST(? AS BIGINT),
-       CASE WHEN value ->> 's' = 'queued' THEN NULL ELSE CAST(? AS BIGINT) END
-FROM json_rows(?)`, accountID, id, string(kind), ms(now), ms(now), ms(now), ms(now), arg); err != nil {
+       CASE WHEN value ->> 's' = 'queued' THEN NULL ELSE CAST(? AS BIGINT) END,
+       CASE WHEN value ->> 'r' = CAST(? AS TEXT) THEN CAST(? AS BIGINT) END
+FROM json_rows(?)`, accountID, id, string(kind), ms(now), ms(now), ms(now), ms(now), ReasonSuspended, ms(now), arg); err != nil {
 		return "", fmt.Errorf("insert event logs: %w", err)
+	}
+	// Each queued log's place in the queue, due now.
+	if _, err := tx.Exec(ctx, `INSERT INTO delivery_queue (log_id, webhook_id, due_at)
+SELECT value ->> 'i', value ->> 'w', CAST(? AS BIGINT) FROM json_rows(?) WHERE value ->> 's' = 'queued'`, ms(now), arg); err != nil {
+		return "", fmt.Errorf("queue event logs: %w", err)
 	}
 	return id, nil
 }
 
 // firePostgres is Fire on PostgreSQL in one statement, one round trip
-// instead of three: the event, the subscribed webhooks (locked FOR KEY SHARE
-// in id order, as the steps on SQLite lock them) and their logs. A log's id
+// instead of four: the event, the subscribed webhooks (locked FOR KEY SHARE
+// in id order, as the steps on SQLite lock them), their logs and the queued
+// logs' rows in delivery_queue. A log's id
 // is a UUIDv7 with the event's time and fresh random bits
 // (gen_random_uuid's, its version digit made 7).
 func (tx *Tx) firePostgres(ctx context.Context, accountID, id string, kind event.Kind, body []byte, now time.Time, traceParent *string, skip []string) error {
@@ -142,20 +150,25 @@ func (tx *Tx) firePostgres(ctx context.Context, accountID, id string, kind event
   ORDER BY id FOR KEY SHARE
 ), logs AS (
   INSERT INTO webhook_event_logs
-    (id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at)
+    (id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at, undelivered_at)
   SELECT left(ev.id, 14) || '7' || substr(gen_random_uuid()::text, 16), CAST(? AS TEXT), h.id, ev.id, CAST(? AS TEXT),
          CASE WHEN h.live THEN 'queued' ELSE 'cancelled' END,
          CASE WHEN h.live THEN CAST(? AS BIGINT) END,
          CASE WHEN h.live THEN NULL WHEN NOT h.enabled THEN CAST(? AS TEXT) ELSE CAST(? AS TEXT) END,
          CAST(? AS BIGINT), CAST(? AS BIGINT),
-         CASE WHEN h.live THEN NULL ELSE CAST(? AS BIGINT) END
+         CASE WHEN h.live THEN NULL ELSE CAST(? AS BIGINT) END,
+         CASE WHEN h.enabled AND NOT h.live THEN CAST(? AS BIGINT) END
   FROM hooks h CROSS JOIN ev
-  RETURNING status
+  RETURNING id, webhook_id, due_at, status
+), queued AS (
+  INSERT INTO delivery_queue (log_id, webhook_id, due_at)
+  SELECT id, webhook_id, due_at FROM logs WHERE status = 'queued'
+  RETURNING log_id
 )
-SELECT COUNT(*) FILTER (WHERE status = 'queued') FROM logs`,
+SELECT COUNT(*) FROM queued`,
 		id, accountID, string(kind), body, ms(now), traceParent,
 		accountID, string(kind), jsonTexts(skip),
-		accountID, string(kind), ms(now), ReasonDisabled, ReasonSuspended, ms(now), ms(now), ms(now)).Scan(&queued)
+		accountID, string(kind), ms(now), ReasonDisabled, ReasonSuspended, ms(now), ms(now), ms(now), ms(now)).Scan(&queued)
 	if err != nil {
 		return fmt.Errorf("insert event and logs: %w", err)
 	}
