@@ -86,3 +86,19 @@ WHERE lease IN (SELECT value FROM json_texts(?))`, now, jsonTexts(chunk))
 	}
 	return total, nil
 }
+
+// VacuumQueue reclaims the space of delivery_queue's deleted rows and
+// refreshes its statistics, on PostgreSQL; SQLite reuses freed pages by
+// itself. Every completed delivery leaves a dead queue row, and herald does
+// not count on autovacuum (some operators run without it): without this the
+// table would only grow, and its claim index with it. SKIP_LOCKED: when
+// another process is vacuuming it, this one passes.
+func (s *Store) VacuumQueue(ctx context.Context) error {
+	if s.eng.name() != "postgres" {
+		return nil
+	}
+	if _, err := s.db.ExecContext(ctx, `VACUUM (SKIP_LOCKED, ANALYZE) delivery_queue`); err != nil {
+		return fmt.Errorf("vacuum the delivery queue: %w", err)
+	}
+	return nil
+}
