@@ -83,14 +83,17 @@ type Attempt struct {
 
 // logColumns reads the event's body through a subquery rather than a join,
 // and a waiting log's next attempt from its row in delivery_queue (a
-// release makes it due there without writing the log),
+// release makes it due there without writing the log), and an in-flight
+// log's updatedAt as its claim's time, kept there (the portal's "in flight
+// since", decision 0074),
 // so that the planner drives a list from the logs' own indexes: joined, an
 // event id filter was carried over to the events table and SQLite then
 // walked the account's whole history for that event's few logs.
 const logColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, ` + logStatus + `,
 (SELECT e.body FROM events e WHERE e.id = l.event_id), l.status_code, l.sent_at,
 l.received_at, l.retry_reason, l.attempt_count,
-CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT q.due_at FROM delivery_queue q WHERE q.log_id = l.id) END, l.created_at, l.updated_at,
+CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT q.due_at FROM delivery_queue q WHERE q.log_id = l.id) END, l.created_at,
+COALESCE(CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT q.claimed_at FROM delivery_queue q WHERE q.log_id = l.id AND q.lease IS NOT NULL) END, l.updated_at),
 (SELECT a.duration_ms FROM webhook_attempts a WHERE a.log_id = l.id ORDER BY a.number DESC LIMIT 1),
 (SELECT COUNT(*) FROM webhook_attempts a WHERE a.log_id = l.id)`
 

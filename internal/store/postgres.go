@@ -166,7 +166,7 @@ due AS (
   SELECT d.log_id, h.account_id, d.due_at, d.lease IS NOT NULL AS was, d.attempts > 0 AS retry
   FROM hooks h CROSS JOIN LATERAL (
     SELECT log_id, due_at, lease, attempts FROM delivery_queue
-    WHERE webhook_id = h.id AND due_at <= $4 AND COALESCE(resend_until, 0) <= $3
+    WHERE webhook_id = h.id AND due_at <= $4 AND COALESCE(resend_until, 0) <= $4
     ORDER BY due_at
     LIMIT LEAST(h.room, $6, 4 * COALESCE(($10::jsonb ->> h.account_id)::int, $11))
     FOR NO KEY UPDATE SKIP LOCKED) d
@@ -179,7 +179,7 @@ picked AS (
   SELECT log_id, was FROM fit WHERE arn <= COALESCE(($10::jsonb ->> fit.account_id)::int, $11)
   ORDER BY retry, arn, due_at, log_id LIMIT $8),
 taken AS (
-  UPDATE delivery_queue q SET lease = $1, due_at = $2
+  UPDATE delivery_queue q SET lease = $1, due_at = $2, claimed_at = $3
   FROM picked WHERE q.log_id = picked.log_id
   RETURNING q.log_id, q.lease, picked.was)
 SELECT `+claimColumns+`, l.was

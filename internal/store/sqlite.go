@@ -140,7 +140,7 @@ func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim
 		most = max(most, n)
 	}
 	args := []any{roomJSON(p.Room), p.PerWebhook, jsonTexts(p.Exclude), ms(p.Now), ms(p.Now), most,
-		roomJSON(p.AccountRoom), p.accountBound(), p.Limit, p.Lease, ms(p.LeaseUntil)}
+		roomJSON(p.AccountRoom), p.accountBound(), p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now)}
 	q := `WITH hooks AS (
   SELECT id, account_id, COALESCE((SELECT value FROM json_each(?) WHERE key = webhooks.id), ?) AS room FROM webhooks
   WHERE id NOT IN (SELECT value FROM json_texts(?))),
@@ -157,7 +157,7 @@ fit AS (
 picked AS (
   SELECT log_id FROM fit WHERE arn <= COALESCE((SELECT value FROM json_each(?) WHERE key = fit.account_id), ?)
   ORDER BY retry, arn, due_at, log_id LIMIT ?)
-UPDATE delivery_queue SET lease = ?, due_at = ?
+UPDATE delivery_queue SET lease = ?, due_at = ?, claimed_at = ?
 WHERE log_id IN (SELECT log_id FROM picked)
 RETURNING log_id`
 	q = s.q(q)

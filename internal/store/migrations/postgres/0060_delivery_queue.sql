@@ -24,14 +24,15 @@ CREATE TABLE delivery_queue (
     due_at       BIGINT NOT NULL, -- unleased: when due; leased: when the lease ends
     lease        TEXT,            -- the claim's lease while an attempt is in flight
     attempts     INTEGER NOT NULL DEFAULT 0, -- automatic attempts made: a retry once above 0
+    claimed_at   BIGINT,           -- when the lease was taken: the log is in flight since
     resend_until BIGINT            -- a manual resend holds it until then (claims pass over it)
 ) WITH (fillfactor = 70);
 CREATE INDEX delivery_queue_webhook_due ON delivery_queue (webhook_id, due_at);
 
 -- Logs waiting or in flight when this ran keep their place and their lease:
 -- a lease still running is taken over by a claim when it ends, as before.
-INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, attempts, resend_until)
-SELECT id, webhook_id, COALESCE(due_at, 0), lease, attempt_count, resend_until
+INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, attempts, claimed_at, resend_until)
+SELECT id, webhook_id, COALESCE(due_at, 0), lease, attempt_count, CASE WHEN status = 'pending' THEN updated_at END, resend_until
 FROM webhook_event_logs WHERE status IN ('queued', 'retrying', 'pending');
 UPDATE webhook_event_logs SET status = CASE WHEN attempt_count = 0 THEN 'queued' ELSE 'retrying' END, lease = NULL
 WHERE status = 'pending';

@@ -9,12 +9,13 @@ CREATE TABLE delivery_queue (
     due_at       INTEGER NOT NULL,
     lease        TEXT,
     attempts     INTEGER NOT NULL DEFAULT 0,
+    claimed_at   INTEGER,           -- when the lease was taken: the log is in flight since
     resend_until INTEGER
 );
 CREATE INDEX delivery_queue_webhook_due ON delivery_queue (webhook_id, due_at);
 
-INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, attempts, resend_until)
-SELECT id, webhook_id, COALESCE(due_at, 0), lease, attempt_count, resend_until
+INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, attempts, claimed_at, resend_until)
+SELECT id, webhook_id, COALESCE(due_at, 0), lease, attempt_count, CASE WHEN status = 'pending' THEN updated_at END, resend_until
 FROM webhook_event_logs WHERE status IN ('queued', 'retrying', 'pending');
 UPDATE webhook_event_logs SET status = CASE WHEN attempt_count = 0 THEN 'queued' ELSE 'retrying' END, lease = NULL
 WHERE status = 'pending';
