@@ -141,6 +141,9 @@ func (h *Herald) run() {
 		handler = slog.NewMultiHandler(handler, slog.NewTextHandler(o.Logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	logger := slog.New(handler)
+	if err := seedSQLite(o.DatabaseURL); err != nil {
+		t.Fatalf("start herald: %v", err)
+	}
 	srv, err := server.Open(context.Background(), server.Config{
 		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, Retention: o.Retention, SMTPURL: o.SMTPURL,
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapPasswordHash: hash, BootstrapToken: o.Token,
