@@ -132,7 +132,7 @@ func (h *handler) checkSignature(w http.ResponseWriter, r *http.Request, s store
 	}
 	if hook.SignatureScheme == store.SchemeStandardWebhooks {
 		std := &sigcheck.Standard{ID: cmp.Or(strings.TrimSpace(d.StandardID), bodyID(body)), Timestamp: strings.TrimSpace(d.Timestamp), Now: h.now()}
-		d.StandardID = std.ID
+		d.StandardID, d.Timestamp = std.ID, std.Timestamp
 		if d.SentLog != nil {
 			// Its attempts, for the timestamps each was signed with.
 			l, err := h.store.Log(r.Context(), s.AccountID, d.SentLog.ID)
