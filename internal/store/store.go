@@ -68,6 +68,9 @@ type engine interface {
 	// announce tells other processes, after a commit, that logs became due
 	// (no-op for SQLite).
 	announce()
+	// announceExpiries tells other processes, after a commit, that expiry
+	// events were planned (no-op for SQLite, which one process holds).
+	announceExpiries()
 	close() error
 }
 
