@@ -82,6 +82,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ExpiryEventsFollowEachRule", 1, testExpiryRules},
 		{"ConcurrentExpiriesFireEachOnce", 3, testConcurrentExpiriesFireOnce},
 		{"DueExpiriesReadOnlyDueRows", 1, testDueExpiriesReadOnlyDueRows},
+		{"ExpiryPlanningWakesEveryHandle", 2, testExpiryPlanningWakesEveryHandle},
 		{"FireBatchFiresAsOneByOne", 1, testFireBatchFiresAsOneByOne},
 		{"ExpiryBatchFiresAsOneByOne", 1, testExpiryBatchFiresAsOneByOne},
 	}
