@@ -15,12 +15,12 @@ import (
 // due, in instant order, batch by batch, as licensing fires them. Its time
 // is the bubble's (synctest), so the runner's timers and the instants agree.
 type plan struct {
-	mu      sync.Mutex
-	due     []time.Time // planned, not yet fired, sorted
-	fired   []firing
-	calls   int // FireDueExpiries calls: transactions, in herald
-	held    int // the next held calls find everything due held by another process
-	waiter  chan struct{}
+	mu     sync.Mutex
+	due    []time.Time // planned, not yet fired, sorted
+	fired  []firing
+	calls  int // FireDueExpiries calls: transactions, in herald
+	held   int // the next held calls find everything due held by another process
+	waiter chan struct{}
 }
 
 type firing struct{ instant, at time.Time }
