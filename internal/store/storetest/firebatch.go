@@ -126,7 +126,7 @@ func testFireBatchFiresAsOneByOne(t *testing.T, b *bundle) {
 		{event.LicenseExpiringSoon, map[string]any{"id": "L2", "metadata": basic}},
 		{event.LicenseCreated, map[string]any{"id": "L3", "metadata": map[string]any{}}},
 		{event.LicenseExpired, map[string]any{"id": "L3", "metadata": map[string]any{}}},
-		{event.ProductCreated, map[string]any{"id": "P1"}},
+		{event.ProductCreated, map[string]any{"id": "P1", "name": "Zoë 🎉 <b>&amp;\u2028\x00\\\"\u00e9"}},
 	}
 	var oneIDs []string
 	for _, e := range events {
@@ -171,12 +171,38 @@ func testFireBatchFiresAsOneByOne(t *testing.T, b *bundle) {
 		`license.expiring-soon {"id":"L2","metadata":{"tier":"basic"}}: ` + queued("both") + " " + queued("broken-filter") + " " + disabled,
 		`license.created {"id":"L3","metadata":{}}: ` + queued("created"),
 		`license.expired {"id":"L3","metadata":{}}: ` + queued("both") + " " + disabled + " " + suspended,
-		`product.created {"id":"P1"}:`,
+		`product.created {"id":"P1","name":"Zoë 🎉 <b>&amp;` + "\u2028" + `\u0000\\\"é"}:`, // U+2028 raw, as event.Build writes it
 	}
 	for name, a := range map[string]string{"one by one": one, "the batch's first account": batchA, "the batch's second account": batchB} {
 		got := firedAs(t, b, a)
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("fired %s:\n%s\nwant:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	// Each body is byte for byte the one event.Build makes of its id, kind,
+	// data and time (raw UTF-8 through the JSON argument on either engine).
+	for _, a := range []string{one, batchA, batchB} {
+		rows, err := b.st.Query(b.ctx, `SELECT id, kind, body, triggered_at FROM events WHERE account_id = ? ORDER BY id`, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		for rows.Next() {
+			var id, kind string
+			var body []byte
+			var at int64
+			if err := rows.Scan(&id, &kind, &body, &at); err != nil {
+				t.Fatal(err)
+			}
+			want, err := event.Build(id, event.Kind(kind), events[i].data, store.FromMS(at))
+			if err != nil || string(body) != string(want) {
+				t.Errorf("event %s body:\n%q\nwant event.Build's:\n%q (%v)", id, body, want, err)
+			}
+			i++
+		}
+		rows.Close()
+		if i != len(events) {
+			t.Errorf("%d events of account %s; want %d", i, a, len(events))
 		}
 	}
 	// Every queued log (9 per account, above) is due now: work for the
