@@ -112,6 +112,7 @@ func (r *Runner) Run(ctx context.Context) {
 	for {
 		// Taken before the work, so a change committed during it is not missed.
 		changed := r.cfg.Changed()
+		began := time.Now()
 		sleep, err := r.drain(ctx)
 		if ctx.Err() != nil {
 			return
@@ -130,10 +131,22 @@ func (r *Runner) Run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+			continue
 		case <-changed:
 			t.Stop()
 		case <-r.wake:
 			t.Stop()
+		}
+		// Woken by a change: at most one look per minSleep however many
+		// changes come (licenses created with an expiresAt at API rates).
+		if wait := minSleep - time.Since(began); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
 		}
 	}
 }

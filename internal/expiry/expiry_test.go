@@ -21,6 +21,8 @@ type plan struct {
 	calls  int // FireDueExpiries calls: transactions, in herald
 	held   int // the next held calls find everything due held by another process
 	waiter chan struct{}
+	// lookups counts NextExpiryDue calls: index reads, in herald.
+	lookups int
 }
 
 type firing struct{ instant, at time.Time }
@@ -46,6 +48,7 @@ func (p *plan) FireDueExpiries(_ context.Context, limit int) (int, error) {
 func (p *plan) NextExpiryDue(context.Context) (time.Time, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.lookups++
 	if len(p.due) == 0 {
 		return time.Time{}, false, nil
 	}
@@ -226,6 +229,29 @@ func TestRunnerDoesNotSpinOnInstantsHeldElsewhere(t *testing.T) {
 		// 50 calls held, minSleep apart.
 		if lag := fired[0].at.Sub(at); lag != 50*minSleep {
 			t.Errorf("fired %v after the instant; want %v (50 looks, %v apart)", lag, 50*minSleep, minSleep)
+		}
+	})
+}
+
+// A stream of changes (licenses created with an expiresAt at API rates)
+// makes the runner look again at most once per minSleep, not once per
+// change.
+func TestRunnerLooksAtMostOncePerMinSleepUnderChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &plan{}
+		p.add(time.Now().Add(time.Hour))
+		run(t, p, Config{Check: time.Hour})
+		synctest.Wait()
+		for range 1000 { // a change every 100 µs for 100 ms
+			p.add(time.Now().Add(time.Hour))
+			time.Sleep(100 * time.Microsecond)
+		}
+		synctest.Wait()
+		p.mu.Lock()
+		looks := p.lookups
+		p.mu.Unlock()
+		if limit := int(100*time.Millisecond/minSleep) + 2; looks > limit {
+			t.Errorf("%d looks at the next instant for 1,000 changes across 100 ms; want at most %d", looks, limit)
 		}
 	})
 }
