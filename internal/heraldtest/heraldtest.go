@@ -54,10 +54,10 @@ type Options struct {
 	ReadTimeout time.Duration
 	// OperatorToken turns on the operator calls (server.Config.OperatorToken).
 	OperatorToken string
-	// PublicURL, SuspendedReminder, ReminderCheck and EmailCheck are
-	// server.Config's.
-	PublicURL                                    string
-	SuspendedReminder, ReminderCheck, EmailCheck time.Duration
+	// PublicURL, SuspendedReminder, ReminderCheck, EmailCheck and
+	// ExpiryCheck are server.Config's.
+	PublicURL                                                 string
+	SuspendedReminder, ReminderCheck, EmailCheck, ExpiryCheck time.Duration
 	// Now is herald's clock (server.Config.Now): time.Now when nil, or a
 	// Clock's Now for a test that moves time forward rather than wait.
 	Now func() time.Time
@@ -149,7 +149,7 @@ func (h *Herald) run() {
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapPasswordHash: hash, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
-		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, EmailCheck: o.EmailCheck, Now: o.Now,
+		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, EmailCheck: o.EmailCheck, ExpiryCheck: o.ExpiryCheck, Now: o.Now,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)
