@@ -162,8 +162,9 @@ func TestWebhookVerbsCoverTheAPI(t *testing.T) {
 	if _, ok := page.Data[0]["undeliveredCount"]; !ok {
 		t.Errorf("list --json lacks undeliveredCount: %q", out)
 	}
-	if out := run(0, "webhooks", "list", "--limit", "1"); !strings.Contains(out, "more: herald webhooks list --cursor "+page.NextCursor) {
-		t.Errorf("a first page printed %q; want how to read the next", out)
+	// The next page's line keeps the page's size, as the logs' does.
+	if out := run(0, "webhooks", "list", "--limit", "1"); !strings.Contains(out, "more: herald webhooks list --limit 1 --cursor "+page.NextCursor) {
+		t.Errorf("a first page printed %q; want how to read the next, a page of the same size", out)
 	}
 
 	// API tokens.

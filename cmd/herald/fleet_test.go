@@ -29,15 +29,19 @@ import (
 // The fleet tests run several real herald processes on one PostgreSQL
 // database, as an operator who outgrew SQLite would.
 const (
-	fleetSize     = 3
-	fleetEvents   = 10_000
+	fleetSize = 3
+	// 20,000 deliveries a run. What is tested is that every pair arrives
+	// and each duplicate is explained, not a throughput: the 10,000 events
+	// docs/postgres.md's figures were measured with made this test a third of
+	// the package's time under load, all of it before the parallel tests.
+	fleetEvents   = 4_000
 	fleetWebhooks = 5
 	// Attempts in flight or unrecorded per process (HERALD_CONCURRENCY):
 	// what a killed process can leave to be sent again.
 	fleetConcurrency = 512
 )
 
-// TestFleetDeliversEveryPair: three processes on one database, 10,000 events
+// TestFleetDeliversEveryPair: three processes on one database, 4,000 events
 // to 5 webhooks on local receivers. Every (event, webhook) pair arrives, with
 // no duplicate when no process dies; then the same with one process killed
 // (SIGKILL) halfway: still nothing lost, and duplicates only of attempts the

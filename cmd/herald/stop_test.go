@@ -25,6 +25,7 @@ import (
 // that waiting one out is out of the question. Nothing is delivered twice,
 // since no attempt times out.
 func TestStopLeavesNoClaimBehind(t *testing.T) {
+	t.Parallel() // its time-out and lease are minutes: a busy machine changes nothing
 	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
 		heraldtest.DumpLogsOnFailure(t, dbURL)
 		key := make([]byte, 32)

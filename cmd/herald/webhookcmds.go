@@ -51,10 +51,16 @@ func webhooksList(e *envFlags) func(x *call) error {
 		if err := x.show(webhookTable(x, p.Data...)); err != nil {
 			return err
 		}
+		// The next page keeps the filter and the page's size.
 		line := "herald webhooks list"
 		if *status != "" {
 			line += " --status " + healthName(*status)
 		}
+		e.fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "limit" {
+				line += " --limit " + fl.Value.String()
+			}
+		})
 		x.more(p.NextCursor, line)
 		return nil
 	}

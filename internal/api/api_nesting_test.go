@@ -105,18 +105,20 @@ func TestDeepBodiesAreRefusedCheaply(t *testing.T) {
 						if strings.HasPrefix(path, "/v3/operator/") {
 							token = operatorToken
 						}
+						perByte := maxRequestAllocPerByte
+						if !b.deep {
+							perByte = maxWideAllocPerByte
+						}
 						var status int
 						var answer []byte
-						allocated := jsonlimittest.Allocated(func() {
+						allocated := jsonlimittest.Allocated(uint64(perByte*len(b.body)), func() {
 							status, answer = post(t, h, token, method, path, b.body)
 						})
 						most = max(most, allocated)
 						var prob struct{ Type, Detail string }
 						json.Unmarshal(answer, &prob)
-						perByte := maxRequestAllocPerByte
 						switch {
 						case !b.deep:
-							perByte = maxWideAllocPerByte
 							if status < 400 || status >= 500 {
 								t.Errorf("%s %s: %d %.200s; want it refused, 4xx", method, path, status, answer)
 							}

@@ -20,9 +20,9 @@ import (
 )
 
 // DefaultCheck is the longest a runner sleeps without looking at the next
-// due instant: how late, at worst, an expiry planned by another process
-// (which stopped before its own runner fired it) or a clock moved by hand is
-// noticed. Each look is one indexed read.
+// due instant: how late, at worst, an expiry is noticed whose planning woke
+// no runner (another process's announcement lost, a clock moved by hand).
+// Each look is one indexed read.
 const DefaultCheck = 10 * time.Second
 
 // Source is what a runner needs: licensing's firing and the planned next
@@ -40,17 +40,18 @@ type Config struct {
 	// Now is herald's clock (time.Now when nil): the instants are compared
 	// with it, so a test that moves it and calls Wake sees what fell due.
 	Now func() time.Time
-	// Changed returns a channel closed when this process committed a change
-	// that may move the next instant (store.Store.ExpiriesWait).
+	// Changed returns a channel closed when a change was committed that
+	// may move the next instant (store.Store.ExpiriesWait: by this process,
+	// or on PostgreSQL by another).
 	Changed func() <-chan struct{}
 	// Check is the longest sleep (DefaultCheck when 0).
 	Check time.Duration
 	// Batch is how many licenses one transaction fires for (200 when 0).
 	Batch int
 	// Workers is how many firing transactions run at once while more than
-	// a batch is due (1 when 0). On PostgreSQL, where each event costs a
-	// round trip, several claims (which pass over each other's rows) fire
-	// faster; SQLite's one writer gains nothing.
+	// a batch is due (1 when 0). On PostgreSQL several claims (which pass
+	// over each other's rows) keep the server busy while each waits for
+	// its round trips and its commit; SQLite's one writer gains nothing.
 	Workers int
 	Logger  *slog.Logger
 }
@@ -88,28 +89,30 @@ func (r *Runner) Wake() {
 	}
 }
 
-// fireBatch fires one batch and says whether it was full (more may be due).
-func (r *Runner) fireBatch(ctx context.Context) (bool, error) {
-	n, err := r.src.FireDueExpiries(ctx, r.cfg.Batch)
-	if err != nil {
-		return false, err
-	}
-	return n == r.cfg.Batch, nil
+// fireBatch fires one batch and says how many licenses it fired for.
+func (r *Runner) fireBatch(ctx context.Context) (int, error) {
+	return r.src.FireDueExpiries(ctx, r.cfg.Batch)
 }
 
-// minSleep keeps a runner from spinning on instants it cannot fire: due
-// licenses another process holds (SKIP LOCKED passes over them until its
-// transaction ends), or a failing database.
+// minSleep is the shortest sleep. It gathers instants that fall less than
+// 10 ms apart into one firing (at 10,000 expiries a second, one batch per
+// wake-up rather than a transaction per instant), and keeps a runner from
+// spinning on instants it cannot fire: due licenses another process holds
+// (SKIP LOCKED passes over them until its transaction ends).
 const minSleep = 10 * time.Millisecond
 
 // Run fires due expiry events until ctx is done: everything already due at
 // once (what came due while herald was stopped, oldest first), then at each
-// next due instant.
+// next due instant, read from the store whenever the runner wakes: at that
+// instant (its timer), at a change that may have moved it (Changed: this
+// process's, and on PostgreSQL the other processes'), at Wake, and at least
+// every Check.
 func (r *Runner) Run(ctx context.Context) {
 	failures := 0
 	for {
 		// Taken before the work, so a change committed during it is not missed.
 		changed := r.cfg.Changed()
+		began := time.Now()
 		sleep, err := r.drain(ctx)
 		if ctx.Err() != nil {
 			return
@@ -122,57 +125,90 @@ func (r *Runner) Run(ctx context.Context) {
 		} else {
 			failures = 0
 		}
-		t := time.NewTimer(max(sleep, minSleep))
+		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
+			continue
 		case <-changed:
 			t.Stop()
 		case <-r.wake:
 			t.Stop()
 		}
+		// Woken by a change: at most one look per minSleep however many
+		// changes come (licenses created with an expiresAt at API rates).
+		if wait := minSleep - time.Since(began); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
 	}
 }
 
-// drain fires batches until none is full, then says how long to sleep until
-// the next due instant (at most Check).
+// drain fires what is due, then says how long to sleep until the next due
+// instant (at least minSleep, at most Check). A wake-up with nothing due
+// costs one indexed read (NextExpiryDue) and no transaction.
 func (r *Runner) drain(ctx context.Context) (time.Duration, error) {
-	// One batch first: most wake-ups find less than a batch due, and need
-	// no more than one claim.
-	full, err := r.fireBatch(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if full {
-		var wg sync.WaitGroup
-		errs := make([]error, r.cfg.Workers)
-		for i := range r.cfg.Workers {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					full, err := r.fireBatch(ctx)
-					if err != nil || !full {
-						errs[i] = err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+	for {
+		next, ok, err := r.src.NextExpiryDue(ctx)
+		if err != nil {
 			return 0, err
 		}
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
+		if !ok {
+			return r.cfg.Check, nil
 		}
+		if wait := next.Sub(r.cfg.Now()); wait > 0 {
+			return min(r.cfg.Check, max(wait, minSleep)), nil
+		}
+		n, err := r.fireDue(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			// Due, but held by another process's firing: look again soon.
+			return minSleep, nil
+		}
+		// Fired: whatever fell due meanwhile (or was due behind a full
+		// batch) goes at once.
 	}
-	next, ok, err := r.src.NextExpiryDue(ctx)
-	if err != nil {
-		return 0, err
+}
+
+// fireDue fires batches until one is not full and says how many licenses
+// it fired for. The first batch goes alone: most wake-ups find less than a
+// batch due, and the oldest go first; while batches come back full, Workers
+// fire at once.
+func (r *Runner) fireDue(ctx context.Context) (int, error) {
+	n, err := r.fireBatch(ctx)
+	if err != nil || n < r.cfg.Batch {
+		return n, err
 	}
-	if !ok {
-		return r.cfg.Check, nil
+	var wg sync.WaitGroup
+	fired := make([]int, r.cfg.Workers)
+	errs := make([]error, r.cfg.Workers)
+	for i := range r.cfg.Workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				k, err := r.fireBatch(ctx)
+				fired[i] += k
+				if err != nil || k < r.cfg.Batch {
+					errs[i] = err
+					return
+				}
+			}
+		})
 	}
-	return min(r.cfg.Check, next.Sub(r.cfg.Now())), nil
+	wg.Wait()
+	for _, k := range fired {
+		n += k
+	}
+	if err := errors.Join(errs...); err != nil {
+		return n, err
+	}
+	return n, ctx.Err()
 }

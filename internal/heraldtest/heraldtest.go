@@ -54,10 +54,10 @@ type Options struct {
 	ReadTimeout time.Duration
 	// OperatorToken turns on the operator calls (server.Config.OperatorToken).
 	OperatorToken string
-	// PublicURL, SuspendedReminder, ReminderCheck and EmailCheck are
-	// server.Config's.
-	PublicURL                                    string
-	SuspendedReminder, ReminderCheck, EmailCheck time.Duration
+	// PublicURL, SuspendedReminder, ReminderCheck, EmailCheck and
+	// ExpiryCheck are server.Config's.
+	PublicURL                                                 string
+	SuspendedReminder, ReminderCheck, EmailCheck, ExpiryCheck time.Duration
 	// Now is herald's clock (server.Config.Now): time.Now when nil, or a
 	// Clock's Now for a test that moves time forward rather than wait.
 	Now func() time.Time
@@ -141,12 +141,15 @@ func (h *Herald) run() {
 		handler = slog.NewMultiHandler(handler, slog.NewTextHandler(o.Logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	logger := slog.New(handler)
+	if err := seedSQLite(o.DatabaseURL); err != nil {
+		t.Fatalf("start herald: %v", err)
+	}
 	srv, err := server.Open(context.Background(), server.Config{
 		DatabaseURL: o.DatabaseURL, SecretKey: o.Key, Delivery: o.Delivery, Retention: o.Retention, SMTPURL: o.SMTPURL,
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapPasswordHash: hash, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
-		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, EmailCheck: o.EmailCheck, Now: o.Now,
+		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, EmailCheck: o.EmailCheck, ExpiryCheck: o.ExpiryCheck, Now: o.Now,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)

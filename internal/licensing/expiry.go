@@ -17,9 +17,10 @@ const ExpiryBatch = 200
 
 // FireDueExpiries fires the expiry events due at the store's clock, oldest
 // due first, for at most limit licenses, and returns how many it fired.
-// Each license is claimed (on PostgreSQL, rows another process claimed are
-// passed over), read, fired and recorded in one transaction, one event per
-// license: license.expiring-soon when it has not fired for the license's
+// The licenses are claimed (on PostgreSQL, rows another process claimed are
+// passed over), read, fired (one tx.FireBatch for all) and recorded in one
+// transaction, a fixed number of statements however many are due, one
+// event per license: license.expiring-soon when it has not fired for the license's
 // expiresAt, else license.expired. A license whose expired is due too is
 // then due again at its expiresAt, and fires it at that instant's turn, so
 // expiring-soon always comes first. The events carry the license as it is
@@ -40,7 +41,8 @@ func (s *Service) FireDueExpiries(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return err
 		}
-		for _, d := range due {
+		firings := make([]store.Firing, len(due))
+		for i, d := range due {
 			l, ok := licenses[d.LicenseID]
 			if !ok || l.account != d.AccountID {
 				return fmt.Errorf("fire expiry events: license %s claimed but not read", d.LicenseID)
@@ -49,9 +51,10 @@ func (s *Service) FireDueExpiries(ctx context.Context, limit int) (int, error) {
 			if d.Soon {
 				kind = event.LicenseExpiringSoon
 			}
-			if _, err := tx.Fire(ctx, d.AccountID, kind, l.License); err != nil {
-				return err
-			}
+			firings[i] = store.Firing{AccountID: d.AccountID, Kind: kind, Data: l.License}
+		}
+		if _, err := tx.FireBatch(ctx, firings); err != nil {
+			return err
 		}
 		n = len(due)
 		return tx.RecordExpiriesFired(ctx, ids)

@@ -3,9 +3,11 @@ package portal_test
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,23 +45,68 @@ type tab struct {
 	saw   chan string // what pages told through the heraldTestSaw binding (see expect)
 }
 
+// chromium is the one Chromium process the package's browser tests share,
+// started by the first of them: each tab opens in a browser context of its
+// own, which keeps its cookies, storage and cache from every other, as a
+// new profile would. A Chromium costs about a CPU-second to start, and the
+// package has a dozen browser tests running at once.
+var chromium struct {
+	once sync.Once
+	ctx  context.Context // the browser's first tab, from which tabs are made
+	stop func()
+	err  error
+}
+
+// TestMain stops the shared Chromium once every test has run (the kernel
+// kills it too if the test binary dies: chromedp starts it with Pdeathsig).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+	os.Exit(code)
+}
+
+// browserContext returns the shared Chromium, starting it on first use.
+func browserContext(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath(t)
+	chromium.once.Do(func() {
+		dir, err := os.MkdirTemp("", "herald-chromium")
+		if err != nil {
+			chromium.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.UserDataDir(dir),
+			chromedp.WindowSize(1280, 900),
+			// The machine may have no network: nothing may try to reach out.
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("no-proxy-server", true),
+		)
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelBrowser := chromedp.NewContext(alloc)
+		chromium.ctx = ctx
+		chromium.stop = func() { cancelBrowser(); cancelAlloc(); os.RemoveAll(dir) }
+		if err := chromedp.Do(ctx); err != nil { // starts it
+			chromium.err = fmt.Errorf("start Chromium: %w", err)
+		}
+	})
+	if chromium.err != nil {
+		t.Fatal(chromium.err)
+	}
+	return chromium.ctx
+}
+
 func newTab(t *testing.T, h *heraldtest.Herald) *tab {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-		// The machine may have no network: nothing may try to reach out.
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("no-proxy-server", true),
-	)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(alloc)
+	ctx, cancelTab := chromedp.NewContext(browserContext(t), chromedp.WithNewBrowserContext())
 	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	t.Cleanup(func() { cancelTime(); cancelTab() })
 	b := &tab{t: t, ctx: ctx, base: h.URL, shots: heraldtest.Env("HERALD_SCREENSHOTS")}
 	if b.shots == "" {
 		b.shots = t.TempDir()

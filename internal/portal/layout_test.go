@@ -2,6 +2,9 @@ package portal_test
 
 import (
 	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +87,34 @@ func TestAnEarlierOutagesRecoveryIsNotShownUnderANewBanner(t *testing.T) {
 	suspend()
 	if _, _, page := b.get("/webhooks/" + hook.ID); strings.Contains(page, `id="recovery-progress"`) {
 		t.Errorf("the earlier outage's recovery is shown under the new banner:\n%s", page)
+	}
+}
+
+// The webhook form's error summary lists its fields in the order the page
+// shows them, the receiver controls (signature scheme, filter, headers)
+// among them: each link in the summary comes in the order of the errors
+// beside the fields.
+func TestWebhookFormSummaryFollowsEveryField(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	b := mustSignIn(t, h)
+	form := url.Values{"name": {""}, "url": {"ftp://x"}, "token": {"short"}, "signatureScheme": {"svix"},
+		"filter": {`{"data.plan": {"$near": 1}}`}, "headers": {"Host: evil"}}
+	code, _, page := b.submit("/webhooks/new", form)
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("a form wrong in every field answered %d; want 422", code)
+	}
+	summary := page[strings.Index(page, `id="error-summary"`):]
+	summary = summary[:strings.Index(summary, "</ul>")]
+	var listed []string
+	for _, m := range regexp.MustCompile(`href="#([a-zA-Z]+)-error"`).FindAllStringSubmatch(summary, -1) {
+		listed = append(listed, m[1])
+	}
+	var beside []string
+	for _, m := range regexp.MustCompile(`<p class="field-error" id="([a-zA-Z]+)-error"`).FindAllStringSubmatch(page, -1) {
+		beside = append(beside, m[1])
+	}
+	if len(listed) < 7 || !slices.Equal(listed, beside) {
+		t.Errorf("the summary lists %v; want the fields in error in the page's order, %v (all 7)", listed, beside)
 	}
 }

@@ -213,7 +213,7 @@ type logTableArgs struct {
 // fieldOrder is the order in which the portal's forms show their fields,
 // one list for all: no two forms show two of them the other way round.
 // A summary lists its errors in it, as a reader meets the fields.
-var fieldOrder = []string{"name", "url", "token", "events", "scope", "expires", "current", "password", "confirm",
+var fieldOrder = []string{"name", "url", "token", "signatureScheme", "events", "filter", "headers", "scope", "expires", "current", "password", "confirm",
 	"email", "role", "notificationEmail", "q", "status", "event", "from", "to"}
 
 func inFieldOrder(errs fieldErrors) []summaryItem {

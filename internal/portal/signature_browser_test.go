@@ -4,12 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/webhook"
 )
 
 // TestBrowserSignatureCheck: from a webhook's actions menu to the signature
@@ -113,5 +118,91 @@ func fit(b *tab, phone bool, width, height int64) {
 		b.do(chromedp.EmulateViewport(width, height, chromedp.EmulateScale(2), chromedp.EmulateMobile))
 	} else {
 		b.do(chromedp.EmulateViewport(width, height))
+	}
+}
+
+// TestBrowserSignatureCheckStandardWebhooks: for a webhook signing the
+// Standard Webhooks way, a real delivery (which the Standard Webhooks
+// project's own Go library accepts) pasted into the debugger with its
+// webhook-id, webhook-timestamp and webhook-signature headers is a match;
+// the same delivery with its timestamp changed, its body changed, or
+// signed with another token is refused, each with its reason; a malformed
+// timestamp is refused beside its field.
+func TestBrowserSignatureCheckStandardWebhooks(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	token := auth.NewWebhookToken()
+	var hook struct{ ID string }
+	h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": "SW", "url": rcv.URL, "events": []string{"license.created"},
+		"token": token, "signatureScheme": "standard-webhooks"}, &hook)
+	h.CreateLicense(map[string]any{"owner": "Zoë Ångström 🚀"})
+	heraldtest.Eventually(t, 30*time.Second, "the delivery", func() bool { return rcv.Count() == 1 })
+	got := rcv.Requests()[0]
+	lib, err := standardwebhooks.NewWebhook(webhook.StandardSecret(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.VerifyIgnoringTimestamp(got.Body, got.Header); err != nil {
+		t.Fatalf("the Standard Webhooks library refuses herald's delivery: %v", err)
+	}
+	id, ts, sig := got.Header.Get("webhook-id"), got.Header.Get("webhook-timestamp"), got.Header.Get("webhook-signature")
+
+	b := signInTab(t, h)
+	b.open("/webhooks/" + hook.ID + "/signature")
+	b.contains("#check-scheme", "Standard Webhooks")
+	check := func(body, webhookID, timestamp, signature string) int64 {
+		t.Helper()
+		setExact(b, "#body", body)
+		setExact(b, "#webhookId", webhookID)
+		setExact(b, "#timestamp", timestamp)
+		setExact(b, "#signature", signature)
+		return b.click("form[action$='/signature'] button[type=submit]")
+	}
+
+	if code := check(string(got.Body), id, ts, sig); code != http.StatusOK {
+		t.Fatalf("the check answered %d", code)
+	}
+	b.contains("[data-verdict=match]", "Match.", "webhook-id and webhook-timestamp")
+	if s := b.text("#check-signature"); s != sig {
+		t.Errorf("herald's signature reads %q; want the one sent, %q", s, sig)
+	}
+	b.screenshot("webhook-signature-standard-match")
+
+	// The webhook-id may be left out: it is the body's id.
+	check(string(got.Body), "", ts, sig)
+	b.contains("[data-verdict=match]", "Match.")
+	b.contains("#check-webhook-id", id)
+
+	// A replay with a new timestamp.
+	later, _ := strconv.ParseInt(ts, 10, 64)
+	check(string(got.Body), id, strconv.FormatInt(later+60, 10), sig)
+	b.contains("[data-verdict=mismatch]", "No match.", "made with webhook-timestamp "+ts, "attempt 1")
+	if c := run(b, chromedp.Evaluate[string](`document.querySelector("[data-cause]").dataset.cause`)); c != "header" {
+		t.Errorf("a changed timestamp's cause is %q; want header", c)
+	}
+
+	// A changed body, with the signature herald sent.
+	tampered := strings.Replace(string(got.Body), "license.created", "license.deleted", 1)
+	check(tampered, id, ts, sig)
+	b.contains("[data-verdict=sent]", "the body pasted here is not that body")
+
+	// Signed with another token, as a forger would.
+	forger, _ := standardwebhooks.NewWebhook(webhook.StandardSecret(auth.NewWebhookToken()))
+	forged, _ := forger.Sign(id, time.Unix(later, 0), got.Body)
+	check(string(got.Body), id, ts, forged)
+	b.contains("[data-verdict=unknown]", "No match, and no common mistake reproduces it", "webhook-timestamp")
+	b.screenshot("webhook-signature-standard-forged")
+
+	// A timestamp in milliseconds: refused beside the field, nothing checked.
+	if code := check(string(got.Body), id, ts+"000.5", sig); code != http.StatusUnprocessableEntity {
+		t.Errorf("a bad timestamp answered %d; want 422", code)
+	}
+	b.contains("#timestamp-error", "whole number of seconds")
+	if n := b.count("#check-result"); n != 0 {
+		t.Errorf("a refused check shows a result")
+	}
+	if strings.Contains(run(b, chromedp.Evaluate[string](`document.documentElement.outerHTML`)), token) {
+		t.Errorf("the page shows the token")
 	}
 }

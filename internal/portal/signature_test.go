@@ -398,3 +398,87 @@ func TestSignatureCheckDuringARotation(t *testing.T) {
 		t.Errorf("the page shows the next token")
 	}
 }
+
+// TestSignatureCheckStandardWebhooksFields: for a webhook signing the
+// Standard Webhooks way, the check opened from an event log comes with the
+// log's body and the webhook-id and webhook-timestamp its latest attempt
+// was signed with, so checking it as is matches what was sent; the form
+// refuses an empty or malformed webhook-timestamp beside the field and
+// checks nothing. A webhook in herald's scheme asks for neither.
+func TestSignatureCheckStandardWebhooksFields(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	token := auth.NewWebhookToken()
+	var hook struct{ ID string }
+	h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": "SW", "url": rcv.URL, "events": []string{"license.created"},
+		"token": token, "signatureScheme": "standard-webhooks"}, &hook)
+	h.CreateLicense(nil)
+	heraldtest.Eventually(t, 30*time.Second, "the delivery", func() bool { return rcv.Count() == 1 })
+	sent := rcv.Requests()[0]
+	var logs []heraldtest.Log
+	heraldtest.Eventually(t, 30*time.Second, "the log succeeded", func() bool {
+		logs = h.Logs("webhookId=" + hook.ID)
+		return len(logs) == 1 && logs[0].Status == "succeeded"
+	})
+	b := mustSignIn(t, h)
+
+	_, _, page := b.get("/webhooks/" + hook.ID + "/signature?log=" + logs[0].ID)
+	value := func(id string) string {
+		return firstMatch(regexp.MustCompile(`id="`+id+`"[^>]*value="([^"]*)"`), page)
+	}
+	if got, want := value("webhookId"), sent.Header.Get("webhook-id"); got != want {
+		t.Errorf("webhook-id prefilled %q; want %q", got, want)
+	}
+	if got, want := value("timestamp"), sent.Header.Get("webhook-timestamp"); got != want {
+		t.Errorf("webhook-timestamp prefilled %q; want %q", got, want)
+	}
+	code, _, page := b.post("/webhooks/"+hook.ID+"/signature", url.Values{"body": {string(sent.Body)}, "webhookId": {value("webhookId")},
+		"timestamp": {value("timestamp")}, "signature": {sent.Header.Get("webhook-signature")}})
+	if code != http.StatusOK || firstMatch(verdictAttr, page) != "match" || firstMatch(heraldSig, page) != sent.Header.Get("webhook-signature") {
+		t.Errorf("the prefilled check: %d, verdict %q, herald's signature %q; want a match with %q", code, firstMatch(verdictAttr, page),
+			firstMatch(heraldSig, page), sent.Header.Get("webhook-signature"))
+	}
+
+	for _, tc := range []struct{ timestamp, want string }{
+		{"", "webhook-timestamp must not be empty"},
+		{"17950000.5", "whole number of seconds"},
+		{"0017950000", "whole number of seconds"},
+	} {
+		code, _, page := b.post("/webhooks/"+hook.ID+"/signature", url.Values{"body": {string(sent.Body)}, "timestamp": {tc.timestamp},
+			"signature": {sent.Header.Get("webhook-signature")}})
+		if code != http.StatusUnprocessableEntity || !strings.Contains(page, `id="timestamp-error"`) || !strings.Contains(page, tc.want) || strings.Contains(page, `id="check-result"`) {
+			t.Errorf("timestamp %q: %d; want 422 beside the field saying %q, nothing checked", tc.timestamp, code, tc.want)
+		}
+	}
+
+	id, _ := signedWebhook(t, h)
+	if _, _, page := b.get("/webhooks/" + id + "/signature"); strings.Contains(page, `id="timestamp"`) || strings.Contains(page, `id="webhookId"`) {
+		t.Errorf("a webhook in herald's scheme asks for the Standard Webhooks headers")
+	}
+}
+
+// TestRotationWordsFollowTheScheme: a webhook signing the Standard Webhooks
+// way says, during a rotation, that both signatures travel in
+// webhook-signature (it sends no webhook-signature-next); one in herald's
+// scheme names webhook-signature-next.
+func TestRotationWordsFollowTheScheme(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	b := mustSignIn(t, h)
+	for _, tc := range []struct{ scheme, want, not string }{
+		{"standard-webhooks", "carries two signatures, space-separated", "webhook-signature-next"},
+		{"herald", "<code>webhook-signature-next</code> under the next token", "space-separated"},
+	} {
+		var hook struct{ ID string }
+		h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": tc.scheme, "url": "https://example.com/in", "events": []string{"license.created"},
+			"signatureScheme": tc.scheme}, &hook)
+		h.Must(200, "POST", "/v3/webhooks/"+hook.ID+"/token/rotate", map[string]any{}, nil)
+		_, _, page := b.get("/webhooks/" + hook.ID)
+		state := page[strings.Index(page, `id="rotation-state"`):]
+		state = state[:strings.Index(state, "</dd>")]
+		if !strings.Contains(state, tc.want) || strings.Contains(state, tc.not) {
+			t.Errorf("%s: the rotation reads %q; want %q and not %q", tc.scheme, state, tc.want, tc.not)
+		}
+	}
+}

@@ -2,9 +2,11 @@ package portal
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/sigcheck"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
+	"github.com/heraldhq/herald/webhook"
 )
 
 // maxSignatureForm bounds the signature debugger's form: a body pasted
@@ -24,6 +27,10 @@ const maxSignatureForm = 512 << 10
 // maxSignatureLength bounds the signature field: HMAC-SHA256 in any common
 // form (hex, with a prefix) is under 100 characters.
 const maxSignatureLength = 512
+
+// maxStandardID bounds the webhook-id field: herald sends a UUID, and
+// other senders' message ids are short too.
+const maxStandardID = 256
 
 // checkWait is how long a check waits for one of the process's check
 // slots before it is refused, as a Test is when its webhook has no slot.
@@ -39,9 +46,13 @@ const (
 )
 
 type signatureData struct {
-	Webhook     store.Webhook
-	Body        string // as typed, for the form
-	Signature   string
+	Webhook   store.Webhook
+	Body      string // as typed, for the form
+	Signature string
+	// Of a webhook signing the Standard Webhooks way: the webhook-id and
+	// webhook-timestamp headers the signature was made with.
+	StandardID  string
+	Timestamp   string
 	LineEndings string
 	Encoding    string
 	Errors      fieldErrors
@@ -69,6 +80,13 @@ func (h *handler) signaturePage(w http.ResponseWriter, r *http.Request, s store.
 			return store.ErrNotFound
 		}
 		d.Body = string(l.Payload)
+		if hook.SignatureScheme == store.SchemeStandardWebhooks {
+			// The headers the latest attempt was signed with, when kept.
+			d.StandardID = l.EventID
+			if ts := sentTimestamps(l); len(ts) > 0 {
+				d.Timestamp = ts[len(ts)-1]
+			}
+		}
 	}
 	return h.render(w, r, http.StatusOK, "webhook_signature", d)
 }
@@ -83,6 +101,7 @@ func (h *handler) checkSignature(w http.ResponseWriter, r *http.Request, s store
 	}
 	f := r.PostForm
 	d := signatureData{Webhook: hook, Body: f.Get(bodyField), Signature: f.Get("signature"),
+		StandardID: f.Get("webhookId"), Timestamp: f.Get("timestamp"),
 		LineEndings: f.Get("lineEndings"), Encoding: f.Get("encoding")}
 	body, ok := d.read()
 	if !ok {
@@ -111,6 +130,19 @@ func (h *handler) checkSignature(w http.ResponseWriter, r *http.Request, s store
 	if d.SentLog != nil {
 		in.Sent = d.SentLog.Payload
 	}
+	if hook.SignatureScheme == store.SchemeStandardWebhooks {
+		std := &sigcheck.Standard{ID: cmp.Or(strings.TrimSpace(d.StandardID), bodyID(body)), Timestamp: strings.TrimSpace(d.Timestamp), Now: h.now()}
+		d.StandardID, d.Timestamp = std.ID, std.Timestamp
+		if d.SentLog != nil {
+			// Its attempts, for the timestamps each was signed with.
+			l, err := h.store.Log(r.Context(), s.AccountID, d.SentLog.ID)
+			if err != nil {
+				return fmt.Errorf("signature check: %w", err)
+			}
+			std.SentTimestamps = sentTimestamps(l)
+		}
+		in.Standard = std
+	}
 	rep := sigcheck.Check(in)
 	d.Report, d.Bytes = &rep, len(body)
 	return h.render(w, r, http.StatusOK, "webhook_signature", d)
@@ -137,6 +169,34 @@ func (h *handler) sentLog(r *http.Request, s store.Session, webhookID string, bo
 	return &logs[0], nil
 }
 
+// sentTimestamps are the webhook-timestamp headers of a log's attempts,
+// oldest first, as far as their headers were kept.
+func sentTimestamps(l store.EventLog) []string {
+	var out []string
+	for _, a := range l.Attempts {
+		if a.Headers == nil {
+			continue
+		}
+		for _, hd := range a.Headers.Request {
+			if strings.EqualFold(hd.Name, webhook.TimestampHeader) {
+				out = append(out, hd.Value)
+			}
+		}
+	}
+	return out
+}
+
+// bodyID is the pasted body's id, which herald sends as webhook-id.
+func bodyID(body []byte) string {
+	var p struct {
+		ID string `json:"id"`
+	}
+	if jsonlimit.Unmarshal(body, &p) != nil {
+		return ""
+	}
+	return p.ID
+}
+
 // read turns the form into the exact bytes to check, recording what is
 // wrong with each field. A browser sends a text box's every line break as
 // CRLF whatever was pasted; herald's bodies hold no raw line break, so the
@@ -153,6 +213,9 @@ func (d *signatureData) read() ([]byte, bool) {
 			d.Errors.add("encoding", "Body format must be text or Base64.")
 		}
 		d.Encoding = bodyText
+	}
+	if d.Webhook.SignatureScheme == store.SchemeStandardWebhooks {
+		d.readStandard()
 	}
 	if len(d.Signature) > maxSignatureLength {
 		d.Errors.add("signature", fmt.Sprintf("Signature must be at most %d characters.", maxSignatureLength))
@@ -175,5 +238,26 @@ func (d *signatureData) read() ([]byte, bool) {
 			body = bytes.ReplaceAll(body, []byte("\n"), []byte("\r\n"))
 		}
 	}
+	if d.Webhook.SignatureScheme == store.SchemeStandardWebhooks && len(d.Errors) == 0 && strings.TrimSpace(d.StandardID) == "" && bodyID(body) == "" {
+		d.Errors.add("webhookId", "webhook-id must not be empty when the body has no id: paste the webhook-id header the request carried.")
+	}
 	return body, len(d.Errors) == 0
+}
+
+// readStandard checks the Standard Webhooks headers, in the order the form
+// shows them: webhook-id (empty: the body's id, which herald sends) and
+// webhook-timestamp, Unix seconds as herald writes them.
+func (d *signatureData) readStandard() {
+	id, ts := strings.TrimSpace(d.StandardID), strings.TrimSpace(d.Timestamp)
+	if len(id) > maxStandardID {
+		d.Errors.add("webhookId", fmt.Sprintf("webhook-id must be at most %d characters.", maxStandardID))
+	} else if msg := validator.SingleLine(id); msg != "" {
+		d.Errors.add("webhookId", "webhook-id "+msg+".")
+	}
+	switch n, err := strconv.ParseInt(ts, 10, 64); {
+	case ts == "":
+		d.Errors.add("timestamp", "webhook-timestamp must not be empty: paste the webhook-timestamp header the request carried (Unix seconds, such as 1795000000).")
+	case err != nil || n < 0 || strconv.FormatInt(n, 10) != ts:
+		d.Errors.add("timestamp", "webhook-timestamp must be the header's value, a whole number of seconds such as 1795000000.")
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/licensing"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // expiryDelivery is an expiry event as a receiver got it.
@@ -50,13 +51,14 @@ func expiryDeliveries(t *testing.T, rcv *heraldtest.Receiver) []expiryDelivery {
 }
 
 // A running herald fires both events at their instants by itself (it
-// wakes at the next due instant: nothing here wakes it), and by the moved
-// clock for instants days away; the lead time is the account's.
+// wakes at the next due instant: nothing here wakes it, and its periodic
+// look is an hour away), and by the moved clock for instants days away; the
+// lead time is the account's.
 func TestExpiryEventsReachReceiversOnTime(t *testing.T) {
 	t.Parallel()
 	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
 		clock := heraldtest.NewClock()
-		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: dbURL, Now: clock.Now})
+		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: dbURL, Now: clock.Now, ExpiryCheck: time.Hour})
 		ctx := context.Background()
 		rcv, _ := watch(t, h, string(event.LicenseExpiringSoon), string(event.LicenseExpired))
 		p, err := h.API.CreateProduct(ctx, "P", nil)
@@ -113,6 +115,53 @@ func TestExpiryEventsReachReceiversOnTime(t *testing.T) {
 			t.Fatalf("got %+v; want A's expiring-soon, then its expired at %v", got[2:], aExp)
 		}
 	})
+}
+
+// On PostgreSQL a license planned by another process wakes this one's
+// runner, asleep until a later instant: its expiry 2 s away fires then,
+// not at the runner's next periodic look (an hour away here). The other
+// process is a store handle with no runner of its own, so only this
+// herald can fire it.
+func TestRunnerWakesForAnInstantAnotherProcessPlanned(t *testing.T) {
+	t.Parallel()
+	heraldtest.SkipUnless(t, heraldtest.Env(heraldtest.PostgresEnv) != "", heraldtest.PostgresEnv+" is not set, so PostgreSQL is untested")
+	heraldtest.PostgresHandles(t, 2)
+	url := heraldtest.PostgresURL(t)
+	key := make([]byte, 32)
+	rand.Read(key)
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: url, Key: key, ExpiryCheck: time.Hour})
+	ctx := context.Background()
+	rcv, _ := watch(t, h, string(event.LicenseExpired))
+	p, err := h.API.CreateProduct(ctx, "P", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, err := h.API.Account(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The runner's next instant: an hour away.
+	later := time.Now().Add(time.Hour)
+	if _, err := h.API.CreateLicense(ctx, client.LicenseCreate{ProductID: p.ID, ExpiresAt: &later}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := store.Open(ctx, url, store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	soon := time.Now().Add(2 * time.Second).UTC().Truncate(time.Millisecond)
+	at := soon.Format(event.TimeFormat)
+	l, err := licensing.New(other).CreateLicense(ctx, acct.ID, licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &p.ID},
+		ExpiresAt: licensing.Optional[string]{Set: true, Value: &at}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heraldtest.Eventually(t, 60*time.Second, "the license planned elsewhere to expire", func() bool { return rcv.Count() >= 1 })
+	got := expiryDeliveries(t, rcv)
+	if len(got) != 1 || got[0].LicenseID != l.ID || !got[0].ExpiresAt.Equal(soon) || got[0].TriggeredAt.Before(soon) {
+		t.Fatalf("got %+v; want license %s's expired, at %v or after", got, l.ID, soon)
+	}
 }
 
 // The lead time is refused outside 1 hour to 90 days with a 422 naming

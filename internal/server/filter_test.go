@@ -17,6 +17,7 @@ import (
 // refused naming the path and the operator, and changes nothing;
 // filter-test explains a match.
 func TestFilterChoosesDeliveries(t *testing.T) {
+	t.Parallel()
 	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
 		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: dbURL})
 		ctx := context.Background()

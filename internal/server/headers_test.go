@@ -16,6 +16,7 @@ import (
 // write token that asks; kept when saved back masked; and refused (422,
 // nothing changed) when they would replace herald's own.
 func TestCustomHeadersGoOutOnEveryRequest(t *testing.T) {
+	t.Parallel()
 	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
 		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: dbURL})
 		ctx := context.Background()

@@ -373,9 +373,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.outbox.Wake()
 	}
 	s.Dispatcher = delivery.New(st, dc)
-	// On PostgreSQL each event fired is a round trip: several firing
-	// transactions at once (their claims pass over each other's rows) keep
-	// up with more expiries at one instant. SQLite has one writer.
+	// On PostgreSQL several firing transactions at once (their claims pass
+	// over each other's rows) keep the server busy while each waits on its
+	// round trips and commit, when more than a batch is due. SQLite has one
+	// writer.
 	expiryWorkers := 1
 	if st.Engine() == "postgres" {
 		expiryWorkers = 4

@@ -23,6 +23,7 @@ import (
 // a delivery, a Test, and during a token rotation a delivery carrying both
 // signatures, which each token verifies alone. A tampered body fails all.
 func TestStandardWebhooksLibrariesVerifyDeliveries(t *testing.T) {
+	t.Parallel()
 	heraldtest.SkipShort(t, "installs npm packages and runs node")
 	h := heraldtest.Start(t, heraldtest.Options{})
 	ctx := context.Background()

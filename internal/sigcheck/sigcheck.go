@@ -1,7 +1,8 @@
 // Package sigcheck owns the reasoning of the portal's signature debugger:
-// given a body, the webhook's token and, optionally, the signature a
-// receiver computed or saw, it gives the signature herald sends over those
-// exact bytes, whether they match, and, when they do not, which mistake
+// given a body, the webhook's token (and, for a webhook signing the
+// Standard Webhooks way, the webhook-id and webhook-timestamp) and,
+// optionally, the signature a receiver computed or saw, it gives the
+// signature herald sends over those exact bytes, whether they match, and, when they do not, which mistake
 // reproduces the receiver's signature. Causes are computed, never guessed:
 // each one names a transformation of the body, the token or the signature
 // whose HMAC equals what the receiver has. It imports only the receiver
@@ -24,8 +25,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-
-	"github.com/heraldhq/herald/webhook"
 )
 
 // Category groups causes into the mistakes a receiver can make.
@@ -61,12 +60,17 @@ type Input struct {
 	// event went to this webhook; nil when unknown. It tells a receiver
 	// whether the body it pasted is the body it was sent.
 	Sent []byte
+	// Standard, when not nil, checks a webhook whose signatureScheme is
+	// "standard-webhooks": each signature is "v1,<base64>" of the MAC over
+	// webhook-id, webhook-timestamp and the body.
+	Standard *Standard
 }
 
 // Report is the debugger's answer. It never holds a token.
 type Report struct {
 	Signature string // herald's signature over the exact body
-	Given     string // the receiver's signature, trimmed
+	Standard  bool   // in the Standard Webhooks scheme ("v1,<base64>")
+	Given     string // the receiver's signature (or signatures), trimmed
 	Checked   bool   // a signature was given
 	Match     bool   // it equals herald's, byte for byte
 	Causes    []Cause
@@ -82,13 +86,13 @@ type Report struct {
 
 // Check computes the report for in.
 func Check(in Input) Report {
-	r := Report{Signature: webhook.Sign(in.Token, in.Body), Given: strings.TrimSpace(in.Signature)}
+	r := Report{Signature: in.sign(in.Body), Standard: in.Standard != nil, Given: strings.TrimSpace(in.Signature)}
 	tree, err := parseJSON(in.Body)
 	parsed := err == nil
-	r.Notes = notes(in.Body, tree, parsed)
+	r.Notes = append(notes(in.Body, tree, parsed), standardNotes(in.Standard)...)
 	if in.Sent != nil {
 		r.Sent, r.SentSame = true, bytes.Equal(in.Sent, in.Body)
-		r.SentSignature = webhook.Sign(in.Token, in.Sent)
+		r.SentSignature = in.sign(in.Sent)
 		if !r.SentSame {
 			r.SentDiffAt = firstDifference(in.Sent, in.Body)
 		}
@@ -97,11 +101,11 @@ func Check(in Input) Report {
 		return r
 	}
 	r.Checked = true
-	r.Match = hmac.Equal([]byte(r.Given), []byte(r.Signature))
+	r.Match = in.matches(r.Given, r.Signature)
 	if r.Match {
 		return r
 	}
-	r.MatchesSent = r.Sent && hmac.Equal([]byte(r.Given), []byte(r.SentSignature))
+	r.MatchesSent = r.Sent && in.matches(r.Given, r.SentSignature)
 	if r.MatchesSent {
 		return r
 	}
@@ -143,8 +147,10 @@ func keys(in Input) []key {
 		}
 		out = append(out, key{bytes: b, cause: &Cause{Categories: []Category{WrongToken}, Summary: summary, Fix: fix}})
 	}
-	add([]byte(in.Next), "The receiver signs with the token the webhook's rotation moves to, while the webhook-signature header is still signed with the current one.",
-		"Until the rotation ends, verify webhook-signature with the current token, or the next token's own header; accept either.")
+	if in.Standard == nil { // a Standard Webhooks header carries the next token's signature too
+		add([]byte(in.Next), "The receiver signs with the token the webhook's rotation moves to, while the webhook-signature header is still signed with the current one.",
+			"Until the rotation ends, verify webhook-signature with the current token, or the next token's own header; accept either.")
+	}
 	for _, p := range in.Previous {
 		add([]byte(p), "The receiver signs with the webhook's previous token.",
 			"Use the current token (Reveal token on the webhook's page).")
@@ -160,8 +166,13 @@ func keys(in Input) []key {
 			"Use the whole token, whsec_ included, as the HMAC key.")
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 			if b, err := enc.DecodeString(rest); err == nil {
-				add(b, "The receiver Base64-decodes the token before using it as the key (as Standard Webhooks libraries do).",
-					"Use the token's text as the key, unchanged: herald's signature is not the Standard Webhooks scheme.")
+				if in.Standard != nil {
+					add(b, "The receiver gives the token itself to a Standard Webhooks library as its secret: the library reads what follows whsec_ as base64 and signs with those bytes, while herald's key is the token's text.",
+						"Give the library \"whsec_\" followed by the base64 of the whole token (Go: webhook.StandardSecret(token)), or the token in the library's raw format.")
+				} else {
+					add(b, "The receiver Base64-decodes the token before using it as the key (as Standard Webhooks libraries do).",
+						"Use the token's text as the key, unchanged: herald's signature is not the Standard Webhooks scheme.")
+				}
 				break
 			}
 		}
@@ -179,7 +190,8 @@ func keys(in Input) []key {
 // that memory stays a small multiple of the body whatever the variants'
 // size.
 func causes(in Input, tree any, parsed bool, given string) []Cause {
-	macs, format := decodings(given)
+	macs, format := decodings(in.givenSignatures(given), in.Standard != nil)
+	prefix := in.Standard.prefix()
 	ks := keys(in)
 	hashes := make([]hash.Hash, len(ks))
 	writers := make([]io.Writer, len(ks)+1)
@@ -200,6 +212,7 @@ func causes(in Input, tree any, parsed bool, given string) []Cause {
 	for vi, v := range variants(in.Body, tree, parsed) {
 		for _, h := range hashes {
 			h.Reset()
+			h.Write(prefix) // a Standard Webhooks MAC covers id.timestamp. first
 		}
 		digest.Reset()
 		v.write(w)
@@ -244,11 +257,17 @@ func causes(in Input, tree any, parsed bool, given string) []Cause {
 	if len(out) > 0 {
 		return out
 	}
+	if in.Standard != nil {
+		if out = standardCauses(in, macs); len(out) > 0 {
+			return out
+		}
+	}
 	for _, alg := range []struct {
 		name string
 		h    func() hash.Hash
 	}{{"HMAC-SHA1", sha1.New}, {"HMAC-SHA512", sha512.New}} {
 		m := hmac.New(alg.h, []byte(in.Token))
+		m.Write(prefix)
 		m.Write(in.Body)
 		sum := m.Sum(nil)
 		for _, mac := range macs {
@@ -258,7 +277,7 @@ func causes(in Input, tree any, parsed bool, given string) []Cause {
 			}
 		}
 	}
-	plain := sha256.Sum256(in.Body)
+	plain := sha256.Sum256(append(prefix, in.Body...))
 	for _, mac := range macs {
 		if hmac.Equal(plain[:], mac) {
 			addCause(Cause{Categories: []Category{Algorithm}, Summary: "The receiver computes a plain SHA-256 of the body, without the token.",
@@ -284,11 +303,12 @@ func combine(parts ...*Cause) Cause {
 	return c
 }
 
-// decodings reads the given signature every way one is commonly written:
-// herald's standard Base64, Base64 without padding, URL-safe Base64, hex,
-// and each after a scheme prefix. The second result says, for each MAC,
-// what differed from herald's form (nil: nothing).
-func decodings(given string) ([][]byte, []*Cause) {
+// decodings reads the given signatures every way one is commonly written:
+// standard Base64, Base64 without padding, URL-safe Base64, hex, and each
+// after a scheme prefix. The second result says, for each MAC, what
+// differed from the form herald's header writes (nil: nothing): bare
+// Base64 in herald's scheme, "v1," and Base64 in the Standard Webhooks one.
+func decodings(given []string, standard bool) ([][]byte, []*Cause) {
 	var macs [][]byte
 	var why []*Cause
 	add := func(b []byte, c *Cause) {
@@ -299,37 +319,52 @@ func decodings(given string) ([][]byte, []*Cause) {
 		}
 		macs, why = append(macs, b), append(why, c)
 	}
-	for _, p := range []string{"", "sha256=", "v1,", "v1="} {
-		s, ok := strings.CutPrefix(given, p)
-		if !ok {
-			continue
-		}
-		prefix := ""
-		if p != "" {
-			prefix = "It carries a " + p + " prefix, which herald's header does not have. "
-		}
-		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
-			add(b, formatCause(prefix, ""))
-		}
-		if b, err := base64.RawStdEncoding.DecodeString(s); err == nil {
-			add(b, formatCause(prefix, "It is Base64 without its = padding. "))
-		}
-		for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.RawURLEncoding} {
-			if b, err := enc.DecodeString(s); err == nil {
-				add(b, formatCause(prefix, "It is URL-safe Base64 (- and _ instead of + and /). "))
+	want := ""
+	if standard {
+		want = "v1,"
+	}
+	for _, g := range given {
+		for _, p := range []string{"", "sha256=", "v1,", "v1="} {
+			s, ok := strings.CutPrefix(g, p)
+			if !ok {
+				continue
 			}
-		}
-		if b, err := hex.DecodeString(s); err == nil {
-			add(b, formatCause(prefix, "It is hexadecimal, not Base64. "))
+			prefix := ""
+			switch {
+			case p == want:
+			case standard && p == "":
+				prefix = "It lacks the v1, in front of each Standard Webhooks signature. "
+			case standard:
+				prefix = "It carries a " + p + " prefix instead of v1,. "
+			default:
+				prefix = "It carries a " + p + " prefix, which herald's header does not have. "
+			}
+			if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+				add(b, formatCause(prefix, "", standard))
+			}
+			if b, err := base64.RawStdEncoding.DecodeString(s); err == nil {
+				add(b, formatCause(prefix, "It is Base64 without its = padding. ", standard))
+			}
+			for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.RawURLEncoding} {
+				if b, err := enc.DecodeString(s); err == nil {
+					add(b, formatCause(prefix, "It is URL-safe Base64 (- and _ instead of + and /). ", standard))
+				}
+			}
+			if b, err := hex.DecodeString(s); err == nil {
+				add(b, formatCause(prefix, "It is hexadecimal, not Base64. ", standard))
+			}
 		}
 	}
 	return macs, why
 }
 
-func formatCause(prefix, how string) *Cause {
+func formatCause(prefix, how string, standard bool) *Cause {
 	if prefix == "" && how == "" {
 		return nil
 	}
-	return &Cause{Categories: []Category{Format}, Summary: strings.TrimSpace("The receiver computes the right HMAC but writes it differently. " + prefix + how),
-		Fix: "Compare against the standard Base64 of the HMAC (with padding), as the webhook-signature header carries it."}
+	fix := "Compare against the standard Base64 of the HMAC (with padding), as the webhook-signature header carries it."
+	if standard {
+		fix = "Compare against v1, followed by the standard Base64 of the HMAC (with padding), as each signature in the webhook-signature header is written."
+	}
+	return &Cause{Categories: []Category{Format}, Summary: strings.TrimSpace("The receiver computes the right HMAC but writes it differently. " + prefix + how), Fix: fix}
 }

@@ -14,7 +14,8 @@ import (
 // FuzzParseJSON checks the order-keeping parse on any bytes: it takes
 // exactly the JSON encoding/json takes that nests within the limit, and
 // the tree, written compactly, means what the bytes mean. Then the whole
-// check runs on the bytes, with a signature that matches nothing.
+// check runs on the bytes, in both schemes, with a signature that matches
+// nothing.
 func FuzzParseJSON(f *testing.F) {
 	for _, s := range []string{
 		`{"id":"e","event":"license.created","data":{"key":"Zoë","n":[1,2.5e3,-0,true,false,null]}}`,
@@ -42,6 +43,8 @@ func FuzzParseJSON(f *testing.F) {
 			}
 		}
 		Check(Input{Body: b, Signature: "AAAA", Token: "whsec_fuzz"})
+		Check(Input{Body: b, Signature: "v1,AAAA v1,BBBB", Token: "whsec_fuzz", Next: "whsec_next", Sent: b[:len(b)/2],
+			Standard: &Standard{ID: "msg", Timestamp: "1795000000", SentTimestamps: []string{"1795000001"}}})
 	})
 }
 

@@ -27,13 +27,20 @@ const (
 // the account's lead) until license.expiring-soon has fired for this
 // expires_at, then expires_at until license.expired has, then none. An
 // UPDATE sees the row as it was, so it runs in a statement after whatever
-// changes expires_at or the fired columns.
-const expiryPlan = `CASE
+// changes expires_at or the fired columns (or uses planWith).
+var expiryPlan = planWith("soon_fired_for", "expired_fired_for")
+
+// planWith is the rule of expiryPlan over the given expressions for the
+// fired columns, so that one UPDATE can set them and plan by their new
+// values.
+func planWith(soonFiredFor, expiredFiredFor string) string {
+	return `CASE
   WHEN expires_at IS NULL THEN NULL
-  WHEN COALESCE(soon_fired_for, expires_at + 1) <> expires_at
+  WHEN COALESCE(` + soonFiredFor + `, expires_at + 1) <> expires_at
     THEN expires_at - 1000 * (SELECT a.expiring_soon_lead_seconds FROM accounts a WHERE a.id = licenses.account_id)
-  WHEN COALESCE(expired_fired_for, expires_at + 1) <> expires_at THEN expires_at
+  WHEN COALESCE(` + expiredFiredFor + `, expires_at + 1) <> expires_at THEN expires_at
 END`
+}
 
 // PlanExpiry re-plans one license's expiry events after its expires_at was
 // set or changed in this transaction: a moved instant re-arms both events,
@@ -115,16 +122,15 @@ func (tx *Tx) RecordExpiriesFired(ctx context.Context, licenseIDs []string) erro
 	if len(licenseIDs) == 0 {
 		return nil
 	}
-	ids := jsonTexts(licenseIDs)
-	// The CASE reads the row as it was before this UPDATE, as the claim did.
+	// One UPDATE: each expression reads the row as it was before it, as
+	// the claim did; expired_fired_for's new value is spelt out again for
+	// the plan, which must see it.
+	const newExpired = `CASE WHEN COALESCE(soon_fired_for, expires_at + 1) = expires_at THEN expires_at ELSE expired_fired_for END`
 	if _, err := tx.Exec(ctx, `UPDATE licenses SET soon_fired_for = expires_at,
-  expired_fired_for = CASE WHEN COALESCE(soon_fired_for, expires_at + 1) = expires_at THEN expires_at ELSE expired_fired_for END
-WHERE id IN (SELECT value FROM json_texts(?))`, ids); err != nil {
+  expired_fired_for = `+newExpired+`,
+  expiry_due_at = `+planWith("expires_at", newExpired)+`
+WHERE id IN (SELECT value FROM json_texts(?))`, jsonTexts(licenseIDs)); err != nil {
 		return fmt.Errorf("record expiry events: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `UPDATE licenses SET expiry_due_at = `+expiryPlan+`
-WHERE id IN (SELECT value FROM json_texts(?))`, ids); err != nil {
-		return fmt.Errorf("plan expiry events: %w", err)
 	}
 	return nil
 }
@@ -174,10 +180,18 @@ func (s *Store) ExplainDueExpiries(ctx context.Context, now time.Time) (string, 
 	return plan, rows.Err()
 }
 
-// ExpiriesChanged tells this process's expiry runner that a committed change
-// may have moved the next due instant (a license's expires_at, an account's
-// lead time), so it plans again rather than sleep to an instant that moved.
+// ExpiriesChanged tells the expiry runners that a committed change may have
+// moved the next due instant (a license's expires_at, an account's lead
+// time), so that they plan again rather than sleep to an instant that
+// moved: this process's at once, and on PostgreSQL the other processes'
+// through NOTIFY herald_expiry (at most once per 10 ms).
 func (s *Store) ExpiriesChanged() {
+	s.wakeExpiries()
+	s.eng.announceExpiries()
+}
+
+// wakeExpiries wakes this process's expiry runner (ExpiriesWait).
+func (s *Store) wakeExpiries() {
 	s.mu.Lock()
 	ch := s.expiryWaiter
 	s.expiryWaiter = nil
@@ -187,7 +201,8 @@ func (s *Store) ExpiriesChanged() {
 	}
 }
 
-// ExpiriesWait returns a channel closed at the next ExpiriesChanged.
+// ExpiriesWait returns a channel closed at the next ExpiriesChanged of this
+// process or, on PostgreSQL, of another process on the same schema.
 func (s *Store) ExpiriesWait() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

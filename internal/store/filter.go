@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/heraldhq/herald/internal/event"
@@ -9,52 +10,119 @@ import (
 	"github.com/heraldhq/herald/internal/jsonlimit"
 )
 
-// filteredOut returns the account's webhooks that subscribe to kind but
-// whose filter the event's body fails: Fire makes no log for them, as for a
-// webhook that does not subscribe. Filters are evaluated here, in Go,
-// before the logs are inserted; an account without filters pays one probe
-// of the webhooks_filtered index.
+// target is a webhook that may get a log of an event being fired.
+type target struct {
+	id       string
+	kinds    []event.Kind
+	live     bool   // enabled and not suspended: its log is queued
+	reason   string // else why its log is cancelled
+	filter   *filter.Filter
+	filtered bool // it has a filter that parses (one that does not leaves it in)
+}
+
+// fireTargets decides the logs of events being fired (ids and bodies, in
+// firings' order): for each event, one per webhook of its account that
+// subscribes to its kind, in webhook id order, except a webhook whose
+// filter the event's body fails (as if it did not subscribe) and the one
+// the firing leaves out. One read serves the whole batch: the accounts'
+// webhooks whose events may name a kind of the batch (a LIKE on the stored
+// JSON array, checked exactly here), locked FOR KEY SHARE in id order, so
+// that a webhook deleted meanwhile is waited for and then left out rather
+// than failing the change on its logs' foreign key. Filters are parsed once
+// per batch and evaluated here, in Go (internal/filter).
 //
 // A stored filter that no longer parses (none should: each is parsed
 // before it is saved) leaves its webhook in, so that a bug can cost a
 // receiver an unwanted delivery but never a lost one.
-func (tx *Tx) filteredOut(ctx context.Context, accountID string, kind event.Kind, body []byte) ([]string, error) {
-	rows, err := tx.Query(ctx, `SELECT id, events, filter FROM webhooks WHERE account_id = ? AND filter IS NOT NULL`, accountID)
+func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, bodies [][]byte) ([]firedLog, error) {
+	var accounts, kinds []string
+	seenAccount, seenKind := map[string]bool{}, map[event.Kind]bool{}
+	for _, f := range firings {
+		if !seenAccount[f.AccountID] {
+			seenAccount[f.AccountID] = true
+			accounts = append(accounts, f.AccountID)
+		}
+		if !seenKind[f.Kind] {
+			seenKind[f.Kind] = true
+			kinds = append(kinds, string(f.Kind))
+		}
+	}
+	// One account (Fire, and most batches) is read by equality, which
+	// PostgreSQL always plans through webhooks_account; a list of accounts
+	// may be planned as a scan of the webhooks, once per batch.
+	accountCond, accountArg := `account_id = ?`, accounts[0]
+	if len(accounts) > 1 {
+		accountCond, accountArg = `account_id IN (SELECT value FROM json_texts(?))`, jsonTexts(accounts)
+	}
+	// Kinds hold no LIKE wildcard (% _) nor quote, so the pattern matches
+	// every array that names the kind, and perhaps more, which the exact
+	// check below leaves out.
+	rows, err := tx.Query(ctx, `SELECT id, account_id, events, enabled, status, filter FROM webhooks
+WHERE `+accountCond+`
+  AND EXISTS (SELECT 1 FROM json_texts(?) k WHERE webhooks.events LIKE '%"' || k.value || '"%')
+ORDER BY id`+tx.ForKeyShare(), accountArg, jsonTexts(kinds))
 	if err != nil {
-		return nil, fmt.Errorf("read webhook filters: %w", err)
+		return nil, fmt.Errorf("match webhooks: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	var payload any
-	decoded := false
+	hooks := map[string][]target{}
 	for rows.Next() {
-		var id, events, text string
-		if err := rows.Scan(&id, &events, &text); err != nil {
-			return nil, fmt.Errorf("read webhook filters: %w", err)
+		var t target
+		var account, events, health string
+		var enabled bool
+		var text sql.NullString
+		if err := rows.Scan(&t.id, &account, &events, &enabled, &health, &text); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("match webhooks: %w", err)
 		}
-		var kinds []event.Kind
-		if err := jsonlimit.Unmarshal([]byte(events), &kinds); err != nil {
-			return nil, fmt.Errorf("webhook %s events: %w", id, err)
+		if err := jsonlimit.Unmarshal([]byte(events), &t.kinds); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("webhook %s events: %w", t.id, err)
 		}
-		if !subscribes(kinds, kind) {
-			continue
+		switch {
+		case !enabled:
+			t.reason = ReasonDisabled
+		case Health(health) == Suspended:
+			t.reason = ReasonSuspended
+		default:
+			t.live = true
 		}
-		f, err := filter.Parse([]byte(text))
-		if err != nil {
-			continue
-		}
-		if !decoded {
-			if payload, err = filter.Decode(body); err != nil {
-				return nil, fmt.Errorf("read event body for filters: %w", err)
+		if text.Valid {
+			if f, err := filter.Parse([]byte(text.String)); err == nil {
+				t.filter, t.filtered = f, true
 			}
-			decoded = true
 		}
-		if !f.MatchValue(payload) {
-			out = append(out, id)
-		}
+		hooks[account] = append(hooks[account], t)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read webhook filters: %w", err)
+		return nil, fmt.Errorf("match webhooks: %w", err)
 	}
-	return out, nil
+	var logs []firedLog
+	for i, f := range firings {
+		var payload any // the body decoded, once, for the first filter
+		decoded := false
+		for _, t := range hooks[f.AccountID] {
+			if t.id == f.except || !subscribes(t.kinds, f.Kind) {
+				continue
+			}
+			if t.filtered {
+				if !decoded {
+					if payload, err = filter.Decode(bodies[i]); err != nil {
+						return nil, fmt.Errorf("read event body for filters: %w", err)
+					}
+					decoded = true
+				}
+				if !t.filter.MatchValue(payload) {
+					continue
+				}
+			}
+			l := firedLog{ID: NewID(), AccountID: f.AccountID, WebhookID: t.id, EventID: ids[i], Kind: string(f.Kind), Status: string(Queued)}
+			if !t.live {
+				reason := t.reason
+				l.Status, l.Reason = string(Cancelled), &reason
+			}
+			logs = append(logs, l)
+		}
+	}
+	return logs, nil
 }

@@ -2,12 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/jsonlimit"
 	"github.com/heraldhq/herald/internal/tracing"
 )
 
@@ -25,155 +24,181 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 }
 
 // fire is Fire leaving out the webhook except (an operational event is never
-// sent to the webhook it is about; "" leaves out none), and the webhooks
-// whose filter the event fails (see filteredOut).
+// sent to the webhook it is about; "" leaves out none).
 func (tx *Tx) fire(ctx context.Context, accountID string, kind event.Kind, data any, except string) (string, error) {
-	now := tx.Now()
-	id := NewID()
-	body, err := event.Build(id, kind, data, now)
+	ids, err := tx.fireAll(ctx, []Firing{{AccountID: accountID, Kind: kind, Data: data, except: except}})
 	if err != nil {
 		return "", err
 	}
-	tx.kinds = append(tx.kinds, kind)
-	traceParent := nullable(tracing.TraceParent(ctx))
-	skip, err := tx.filteredOut(ctx, accountID, kind, body)
-	if err != nil {
-		return "", err
-	}
-	if except != "" {
-		skip = append(skip, except)
-	}
-	if tx.s.eng.name() == "postgres" {
-		return id, tx.firePostgres(ctx, accountID, id, kind, body, now, traceParent, skip)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, accountID, string(kind), body, ms(now), traceParent); err != nil {
-		return "", fmt.Errorf("insert event: %w", err)
-	}
-	// FOR KEY SHARE: a webhook deleted meanwhile is waited for and then
-	// left out, rather than failing this change on its logs' foreign key.
-	rows, err := tx.Query(ctx, `SELECT id, events, enabled, status FROM webhooks WHERE account_id = ? ORDER BY id`+tx.ForKeyShare(), accountID)
-	if err != nil {
-		return "", fmt.Errorf("match webhooks: %w", err)
-	}
-	type target struct {
-		webhookID string
-		status    LogStatus
-		reason    string
-	}
-	var targets []target
-	for rows.Next() {
-		var wid, events, health string
-		var enabled bool
-		if err := rows.Scan(&wid, &events, &enabled, &health); err != nil {
-			rows.Close()
-			return "", fmt.Errorf("match webhooks: %w", err)
-		}
-		var kinds []event.Kind
-		if err := jsonlimit.Unmarshal([]byte(events), &kinds); err != nil {
-			rows.Close()
-			return "", fmt.Errorf("webhook %s events: %w", wid, err)
-		}
-		if !subscribes(kinds, kind) || slices.Contains(skip, wid) {
-			continue
-		}
-		switch {
-		case !enabled:
-			targets = append(targets, target{wid, Cancelled, ReasonDisabled})
-		case Health(health) == Suspended:
-			targets = append(targets, target{wid, Cancelled, ReasonSuspended})
-		default:
-			targets = append(targets, target{wid, Queued, ""})
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("match webhooks: %w", err)
-	}
-	if len(targets) == 0 {
-		return id, nil
-	}
-	// One statement of one shape for all the event's logs (see jsonargs.go).
-	type logRow struct {
-		ID        string  `json:"i"`
-		WebhookID string  `json:"w"`
-		Status    string  `json:"s"`
-		Reason    *string `json:"r"`
-	}
-	logs := make([]logRow, 0, len(targets))
-	for _, t := range targets {
-		r := logRow{ID: NewID(), WebhookID: t.webhookID, Status: string(t.status)}
-		if t.status == Queued {
-			tx.fired = true
-		} else {
-			reason := t.reason
-			r.Reason = &reason
-		}
-		logs = append(logs, r)
-	}
-	arg, err := jsonRows(logs)
-	if err != nil {
-		return "", fmt.Errorf("insert event logs: %w", err)
-	}
-	// A queued log is due now; a cancelled one is complete now, and
-	// undelivered when its webhook was suspended (see undeliveredAt).
-	if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs
-(id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at, undelivered_at)
-SELECT value ->> 'i', CAST(? AS TEXT), value ->> 'w', CAST(? AS TEXT), CAST(? AS TEXT), value ->> 's',
-       CASE WHEN value ->> 's' = 'queued' THEN CAST(? AS BIGINT) END, value ->> 'r', CAST(? AS BIGINT), CAST(? AS BIGINT),
-       CASE WHEN value ->> 's' = 'queued' THEN NULL ELSE CAST(? AS BIGINT) END,
-       CASE WHEN value ->> 'r' = CAST(? AS TEXT) THEN CAST(? AS BIGINT) END
-FROM json_rows(?)`, accountID, id, string(kind), ms(now), ms(now), ms(now), ms(now), ReasonSuspended, ms(now), arg); err != nil {
-		return "", fmt.Errorf("insert event logs: %w", err)
-	}
-	// Each queued log's place in the queue, due now.
-	if _, err := tx.Exec(ctx, `INSERT INTO delivery_queue (log_id, webhook_id, due_at)
-SELECT value ->> 'i', value ->> 'w', CAST(? AS BIGINT) FROM json_rows(?) WHERE value ->> 's' = 'queued'`, ms(now), arg); err != nil {
-		return "", fmt.Errorf("queue event logs: %w", err)
-	}
-	return id, nil
+	return ids[0], nil
 }
 
-// firePostgres is Fire on PostgreSQL in one statement, one round trip
-// instead of four: the event, the subscribed webhooks (locked FOR KEY SHARE
-// in id order, as the steps on SQLite lock them), their logs and the queued
-// logs' rows in delivery_queue. A log's id
-// is a UUIDv7 with the event's time and fresh random bits
-// (gen_random_uuid's, its version digit made 7).
-func (tx *Tx) firePostgres(ctx context.Context, accountID, id string, kind event.Kind, body []byte, now time.Time, traceParent *string, skip []string) error {
-	var queued int
-	err := tx.QueryRow(ctx, `WITH ev AS (
-  INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent) VALUES (?, ?, ?, ?, ?, ?) RETURNING id
-), hooks AS (
-  SELECT id, enabled AND status <> 'Suspended' AS live, enabled FROM webhooks
-  WHERE account_id = ? AND events::jsonb @> jsonb_build_array(CAST(? AS TEXT)) AND id NOT IN (SELECT value FROM json_texts(?))
-  ORDER BY id FOR KEY SHARE
-), logs AS (
-  INSERT INTO webhook_event_logs
-    (id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at, undelivered_at)
-  SELECT left(ev.id, 14) || '7' || substr(gen_random_uuid()::text, 16), CAST(? AS TEXT), h.id, ev.id, CAST(? AS TEXT),
-         CASE WHEN h.live THEN 'queued' ELSE 'cancelled' END,
-         CASE WHEN h.live THEN CAST(? AS BIGINT) END,
-         CASE WHEN h.live THEN NULL WHEN NOT h.enabled THEN CAST(? AS TEXT) ELSE CAST(? AS TEXT) END,
-         CAST(? AS BIGINT), CAST(? AS BIGINT),
-         CASE WHEN h.live THEN NULL ELSE CAST(? AS BIGINT) END,
-         CASE WHEN h.enabled AND NOT h.live THEN CAST(? AS BIGINT) END
-  FROM hooks h CROSS JOIN ev
-  RETURNING id, webhook_id, due_at, status
-), queued AS (
-  INSERT INTO delivery_queue (log_id, webhook_id, due_at)
-  SELECT id, webhook_id, due_at FROM logs WHERE status = 'queued'
-  RETURNING log_id
-)
-SELECT COUNT(*) FROM queued`,
-		id, accountID, string(kind), body, ms(now), traceParent,
-		accountID, string(kind), jsonTexts(skip),
-		accountID, string(kind), ms(now), ReasonDisabled, ReasonSuspended, ms(now), ms(now), ms(now), ms(now)).Scan(&queued)
-	if err != nil {
-		return fmt.Errorf("insert event and logs: %w", err)
+// Firing is one event for FireBatch: its account, kind and data (marshalled
+// as Fire marshals it).
+type Firing struct {
+	AccountID string
+	Kind      event.Kind
+	Data      any
+	except    string // a webhook left out (see fire)
+}
+
+// FireBatch fires several events in this transaction, each as Fire would
+// (the same logs for the same webhooks, filters honoured), in the order
+// given: their ids, which are time-ordered, follow it. It returns the
+// events' ids in that order.
+//
+// Its cost is a fixed number of statements however many events it fires:
+// one read of the subscribed webhooks of the events' accounts, and the
+// events and their logs written from one JSON argument each (one statement
+// on PostgreSQL, two on SQLite). Firing n events one by one costs n times
+// that. Fire is FireBatch of one.
+func (tx *Tx) FireBatch(ctx context.Context, firings []Firing) ([]string, error) {
+	return tx.fireAll(ctx, firings)
+}
+
+// firedEvent is an event row as writeFired inserts it.
+type firedEvent struct {
+	ID          string  `json:"i"`
+	AccountID   string  `json:"a"`
+	Kind        string  `json:"k"`
+	Body        string  `json:"b"` // the exact bytes: as text on SQLite, base64 on PostgreSQL (see writeFired)
+	TraceParent *string `json:"t"`
+}
+
+// firedLog is an event log row as writeFired inserts it: queued (due now)
+// or cancelled (complete now, with the reason).
+type firedLog struct {
+	ID        string  `json:"i"`
+	AccountID string  `json:"a"`
+	WebhookID string  `json:"w"`
+	EventID   string  `json:"e"`
+	Kind      string  `json:"k"`
+	Status    string  `json:"s"`
+	Reason    *string `json:"r"`
+	// Undelivered is the firing's time for a log cancelled because its
+	// webhook is suspended, which counts as undelivered (undelivered_at,
+	// migration 0060); nil for any other.
+	Undelivered *int64 `json:"u"`
+}
+
+// fireAll builds each event's body, decides its logs from the subscribed
+// webhooks (fireTargets) and writes them (writeFired).
+func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
+	if len(firings) == 0 {
+		return nil, nil
 	}
-	if queued > 0 {
-		tx.fired = true
+	now := tx.Now()
+	traceParent := nullable(tracing.TraceParent(ctx))
+	ids := make([]string, len(firings))
+	bodies := make([][]byte, len(firings))
+	events := make([]firedEvent, len(firings))
+	for i, f := range firings {
+		ids[i] = NewID()
+		body, err := event.Build(ids[i], f.Kind, f.Data, now)
+		if err != nil {
+			return nil, err
+		}
+		bodies[i] = body
+		events[i] = firedEvent{ID: ids[i], AccountID: f.AccountID, Kind: string(f.Kind), TraceParent: traceParent}
+		if tx.s.eng.name() == "postgres" {
+			events[i].Body = base64.StdEncoding.EncodeToString(body)
+		} else {
+			events[i].Body = string(body)
+		}
+	}
+	logs, err := tx.fireTargets(ctx, firings, ids, bodies)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.writeFired(ctx, events, logs, now); err != nil {
+		return nil, err
+	}
+	for _, f := range firings {
+		tx.kinds = append(tx.kinds, f.Kind)
+	}
+	for _, l := range logs {
+		if l.Status == string(Queued) {
+			tx.fired = true
+			break
+		}
+	}
+	return ids, nil
+}
+
+// Statements that write fired events and their logs. A queued log is due
+// now, and gets its row in delivery_queue (in the same statement on
+// PostgreSQL, queueFiredLogsSQLite on SQLite); a cancelled one
+// is complete now. insertFiredLogs is the one INSERT
+// of logs at firing, for both engines (on PostgreSQL after the events'
+// INSERT in the same statement): a change to what firing writes per log
+// goes there.
+const (
+	insertFiredLogs = `INSERT INTO webhook_event_logs
+(id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at, undelivered_at)
+SELECT value ->> 'i', value ->> 'a', value ->> 'w', value ->> 'e', value ->> 'k', value ->> 's',
+       CASE WHEN value ->> 's' = 'queued' THEN CAST(? AS BIGINT) END, value ->> 'r', CAST(? AS BIGINT), CAST(? AS BIGINT),
+       CASE WHEN value ->> 's' = 'queued' THEN NULL ELSE CAST(? AS BIGINT) END, CAST(value ->> 'u' AS BIGINT)
+FROM json_rows(?)`
+	queueFiredLogsSQLite = `INSERT INTO delivery_queue (log_id, webhook_id, due_at)
+SELECT value ->> 'i', value ->> 'w', CAST(? AS BIGINT) FROM json_rows(?) WHERE value ->> 's' = 'queued'`
+	insertFiredEventsSQLite = `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
+SELECT value ->> 'i', value ->> 'a', value ->> 'k', CAST(value ->> 'b' AS BLOB), CAST(? AS BIGINT), value ->> 't'
+FROM json_rows(?)`
+	// PostgreSQL: the events and the logs in data-modifying WITHs, so
+	// events, logs and queue rows cost one round trip. The logs' foreign
+	// key to their event is checked at the end of the statement, when the
+	// events are in.
+	insertFiredPostgres = `WITH ev AS (
+  INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
+  SELECT value ->> 'i', value ->> 'a', value ->> 'k', decode(value ->> 'b', 'base64'), CAST(? AS BIGINT), value ->> 't'
+  FROM json_rows(?)
+), logs AS (
+` + insertFiredLogs + `
+  RETURNING id, webhook_id, due_at, status
+)
+INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, due_at FROM logs WHERE status = 'queued'`
+)
+
+// writeFired inserts events and their logs, each set from one JSON
+// argument, so that the statements' text is the same for any number. The
+// body goes into the JSON as text on SQLite (CAST AS BLOB keeps its bytes)
+// and as base64 on PostgreSQL (decoded to the same bytes whatever the
+// server's encoding).
+func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedLog, now time.Time) error {
+	evArg, err := jsonRows(events)
+	if err != nil {
+		return fmt.Errorf("insert events: %w", err)
+	}
+	if logs == nil {
+		logs = []firedLog{}
+	}
+	t := ms(now)
+	for i, l := range logs {
+		if l.Reason != nil && undeliveredReason(*l.Reason) {
+			logs[i].Undelivered = &t
+		}
+	}
+	logArg, err := jsonRows(logs)
+	if err != nil {
+		return fmt.Errorf("insert event logs: %w", err)
+	}
+	if tx.s.eng.name() == "postgres" {
+		if _, err := tx.Exec(ctx, insertFiredPostgres, t, evArg, t, t, t, t, logArg); err != nil {
+			return fmt.Errorf("insert events and logs: %w", err)
+		}
+		return nil
+	}
+	if _, err := tx.Exec(ctx, insertFiredEventsSQLite, t, evArg); err != nil {
+		return fmt.Errorf("insert events: %w", err)
+	}
+	if len(logs) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, insertFiredLogs, t, t, t, t, logArg); err != nil {
+		return fmt.Errorf("insert event logs: %w", err)
+	}
+	if _, err := tx.Exec(ctx, queueFiredLogsSQLite, t, logArg); err != nil {
+		return fmt.Errorf("queue event logs: %w", err)
 	}
 	return nil
 }

@@ -10,8 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// announcer sends NOTIFY herald_due after commits that fired events, at most
-// once per announceEvery however many commits there were.
+// announcer sends NOTIFY on its channel after commits that asked for it (on
+// herald_due, commits that fired events; on herald_expiry, commits that
+// planned expiry events), at most once per announceEvery however many
+// commits there were.
 //
 // It does not NOTIFY inside the event's own transaction, as that would cost
 // every such commit: PostgreSQL serialises the commits of all transactions
@@ -20,18 +22,19 @@ import (
 // about 670/s without. Announced after commit, a notification can be lost if
 // the process dies in between; the dispatchers' polling covers that.
 type announcer struct {
-	db     *sql.DB
-	log    *slog.Logger
-	kicks  chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+	db      *sql.DB
+	channel string
+	log     *slog.Logger
+	kicks   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 const announceEvery = 10 * time.Millisecond
 
-func startAnnouncer(db *sql.DB, log *slog.Logger) *announcer {
+func startAnnouncer(db *sql.DB, channel string, log *slog.Logger) *announcer {
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &announcer{db: db, log: log, kicks: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	a := &announcer{db: db, channel: channel, log: log, kicks: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go a.run(ctx)
 	return a
 }
@@ -58,10 +61,10 @@ func (a *announcer) run(ctx context.Context) {
 		case <-a.kicks:
 		}
 		notify, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := a.db.ExecContext(notify, `SELECT pg_notify('`+notifyChannel+`', current_schema())`)
+		_, err := a.db.ExecContext(notify, `SELECT pg_notify('`+a.channel+`', current_schema())`)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			a.log.Debug("announce due event logs; other processes will find them by polling", "err", err)
+			a.log.Debug("announce on "+a.channel+"; other processes will find out by polling", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -71,15 +74,17 @@ func (a *announcer) run(ctx context.Context) {
 	}
 }
 
-// listener holds one connection of its own in LISTEN herald_due and wakes the
-// store's waiters whenever another process (or this one) commits new due logs.
-// It reconnects with backoff when the connection drops, and wakes the waiters
-// on every reconnect, since announcements made while it was away are lost.
-// The dispatcher also polls, so a lost announcement delays an attempt by at
-// most its poll interval.
+// listener holds one connection of its own in LISTEN on each of its
+// channels (herald_due, herald_expiry) and calls the channel's wake whenever
+// another process (or this one) announces on it: new due logs for the
+// dispatcher, a planned expiry instant for the expiry runner. It reconnects
+// with backoff when the connection drops, and calls every wake on every
+// reconnect, since announcements made while it was away are lost. The
+// dispatcher and the expiry runner also poll, so a lost announcement delays
+// their work by at most their poll interval.
 type listener struct {
 	cfg    *pgx.ConnConfig
-	wake   func()
+	wakes  map[string]func() // by channel
 	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -95,14 +100,14 @@ const (
 // operator reading pg_stat_activity can tell it from the pool's connections.
 const listenerName = "herald-listen"
 
-func startListener(cfg *pgx.ConnConfig, wake func(), log *slog.Logger) *listener {
+func startListener(cfg *pgx.ConnConfig, wakes map[string]func(), log *slog.Logger) *listener {
 	cfg = cfg.Copy()
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams["application_name"] = listenerName
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &listener{cfg: cfg, wake: wake, log: log, cancel: cancel, done: make(chan struct{})}
+	l := &listener{cfg: cfg, wakes: wakes, log: log, cancel: cancel, done: make(chan struct{})}
 	go l.run(ctx)
 	return l
 }
@@ -149,19 +154,23 @@ func (l *listener) listen(ctx context.Context) (bool, error) {
 	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		return false, err
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
-		return false, err
+	for channel := range l.wakes {
+		if _, err := conn.Exec(ctx, `LISTEN `+channel); err != nil {
+			return false, err
+		}
 	}
 	// Whatever was announced while no listener was connected went unheard.
-	l.wake()
+	for _, wake := range l.wakes {
+		wake()
+	}
 	for {
 		wait, cancel := context.WithTimeout(ctx, listenIdleCheck)
 		n, err := conn.WaitForNotification(wait)
 		cancel()
 		switch {
 		case err == nil:
-			if n.Payload == schema || n.Payload == "" {
-				l.wake()
+			if wake := l.wakes[n.Channel]; wake != nil && (n.Payload == schema || n.Payload == "") {
+				wake()
 			}
 		case ctx.Err() != nil:
 			return true, ctx.Err()

@@ -22,12 +22,20 @@ type postgresEngine struct {
 	db        *sql.DB
 	listener  *listener
 	announcer *announcer
+	// expiries announces planned expiry instants (expiryChannel).
+	expiries *announcer
 }
 
 // notifyChannel is the LISTEN/NOTIFY channel on which due logs are announced.
 // Its payload is the announcing transaction's schema, so herald deployments in
 // different schemas of one database do not wake each other.
 const notifyChannel = "herald_due"
+
+// expiryChannel is the channel on which a commit that planned expiry events
+// (a license's expiresAt set or moved, an account's lead time changed) is
+// announced, so that the expiry runners of other processes, asleep until
+// a later instant, plan again. The payload is the schema, as above.
+const expiryChannel = "herald_expiry"
 
 // defaultPoolSize is how many connections one herald process opens at most
 // unless the URL says otherwise with pool_max_conns (pgxpool's name for it).
@@ -57,8 +65,8 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 		db.Close()
 		return fmt.Errorf("open postgres: %w", err)
 	}
-	e := &postgresEngine{db: db, announcer: startAnnouncer(db, s.log)}
-	e.listener = startListener(cfg, s.wake, s.log)
+	e := &postgresEngine{db: db, announcer: startAnnouncer(db, notifyChannel, s.log), expiries: startAnnouncer(db, expiryChannel, s.log)}
+	e.listener = startListener(cfg, map[string]func(){notifyChannel: s.wake, expiryChannel: s.wakeExpiries}, s.log)
 	s.eng = e
 	s.db, s.writer, s.where = db, db, "postgres"
 	return nil
@@ -110,10 +118,12 @@ func (*postgresEngine) keyShare() string { return " FOR KEY SHARE" }
 func (e *postgresEngine) close() error {
 	e.listener.stop()
 	e.announcer.stop()
+	e.expiries.stop()
 	return e.db.Close()
 }
 
-func (e *postgresEngine) announce() { e.announcer.kick() }
+func (e *postgresEngine) announce()         { e.announcer.kick() }
+func (e *postgresEngine) announceExpiries() { e.expiries.kick() }
 
 // lockMigrations makes migrators of one schema take turns: several herald
 // processes started at once on an empty database would otherwise race to

@@ -102,6 +102,7 @@ func (sqliteEngine) forUpdate() string  { return "" }
 func (sqliteEngine) skipLocked() string { return "" }
 func (sqliteEngine) keyShare() string   { return "" }
 func (sqliteEngine) announce()          {}
+func (sqliteEngine) announceExpiries()  {}
 func (e sqliteEngine) close() error {
 	e.stopCheckpoints()
 	e.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`) // leave the file whole

@@ -68,6 +68,9 @@ type engine interface {
 	// announce tells other processes, after a commit, that logs became due
 	// (no-op for SQLite).
 	announce()
+	// announceExpiries tells other processes, after a commit, that expiry
+	// events were planned (no-op for SQLite, which one process holds).
+	announceExpiries()
 	close() error
 }
 
@@ -352,6 +355,9 @@ type Tx struct {
 	// changed is set when a statement changed rows while writes were being
 	// refused for a full disk: its commit shows that there is space again.
 	changed bool
+	// ran counts the statements run, so that a test can hold a path to a
+	// fixed number of them (fire_test.go: a batch costs what one event does).
+	ran int
 }
 
 // ctx is the context a statement runs under.
@@ -442,6 +448,7 @@ func (s *Store) firedKinds(kinds []event.Kind) {
 
 // Exec runs a statement written with ? placeholders.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
+	tx.ran++
 	ctx = tx.ctx(ctx)
 	q := tx.s.q(query)
 	if st := tx.stmt(ctx, q); st != nil {
@@ -458,6 +465,7 @@ func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (res sql.Resu
 
 // Query runs a query written with ? placeholders.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	tx.ran++
 	ctx = tx.ctx(ctx)
 	q := tx.s.q(query)
 	if st := tx.stmt(ctx, q); st != nil {
@@ -468,6 +476,7 @@ func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 
 // QueryRow runs a one-row query written with ? placeholders.
 func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	tx.ran++
 	ctx = tx.ctx(ctx)
 	q := tx.s.q(query)
 	if st := tx.stmt(ctx, q); st != nil {

@@ -7,6 +7,7 @@ package jsonlimittest
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 
@@ -77,12 +78,29 @@ func Shapes(size int) []Shape {
 	return out
 }
 
+// Runs is how many times Allocated runs f at most.
+const Runs = 3
+
 // Allocated returns the bytes the runtime allocated while f ran, in every
-// goroutine: run it where nothing else in the process is busy.
-func Allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
+// goroutine, the least of up to Runs runs of f: it stops at the first run
+// within limit. The count is the whole process's, so run it where nothing
+// else in the process is busy; but the runtime's own goroutines, and a
+// test's helpers winding down, allocate too, and what they add only raises
+// a run's count, never lowers it. A reader that truly allocates past limit
+// does so every time; a run raised by a neighbour is followed by one that
+// is not. f must do the same each time it is called (it reads, or is
+// refused).
+func Allocated(limit uint64, f func()) uint64 {
+	least := uint64(math.MaxUint64)
+	for range Runs {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+		if least <= limit {
+			break
+		}
+	}
+	return least
 }

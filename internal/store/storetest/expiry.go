@@ -323,3 +323,75 @@ func testDueExpiriesReadOnlyDueRows(t *testing.T, b *bundle) {
 		t.Errorf("fired for %d licenses; want the 5 due", n)
 	}
 }
+
+// testExpiryPlanningWakesEveryHandle checks that planning an expiry (a
+// license created with an expiresAt, moved by the expires-at call, a lead
+// time changed) wakes the expiry runner of this handle at once and, on
+// PostgreSQL, of another handle on the same database (another process's,
+// asleep until a later instant).
+func testExpiryPlanningWakesEveryHandle(t *testing.T, b *bundle) {
+	lic := licensing.New(b.st)
+	p, err := lic.CreateProduct(b.ctx, b.account.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptr("P")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other *store.Store
+	if b.st.Engine() == "postgres" {
+		other = b.open(t)
+	}
+	var l licensing.License
+	changes := []struct {
+		name   string
+		change func() error
+	}{
+		{"a license created to expire in 2 s", func() (err error) {
+			l, err = lic.CreateLicense(b.ctx, b.account.ID, licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &p.ID},
+				ExpiresAt: licensing.Optional[string]{Set: true, Value: ptr(at(b.clock.Now().Add(2 * time.Second)))}})
+			return err
+		}},
+		{"its instant moved", func() error {
+			_, err := lic.SetLicenseExpiresAt(b.ctx, b.account.ID, l.ID, licensing.ExpiresAtInput{ExpiresAt: licensing.Optional[string]{Set: true, Value: ptr(at(b.clock.Now().Add(time.Second)))}})
+			return err
+		}},
+		{"the lead time changed", func() error {
+			_, err := b.st.UpdateAccount(b.ctx, b.account.ID, store.AccountPatch{ExpiringSoonLead: ptr(int64(3600))})
+			return err
+		}},
+	}
+	for _, c := range changes {
+		var there <-chan struct{}
+		if other != nil {
+			quietExpiries(other)
+			there = other.ExpiriesWait()
+		}
+		here := b.st.ExpiriesWait()
+		if err := c.change(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		select {
+		case <-here:
+		default:
+			t.Fatalf("%s: this handle's runner was not woken by the commit", c.name)
+		}
+		if there == nil {
+			continue // one process per SQLite file: nothing else to wake
+		}
+		select {
+		case <-there:
+		case <-time.After(30 * time.Second): // at once, unless the machine is very busy
+			t.Fatalf("%s: another handle's runner was not woken", c.name)
+		}
+	}
+}
+
+// quietExpiries waits until st's expiry runner has not been woken for
+// 300ms (its listener wakes it once when it connects).
+func quietExpiries(st *store.Store) {
+	for {
+		select {
+		case <-st.ExpiriesWait():
+		case <-time.After(300 * time.Millisecond):
+			return
+		}
+	}
+}

@@ -83,6 +83,9 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ExpiryEventsFollowEachRule", 1, testExpiryRules},
 		{"ConcurrentExpiriesFireEachOnce", 3, testConcurrentExpiriesFireOnce},
 		{"DueExpiriesReadOnlyDueRows", 1, testDueExpiriesReadOnlyDueRows},
+		{"ExpiryPlanningWakesEveryHandle", 2, testExpiryPlanningWakesEveryHandle},
+		{"FireBatchFiresAsOneByOne", 1, testFireBatchFiresAsOneByOne},
+		{"ExpiryBatchFiresAsOneByOne", 1, testExpiryBatchFiresAsOneByOne},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
