@@ -29,7 +29,7 @@ type tableWrites struct {
 func (w tableWrites) entries() int64 { return (w.Inserts + w.Updates - w.HOT) * w.Indexes }
 
 // TestADeliveryWritesItsLogOnceAndHOT measures on a fresh schema what a
-// delivery to one webhook writes on PostgreSQL (decision 0085), over a burst
+// delivery to one webhook writes on PostgreSQL (decision 0086), over a burst
 // whose outcomes are recorded in one batch: each log is
 // inserted at firing and updated once, HOT, at its outcome (a claim writes
 // only the narrow queue row); the queue row is inserted, leased and

@@ -1,4 +1,4 @@
--- The queue apart from the history (decision 0085). webhook_event_logs was
+-- The queue apart from the history (decision 0086). webhook_event_logs was
 -- both: each delivery inserted its log and rewrote it at the claim and at the
 -- outcome, and neither update was HOT, since each changed a column of one of
 -- the log's ten indexes or of a partial index's condition (5 to 7 KB of WAL

@@ -1,4 +1,4 @@
--- The queue apart from the history, as on PostgreSQL (decision 0085): one
+-- The queue apart from the history, as on PostgreSQL (decision 0086): one
 -- narrow row per queued or retrying log, claimed, leased and completed there,
 -- so the log is written once at firing and once per outcome. SQLite keeps its
 -- other log indexes (it rewrites only the indexes whose columns change, and
