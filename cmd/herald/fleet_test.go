@@ -141,7 +141,7 @@ func runFleet(t *testing.T, kill bool) {
 			lastReport = time.Now()
 			t.Logf("after %s: %d events, %d logs not succeeded, %d pending, %d pairs received",
 				time.Since(start).Round(time.Second), events, count(`SELECT COUNT(*) FROM webhook_event_logs WHERE status <> 'succeeded'`),
-				count(`SELECT COUNT(*) FROM webhook_event_logs WHERE status = 'pending'`), distinct(rcvs))
+				count(`SELECT COUNT(*) FROM delivery_queue WHERE lease IS NOT NULL`), distinct(rcvs))
 		}
 		return count(`SELECT COUNT(*) FROM webhook_event_logs WHERE status <> 'succeeded'`) == 0 &&
 			count(`SELECT COUNT(*) FROM webhook_event_logs`) == events*fleetWebhooks &&

@@ -46,7 +46,7 @@ const (
 
 var (
 	eventCols   = []string{"id", "account_id", "kind", "body", "triggered_at"}
-	logCols     = []string{"id", "account_id", "webhook_id", "event_id", "kind", "status", "attempt_count", "status_code", "sent_at", "received_at", "created_at", "updated_at", "completed_at"}
+	logCols     = []string{"id", "account_id", "webhook_id", "event_id", "kind", "status", "attempt_count", "status_code", "sent_at", "received_at", "created_at", "updated_at", "completed_at", "undelivered_at"}
 	attemptCols = []string{"log_id", "number", "trigger", "sent_at", "received_at", "status_code", "duration_ms", "error", "response_body"}
 )
 
@@ -77,8 +77,12 @@ func (h history) seedRows(rng *rand.Rand, from, to int) (events, logs, attempts 
 		if i%failedEvery == failedEvery-1 {
 			status, n, code = "failed", failedAttempts, 500
 		}
+		var undelivered any // a failed log's completion (migration 0060)
+		if status == "failed" {
+			undelivered = t + int64(n-1)*60_000 + 40
+		}
 		logs = append(logs, []any{logID, h.accountID, h.webhooks[i%len(h.webhooks)], eventID, "license.created", status, n, code,
-			t + int64(n-1)*60_000, t + int64(n-1)*60_000 + 40, t, t + int64(n-1)*60_000 + 40, t + int64(n-1)*60_000 + 40})
+			t + int64(n-1)*60_000, t + int64(n-1)*60_000 + 40, t, t + int64(n-1)*60_000 + 40, t + int64(n-1)*60_000 + 40, undelivered})
 		for k := 1; k <= n; k++ {
 			sent := t + int64(k-1)*60_000
 			c := 200

@@ -384,7 +384,7 @@ func (h *Herald) Settled() {
 	Eventually(h.t, 30*time.Second, "nothing in flight (no log pending, no email unsent)", func() bool {
 		var n int
 		err := h.Server.Store.QueryRow(context.Background(), `SELECT
- (SELECT COUNT(*) FROM webhook_event_logs WHERE status = 'pending') +
+ (SELECT COUNT(*) FROM delivery_queue WHERE lease IS NOT NULL) +
  (SELECT COUNT(*) FROM emails WHERE sent_at IS NULL)`).Scan(&n)
 		if err != nil {
 			h.t.Fatalf("settled: %v", err)

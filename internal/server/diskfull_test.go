@@ -124,7 +124,7 @@ func TestFullDiskOnSQLite(t *testing.T) {
 	held.Release()
 	heraldtest.Eventually(t, time.Minute, "the leases of the attempts made to run out", func() bool {
 		var pending, live int
-		err := h.Server.Store.QueryRow(ctx, `SELECT COUNT(*), COUNT(CASE WHEN due_at > ? THEN 1 END) FROM webhook_event_logs WHERE status = 'pending'`,
+		err := h.Server.Store.QueryRow(ctx, `SELECT COUNT(*), COUNT(CASE WHEN due_at > ? THEN 1 END) FROM delivery_queue WHERE lease IS NOT NULL`,
 			store.MS(time.Now())).Scan(&pending, &live)
 		return err == nil && pending > 0 && live == 0
 	})

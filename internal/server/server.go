@@ -485,6 +485,27 @@ func (s *Server) remind(ctx context.Context) {
 	}
 }
 
+// QueueVacuumEvery is how often a process vacuums delivery_queue on
+// PostgreSQL (store.VacuumQueue): often enough that a minute's dead rows
+// stay a small part of the table at any rate herald delivers.
+const QueueVacuumEvery = time.Minute
+
+// vacuumQueue runs store.VacuumQueue every QueueVacuumEvery until ctx is done.
+func (s *Server) vacuumQueue(ctx context.Context) {
+	t := time.NewTicker(QueueVacuumEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Store.VacuumQueue(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("vacuum the delivery queue", "err", err)
+		}
+	}
+}
+
 // Handler is the whole HTTP surface.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -547,6 +568,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	loop(func() { s.Dispatcher.RunRecoveries(work) })
 	loop(func() { s.outbox.Run(work) })
 	loop(func() { s.Expiries.Run(work) })
+	loop(func() { s.vacuumQueue(work) })
 	loop(func() {
 		// Always: with Keep 0 (logs kept forever) it still removes
 		// expired idempotency keys.

@@ -80,7 +80,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 // once its webhook or account was deleted, or its lease taken over.
 func (s *Store) StillHeld(ctx context.Context, logID, lease string) (bool, error) {
 	var n int
-	if err := s.QueryRow(ctx, `SELECT COUNT(*) FROM webhook_event_logs WHERE id = ? AND lease = ?`, logID, lease).Scan(&n); err != nil {
+	if err := s.QueryRow(ctx, `SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND lease = ?`, logID, lease).Scan(&n); err != nil {
 		return false, fmt.Errorf("check claimed log: %w", err)
 	}
 	return n > 0, nil

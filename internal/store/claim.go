@@ -75,9 +75,11 @@ type Claim struct {
 	TakenOver bool
 }
 
-// Claim moves due logs (queued or retrying whose time has come, and pending
-// ones whose lease expired because their process died mid-attempt) to pending
-// under p.Lease, and returns them.
+// Claim leases due logs (queued or retrying whose time has come, and pending
+// ones whose lease expired because their process died mid-attempt) under
+// p.Lease, and returns them. The lease is kept on the log's row of
+// delivery_queue; the log itself is not written, and reads as pending while
+// its queue row is leased (see logStatus).
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	claims, err := s.eng.claim(ctx, s, p)
 	if err != nil {
@@ -95,8 +97,10 @@ w.headers_sealed, w.signature_scheme`
 // loadClaims loads the logs a claim under lease took, by id.
 func (s *Store) loadClaims(ctx context.Context, lease string, ids []string) ([]Claim, error) {
 	rows, err := s.Query(ctx, `SELECT `+claimColumns+`
-FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
-WHERE l.id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
+FROM (SELECT g.id, g.account_id, g.webhook_id, g.event_id, g.kind, g.attempt_count, q.lease
+      FROM delivery_queue q JOIN webhook_event_logs g ON g.id = q.log_id
+      WHERE q.log_id IN (SELECT value FROM json_texts(?))) l
+JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id`, jsonTexts(ids))
 	if err != nil {
 		return nil, fmt.Errorf("load claimed logs: %w", err)
 	}
@@ -145,7 +149,9 @@ func (s *Store) scanClaim(sc interface{ Scan(...any) error }, more ...any) (Clai
 // none waits.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var due sql.NullInt64
-	err := s.QueryRow(ctx, `SELECT MIN(due_at) FROM webhook_event_logs WHERE status IN ('queued', 'retrying', 'pending')`).Scan(&due)
+	// Each webhook's earliest, through the queue's (webhook_id, due_at)
+	// index: one probe per webhook, whatever the backlog.
+	err := s.QueryRow(ctx, `SELECT MIN((SELECT MIN(q.due_at) FROM delivery_queue q WHERE q.webhook_id = w.id)) FROM webhooks w`).Scan(&due)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
@@ -175,13 +181,33 @@ func (s *Store) BeginResend(ctx context.Context, accountID, logID string, until 
 	var n int64
 	err := s.InTx(ctx, func(tx *Tx) error {
 		res, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET resend_until = ?
-WHERE account_id = ? AND id = ? AND status <> 'pending' AND COALESCE(resend_until, 0) <= ?`, ms(until), accountID, logID, ms(tx.Now()))
+WHERE account_id = ? AND id = ? AND COALESCE(resend_until, 0) <= ?
+AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = webhook_event_logs.id AND q.lease IS NOT NULL)`, ms(until), accountID, logID, ms(tx.Now()))
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		// A log still waiting in the queue carries the mark there too, where
+		// claims read it. A claim that leased it since the check above (on
+		// PostgreSQL, committed after this statement's snapshot) wins: the
+		// update then finds it leased, and the resend answers ErrConflict.
+		if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET resend_until = ? WHERE log_id = ? AND lease IS NULL`, ms(until), logID); err != nil {
+			return err
+		}
+		var leased int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND lease IS NOT NULL`, logID).Scan(&leased); err != nil {
+			return err
+		}
+		if leased > 0 {
+			return errInFlight
+		}
+		return nil
 	})
+	if errors.Is(err, errInFlight) {
+		return Claim{}, fmt.Errorf("an attempt is in flight: %w", ErrConflict)
+	}
 	if err != nil {
 		return Claim{}, fmt.Errorf("mark log for resend: %w", err)
 	}
@@ -213,6 +239,9 @@ WHERE l.account_id = ? AND l.id = ?`, accountID, logID))
 // was not sent after all.
 func (s *Store) EndResend(ctx context.Context, logID string) error {
 	err := s.InTx(ctx, func(tx *Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET resend_until = NULL WHERE log_id = ?`, logID); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET resend_until = NULL WHERE id = ?`, logID)
 		return err
 	})
@@ -222,6 +251,9 @@ func (s *Store) EndResend(ctx context.Context, logID string) error {
 	return nil
 }
 
+// errInFlight rolls back a resend's mark that found the log claimed.
+var errInFlight = errors.New("an attempt is in flight")
+
 // ReleaseLeases makes every pending log due now. Only a process that knows no
 // other process holds leases may call it: herald does on SQLite at start,
 // which one process at a time can open, so that attempts a crashed process
@@ -229,7 +261,7 @@ func (s *Store) EndResend(ctx context.Context, logID string) error {
 func (s *Store) ReleaseLeases(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.InTx(ctx, func(tx *Tx) error {
-		res, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET due_at = ?, lease = NULL WHERE status = 'pending'`, ms(s.now()))
+		res, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = ?, lease = NULL WHERE lease IS NOT NULL`, ms(s.now()))
 		if err != nil {
 			return fmt.Errorf("release leases: %w", err)
 		}

@@ -256,20 +256,26 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 	var args []any
 	switch o.Result {
 	case Delivered:
-		set, args = `status = 'succeeded', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = NULL`, []any{ms(now)}
+		set, args = `status = 'succeeded', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = NULL, retry_reason = NULL`, []any{ms(now)}
 	case Retry:
 		set, args = `status = 'retrying', due_at = ?, lease = NULL, retry_reason = ?`, []any{ms(o.NextAt), reason}
 	case Exhausted:
-		set, args = `status = 'failed', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = ?`, []any{ms(now), reason}
+		set, args = `status = 'failed', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = ?, retry_reason = ?`, []any{ms(now), ms(now), reason}
 	case Cancel:
-		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, retry_reason = ?`, []any{ms(now), reason}
+		var undelivered any
+		if undeliveredReason(o.Reason) {
+			undelivered = ms(now)
+		}
+		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = ?, retry_reason = ?`, []any{ms(now), undelivered, reason}
 	case Release:
-		set, args = `status = CASE WHEN attempt_count = 0 THEN 'queued' ELSE 'retrying' END, due_at = ?, lease = NULL`, []any{ms(now)}
+		set, args = `due_at = ?, lease = NULL`, []any{ms(now)}
 	case ResendFailed:
 		// A log still waiting for an automatic attempt keeps waiting, and a
 		// delivered event stays succeeded; a failed or cancelled log is now
-		// failed, its latest delivery having failed.
-		set, args = `status = CASE WHEN status IN ('queued', 'retrying', 'succeeded') THEN status ELSE 'failed' END, retry_reason = ?`, []any{reason}
+		// failed, its latest delivery having failed, and so undelivered.
+		set, args = `status = CASE WHEN status IN ('queued', 'retrying', 'succeeded') THEN status ELSE 'failed' END,
+undelivered_at = CASE WHEN status IN ('queued', 'retrying', 'succeeded') THEN undelivered_at ELSE COALESCE(undelivered_at, completed_at) END,
+retry_reason = ?`, []any{reason}
 	default:
 		return false, fmt.Errorf("outcome of log %s: unknown result %d", o.LogID, o.Result)
 	}
@@ -280,14 +286,19 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 		set += `, status_code = ?, sent_at = ?, received_at = ?`
 		args = append(args, code, sent, recv)
 	}
+	if o.Trigger == TriggerAutomatic {
+		// The queue row first, under the outcome's lease: a row another
+		// claim took over is that claim's to record.
+		held, err := tx.moveQueueRow(ctx, o, now)
+		if err != nil || !held {
+			return false, err
+		}
+	}
 	q := `UPDATE webhook_event_logs SET ` + set + `, attempt_count = attempt_count + ?, updated_at = ? WHERE id = ?`
 	args = append(args, auto, ms(now), o.LogID)
-	if o.Trigger == TriggerAutomatic {
-		q += ` AND status = 'pending' AND lease = ?`
-		args = append(args, o.Lease)
-	} else {
+	if o.Trigger != TriggerAutomatic {
 		// A resend never takes over an automatic attempt in flight.
-		q += ` AND status <> 'pending'`
+		q += ` AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = webhook_event_logs.id AND q.lease IS NOT NULL)`
 	}
 	res, err := tx.Exec(ctx, q, args...)
 	if err != nil {
@@ -311,6 +322,17 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 			return false, fmt.Errorf("log %s: %w", o.LogID, ErrNotFound)
 		}
 	}
+	if o.Trigger != TriggerAutomatic && n > 0 {
+		// A delivered resend completes a log still waiting in the queue;
+		// a failed one leaves it waiting, unmarked.
+		q := `UPDATE delivery_queue SET resend_until = NULL WHERE log_id = ?`
+		if o.Result == Delivered {
+			q = `DELETE FROM delivery_queue WHERE log_id = ? AND lease IS NULL`
+		}
+		if _, err := tx.Exec(ctx, q, o.LogID); err != nil {
+			return false, fmt.Errorf("dequeue log %s: %w", o.LogID, err)
+		}
+	}
 	if a == nil {
 		return true, nil
 	}
@@ -331,6 +353,36 @@ VALUES (?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_
 	// A resend that raced a claim still happened and is recorded; its 2xx
 	// still counts for health.
 	return true, nil
+}
+
+// moveQueueRow applies an automatic outcome to its log's queue row, where
+// the row is still held under the outcome's lease, and reports whether it
+// was: a completion deletes the row, a retry or a release makes it wait
+// again, unleased.
+func (tx *Tx) moveQueueRow(ctx context.Context, o Outcome, now time.Time) (bool, error) {
+	var q string
+	var args []any
+	switch o.Result {
+	case Retry:
+		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, attempts = attempts + 1 WHERE log_id = ? AND lease = ?`, []any{ms(o.NextAt)}
+	case Release:
+		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL WHERE log_id = ? AND lease = ?`, []any{ms(now)}
+	default:
+		q = `DELETE FROM delivery_queue WHERE log_id = ? AND lease = ?`
+	}
+	res, err := tx.Exec(ctx, q, append(args, o.LogID, o.Lease)...)
+	if err != nil {
+		return false, fmt.Errorf("dequeue log %s: %w", o.LogID, err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// undeliveredReason says whether a cancelled log counts as undelivered: one
+// cancelled for its webhook's suspension (both suspended reasons begin
+// alike), not one cancelled for its webhook being disabled.
+func undeliveredReason(reason string) bool {
+	return strings.HasPrefix(reason, "webhook suspended")
 }
 
 type healthEffect struct {

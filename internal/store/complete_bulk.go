@@ -11,9 +11,11 @@ import (
 const bulkChunk = 200
 
 // recordAutomatic records automatic outcomes, each for a different log, with
-// two statements per chunk instead of two per outcome: one UPDATE … FROM
-// (a JSON row source) moves every log still held under its outcome's lease, and one
-// multi-row INSERT adds the attempts of those it moved. It returns the ids of
+// a few statements per chunk instead of several per outcome: the queue rows
+// still held under their outcome's lease are deleted (or moved to the
+// retry's time), the logs of those rows moved, in one statement on
+// PostgreSQL (three on SQLite, whose one writer needs no atomic form), and
+// the attempts of those added in one multi-row INSERT. It returns the ids of
 // the logs it moved; an outcome whose lease was taken over is left out.
 //
 // Recording fast matters beyond throughput: an attempt sent but not yet
@@ -37,59 +39,54 @@ func (tx *Tx) recordAutomatic(ctx context.Context, outs []Outcome, now time.Time
 
 // moveRow is one outcome as moveLogs reads it from its JSON argument.
 type moveRow struct {
-	LogID     string  `json:"l"`
-	Lease     string  `json:"h"`
-	Status    *string `json:"s"` // nil: queued or retrying, as the attempt count says
-	Due       *int64  `json:"d"`
-	Completes int     `json:"c"`
-	Reason    *string `json:"r"`
-	Attempted int     `json:"a"`
-	Code      *int    `json:"k"`
-	Sent      *int64  `json:"t"`
-	Received  *int64  `json:"v"`
+	LogID       string  `json:"l"`
+	Lease       string  `json:"h"`
+	Status      *string `json:"s"` // nil: not attempted (Release), the log keeps its status
+	Due         *int64  `json:"d"` // nil: the log completes and leaves the queue
+	Completes   int     `json:"c"`
+	Undelivered int     `json:"u"` // 1: failed, or cancelled for a suspension (see undeliveredAt)
+	Reason      *string `json:"r"`
+	Attempted   int     `json:"a"`
+	Code        *int    `json:"k"`
+	Sent        *int64  `json:"t"`
+	Received    *int64  `json:"v"`
 }
 
-// moveLogs applies each outcome's transition to its log, where the log is
-// still pending under the outcome's lease, and adds the moved ids to applied.
-// The outcomes go in as one JSON argument, so the statement has one shape
-// (see jsonargs.go).
+// moveSource reads moveLogs' JSON argument as rows v.
+const moveSource = `SELECT value ->> 'l' AS log_id, value ->> 'h' AS held, value ->> 's' AS new_status,
+       CAST(value ->> 'd' AS BIGINT) AS new_due, CAST(value ->> 'c' AS INTEGER) AS completes,
+       CAST(value ->> 'u' AS INTEGER) AS undelivered,
+       value ->> 'r' AS reason, CAST(value ->> 'a' AS INTEGER) AS attempted,
+       CAST(value ->> 'k' AS INTEGER) AS code, CAST(value ->> 't' AS BIGINT) AS sent,
+       CAST(value ->> 'v' AS BIGINT) AS recv
+FROM json_rows(?)`
+
+// moveSet is a log's transition, over the log l and its outcome v. On
+// PostgreSQL a delivery changes no column of an index of the log, and no
+// column of a partial index's condition (undelivered_at stays NULL), so
+// the update is HOT: it adds no index entry.
+const moveSet = `status = COALESCE(v.new_status, l.status),
+  due_at = v.new_due,
+  lease = NULL,
+  completed_at = CASE WHEN v.completes = 1 THEN CAST(? AS BIGINT) ELSE l.completed_at END,
+  undelivered_at = CASE WHEN v.undelivered = 1 THEN CAST(? AS BIGINT) ELSE l.undelivered_at END,
+  retry_reason = CASE WHEN v.new_status IS NULL THEN l.retry_reason ELSE v.reason END,
+  status_code = CASE WHEN v.attempted = 1 THEN v.code ELSE l.status_code END,
+  sent_at = CASE WHEN v.attempted = 1 THEN v.sent ELSE l.sent_at END,
+  received_at = CASE WHEN v.attempted = 1 THEN v.recv ELSE l.received_at END,
+  attempt_count = l.attempt_count + v.attempted,
+  updated_at = CAST(? AS BIGINT)`
+
+// moveLogs applies each outcome's transition to its queue row and its log,
+// where the row is still held under the outcome's lease, and adds the moved
+// ids to applied. The outcomes go in as one JSON argument, so each statement
+// has one shape (see jsonargs.go).
 func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, applied map[string]bool) error {
 	rows := make([]moveRow, 0, len(outs))
 	for _, o := range outs {
-		r := moveRow{LogID: o.LogID, Lease: o.Lease, Completes: 1}
-		status := ""
-		switch o.Result {
-		case Delivered:
-			status = string(Succeeded)
-		case Retry:
-			due := ms(o.NextAt)
-			status, r.Due, r.Completes = string(Retrying), &due, 0
-		case Exhausted:
-			status = string(Failed)
-		case Cancel:
-			status = string(Cancelled)
-		case Release:
-			// No attempt was made: waiting again, queued or retrying as
-			// its attempt count says (status null: decided in the UPDATE).
-			due := ms(now)
-			r.Due, r.Completes = &due, 0
-		default:
-			return fmt.Errorf("outcome of log %s: result %d is not an automatic one", o.LogID, o.Result)
-		}
-		if status != "" {
-			r.Status = &status
-		}
-		if o.Reason != "" && o.Result != Delivered {
-			reason := cleanText(o.Reason)
-			r.Reason = &reason
-		}
-		if a := o.Attempt; a != nil {
-			sent := ms(a.SentAt)
-			r.Attempted, r.Sent, r.Code = 1, &sent, a.StatusCode
-			if a.ReceivedAt != nil {
-				recv := ms(*a.ReceivedAt)
-				r.Received = &recv
-			}
+		r, err := moveRowOf(o, now)
+		if err != nil {
+			return err
 		}
 		rows = append(rows, r)
 	}
@@ -97,29 +94,12 @@ func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, appli
 	if err != nil {
 		return fmt.Errorf("update %d logs: %w", len(outs), err)
 	}
-	rs, err := tx.Query(ctx, `UPDATE webhook_event_logs AS l SET
-  status = COALESCE(v.new_status, CASE WHEN l.attempt_count = 0 THEN 'queued' ELSE 'retrying' END),
-  due_at = v.new_due,
-  lease = NULL,
-  completed_at = CASE WHEN v.completes = 1 THEN ? ELSE l.completed_at END,
-  retry_reason = CASE WHEN v.new_status IS NULL THEN l.retry_reason ELSE v.reason END,
-  status_code = CASE WHEN v.attempted = 1 THEN v.code ELSE l.status_code END,
-  sent_at = CASE WHEN v.attempted = 1 THEN v.sent ELSE l.sent_at END,
-  received_at = CASE WHEN v.attempted = 1 THEN v.recv ELSE l.received_at END,
-  attempt_count = l.attempt_count + v.attempted,
-  updated_at = ?
-FROM (SELECT value ->> 'l' AS log_id, value ->> 'h' AS held, value ->> 's' AS new_status,
-             CAST(value ->> 'd' AS BIGINT) AS new_due, CAST(value ->> 'c' AS INTEGER) AS completes,
-             value ->> 'r' AS reason, CAST(value ->> 'a' AS INTEGER) AS attempted,
-             CAST(value ->> 'k' AS INTEGER) AS code, CAST(value ->> 't' AS BIGINT) AS sent,
-             CAST(value ->> 'v' AS BIGINT) AS recv
-      FROM json_rows(?)) AS v
-WHERE l.id = v.log_id AND l.status = 'pending' AND l.lease = v.held
-RETURNING id`, ms(now), ms(now), arg)
-	if err != nil {
-		return fmt.Errorf("update %d logs: %w", len(outs), err)
+	var ids []string
+	if tx.s.eng.name() == "postgres" {
+		ids, err = tx.moveLogsPostgres(ctx, arg, now)
+	} else {
+		ids, err = tx.moveLogsSQLite(ctx, rows, arg, now)
 	}
-	ids, err := scanIDs(rs)
 	if err != nil {
 		return fmt.Errorf("update %d logs: %w", len(outs), err)
 	}
@@ -127,6 +107,116 @@ RETURNING id`, ms(now), ms(now), arg)
 		applied[id] = true
 	}
 	return nil
+}
+
+// moveRowOf is an automatic outcome's transition.
+func moveRowOf(o Outcome, now time.Time) (moveRow, error) {
+	r := moveRow{LogID: o.LogID, Lease: o.Lease, Completes: 1}
+	status := ""
+	switch o.Result {
+	case Delivered:
+		status = string(Succeeded)
+	case Retry:
+		due := ms(o.NextAt)
+		status, r.Due, r.Completes = string(Retrying), &due, 0
+	case Exhausted:
+		status, r.Undelivered = string(Failed), 1
+	case Cancel:
+		status = string(Cancelled)
+		if undeliveredReason(o.Reason) {
+			r.Undelivered = 1
+		}
+	case Release:
+		// No attempt was made: waiting again, due now, the log as it was.
+		due := ms(now)
+		r.Due, r.Completes = &due, 0
+	default:
+		return r, fmt.Errorf("outcome of log %s: result %d is not an automatic one", o.LogID, o.Result)
+	}
+	if status != "" {
+		r.Status = &status
+	}
+	if o.Reason != "" && o.Result != Delivered {
+		reason := cleanText(o.Reason)
+		r.Reason = &reason
+	}
+	if a := o.Attempt; a != nil {
+		sent := ms(a.SentAt)
+		r.Attempted, r.Sent, r.Code = 1, &sent, a.StatusCode
+		if a.ReceivedAt != nil {
+			recv := ms(*a.ReceivedAt)
+			r.Received = &recv
+		}
+	}
+	return r, nil
+}
+
+// moveLogsPostgres is one statement: the held queue rows deleted (or moved
+// to the retry's time), and the logs of those rows moved, each only if its
+// row was still held under the outcome's lease; a Release leaves its log
+// unwritten. Both DELETE and UPDATE re-check the lease on a row another
+// transaction changed meanwhile (EvalPlanQual), so a row taken over by
+// another process's claim is left to that claim.
+func (tx *Tx) moveLogsPostgres(ctx context.Context, arg string, now time.Time) ([]string, error) {
+	rs, err := tx.Query(ctx, `WITH v AS (`+moveSource+`),
+done AS (
+  DELETE FROM delivery_queue q USING v
+  WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NULL
+  RETURNING q.log_id),
+again AS (
+  UPDATE delivery_queue q SET due_at = v.new_due, lease = NULL, attempts = q.attempts + v.attempted
+  FROM v WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NOT NULL
+  RETURNING q.log_id),
+held AS (SELECT log_id FROM done UNION ALL SELECT log_id FROM again),
+moved AS (
+  UPDATE webhook_event_logs AS l SET `+moveSet+`
+  FROM v WHERE l.id = v.log_id AND l.id IN (SELECT log_id FROM held) AND (v.new_status IS NOT NULL OR v.attempted = 1)
+  RETURNING l.id)
+SELECT log_id FROM held`, arg, ms(now), ms(now), ms(now))
+	if err != nil {
+		return nil, err
+	}
+	return scanIDs(rs)
+}
+
+// moveLogsSQLite moves the logs still held under their outcome's lease
+// (SQLite's one writer keeps the check and the writes together), then
+// deletes the completed ones' queue rows and moves the others'.
+func (tx *Tx) moveLogsSQLite(ctx context.Context, rows []moveRow, arg string, now time.Time) ([]string, error) {
+	rs, err := tx.Query(ctx, `UPDATE webhook_event_logs AS l SET `+moveSet+`
+FROM (`+moveSource+`) AS v
+WHERE l.id = v.log_id AND EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = v.log_id AND q.lease = v.held)
+RETURNING id`, ms(now), ms(now), ms(now), arg)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := scanIDs(rs)
+	if err != nil {
+		return nil, err
+	}
+	moved := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		moved[id] = true
+	}
+	var done []string
+	for _, r := range rows {
+		if moved[r.LogID] && r.Due == nil {
+			done = append(done, r.LogID)
+		}
+	}
+	if len(done) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM delivery_queue WHERE log_id IN (SELECT value FROM json_texts(?))`, jsonTexts(done)); err != nil {
+			return nil, err
+		}
+	}
+	if len(done) < len(ids) {
+		if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = v.new_due, lease = NULL, attempts = attempts + v.attempted
+FROM (`+moveSource+`) AS v
+WHERE delivery_queue.log_id = v.log_id AND delivery_queue.lease = v.held AND v.new_due IS NOT NULL`, arg); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
 }
 
 // attemptRow is one attempt as insertAttempts reads it from its JSON argument.

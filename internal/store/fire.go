@@ -75,6 +75,10 @@ type firedLog struct {
 	Kind      string  `json:"k"`
 	Status    string  `json:"s"`
 	Reason    *string `json:"r"`
+	// Undelivered is the firing's time for a log cancelled because its
+	// webhook is suspended, which counts as undelivered (undelivered_at,
+	// migration 0060); nil for any other.
+	Undelivered *int64 `json:"u"`
 }
 
 // fireAll builds each event's body, decides its logs from the subscribed
@@ -122,29 +126,37 @@ func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
 }
 
 // Statements that write fired events and their logs. A queued log is due
-// now; a cancelled one is complete now. insertFiredLogs is the one INSERT
+// now, and gets its row in delivery_queue (in the same statement on
+// PostgreSQL, queueFiredLogsSQLite on SQLite); a cancelled one
+// is complete now. insertFiredLogs is the one INSERT
 // of logs at firing, for both engines (on PostgreSQL after the events'
 // INSERT in the same statement): a change to what firing writes per log
 // goes there.
 const (
 	insertFiredLogs = `INSERT INTO webhook_event_logs
-(id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at)
+(id, account_id, webhook_id, event_id, kind, status, due_at, retry_reason, created_at, updated_at, completed_at, undelivered_at)
 SELECT value ->> 'i', value ->> 'a', value ->> 'w', value ->> 'e', value ->> 'k', value ->> 's',
        CASE WHEN value ->> 's' = 'queued' THEN CAST(? AS BIGINT) END, value ->> 'r', CAST(? AS BIGINT), CAST(? AS BIGINT),
-       CASE WHEN value ->> 's' = 'queued' THEN NULL ELSE CAST(? AS BIGINT) END
+       CASE WHEN value ->> 's' = 'queued' THEN NULL ELSE CAST(? AS BIGINT) END, CAST(value ->> 'u' AS BIGINT)
 FROM json_rows(?)`
+	queueFiredLogsSQLite = `INSERT INTO delivery_queue (log_id, webhook_id, due_at)
+SELECT value ->> 'i', value ->> 'w', CAST(? AS BIGINT) FROM json_rows(?) WHERE value ->> 's' = 'queued'`
 	insertFiredEventsSQLite = `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
 SELECT value ->> 'i', value ->> 'a', value ->> 'k', CAST(value ->> 'b' AS BLOB), CAST(? AS BIGINT), value ->> 't'
 FROM json_rows(?)`
-	// PostgreSQL: the events in a data-modifying WITH, so events and logs
-	// cost one round trip. The logs' foreign key to their event is checked
-	// at the end of the statement, when the events are in.
+	// PostgreSQL: the events and the logs in data-modifying WITHs, so
+	// events, logs and queue rows cost one round trip. The logs' foreign
+	// key to their event is checked at the end of the statement, when the
+	// events are in.
 	insertFiredPostgres = `WITH ev AS (
   INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
   SELECT value ->> 'i', value ->> 'a', value ->> 'k', decode(value ->> 'b', 'base64'), CAST(? AS BIGINT), value ->> 't'
   FROM json_rows(?)
+), logs AS (
+` + insertFiredLogs + `
+  RETURNING id, webhook_id, due_at, status
 )
-` + insertFiredLogs
+INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, due_at FROM logs WHERE status = 'queued'`
 )
 
 // writeFired inserts events and their logs, each set from one JSON
@@ -160,11 +172,16 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 	if logs == nil {
 		logs = []firedLog{}
 	}
+	t := ms(now)
+	for i, l := range logs {
+		if l.Reason != nil && undeliveredReason(*l.Reason) {
+			logs[i].Undelivered = &t
+		}
+	}
 	logArg, err := jsonRows(logs)
 	if err != nil {
 		return fmt.Errorf("insert event logs: %w", err)
 	}
-	t := ms(now)
 	if tx.s.eng.name() == "postgres" {
 		if _, err := tx.Exec(ctx, insertFiredPostgres, t, evArg, t, t, t, t, logArg); err != nil {
 			return fmt.Errorf("insert events and logs: %w", err)
@@ -179,6 +196,9 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 	}
 	if _, err := tx.Exec(ctx, insertFiredLogs, t, t, t, t, logArg); err != nil {
 		return fmt.Errorf("insert event logs: %w", err)
+	}
+	if _, err := tx.Exec(ctx, queueFiredLogsSQLite, t, logArg); err != nil {
+		return fmt.Errorf("queue event logs: %w", err)
 	}
 	return nil
 }

@@ -40,8 +40,10 @@ type WebhookCount struct {
 func (s *Store) Gauges(ctx context.Context) (Gauges, error) {
 	now := s.now()
 	g := Gauges{Backlog: map[LogStatus]int{Queued: 0, Retrying: 0, Pending: 0}, DB: s.db.Stats()}
-	rows, err := s.Query(ctx, `SELECT status, COUNT(*) FROM webhook_event_logs
-WHERE status IN ('queued', 'retrying', 'pending') GROUP BY status`)
+	// The backlog is delivery_queue: a leased row is pending, an unleased
+	// one queued until its first attempt and retrying after.
+	rows, err := s.Query(ctx, `SELECT CASE WHEN lease IS NOT NULL THEN 'pending' WHEN attempts = 0 THEN 'queued' ELSE 'retrying' END AS st, COUNT(*)
+FROM delivery_queue GROUP BY st`)
 	if err != nil {
 		return g, fmt.Errorf("gauges: backlog: %w", err)
 	}
@@ -60,8 +62,8 @@ WHERE status IN ('queued', 'retrying', 'pending') GROUP BY status`)
 	}
 
 	var oldest sql.NullInt64
-	if err := s.QueryRow(ctx, `SELECT COUNT(*), MIN(due_at) FROM webhook_event_logs
-WHERE status IN ('queued', 'retrying', 'pending') AND due_at <= ? AND COALESCE(resend_until, 0) <= ?`, ms(now), ms(now)).Scan(&g.Due, &oldest); err != nil {
+	if err := s.QueryRow(ctx, `SELECT COUNT(*), MIN(due_at) FROM delivery_queue
+WHERE due_at <= ? AND COALESCE(resend_until, 0) <= ?`, ms(now), ms(now)).Scan(&g.Due, &oldest); err != nil {
 		return g, fmt.Errorf("gauges: due logs: %w", err)
 	}
 	if oldest.Valid {

@@ -37,9 +37,9 @@ func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (
 				leases = append(leases, h.Lease)
 			}
 		}
-		res, err := s.writer.ExecContext(ctx, s.q(`UPDATE webhook_event_logs SET due_at = ?, updated_at = ?
-WHERE id IN (SELECT value FROM json_texts(?)) AND status = 'pending' AND lease IN (SELECT value FROM json_texts(?))`),
-			ms(until), ms(s.now()), jsonTexts(ids), jsonTexts(leases))
+		res, err := s.writer.ExecContext(ctx, s.q(`UPDATE delivery_queue SET due_at = ?
+WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?))`),
+			ms(until), jsonTexts(ids), jsonTexts(leases))
 		if err != nil {
 			return total, s.full(fmt.Errorf("renew leases: %w", err))
 		}
@@ -67,9 +67,10 @@ func (s *Store) ReleaseHeld(ctx context.Context, leases []string) (int64, error)
 		now := ms(s.now())
 		var n int64
 		err := s.InTx(ctx, func(tx *Tx) error {
-			res, err := tx.Exec(ctx, `UPDATE webhook_event_logs
-SET status = CASE WHEN attempt_count = 0 THEN 'queued' ELSE 'retrying' END, due_at = ?, lease = NULL, updated_at = ?
-WHERE status = 'pending' AND lease IN (SELECT value FROM json_texts(?))`, now, now, jsonTexts(chunk))
+			// The log itself already reads queued or retrying: a claim never
+			// wrote it.
+			res, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = ?, lease = NULL
+WHERE lease IN (SELECT value FROM json_texts(?))`, now, jsonTexts(chunk))
 			if err != nil {
 				return err
 			}
@@ -84,4 +85,20 @@ WHERE status = 'pending' AND lease IN (SELECT value FROM json_texts(?))`, now, n
 		total += n
 	}
 	return total, nil
+}
+
+// VacuumQueue reclaims the space of delivery_queue's deleted rows and
+// refreshes its statistics, on PostgreSQL; SQLite reuses freed pages by
+// itself. Every completed delivery leaves a dead queue row, and herald does
+// not count on autovacuum (some operators run without it): without this the
+// table would only grow, and its claim index with it. SKIP_LOCKED: when
+// another process is vacuuming it, this one passes.
+func (s *Store) VacuumQueue(ctx context.Context) error {
+	if s.eng.name() != "postgres" {
+		return nil
+	}
+	if _, err := s.db.ExecContext(ctx, `VACUUM (SKIP_LOCKED, ANALYZE) delivery_queue`); err != nil {
+		return fmt.Errorf("vacuum the delivery queue: %w", err)
+	}
+	return nil
 }

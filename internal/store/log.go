@@ -82,14 +82,26 @@ type Attempt struct {
 }
 
 // logColumns reads the event's body through a subquery rather than a join,
+// and a waiting log's next attempt from its row in delivery_queue (a
+// release makes it due there without writing the log), and an in-flight
+// log's updatedAt as its claim's time, kept there (the portal's "in flight
+// since", decision 0074),
 // so that the planner drives a list from the logs' own indexes: joined, an
 // event id filter was carried over to the events table and SQLite then
 // walked the account's whole history for that event's few logs.
-const logColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.status,
+const logColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, ` + logStatus + `,
 (SELECT e.body FROM events e WHERE e.id = l.event_id), l.status_code, l.sent_at,
-l.received_at, l.retry_reason, l.attempt_count, l.due_at, l.created_at, l.updated_at,
+l.received_at, l.retry_reason, l.attempt_count,
+CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT q.due_at FROM delivery_queue q WHERE q.log_id = l.id) END, l.created_at,
+COALESCE(CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT q.claimed_at FROM delivery_queue q WHERE q.log_id = l.id AND q.lease IS NOT NULL) END, l.updated_at),
 (SELECT a.duration_ms FROM webhook_attempts a WHERE a.log_id = l.id ORDER BY a.number DESC LIMIT 1),
 (SELECT COUNT(*) FROM webhook_attempts a WHERE a.log_id = l.id)`
+
+// logStatus is the status of log l as shown and filtered: pending while its
+// row in delivery_queue is leased (an attempt in flight), which a claim
+// writes there and not in the log, else the log's own.
+const logStatus = `CASE WHEN l.status IN ('queued', 'retrying') AND EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = l.id AND q.lease IS NOT NULL)
+THEN 'pending' ELSE l.status END`
 
 func scanLog(sc interface{ Scan(...any) error }) (EventLog, error) {
 	var l EventLog
@@ -150,7 +162,7 @@ func (f LogFilter) where(s *Store, q string, args []any, walk bool) (string, []a
 		created = "+l.created_at"
 	}
 	for _, c := range []struct{ col, val string }{
-		{"l.webhook_id", f.WebhookID}, {"l.status", string(f.Status)}, {"l.kind", string(f.Event)}, {"l.event_id", f.EventID},
+		{"l.webhook_id", f.WebhookID}, {"(" + logStatus + ")", string(f.Status)}, {"l.kind", string(f.Event)}, {"l.event_id", f.EventID},
 	} {
 		if c.val != "" {
 			q += ` AND ` + c.col + ` = ?`
@@ -162,7 +174,7 @@ func (f LogFilter) where(s *Store, q string, args []any, walk bool) (string, []a
 		for i, st := range f.Statuses {
 			statuses[i] = string(st)
 		}
-		q += ` AND l.status IN (SELECT value FROM json_texts(?))`
+		q += ` AND (` + logStatus + `) IN (SELECT value FROM json_texts(?))`
 		args = append(args, jsonTexts(statuses))
 	}
 	if f.WebhookSearch != "" {

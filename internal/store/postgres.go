@@ -133,11 +133,12 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 	return err
 }
 
-// claim takes each webhook's oldest due logs through the (webhook_id,
-// due_at) index of migration 0021, locking them FOR NO KEY UPDATE SKIP
-// LOCKED, so concurrent claims by other processes pass over them instead of
-// waiting; then caps each account's share with a window function and leases
-// what it keeps, in the order ClaimParams gives.
+// claim takes each webhook's oldest due rows of delivery_queue through its
+// (webhook_id, due_at) index (migration 0060), locking them FOR NO KEY
+// UPDATE SKIP LOCKED, so concurrent claims by other processes pass over them
+// instead of waiting; then caps each account's share with a window function
+// and leases what it keeps, in the order ClaimParams gives. The logs
+// themselves are only read: a claim writes one narrow queue row per log.
 //
 // Each webhook's scan reads and locks at most what the webhook may take
 // (its room; and at most four times its account's room and the claim's
@@ -152,15 +153,14 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 //
 // Under READ COMMITTED a row that another claim changed and committed after
 // this statement's snapshot is re-checked against the WHERE clause once
-// locked (PostgreSQL's EvalPlanQual), so a log another process has just
-// leased (pending, due only when its lease ends) is not taken twice.
+// locked (PostgreSQL's EvalPlanQual), so a row another process has just
+// leased (due only when its lease ends) is not taken twice.
 //
-// A log that was pending (its lease ended: its process died mid-attempt) is
-// reported as taken over; picked holds each row's status as the statement
-// found it.
+// A row that was leased (its lease ended: its process died mid-attempt) is
+// reported as taken over.
 //
-// The statement also returns what each attempt needs of the log's event
-// and webhook, so a claim is one round trip: claims are serial in a
+// The statement also returns what each attempt needs of the log, its event
+// and its webhook, so a claim is one round trip: claims are serial in a
 // process, and under a busy API every round trip waits its turn for the
 // database's CPU.
 func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error) {
@@ -173,28 +173,29 @@ WITH hooks AS (
   SELECT w.id, w.account_id, COALESCE(($9::jsonb ->> w.id)::int, $7) AS room
   FROM webhooks w WHERE NOT (w.id = ANY($5))),
 due AS (
-  SELECT d.id, h.account_id, d.due_at, d.status, d.attempt_count > 0 AS retry
+  SELECT d.log_id, h.account_id, d.due_at, d.lease IS NOT NULL AS was, d.attempts > 0 AS retry
   FROM hooks h CROSS JOIN LATERAL (
-    SELECT id, due_at, status, attempt_count FROM webhook_event_logs
-    WHERE webhook_id = h.id AND status IN ('queued', 'retrying', 'pending') AND due_at <= $4
-      AND COALESCE(resend_until, 0) <= $4
+    SELECT log_id, due_at, lease, attempts FROM delivery_queue
+    WHERE webhook_id = h.id AND due_at <= $4 AND COALESCE(resend_until, 0) <= $4
     ORDER BY due_at
     LIMIT LEAST(h.room, $6, 4 * COALESCE(($10::jsonb ->> h.account_id)::int, $11))
     FOR NO KEY UPDATE SKIP LOCKED) d
   WHERE h.room > 0),
 fit AS (
-  SELECT id, account_id, due_at, status, retry,
-    ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY retry, due_at, id) AS arn
+  SELECT log_id, account_id, due_at, was, retry,
+    ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY retry, due_at, log_id) AS arn
   FROM due),
 picked AS (
-  SELECT id, status FROM fit WHERE arn <= COALESCE(($10::jsonb ->> fit.account_id)::int, $11)
-  ORDER BY retry, arn, due_at, id LIMIT $8),
+  SELECT log_id, was FROM fit WHERE arn <= COALESCE(($10::jsonb ->> fit.account_id)::int, $11)
+  ORDER BY retry, arn, due_at, log_id LIMIT $8),
 taken AS (
-  UPDATE webhook_event_logs l SET status = 'pending', lease = $1, due_at = $2, updated_at = $3
-  FROM picked WHERE l.id = picked.id
-  RETURNING l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease, picked.status = 'pending' AS was)
+  UPDATE delivery_queue q SET lease = $1, due_at = $2, claimed_at = $3
+  FROM picked WHERE q.log_id = picked.log_id
+  RETURNING q.log_id, q.lease, picked.was)
 SELECT `+claimColumns+`, l.was
-FROM taken l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id`,
+FROM (SELECT g.id, g.account_id, g.webhook_id, g.event_id, g.kind, g.attempt_count, t.lease, t.was
+      FROM taken t JOIN webhook_event_logs g ON g.id = t.log_id) l
+JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id`,
 		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit, roomJSON(p.Room),
 		roomJSON(p.AccountRoom), p.accountBound())
 	if err != nil {

@@ -116,10 +116,11 @@ func (e sqliteEngine) close() error {
 // which take SQLite's write lock at once.
 func (sqliteEngine) lockMigrations(context.Context, *sql.Tx) error { return nil }
 
-// claim takes due logs in one UPDATE … RETURNING: SQLite has one writer, so
+// claim leases due rows of delivery_queue in one UPDATE … RETURNING (the
+// logs are only read): SQLite has one writer, so
 // no other claim can interleave. Each webhook not passed over (at its
 // in-flight cap, or excluded by the caller) contributes at most its room of
-// its oldest due logs, found through the (webhook_id, due_at) index, so one
+// its oldest due rows, found through the (webhook_id, due_at) index, so one
 // slow receiver cannot fill a batch and the work is bounded by webhooks
 // times their room, however deep the backlog. Each account takes at most
 // its room, and the claim is ordered as ClaimParams says.
@@ -145,21 +146,21 @@ func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim
   SELECT id, account_id, COALESCE((SELECT value FROM json_each(?) WHERE key = webhooks.id), ?) AS room FROM webhooks
   WHERE id NOT IN (SELECT value FROM json_texts(?))),
 due AS (
-  SELECT l.id, l.due_at, l.attempt_count > 0 AS retry, h.account_id, h.room,
-    ROW_NUMBER() OVER (PARTITION BY h.id ORDER BY l.due_at, l.id) AS rn
-  FROM hooks h JOIN webhook_event_logs l ON l.id IN (
-    SELECT id FROM webhook_event_logs
-    WHERE webhook_id = h.id AND status IN ('queued', 'retrying', 'pending') AND due_at <= ? AND COALESCE(resend_until, 0) <= ?
+  SELECT q.log_id, q.due_at, q.attempts > 0 AS retry, h.account_id, h.room,
+    ROW_NUMBER() OVER (PARTITION BY h.id ORDER BY q.due_at, q.log_id) AS rn
+  FROM hooks h JOIN delivery_queue q ON q.log_id IN (
+    SELECT log_id FROM delivery_queue
+    WHERE webhook_id = h.id AND due_at <= ? AND COALESCE(resend_until, 0) <= ?
     ORDER BY due_at LIMIT ?)),
 fit AS (
-  SELECT id, due_at, retry, account_id, ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY retry, due_at, id) AS arn
+  SELECT log_id, due_at, retry, account_id, ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY retry, due_at, log_id) AS arn
   FROM due WHERE rn <= room),
 picked AS (
-  SELECT id FROM fit WHERE arn <= COALESCE((SELECT value FROM json_each(?) WHERE key = fit.account_id), ?)
-  ORDER BY retry, arn, due_at, id LIMIT ?)
-UPDATE webhook_event_logs SET status = 'pending', lease = ?, due_at = ?, updated_at = ?
-WHERE id IN (SELECT id FROM picked)
-RETURNING id`
+  SELECT log_id FROM fit WHERE arn <= COALESCE((SELECT value FROM json_each(?) WHERE key = fit.account_id), ?)
+  ORDER BY retry, arn, due_at, log_id LIMIT ?)
+UPDATE delivery_queue SET lease = ?, due_at = ?, claimed_at = ?
+WHERE log_id IN (SELECT log_id FROM picked)
+RETURNING log_id`
 	q = s.q(q)
 	var rows *sql.Rows
 	var err error

@@ -61,8 +61,8 @@ type engine interface {
 	// lockMigrations makes concurrent migrators take turns; it is called
 	// first in each migration's transaction.
 	lockMigrations(ctx context.Context, tx *sql.Tx) error
-	// claim moves due logs to pending under a lease and returns their ids,
-	// and of those the ones it took over from an ended lease (where the
+	// claim leases due rows of delivery_queue and returns their logs as
+	// claims, marking those it took over from an ended lease (where the
 	// engine can tell); see Store.Claim.
 	claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error)
 	// announce tells other processes, after a commit, that logs became due

@@ -152,11 +152,11 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 
 // webhookColumns reads a webhook with its rotation, when it last left
 // Healthy and its undelivered count, the last through the partial index of
-// failed and cancelled logs by webhook and completion.
+// undelivered logs (failed, or cancelled for a suspension) by webhook and
+// completion (undelivered_at, migration 0060).
 const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
- AND l.status IN ('failed', 'cancelled') AND l.completed_at >= webhooks.left_healthy_at
- AND (l.status = 'failed' OR ` + suspendedReasons + `))`
+ AND l.undelivered_at >= webhooks.left_healthy_at)`
 
 // scanWebhook reads a row of webhookColumns. A rotation whose end has come
 // by now is shown ended, whether or not the sweep has erased its old token

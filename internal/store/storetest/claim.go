@@ -346,3 +346,46 @@ func testClaimSharesBehindOneBacklog(t *testing.T, b *bundle) {
 			per[deep.ID], per[x.ID], per[y.ID], len(got))
 	}
 }
+
+// testResendOfAWaitingLog: a log waits in the queue until its outcome
+// completes it, whoever sends it. A failed resend of a waiting log leaves it
+// waiting (due, claimable, counted in the backlog); a delivered one
+// completes it, and no automatic attempt follows.
+func testResendOfAWaitingLog(t *testing.T, b *bundle) {
+	b.webhook(t, "w")
+	b.fire(t, b.st, 1)
+	logID := b.logs(t, store.LogFilter{})[0].ID
+	backlog := func() int {
+		t.Helper()
+		g, err := b.st.Gauges(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Backlog[store.Queued] + g.Backlog[store.Retrying] + g.Backlog[store.Pending]
+	}
+	resend := func(ok bool) {
+		t.Helper()
+		c, err := b.st.BeginResend(b.ctx, b.account.ID, logID, b.clock.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.complete(t, b.st, 50, resent(c, "", ok, b.clock.Now()))
+	}
+	resend(false)
+	if l := b.log(t, logID); l.Status != store.Queued || l.NextAttemptAt == nil || backlog() != 1 {
+		t.Fatalf("after a failed resend: %s, next attempt %v, backlog %d; want queued, due, in the backlog", l.Status, l.NextAttemptAt, backlog())
+	}
+	if _, ok, err := b.st.NextDue(b.ctx); err != nil || !ok {
+		t.Fatalf("next due after a failed resend: %v, %v; want the log", ok, err)
+	}
+	resend(true)
+	if l := b.log(t, logID); l.Status != store.Succeeded || l.NextAttemptAt != nil || backlog() != 0 {
+		t.Fatalf("after a delivered resend: %s, next attempt %v, backlog %d; want succeeded, none, an empty backlog", l.Status, l.NextAttemptAt, backlog())
+	}
+	if _, ok, err := b.st.NextDue(b.ctx); err != nil || ok {
+		t.Fatalf("next due after the log was delivered: %v, %v; want none", ok, err)
+	}
+	if got := b.claim(t, b.st, time.Hour, time.Minute, 10, 10); len(got) != 0 {
+		t.Fatalf("claimed %d logs after the resend delivered the only one; want none", len(got))
+	}
+}

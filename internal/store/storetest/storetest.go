@@ -40,6 +40,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ClaimSharesBetweenAccounts", 1, testClaimSharesBetweenAccounts},
 		{"ClaimTakesFirstAttemptsBeforeRetries", 1, testClaimTakesFirstAttemptsBeforeRetries},
 		{"ResendMarksItsLogInFlight", 1, testBeginResend},
+		{"ResendOfAWaitingLogKeepsOrEndsItsPlace", 1, testResendOfAWaitingLog},
 		{"FireKeepsTheTraceContextForEveryAttempt", 1, testFireKeepsTraceContext},
 		{"HealthFollowsTheFailureStreak", 1, testHealthStreak},
 		{"ConcurrentFailuresSuspendOnceAndQueueOneEmail", 4, testConcurrentFailuresSuspendOnce},

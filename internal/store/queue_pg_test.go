@@ -1,0 +1,164 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// tableWrites is what pg_stat_user_tables counted of one table, with the
+// table's indexes that every row enters (partial ones apart: a row enters
+// those only when it meets their condition).
+type tableWrites struct {
+	Inserts, Updates, HOT, Deletes int64
+	Indexes                        int64
+	Partial                        int64
+}
+
+// entries is how many index entries the counted writes made: each insert,
+// and each update that is not HOT, enters every full index once (a HOT
+// update enters none; a delete enters none, its entries go at vacuum). The
+// partial indexes are checked apart, by their condition.
+func (w tableWrites) entries() int64 { return (w.Inserts + w.Updates - w.HOT) * w.Indexes }
+
+// TestADeliveryWritesItsLogOnceAndHOT measures on a fresh schema what a
+// delivery to one webhook writes on PostgreSQL (decision 0086), over a burst
+// whose outcomes are recorded in one batch: each log is
+// inserted at firing and updated once, HOT, at its outcome (a claim writes
+// only the narrow queue row); the queue row is inserted, leased and
+// deleted; and the index entries of the whole delivery (event, log,
+// attempt, queue row) number 13, where the log as the queue made about 24.
+//
+// The figures are pg_stat_user_tables' counts, exact once every backend
+// that wrote has flushed them: the store is closed (a backend flushes its
+// counts as it exits) and the counts are waited for.
+func TestADeliveryWritesItsLogOnceAndHOT(t *testing.T) {
+	t.Parallel()
+	heraldtest.PostgresHandles(t, 1)
+	url := heraldtest.PostgresURL(t)
+	ctx := context.Background()
+	key := make([]byte, 32)
+	rand.Read(key)
+	st, err := store.Open(ctx, url, store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, err := st.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A burst: the logs fill several pages, and their outcomes come in one
+	// batch, so each page must hold its logs' new versions (the table's
+	// fillfactor) for the updates to be HOT.
+	const n = 60
+	for range n {
+		if err := st.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"id": "lic", "key": "ABCD-EFGH-IJKL-MNOP"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 100, PerWebhook: 100})
+	if err != nil || len(claims) != n {
+		t.Fatalf("claimed %d logs, %v; want %d", len(claims), err, n)
+	}
+	code := 200
+	var outs []store.Outcome
+	for _, c := range claims {
+		outs = append(outs, store.Outcome{LogID: c.LogID, WebhookID: hook.ID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
+			Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code, ResponseBody: []byte("ok")}})
+	}
+	if _, err := st.Complete(ctx, outs, 50); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := st.Log(ctx, acct.ID, claims[0].LogID); err != nil || l.Status != store.Succeeded {
+		t.Fatalf("a log after its delivery: %s, %v; want succeeded", l.Status, err)
+	}
+	// The completed delivery's queue row is dead; herald's own vacuum
+	// reclaims it (autovacuum is not counted on).
+	if err := st.VacuumQueue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close() // its backends flush their counts as they exit
+
+	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	defer raw.Close()
+	tables := []string{"events", "webhook_event_logs", "webhook_attempts", "delivery_queue", "webhooks"}
+	writes := map[string]tableWrites{}
+	read := func() bool {
+		if _, err := raw.Exec(`SELECT pg_stat_clear_snapshot()`); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range tables {
+			var w tableWrites
+			err := raw.QueryRow(`SELECT s.n_tup_ins, s.n_tup_upd, s.n_tup_hot_upd, s.n_tup_del,
+  (SELECT COUNT(*) FROM pg_index i WHERE i.indrelid = s.relid AND i.indpred IS NULL),
+  (SELECT COUNT(*) FROM pg_index i WHERE i.indrelid = s.relid AND i.indpred IS NOT NULL)
+FROM pg_stat_user_tables s WHERE s.schemaname = current_schema() AND s.relname = $1`, name).
+				Scan(&w.Inserts, &w.Updates, &w.HOT, &w.Deletes, &w.Indexes, &w.Partial)
+			if err != nil {
+				t.Fatalf("statistics of %s: %v", name, err)
+			}
+			writes[name] = w
+		}
+		// The delivery's last writes, counted once flushed.
+		return writes["webhook_attempts"].Inserts == n && writes["delivery_queue"].Deletes == n && writes["webhook_event_logs"].Updates >= n
+	}
+	heraldtest.Eventually(t, time.Minute, "the closed store's backends to flush their statistics", read)
+	t.Logf("writes of %d deliveries: %+v", n, writes)
+
+	logs, queue := writes["webhook_event_logs"], writes["delivery_queue"]
+	if logs.Inserts != n || logs.Updates != n || logs.HOT != n {
+		t.Errorf("the logs: %d inserted, %d updates of which %d HOT; want each inserted and updated once, HOT", logs.Inserts, logs.Updates, logs.HOT)
+	}
+	if queue.Inserts != n || queue.Updates != n || queue.Deletes != n {
+		t.Errorf("the queue rows: %+v; want each inserted, leased once and deleted", queue)
+	}
+	if w := writes["webhooks"]; w.Updates != 0 {
+		t.Errorf("the webhook was updated %d times by a delivery to a Healthy webhook; want none", w.Updates)
+	}
+	// (Its dead-row count is no witness: the backends' own counts of the
+	// delete may be flushed after the vacuum's report.)
+	var vacuums int
+	if err := raw.QueryRow(`SELECT vacuum_count FROM pg_stat_user_tables
+WHERE schemaname = current_schema() AND relname = 'delivery_queue'`).Scan(&vacuums); err != nil {
+		t.Fatal(err)
+	}
+	if vacuums != 1 {
+		t.Errorf("delivery_queue vacuumed %d times; want once, by VacuumQueue", vacuums)
+	}
+	var partial int
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM webhook_event_logs WHERE undelivered_at IS NOT NULL`).Scan(&partial); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, name := range []string{"events", "webhook_event_logs", "webhook_attempts", "delivery_queue"} {
+		total += writes[name].entries()
+	}
+	total += int64(partial)
+	// 13: the event 2 (key, time), the log 5 (key, account, webhook,
+	// event, account and creation), the attempt 2 (key, sending time), the
+	// queue row 2 at firing and 2 at its claim (its due time becomes its
+	// lease's end). The log's outcome adds none.
+	if total != 13*n {
+		t.Errorf("%d deliveries made %d index entries; want 13 each (ARCHITECTURE.md)", n, total)
+	}
+}
