@@ -70,8 +70,9 @@ func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, appli
 			status = string(Cancelled)
 		case Release:
 			// No attempt was made: waiting again, queued or retrying as
-			// its attempt count says (status null: decided in the UPDATE).
-			due := ms(now)
+			// its attempt count says (status null: decided in the UPDATE),
+			// due at once or when its webhook's throttle has a slot.
+			due := ms(o.releasedUntil(now))
 			r.Due, r.Completes = &due, 0
 		default:
 			return fmt.Errorf("outcome of log %s: result %d is not an automatic one", o.LogID, o.Result)
