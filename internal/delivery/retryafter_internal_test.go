@@ -15,7 +15,7 @@ func TestRetryAfterReadsSecondsAndDates(t *testing.T) {
 	}{
 		{"120", d(120 * time.Second)},
 		{" 0 ", d(0)},
-		{"Thu, 26 Nov 2026 01:02:00 GMT", d(2 * time.Minute)},  // IMF-fixdate
+		{"Thu, 26 Nov 2026 01:02:00 GMT", d(2 * time.Minute)},     // IMF-fixdate
 		{"Thursday, 26-Nov-26 01:00:30 GMT", d(30 * time.Second)}, // RFC 850
 		{"Thu Nov 26 01:00:05 2026", d(5 * time.Second)},          // asctime
 		{"Thu, 26 Nov 2026 00:59:00 GMT", d(0)},                   // passed: at once
