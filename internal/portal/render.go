@@ -147,7 +147,7 @@ func funcs(static *staticFiles) template.FuncMap {
 			if d < time.Second {
 				return "under a second"
 			}
-			return d.Round(time.Second).String()
+			return "about " + d.Round(time.Second).String()
 		},
 		// inline renders `code` spans of catalog text; anchor is a kind's id
 		// on the catalog page, the same as in docs/events.md.
