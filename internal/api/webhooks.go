@@ -104,13 +104,9 @@ func (in *webhookInput) rateLimit(v *Invalid) (rate *int, checked *int) {
 	if string(in.RateLimit) == "null" {
 		return &none, nil
 	}
-	var num json.Number
-	dec := json.NewDecoder(bytes.NewReader(in.RateLimit))
-	dec.UseNumber()
-	n, err := 0, dec.Decode(&num)
-	if err == nil {
-		n, err = strconv.Atoi(num.String())
-	}
+	// A whole number as JSON writes it: no string, no fraction, no
+	// exponent (json.Number would take "50" as well).
+	n, err := strconv.Atoi(string(bytes.TrimSpace(in.RateLimit)))
 	if err != nil {
 		v.Add("rateLimit", validator.RateLimitRule)
 		return &none, nil
