@@ -81,7 +81,6 @@ func TestRateLimitIsValidatedAndKept(t *testing.T) {
 	}
 }
 
-
 // fireMany fires n license.created events of h's first account straight
 // through its store, in transactions of 200: the API would take longer to
 // fire them than the throttle takes to send them on a busy machine, and
@@ -254,4 +253,3 @@ func metricValue(metrics, series string) float64 {
 	v, _ := strconv.ParseFloat(m[1], 64)
 	return v
 }
-
