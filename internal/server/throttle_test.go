@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
@@ -252,4 +253,40 @@ func metricValue(metrics, series string) float64 {
 	}
 	v, _ := strconv.ParseFloat(m[1], 64)
 	return v
+}
+
+// A recovery's resends keep to the webhook's rate limit: 30 missed events
+// resent to a webhook limited to 10/s arrive over 2.9 s or more, each once.
+func TestRecoveryKeepsToTheRateLimit(t *testing.T) {
+	t.Parallel()
+	const rate, events = 10, 30
+	h := heraldtest.Start(t, heraldtest.Options{Delivery: delivery.Config{MaxAttempts: 1}})
+	rcv := heraldtest.NewReceiver(t)
+	rcv.Status(http.StatusServiceUnavailable, "down")
+	hook := h.CreateWebhook("w", rcv.URL, "license.created")
+	since := time.Now().Add(-time.Second)
+	fireMany(t, h, events)
+	heraldtest.Eventually(t, 30*time.Second, "every event failed", func() bool {
+		return len(h.Logs("webhookId="+hook.ID+"&status=failed")) == events
+	})
+	rcv.Status(http.StatusNoContent, "")
+	if _, err := h.API.UpdateWebhook(t.Context(), hook.ID, client.WebhookUpdate{RateLimit: ptr(rate)}); err != nil {
+		t.Fatal(err)
+	}
+	base := rcv.Count()
+	if _, err := h.API.Recover(t.Context(), hook.ID, client.RecoverRequest{Since: since}); err != nil {
+		t.Fatal(err)
+	}
+	heraldtest.Eventually(t, time.Minute, "every missed event resent", func() bool {
+		return len(h.Logs("webhookId="+hook.ID+"&status=succeeded")) == events
+	})
+	got := rcv.Requests()[base:]
+	if len(got) != events {
+		t.Fatalf("%d resends; want %d", len(got), events)
+	}
+	span, want := got[len(got)-1].At.Sub(got[0].At), time.Duration(events-1)*time.Second/rate
+	if span < want*9/10 {
+		t.Errorf("%d resends at %d/s arrived over %s; want at least %s", events, rate, span.Round(time.Millisecond), want)
+	}
+	t.Logf("%d resends at %d/s arrived over %s", events, rate, span.Round(time.Millisecond))
 }
