@@ -22,7 +22,8 @@ var _ delivery.Store = (*store.Store)(nil)
 // only due logs, within its bounds, and holds them under its lease until the
 // lease ends; a renewal extends only leases still held; an automatic outcome
 // under a lease that was taken over is dropped; a release makes held logs due
-// at once. It keeps no history and no health: those are the store's, tested
+// at once, or at its NextAt; send slots are handed out from one next free
+// slot per webhook, as the store's throttle does. It keeps no history and no health: those are the store's, tested
 // on both engines by storetest. Resends and recoveries are not faked: the
 // embedded Store is nil, so a test that reaches them fails at once.
 type fakeQueue struct {
