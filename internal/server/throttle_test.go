@@ -165,14 +165,17 @@ func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
 		if span < want*9/10 || span > want*11/10 {
 			t.Errorf("%d deliveries at %d/s arrived over %s; want %s ± 10%%", events, rate, span.Round(time.Millisecond), want)
 		}
-		// No second in which more arrived than the limit allows, give or take
-		// one send delayed into the next second by a busy machine.
+		// Nor faster over any 5 s: sends held back by a busy machine may
+		// arrive together (the exact spacing is the dispatcher's test, on a
+		// faked clock), but never more than the limit's 10% over 5 s, half a
+		// second of sends.
+		const window = 5 * time.Second
 		for i, j := 0, 0; i < len(got); i++ {
-			for got[i].At.Sub(got[j].At) >= time.Second {
+			for got[i].At.Sub(got[j].At) >= window {
 				j++
 			}
-			if n := i - j + 1; n > rate+rate/10 {
-				t.Fatalf("%d deliveries within one second ending at delivery %d; want at most %d (%d/s)", n, i, rate+rate/10, rate)
+			if n, most := i-j+1, int(rate*window/time.Second)*11/10; n > most {
+				t.Fatalf("%d deliveries within 5 s ending at delivery %d; want at most %d (%d/s)", n, i, most, rate)
 			}
 		}
 		onceEach(t, throttled, events, "the throttled webhook")
