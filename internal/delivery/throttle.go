@@ -14,7 +14,7 @@ import (
 //   - Slots are 1/rate apart, with no burst: a receiver limited to 50/s gets
 //     one request every 20ms, never 50 at once.
 //   - A claim takes no more of a throttled webhook than it can send within
-//     throttleWindow (rate × 1s, within the webhook's other bounds), so its
+//     throttleWindow (rate × 2s, within the webhook's other bounds), so its
 //     backlog waits in the queue, not in a process's slots, and the
 //     process's other webhooks are not held up by it.
 //   - The claimed logs of a throttled webhook reserve their slots together,
@@ -32,8 +32,10 @@ import (
 // webhook's waiting logs, on its portal page.
 const (
 	// throttleWindow is how far ahead, in sends, a process claims a
-	// throttled webhook's logs.
-	throttleWindow = time.Second
+	// throttled webhook's logs: enough that a claim held up a second by a
+	// busy machine or database leaves no gap in the webhook's sends, little
+	// enough that its backlog stays in the queue.
+	throttleWindow = 2 * time.Second
 	// throttleRetry is when a log is due again after its slots could not
 	// be reserved (the database did not answer).
 	throttleRetry = time.Second

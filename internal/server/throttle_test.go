@@ -135,8 +135,12 @@ func onceEach(t *testing.T, rcv *heraldtest.Receiver, n int, what string) {
 // upper bound asks only that herald keep up with 50/s. The other webhook is
 // "far from done" when the throttled one has had under three quarters of
 // its events: 30 s of a 40 s run in which herald sends the other 2,000.
+//
+// Not parallel with the package's other tests: those start dozens of heralds
+// at once, and on a loaded machine under -race herald then falls below 50/s
+// for reasons that are not the throttle's, failing the upper bound. Its two
+// engines run beside each other.
 func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
-	t.Parallel()
 	heraldtest.SkipShort(t, "two thousand deliveries paced over 40 s, on each engine")
 	heraldtest.ForEachStore(t, func(t *testing.T, db string) {
 		const rate, events = 50, 2000
@@ -205,9 +209,9 @@ func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
 
 // Three herald processes on one PostgreSQL send to one webhook limited to
 // 100/s: together at 100/s within 10%, each of them sending some, every
-// event once.
+// event once. Not parallel, for the reason TestThrottledWebhookArrivesAtItsRate
+// is not.
 func TestFleetKeepsOneRateLimitTogether(t *testing.T) {
-	t.Parallel()
 	const rate, events = 100, 1500
 	fleet := startFleet(t, 3, heraldtest.Options{})
 	h := fleet[0]
