@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -32,6 +33,9 @@ type Webhook struct {
 	// SignatureScheme is how deliveries are signed: "herald" or
 	// "standard-webhooks".
 	SignatureScheme string `json:"signatureScheme"`
+	// RateLimit is the most deliveries per second it is sent; nil for no
+	// limit.
+	RateLimit *int `json:"rateLimit"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -50,6 +54,9 @@ type WebhookCreate struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// SignatureScheme is "herald" (when "") or "standard-webhooks".
 	SignatureScheme string `json:"signatureScheme,omitempty"`
+	// RateLimit is the most deliveries per second to send it, 1 to 10000;
+	// 0 for no limit.
+	RateLimit int `json:"rateLimit,omitempty"`
 }
 
 // HasFilter reports whether w has a filter.
@@ -74,6 +81,26 @@ type WebhookUpdate struct {
 	Headers *map[string]string `json:"headers,omitempty"`
 	// SignatureScheme changes how deliveries are signed.
 	SignatureScheme *string `json:"signatureScheme,omitempty"`
+	// RateLimit changes the most deliveries per second to send it; a
+	// pointer to 0 removes the limit (sent as null).
+	RateLimit *int `json:"-"`
+}
+
+// MarshalJSON writes the fields that are set, a RateLimit of 0 as null.
+func (u WebhookUpdate) MarshalJSON() ([]byte, error) {
+	type fields WebhookUpdate // without this method
+	out := struct {
+		fields
+		RateLimit *json.RawMessage `json:"rateLimit,omitempty"`
+	}{fields: fields(u)}
+	if u.RateLimit != nil {
+		v := json.RawMessage("null")
+		if *u.RateLimit != 0 {
+			v = json.RawMessage(strconv.Itoa(*u.RateLimit))
+		}
+		out.RateLimit = &v
+	}
+	return json.Marshal(out)
 }
 
 // WebhookFilter narrows ListWebhooks.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -295,6 +296,32 @@ func (o *optBool) Set(s string) error {
 		return errors.New("want true or false")
 	}
 	o.v = &b
+	return nil
+}
+
+// optRate is a rate limit flag: deliveries per second, or none (0), and
+// whether it was given. The API checks the range (1 to 10000).
+type optRate struct{ v *int }
+
+func (o *optRate) String() string {
+	switch {
+	case o.v == nil:
+		return ""
+	case *o.v == 0:
+		return "none"
+	}
+	return strconv.Itoa(*o.v)
+}
+
+func (o *optRate) Set(s string) error {
+	n := 0
+	if !strings.EqualFold(s, "none") {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n == 0 {
+			return errors.New("want a whole number of deliveries per second, or none")
+		}
+	}
+	o.v = &n
 	return nil
 }
 

@@ -76,6 +76,27 @@ func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
 		!strings.Contains(out, `"X-Api-Key": "********"`) || !strings.Contains(out, `"X-Tenant": "********"`) || !strings.Contains(out, `"signatureScheme": "standard-webhooks"`) {
 		t.Errorf("webhooks create --filter --header printed %q; want the webhook with its filter and masked headers", out)
 	}
+	// A rate limit at creation, changed, removed; a bad one refused.
+	out = run(0, "webhooks", "create", "--name", "throttled", "--url", a.url, "--events", "license.created", "--rate-limit", "50", "--json")
+	var throttled struct {
+		ID        string
+		RateLimit *int
+	}
+	if err := json.Unmarshal([]byte(out), &throttled); err != nil || throttled.RateLimit == nil || *throttled.RateLimit != 50 {
+		t.Errorf("webhooks create --rate-limit 50 printed %q; want rateLimit 50", out)
+	}
+	if out := run(0, "webhooks", "update", throttled.ID, "--rate-limit", "20"); !strings.Contains(out, "RATE LIMIT") || !strings.Contains(out, "20/s") {
+		t.Errorf("webhooks update --rate-limit 20 printed %q; want the webhook throttled at 20/s", out)
+	}
+	if out := run(0, "webhooks", "update", throttled.ID, "--rate-limit", "none", "--json"); !strings.Contains(out, `"rateLimit": null`) {
+		t.Errorf("webhooks update --rate-limit none printed %q; want rateLimit null", out)
+	}
+	if out := run(1, "webhooks", "update", throttled.ID, "--rate-limit", "20000"); !strings.Contains(out, "422") || !strings.Contains(out, "rateLimit") {
+		t.Errorf("--rate-limit 20000: %q; want a 422 naming rateLimit", out)
+	}
+	if out := run(2, "webhooks", "update", throttled.ID, "--rate-limit", "fast"); !strings.Contains(out, "rate-limit") {
+		t.Errorf("--rate-limit fast: %q; want the flag named", out)
+	}
 	payload := filepath.Join(t.TempDir(), "payload.json")
 	os.WriteFile(payload, a.requests()[0].Body, 0o600)
 	if out := run(0, "webhooks", "filter-test", "--filter", `{"event": {"$prefix": "license."}}`, "--payload", "@"+payload); !strings.Contains(out, "matches: true\nevent $prefix \"license.\": holds (found \"license.created\")") {

@@ -32,9 +32,13 @@ var webhooksNoun = noun{name: "webhooks", about: "The account's webhooks: the re
 
 func webhookTable(x *call, hooks ...client.Webhook) func(tw *tabwriter.Writer) {
 	return func(tw *tabwriter.Writer) {
-		fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tENABLED\tUNDELIVERED\tEVENTS\tURL")
+		fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tENABLED\tUNDELIVERED\tRATE LIMIT\tEVENTS\tURL")
 		for _, w := range hooks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%d\t%s\t%s\n", w.ID, w.Name, w.Status, w.Enabled, w.UndeliveredCount, strings.Join(w.Events, ","), w.URL)
+			rate := "none"
+			if w.RateLimit != nil {
+				rate = fmt.Sprintf("%d/s", *w.RateLimit)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%d\t%s\t%s\t%s\n", w.ID, w.Name, w.Status, w.Enabled, w.UndeliveredCount, rate, strings.Join(w.Events, ","), w.URL)
 		}
 	}
 }
@@ -85,6 +89,8 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	again := e.fs.Bool("again", false, "create it even when a webhook has this name and URL already")
 	filter := e.fs.String("filter", "", `a JSON filter on the payload, e.g. '{"data.metadata.plan": "pro"}' (default: none)`)
 	scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald (default) or standard-webhooks")
+	var rate optRate
+	e.fs.Var(&rate, "rate-limit", "the most deliveries per second to send it, 1 to 10000, or none (default: none)")
 	var headers headerFlags
 	e.fs.Var(&headers, "header", "a custom header to send with every request, as 'Name: value' (repeatable)")
 	return func(x *call) error {
@@ -119,6 +125,9 @@ func webhookCreate(e *envFlags) func(x *call) error {
 		if *disabled {
 			in.Enabled = new(bool)
 		}
+		if rate.v != nil {
+			in.RateLimit = *rate.v
+		}
 		w, err := x.c.CreateWebhook(x.ctx, in)
 		if err != nil {
 			return err
@@ -148,6 +157,8 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	e.fs.Var(&enabled, "enabled", "true or false")
 	filter := e.fs.String("filter", "", `a new JSON filter on the payload; 'null' removes it`)
 	scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald or standard-webhooks")
+	var rate optRate
+	e.fs.Var(&rate, "rate-limit", "the most deliveries per second to send it, 1 to 10000; none removes the limit")
 	var headers headerFlags
 	e.fs.Var(&headers, "header", "a custom header, as 'Name: value' (repeatable); the headers given replace the old ones")
 	noHeaders := e.fs.Bool("no-headers", false, "remove every custom header")
@@ -183,8 +194,9 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 			in.Token = token
 		}
 		in.Enabled = enabled.v
-		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil {
-			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers or --signature-scheme")}
+		in.RateLimit = rate.v
+		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil {
+			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme or --rate-limit")}
 		}
 		w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], in)
 		if err != nil {

@@ -153,6 +153,9 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(200, "POST", "/v3/webhooks/"+hid+"/test", map[string]any{"checkVerification": true}, nil)
 	c.call(422, "PATCH", "/v3/webhooks/"+hid, map[string]any{"signatureScheme": "svix"}, nil)
 	c.call(200, "PATCH", "/v3/webhooks/"+hid, map[string]any{"signatureScheme": "herald"}, nil)
+	c.call(200, "PATCH", "/v3/webhooks/"+hid, map[string]any{"rateLimit": 50}, nil)
+	c.call(422, "PATCH", "/v3/webhooks/"+hid, map[string]any{"rateLimit": 0}, nil)
+	c.call(200, "PATCH", "/v3/webhooks/"+hid, map[string]any{"rateLimit": nil}, nil)
 	c.call(200, "POST", "/v3/webhooks/filter-test", map[string]any{"filter": map[string]any{"event": map[string]any{"$prefix": "license."}},
 		"payload": map[string]any{"id": "x", "event": "license.created", "data": map[string]any{}, "triggeredAt": "2026-11-21T08:07:13.120Z"}}, nil)
 	c.call(422, "POST", "/v3/webhooks/filter-test", map[string]any{"filter": map[string]any{"plan": "pro"}, "payload": map[string]any{}}, nil)

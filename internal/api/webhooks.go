@@ -1,10 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/auth"
@@ -36,16 +38,22 @@ type webhookJSON struct {
 	// SignatureScheme is how deliveries are signed: herald or
 	// standard-webhooks.
 	SignatureScheme string `json:"signatureScheme"`
-	Token           string `json:"token,omitempty"`
+	// RateLimit is deliveries per second to it, null for no limit.
+	RateLimit *int   `json:"rateLimit"`
+	Token     string `json:"token,omitempty"`
 }
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
 	if w.Headers == nil {
 		w.Headers = map[string]string{}
 	}
-	return webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
+	out := webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
 		Status: w.Status, UndeliveredCount: w.UndeliveredCount, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
 		TokenRotation: toTokenRotationJSON(w.Rotation), Filter: w.Filter, Headers: validator.MaskHeaders(w.Headers), SignatureScheme: w.SignatureScheme}
+	if w.RateLimit > 0 {
+		out.RateLimit = &w.RateLimit
+	}
+	return out
 }
 
 // toWebhookJSONRevealed is toWebhookJSON with the headers' values shown.
@@ -71,14 +79,39 @@ type webhookInput struct {
 	Headers json.RawMessage `json:"headers"`
 	// SignatureScheme: herald (the default) or standard-webhooks.
 	SignatureScheme *string `json:"signatureScheme"`
+	// RateLimit likewise: null removes it. Read here rather than by the
+	// decoder, so that a wrong type is a 422 naming the field.
+	RateLimit json.RawMessage `json:"rateLimit"`
 
 	oldHeaders map[string]string  // stored, for masked values
 	checked    *map[string]string // Headers once read and checked
+	rate       *int               // RateLimit once read and checked: 0 for none
 }
 
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
-	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil
+	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil
+}
+
+// rateLimit reads the rate limit sent: nil when none was sent, 0 when it
+// was null (no limit), and the number otherwise, which must be a whole
+// number; its range is the validator's.
+func (in *webhookInput) rateLimit(v *Invalid) (rate *int, checked *int) {
+	if in.RateLimit == nil {
+		return nil, nil
+	}
+	none := 0
+	if string(in.RateLimit) == "null" {
+		return &none, nil
+	}
+	// A whole number as JSON writes it: no string, no fraction, no
+	// exponent (json.Number would take "50" as well).
+	n, err := strconv.Atoi(string(bytes.TrimSpace(in.RateLimit)))
+	if err != nil {
+		v.Add("rateLimit", validator.RateLimitRule)
+		return &none, nil
+	}
+	return &n, &n
 }
 
 // headers reads and checks the headers sent (nil when none was), against
@@ -106,7 +139,9 @@ func (in *webhookInput) headers(v *Invalid, old map[string]string) *map[string]s
 // create requires name, url and events.
 func (a *API) validate(in *webhookInput, create bool) error {
 	var v Invalid
-	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token, SignatureScheme: in.SignatureScheme}
+	var rate *int
+	in.rate, rate = in.rateLimit(&v)
+	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token, SignatureScheme: in.SignatureScheme, RateLimit: rate}
 	if in.Filter != nil {
 		w.Filter = &in.Filter
 	}
@@ -131,6 +166,9 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	if in.SignatureScheme != nil {
 		n.SignatureScheme = *in.SignatureScheme
+	}
+	if in.rate != nil {
+		n.RateLimit = *in.rate
 	}
 	if in.Enabled != nil {
 		n.Enabled = *in.Enabled
@@ -202,7 +240,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.empty() {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme"}}.Err()
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit"}}.Err()
 	}
 	sentFilter := in.Filter != nil
 	if in.Headers != nil {
@@ -224,6 +262,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Headers = in.checked
 	p.SignatureScheme = in.SignatureScheme
+	p.RateLimit = in.rate
 	if in.Events != nil {
 		p.Events = *in.Events
 	}

@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -242,16 +244,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				d.cfg.Logger.Debug("claimed due logs", "logs", got, "wanted", want, "lease", claims[0].Lease)
 			}
 			leaseUntil := now.Add(d.cfg.Lease)
+			paced := d.pace(claims, d.lastSlot(now, leaseUntil), ctx.Done())
 			for _, c := range claims {
 				// The slot is released once the outcome is recorded, not
 				// when the attempt ends: an attempt sent but not recorded
 				// is sent again if this process dies, so Concurrency also
 				// bounds how many deliveries a crash can repeat.
-				d.acquire(c.AccountID, c.WebhookID)
+				d.acquire(c.AccountID, c.WebhookID, c.RateLimit)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					o := d.attempt(attemptCtx, c, leaseUntil, claimed)
+					o := d.attempt(attemptCtx, c, leaseUntil, claimed, paced[c.LogID])
 					d.logOutcome(attemptCtx, c, o)
 					d.attempted(c.WebhookID)
 					outcomes <- o
@@ -463,9 +466,13 @@ func (d *Dispatcher) total() int {
 	return n
 }
 
-func (d *Dispatcher) acquire(accountID, webhookID string) {
+// acquire holds a process slot for a claimed log of the webhook, and notes
+// the webhook's rate limit (0 for none), which bounds its claims.
+func (d *Dispatcher) acquire(accountID, webhookID string, rate int) {
 	d.mu.Lock()
-	d.hold(d.hook(webhookID, accountID), 1, 0)
+	st := d.hook(webhookID, accountID)
+	st.rate = rate
+	d.hold(st, 1, 0)
 	d.mu.Unlock()
 }
 
@@ -513,12 +520,24 @@ func (d *Dispatcher) signalFreed() {
 	}
 }
 
+// lastSlot is the latest send slot a claim made at now under a lease until
+// leaseUntil may wait for: an attempt at it still ends, and is recorded,
+// before the lease does (see attempt).
+func (d *Dispatcher) lastSlot(now, leaseUntil time.Time) time.Time {
+	if last := leaseUntil.Add(-d.cfg.AttemptTimeout - d.recordMargin() - time.Second); last.After(now) {
+		return last
+	}
+	return now
+}
+
 // attempt makes one automatic attempt of a claimed log and says what it
 // means. An attempt that could no longer be made and recorded before its
 // lease ends (it waited too long for a slot of its webhook) is not made: another
 // process may take the log once the lease ends, and the same delivery would
-// go out twice. The log is released to be claimed again instead.
-func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, claimed time.Time) store.Outcome {
+// go out twice. The log is released to be claimed again instead. The log of
+// a throttled webhook (p not nil) first waits for its send slot, or is
+// released to wait for one in the queue (throttle.go).
+func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, claimed time.Time, p *pacing) store.Outcome {
 	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic}
 	switch {
 	case !c.Enabled:
@@ -531,6 +550,11 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	if d.stopping.Load() { // stopping: not attempted, due again at once
 		o.Result = store.Release
 		return o
+	}
+	if p != nil {
+		if ok, released := d.awaitSlot(c, p, claimed, o); !ok {
+			return released
+		}
 	}
 	// A claim takes no more than a webhook's room, so a slot is normally
 	// free at once; a Test or Resend may have taken it meanwhile.
@@ -572,11 +596,53 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	case number >= d.cfg.MaxAttempts:
 		o.Result, o.Reason = store.Exhausted, res.Err+"; no attempts left"
 	default:
-		o.Result, o.NextAt = store.Retry, d.cfg.Now().Add(d.cfg.RetryInterval)
-		o.Reason = res.Err
+		var note string
+		o.Result = store.Retry
+		o.NextAt, note = d.nextAttempt(res)
+		o.Reason = res.Err + note
+		o.Attempt.Error = o.Reason
 	}
 	endSpan(span, res, o.Result.String())
 	return o
+}
+
+// MaxRetryAfter bounds the wait a receiver's Retry-After may ask for.
+const MaxRetryAfter = time.Hour
+
+// nextAttempt is when a failed attempt with attempts left is retried: after
+// the retry interval, or, when a 429 or 503 answer's Retry-After asked for
+// longer, after that (at most MaxRetryAfter), whichever is later. note says
+// what the receiver asked and what herald does, for the retry reason.
+func (d *Dispatcher) nextAttempt(res Result) (time.Time, string) {
+	now := d.cfg.Now()
+	next := now.Add(d.cfg.RetryInterval)
+	if res.RetryAfter == nil {
+		return next, ""
+	}
+	asked := *res.RetryAfter
+	note := fmt.Sprintf("; receiver asked to retry after %s", seconds(asked))
+	switch wait := min(asked, MaxRetryAfter); {
+	case wait < d.cfg.RetryInterval:
+		note += fmt.Sprintf("; retrying after the retry interval, %s", seconds(d.cfg.RetryInterval))
+	case asked > MaxRetryAfter:
+		next = now.Add(wait)
+		note += fmt.Sprintf("; retrying after at most %s", seconds(MaxRetryAfter))
+	default:
+		next = now.Add(wait)
+	}
+	return next, note
+}
+
+// seconds writes a wait as whole seconds ("120 s"), or as a duration when
+// shorter than a second.
+func seconds(d time.Duration) string {
+	if d < time.Second {
+		return d.String()
+	}
+	if d >= math.MaxInt64/2 {
+		return "more than " + strconv.FormatInt(int64(MaxRetryAfter/time.Second), 10) + " s"
+	}
+	return strconv.FormatInt(int64(d/time.Second), 10) + " s"
 }
 
 // logOutcome logs an automatic attempt at debug: which log, webhook and event,

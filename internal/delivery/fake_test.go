@@ -22,7 +22,8 @@ var _ delivery.Store = (*store.Store)(nil)
 // only due logs, within its bounds, and holds them under its lease until the
 // lease ends; a renewal extends only leases still held; an automatic outcome
 // under a lease that was taken over is dropped; a release makes held logs due
-// at once. It keeps no history and no health: those are the store's, tested
+// at once, or at its NextAt; send slots are handed out from one next free
+// slot per webhook, as the store's throttle does. It keeps no history and no health: those are the store's, tested
 // on both engines by storetest. Resends and recoveries are not faked: the
 // embedded Store is nil, so a test that reaches them fails at once.
 type fakeQueue struct {
@@ -34,9 +35,11 @@ type fakeQueue struct {
 	logs     []*fakeLog      // in the order added: the oldest first
 	outcomes []store.Outcome // recorded, in order
 	renewals []renewal
-	released [][]string    // the leases of each ReleaseHeld
-	waiter   chan struct{} // closed by wake
-	hold     chan struct{} // while open, Complete waits (a recording held up)
+	released [][]string           // the leases of each ReleaseHeld
+	tat      map[string]time.Time // each throttled webhook's next free send slot
+	grants   []int                // the slots each ReserveSends granted
+	waiter   chan struct{}        // closed by wake
+	hold     chan struct{}        // while open, Complete waits (a recording held up)
 	// completing counts the Complete calls under way; mostCompleting is
 	// the most there have been at once.
 	completing, mostCompleting int
@@ -223,6 +226,9 @@ func (q *fakeQueue) Complete(ctx context.Context, outs []store.Outcome, suspendA
 			l.status = store.Cancelled
 		case store.Release:
 			l.status, l.due = released(l), q.now()
+			if o.NextAt.After(l.due) {
+				l.due = o.NextAt // given back to wait for its webhook's send slot
+			}
 			q.wakeLocked()
 		default:
 			return nil, errors.New("fake queue: no resends here")
@@ -238,6 +244,27 @@ func released(l *fakeLog) store.LogStatus {
 		return store.Queued
 	}
 	return store.Retrying
+}
+
+// ReserveSends hands out send slots interval apart from one next free
+// slot per webhook, as the store does.
+func (q *fakeQueue) ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (store.Grant, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.tat == nil {
+		q.tat = map[string]time.Time{}
+	}
+	start := q.tat[webhookID]
+	if start.Before(now) {
+		start = now
+	}
+	count := 0
+	if !start.After(until) {
+		count = min(n, int(until.Sub(start)/interval)+1)
+	}
+	q.tat[webhookID] = start.Add(time.Duration(count) * interval)
+	q.grants = append(q.grants, count)
+	return store.Grant{First: start, Interval: interval, Count: count, Next: q.tat[webhookID]}, nil
 }
 
 func (q *fakeQueue) ReleaseHeld(ctx context.Context, leases []string) (int64, error) {

@@ -26,6 +26,12 @@ type Metrics struct {
 	claimTime  prometheus.Histogram
 	recordTime prometheus.Histogram
 	batchSize  prometheus.Histogram
+	// A throttled webhook's wait (throttle.go): how long its deliveries
+	// waited here for their send slots, how many wait now, and how many
+	// were given back to the queue to wait for a later slot.
+	throttleWait      prometheus.Histogram
+	throttleNow       prometheus.Gauge
+	throttleGivenBack prometheus.Counter
 }
 
 // NewMetrics registers the delivery metrics with reg.
@@ -60,6 +66,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "herald_delivery_record_batch_outcomes", Help: "Outcomes recorded together in one transaction.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 		}),
+		throttleWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "herald_delivery_throttle_wait_seconds", Help: "Time a delivery to a rate-limited webhook waited in this process, from its claim to its send slot.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10),
+		}),
+		throttleNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_delivery_throttle_waiting", Help: "Deliveries to rate-limited webhooks waiting in this process for their send slot now.",
+		}),
+		throttleGivenBack: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "herald_delivery_throttle_deferred_total", Help: "Deliveries to rate-limited webhooks given back to the queue to wait for a later send slot (not attempts).",
+		}),
 	}
 	for _, r := range []string{"succeeded", "failed"} {
 		m.attempts.WithLabelValues(r)
@@ -68,7 +84,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.responses.WithLabelValues(c)
 	}
 	reg.MustRegister(m.attempts, m.responses, m.failures, m.duration, m.claims, m.queries, m.records, m.takeovers,
-		m.claimTime, m.recordTime, m.batchSize)
+		m.claimTime, m.recordTime, m.batchSize, m.throttleWait, m.throttleNow, m.throttleGivenBack)
 	return m
 }
 
@@ -118,5 +134,23 @@ func (m *Metrics) recorded(n int, took time.Duration) {
 func (m *Metrics) TookOver(n int) {
 	if m != nil {
 		m.takeovers.Add(float64(n))
+	}
+}
+
+func (m *Metrics) throttleWaited(d time.Duration) {
+	if m != nil {
+		m.throttleWait.Observe(max(0, d.Seconds()))
+	}
+}
+
+func (m *Metrics) throttleWaiting(n int) {
+	if m != nil {
+		m.throttleNow.Add(float64(n))
+	}
+}
+
+func (m *Metrics) throttleDeferred() {
+	if m != nil {
+		m.throttleGivenBack.Inc()
 	}
 }

@@ -47,6 +47,10 @@ type Queue interface {
 	// (something fired, was released, or another process said so). It is
 	// asked before each claim, so no wake-up between the two is missed.
 	Wait() <-chan struct{}
+	// ReserveSends reserves up to n send slots of a throttled webhook,
+	// interval apart, none before now nor after until, shared with every
+	// process on the store (see store.ReserveSends).
+	ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (store.Grant, error)
 	// StillHeld reports whether a claimed log still exists under lease:
 	// false once its webhook or account was deleted.
 	StillHeld(ctx context.Context, logID, lease string) (bool, error)

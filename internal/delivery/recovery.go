@@ -154,6 +154,9 @@ func (d *Dispatcher) resendForRecovery(held context.Context, recovery string, c 
 		d.mu.Unlock()
 		d.signalFreed()
 	}()
+	if c.RateLimit > 0 && !d.awaitRecoverySlot(c, held.Done()) {
+		return false
+	}
 	if !d.takeBehindAutomatic(c.WebhookID, held.Done()) {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -127,6 +128,11 @@ type Result struct {
 	// timeout, connection, address_refused, headers_too_large, redirect,
 	// status, invalid_url; "" when it succeeded.
 	Failure string
+	// RetryAfter is how long a 429 or 503 answer's Retry-After header asked
+	// to wait (delay-seconds, or an HTTP date less the moment it came);
+	// nil when there was none, or it was malformed, or the answer was
+	// another. What it does to the next attempt is the dispatcher's call.
+	RetryAfter *time.Duration
 }
 
 // OK reports a 2xx.
@@ -197,8 +203,39 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		res.Err, res.Failure = fmt.Sprintf("receiver answered %d redirect to %q; redirects are not followed", code, resp.Header.Get("Location")), "redirect"
 	default:
 		res.Err, res.Failure = fmt.Sprintf("receiver answered %d", code), "status"
+		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+			res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), now)
+		}
 	}
 	return res
+}
+
+// retryAfter reads a Retry-After header (RFC 9110, section 10.2.3): a
+// number of seconds, or an HTTP date, which is read as the wait from now
+// (none when it has passed). Anything else is ignored (nil). A number too
+// large to read is the longest wait there is; the dispatcher caps it.
+func retryAfter(v string, now time.Time) *time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil
+	}
+	var d time.Duration
+	if strings.Trim(v, "0123456789") == "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil || n > int64(math.MaxInt64/time.Second):
+			d = math.MaxInt64
+		default:
+			d = time.Duration(n) * time.Second
+		}
+		return &d
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return nil
+	}
+	d = max(0, at.Sub(now))
+	return &d
 }
 
 // describe says why a request failed, and the kind of failure.

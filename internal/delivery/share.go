@@ -36,6 +36,8 @@ import (
 //     whose logs would otherwise wait inside the process for a slot. A
 //     webhook is claimed for again only once a quarter of its room is free,
 //     so claims stay batches rather than one log per answer.
+//   - A throttled webhook (its rateLimit) holds at most what it sends in
+//     throttleWindow (throttle.go).
 //   - Test and Resend take the same slots as automatic attempts; when none
 //     frees within manualWait they are refused (ErrBusy, a 429) rather than
 //     open more connections to the receiver.
@@ -61,6 +63,7 @@ type hookState struct {
 	// round per commit.
 	recording int
 	manual    int           // Tests and Resends in flight or waiting for a slot
+	rate      int           // its rate limit, deliveries per second (0: none), as its latest claim said
 	sending   int           // requests in flight, automatic and manual
 	limit     int           // requests in flight it has earned
 	slow      bool          // its latest answer was slow or never came
@@ -212,6 +215,10 @@ func (d *Dispatcher) roomOf(st *hookState, share int) (room, worth int) {
 		hold = st.limit
 	}
 	hold = min(hold, share)
+	if st.rate > 0 {
+		// A throttled webhook's logs wait in the queue, not here.
+		hold = min(hold, throttleRoom(st.rate))
+	}
 	return hold - (st.held - st.recording) - st.manual, max(1, hold/4)
 }
 

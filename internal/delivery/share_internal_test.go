@@ -55,7 +55,7 @@ func TestRoomSharesBetweenAccounts(t *testing.T) {
 			d := New(nil, Config{Concurrency: 64, PerWebhook: 64})
 			for _, h := range tc.held {
 				for range h.n {
-					d.acquire(h.account, h.webhook)
+					d.acquire(h.account, h.webhook, 0)
 				}
 			}
 			_, _, exclude, perAccount, accountRoom := d.room()
@@ -117,10 +117,10 @@ func TestWebhookShareIsWithinItsAccount(t *testing.T) {
 			d := New(nil, Config{Concurrency: 512, PerWebhook: 64})
 			for i := range tc.hooksA {
 				for range 4 {
-					d.acquire("A", fmt.Sprint("a", i))
+					d.acquire("A", fmt.Sprint("a", i), 0)
 				}
 			}
-			d.acquire("B", "b")
+			d.acquire("B", "b", 0)
 			d.mu.Lock()
 			got := d.shareOf(d.hooks["b"])
 			var shareA int

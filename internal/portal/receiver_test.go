@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
@@ -123,5 +124,58 @@ func TestWebhookFormSignatureScheme(t *testing.T) {
 	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &got)
 	if got.SignatureScheme != "standard-webhooks" {
 		t.Errorf("signatureScheme %q; want standard-webhooks", got.SignatureScheme)
+	}
+}
+
+// TestWebhookFormRateLimit: the form takes a rate limit, refuses one out of
+// range beside the field (saving nothing), shows it on the webhook's page
+// with the logs waiting their turn, and removes it when emptied.
+func TestWebhookFormRateLimit(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	held := rcv.Hold(t)
+	b := mustSignIn(t, h)
+	b.get("/webhooks/new")
+	form := url.Values{"name": {"Gateway"}, "url": {rcv.URL}, "events": {"license.created"}, "enabled": {"on"}}
+	for _, bad := range []string{"0", "10001", "fast", "2.5"} {
+		form.Set("rateLimit", bad)
+		code, _, body := b.submit("/webhooks/new", form)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(body, `id="rateLimit-error"`) ||
+			!strings.Contains(body, `value="`+bad+`"`) {
+			t.Fatalf("rate limit %q: %d; want 422 beside the field with the text kept\n%s", bad, code, body)
+		}
+	}
+	var list struct{ Data []struct{ ID string } }
+	h.Must(200, "GET", "/v3/webhooks", nil, &list)
+	if len(list.Data) != 0 {
+		t.Fatalf("a refused form created %d webhooks", len(list.Data))
+	}
+
+	form.Set("rateLimit", "50")
+	code, loc, body := b.submit("/webhooks/new", form)
+	if code != http.StatusOK || !strings.Contains(body, `<dd id="rate-limit">Throttled at 50/s: 0 waiting</dd>`) {
+		t.Fatalf("add: %d; want the page saying it is throttled at 50/s\n%s", code, body)
+	}
+	id := strings.TrimPrefix(loc, "/webhooks/")
+	// Five events, the receiver holding the first: all wait.
+	for range 5 {
+		h.CreateLicense(nil)
+	}
+	held.Wait(t, time.Minute, "the first delivery")
+	if _, _, body := b.get("/webhooks/" + id); !strings.Contains(body, "Throttled at 50/s: 5 waiting (under a second at that rate)") {
+		t.Errorf("the page does not count the 5 logs waiting:\n%s", body)
+	}
+	if _, _, body := b.get("/webhooks/" + id + "/edit"); !strings.Contains(body, `name="rateLimit" type="number"`) || !strings.Contains(body, `value="50"`) {
+		t.Errorf("the edit form does not show the rate limit")
+	}
+	form.Set("rateLimit", "")
+	if code, _, body := b.submit("/webhooks/"+id+"/edit", form); code != http.StatusOK || !strings.Contains(body, "None: sent as fast as the endpoint answers") {
+		t.Fatalf("edit without a limit: %d\n%s", code, body)
+	}
+	var got struct{ RateLimit *int }
+	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &got)
+	if got.RateLimit != nil {
+		t.Errorf("rateLimit %d after it was emptied; want null", *got.RateLimit)
 	}
 }

@@ -141,6 +141,14 @@ func funcs(static *staticFiles) template.FuncMap {
 			return many
 		},
 		"str": func(b []byte) string { return string(b) },
+		// waitFor is how long n deliveries take at rate a second, roughly.
+		"waitFor": func(n, rate int) string {
+			d := time.Duration(n) * time.Second / time.Duration(max(1, rate))
+			if d < time.Second {
+				return "under a second"
+			}
+			return "about " + d.Round(time.Second).String()
+		},
 		// inline renders `code` spans of catalog text; anchor is a kind's id
 		// on the catalog page, the same as in docs/events.md.
 		"inline": inlineCode,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/auth"
@@ -31,6 +32,8 @@ type webhookForm struct {
 	Headers string
 	// SignatureScheme is herald or standard-webhooks.
 	SignatureScheme string
+	// RateLimit is deliveries per second as typed, "" for no limit.
+	RateLimit string
 }
 
 type webhookFormData struct {
@@ -62,7 +65,7 @@ func (d *webhookFormData) fillKinds() {
 func readWebhookForm(r *http.Request) webhookForm { return webhookFormFrom(r.PostForm) }
 
 func webhookFormFrom(v url.Values) webhookForm {
-	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers"), SignatureScheme: cmp.Or(v.Get("signatureScheme"), store.SchemeHerald)}
+	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers"), SignatureScheme: cmp.Or(v.Get("signatureScheme"), store.SchemeHerald), RateLimit: v.Get("rateLimit")}
 	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
@@ -70,15 +73,26 @@ func webhookFormFrom(v url.Values) webhookForm {
 }
 
 // check applies the API's rules; an empty token is generated on create and
-// left as it is on edit. It returns the filter (nil for none) and the
-// headers to save, against old, the stored headers.
-func (h *handler) check(f *webhookForm, create bool, old map[string]string) (json.RawMessage, map[string]string, fieldErrors) {
+// left as it is on edit. It returns the filter (nil for none), the headers
+// to save, against old, the stored headers, and the rate limit (0 for
+// none).
+func (h *handler) check(f *webhookForm, create bool, old map[string]string) (json.RawMessage, map[string]string, int, fieldErrors) {
 	filter := json.RawMessage(f.Filter)
 	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events, Filter: &filter, SignatureScheme: &f.SignatureScheme}
 	if f.Token != "" {
 		in.Token = &f.Token
 	}
-	errs := validator.CheckWebhook(h.policy, in, create)
+	var errs validator.Errors
+	rate := 0
+	if f.RateLimit = strings.TrimSpace(f.RateLimit); f.RateLimit != "" {
+		n, err := strconv.Atoi(f.RateLimit)
+		if err != nil {
+			errs.Add("rateLimit", validator.RateLimitRule)
+		} else {
+			rate, in.RateLimit = n, &n
+		}
+	}
+	errs = append(errs, validator.CheckWebhook(h.policy, in, create)...)
 	headers := map[string]string{}
 	for _, line := range strings.Split(f.Headers, "\n") {
 		if line = strings.TrimSpace(line); line == "" {
@@ -92,7 +106,7 @@ func (h *handler) check(f *webhookForm, create bool, old map[string]string) (jso
 		headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
 	}
 	validator.CheckHeaders(&errs, "headers", headers, old)
-	return filter, headers, fromValidator(errs)
+	return filter, headers, rate, fromValidator(errs)
 }
 
 // headersText shows stored headers in the form, one a line, masked.
@@ -107,6 +121,14 @@ func headersText(h map[string]string) string {
 		fmt.Fprintf(&b, "%s: %s\n", name, validator.MaskedHeaderValue)
 	}
 	return b.String()
+}
+
+// rateText shows a rate limit in the form, "" for none.
+func rateText(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // filterText shows a saved filter in the form, indented for reading.
@@ -136,7 +158,7 @@ func (h *handler) newWebhook(w http.ResponseWriter, r *http.Request, s store.Ses
 // createWebhook adds a webhook and opens its page.
 func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d := webhookFormData{Form: readWebhookForm(r)}
-	filter, headers, errs := h.check(&d.Form, true, nil)
+	filter, headers, rate, errs := h.check(&d.Form, true, nil)
 	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/new", errs)
 	}
@@ -144,7 +166,7 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 		d.Form.Token = auth.NewWebhookToken()
 	}
 	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
-		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme})
+		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme, RateLimit: rate})
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
 		// The same words as the API's 409: the limit and how many exist.
@@ -165,7 +187,8 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: hook.ID,
-		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers), SignatureScheme: hook.SignatureScheme}}
+		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers), SignatureScheme: hook.SignatureScheme,
+			RateLimit: rateText(hook.RateLimit)}}
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
 	}
@@ -181,11 +204,12 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: id, Form: readWebhookForm(r)}
-	filter, headers, errs := h.check(&d.Form, true, hook.Headers)
+	filter, headers, rate, errs := h.check(&d.Form, true, hook.Headers)
 	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
 	}
-	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers, SignatureScheme: &d.Form.SignatureScheme}
+	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers, SignatureScheme: &d.Form.SignatureScheme,
+		RateLimit: &rate}
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
 	}

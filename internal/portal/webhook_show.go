@@ -26,7 +26,16 @@ type webhookData struct {
 	Recovery recovery
 	// SuspendAfter is how many failed events in a row suspend a webhook.
 	SuspendAfter int
+	// Waiting is, for a throttled webhook, how many of its logs wait for
+	// an attempt (at most maxWaitingShown; see WaitingMore).
+	Waiting     int
+	WaitingMore bool
 }
+
+// maxWaitingShown bounds the count of a throttled webhook's waiting logs:
+// past it the page says "10,000 or more", and the count's cost stays
+// bounded however deep the backlog.
+const maxWaitingShown = 10000
 
 // webhook shows a webhook: its settings, charts of its recent attempts, and
 // its latest event logs.
@@ -70,6 +79,14 @@ func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, er
 	d := webhookData{Webhook: hook, Overlaps: rotationOverlaps, SuspendAfter: h.suspendAfter}
 	if d.Recovery, err = h.recoveryData(r, s, hook); err != nil {
 		return webhookData{}, err
+	}
+	if hook.RateLimit > 0 {
+		if d.Waiting, err = h.store.WaitingLogs(ctx, s.AccountID, hook.ID, maxWaitingShown+1); err != nil {
+			return webhookData{}, err
+		}
+		if d.WaitingMore = d.Waiting > maxWaitingShown; d.WaitingMore {
+			d.Waiting = maxWaitingShown
+		}
 	}
 	now := h.now()
 	since := now.Truncate(time.Hour).Add(-(successHours - 1) * time.Hour)

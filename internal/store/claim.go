@@ -62,10 +62,13 @@ type Claim struct {
 	// SignatureScheme is the webhook's: SchemeHerald or
 	// SchemeStandardWebhooks.
 	SignatureScheme string
-	Enabled         bool
-	Health          Health
-	AttemptCount    int // automatic attempts made before this one
-	Lease           string
+	// RateLimit is the webhook's deliveries per second, 0 for none: a
+	// dispatcher reserves the attempt's send slot (ReserveSends) first.
+	RateLimit    int
+	Enabled      bool
+	Health       Health
+	AttemptCount int // automatic attempts made before this one
+	Lease        string
 	// TraceParent is the W3C traceparent of the span that fired the event,
 	// or "" when none was recorded (see Tx.Fire).
 	TraceParent string
@@ -92,7 +95,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 // its webhook, in scanClaim's order, over logs l, events e and webhooks w.
 const claimColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
 e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status,
-w.headers_sealed, w.signature_scheme`
+w.headers_sealed, w.signature_scheme, w.rate_limit`
 
 // loadClaims loads the logs a claim under lease took, by id.
 func (s *Store) loadClaims(ctx context.Context, lease string, ids []string) ([]Claim, error) {
@@ -124,12 +127,13 @@ func (s *Store) scanClaim(sc interface{ Scan(...any) error }, more ...any) (Clai
 	var kind, health string
 	var lease, traceParent sql.NullString
 	var sealed, nextSealed, headers []byte
-	var rotationEnds sql.NullInt64
+	var rotationEnds, rate sql.NullInt64
 	if err := sc.Scan(append([]any{&c.LogID, &c.AccountID, &c.WebhookID, &c.EventID, &kind, &c.AttemptCount, &lease,
-		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health, &headers, &c.SignatureScheme},
+		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health, &headers, &c.SignatureScheme, &rate},
 		more...)...); err != nil {
 		return Claim{}, err
 	}
+	c.RateLimit = int(rate.Int64)
 	var err error
 	if c.Headers, err = s.openHeaders(c.WebhookID, headers); err != nil {
 		return Claim{}, err

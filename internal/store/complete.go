@@ -26,7 +26,11 @@ const (
 	Exhausted                      // failed on the last attempt: log failed, webhook Unhealthy or Suspended
 	Cancel                         // webhook disabled or suspended when its turn came: log cancelled, no attempt
 	ResendFailed                   // a manual resend failed: recorded; a failed or cancelled log becomes failed, others keep their status
-	Release                        // not attempted after all (its lease was running out): the log waits again, due now
+	// Release: not attempted (its lease was running out, the process is
+	// stopping, or its webhook's throttle had no send slot for it yet): the
+	// log waits again, due at NextAt (now when zero), with no attempt
+	// counted and its retry reason kept.
+	Release
 )
 
 // String names a result in logs.
@@ -56,7 +60,7 @@ type Outcome struct {
 	Trigger   string
 	Result    Result
 	Attempt   *AttemptRecord // nil for Cancel
-	NextAt    time.Time      // for Retry
+	NextAt    time.Time      // for Retry; for Release, when it is due again (zero: now)
 	Reason    string         // retry or cancel reason
 	// Recovery names the recovery that made this resend, which counts it
 	// in the same transaction; "" for any other attempt.
@@ -72,6 +76,15 @@ type AttemptRecord struct {
 	Error        string
 	ResponseBody []byte
 	Headers      *AttemptHeaders // kept within MaxAttemptHeaders and MaxAttemptHeaderBytes
+}
+
+// releasedUntil is when a Release outcome's log is due again: at NextAt
+// when it says, else at once.
+func (o Outcome) releasedUntil(now time.Time) time.Time {
+	if o.NextAt.After(now) {
+		return o.NextAt
+	}
+	return now
 }
 
 // MaxResponseBody is how much of a receiver's answer is kept.
@@ -268,7 +281,7 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 		}
 		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = ?, retry_reason = ?`, []any{ms(now), undelivered, reason}
 	case Release:
-		set, args = `due_at = ?, lease = NULL`, []any{ms(now)}
+		set, args = `due_at = ?, lease = NULL`, []any{ms(o.releasedUntil(now))}
 	case ResendFailed:
 		// A log still waiting for an automatic attempt keeps waiting, and a
 		// delivered event stays succeeded; a failed or cancelled log is now
@@ -366,7 +379,7 @@ func (tx *Tx) moveQueueRow(ctx context.Context, o Outcome, now time.Time) (bool,
 	case Retry:
 		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, attempts = attempts + 1 WHERE log_id = ? AND lease = ?`, []any{ms(o.NextAt)}
 	case Release:
-		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL WHERE log_id = ? AND lease = ?`, []any{ms(now)}
+		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL WHERE log_id = ? AND lease = ?`, []any{ms(o.releasedUntil(now))}
 	default:
 		q = `DELETE FROM delivery_queue WHERE log_id = ? AND lease = ?`
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/secret"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
 )
@@ -33,8 +33,18 @@ func TestMigrationQueuesTheLogsWaitingOrInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hook, err := old.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
-			Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
+		// The webhook as the tables stood at version 55: the store's own
+		// CreateWebhook writes the columns of every later migration.
+		hook := struct{ ID string }{store.NewID()}
+		box, err := secret.New(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = old.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, account_id, name, url, events, enabled, status, token_sealed, created_at, updated_at)
+VALUES (?, ?, 'h', 'https://example.com/h', '["license.created"]', ?, 'Healthy', ?, 0, 0)`, hook.ID, acct.ID, true, box.Seal([]byte("whsec_review_token_0123456789abcd"), []byte(hook.ID)))
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

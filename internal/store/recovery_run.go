@@ -220,8 +220,7 @@ WHERE rl.recovery_id = ? AND rl.state = 'waiting' ORDER BY rl.log_id LIMIT ?`, i
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.Query(ctx, `SELECT l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status, w.headers_sealed, w.signature_scheme
+	rows, err := s.Query(ctx, `SELECT `+claimColumns+`
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.id IN (SELECT value FROM json_texts(?)) ORDER BY l.id`, jsonTexts(ids))
 	if err != nil {

@@ -53,6 +53,9 @@ type Webhook struct {
 	// SignatureScheme is how its deliveries are signed: SchemeHerald or
 	// SchemeStandardWebhooks.
 	SignatureScheme string
+	// RateLimit is how many deliveries per second it may be sent, by every
+	// process together (see ReserveSends); 0 for no limit.
+	RateLimit int
 }
 
 // Signature schemes of a webhook.
@@ -83,7 +86,12 @@ type NewWebhook struct {
 	// SignatureScheme is SchemeHerald or SchemeStandardWebhooks; "" is
 	// SchemeHerald.
 	SignatureScheme string
+	RateLimit       int // deliveries per second, 1 to MaxRateLimit; 0 for none
 }
+
+// MaxRateLimit is the highest rate limit a webhook may have, in deliveries
+// per second (the column's check holds it too).
+const MaxRateLimit = 10000
 
 // CreateWebhook stores a new, Healthy webhook with its token sealed.
 func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhook) (Webhook, error) {
@@ -92,16 +100,17 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 		n.SignatureScheme = SchemeHerald
 	}
 	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
-		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers}
+		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers,
+		RateLimit: n.RateLimit}
 	events, _ := json.Marshal(n.Events)
 	err := s.InTx(ctx, func(tx *Tx) error {
 		if err := checkWebhookCap(ctx, tx, accountID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, account_id, name, url, events, enabled, status, token_sealed, created_at, updated_at, filter, headers_sealed, signature_scheme)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, account_id, name, url, events, enabled, status, token_sealed, created_at, updated_at, filter, headers_sealed, signature_scheme, rate_limit)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, accountID, w.Name, w.URL, string(events), w.Enabled, string(Healthy),
-			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now), rawText(n.Filter), s.sealHeaders(w.ID, n.Headers), n.SignatureScheme)
+			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now), rawText(n.Filter), s.sealHeaders(w.ID, n.Headers), n.SignatureScheme, rateLimitArg(n.RateLimit))
 		return err
 	})
 	var le *WebhookLimitError
@@ -154,7 +163,7 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 // Healthy and its undelivered count, the last through the partial index of
 // undelivered logs (failed, or cancelled for a suspension) by webhook and
 // completion (undelivered_at, migration 0060).
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme,
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.undelivered_at >= webhooks.left_healthy_at)`
 
@@ -168,9 +177,11 @@ func (s *Store) scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (
 	var started, ends, left sql.NullInt64
 	var filter sql.NullString
 	var headers []byte
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &w.UndeliveredCount); err != nil {
+	var rate sql.NullInt64
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
+	w.RateLimit = int(rate.Int64)
 	var err error
 	if w.Headers, err = s.openHeaders(w.ID, headers); err != nil {
 		return Webhook{}, err
@@ -310,6 +321,17 @@ type WebhookPatch struct {
 	Headers *map[string]string
 	// SignatureScheme, when set, changes how deliveries are signed.
 	SignatureScheme *string
+	// RateLimit, when set, replaces the rate limit: a pointer to 0 removes
+	// it.
+	RateLimit *int
+}
+
+// rateLimitArg stores a rate limit, 0 (none) as NULL.
+func rateLimitArg(n int) any {
+	if n <= 0 {
+		return nil
+	}
+	return n
 }
 
 // rawText stores a JSON document as text, nil as NULL.
@@ -345,15 +367,20 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID, id string, p Webho
 	if p.Headers != nil {
 		headers = s.sealHeaders(id, *p.Headers)
 	}
+	var rate any
+	if p.RateLimit != nil {
+		rate = rateLimitArg(*p.RateLimit)
+	}
 	err := s.InTx(ctx, func(tx *Tx) error {
 		res, err := tx.Exec(ctx, `UPDATE webhooks SET name = COALESCE(?, name), url = COALESCE(?, url), events = COALESCE(?, events),
 enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed), signature_scheme = COALESCE(?, signature_scheme),
 filter = CASE WHEN ? THEN ? ELSE filter END, headers_sealed = CASE WHEN ? THEN ? ELSE headers_sealed END,
+rate_limit = CASE WHEN ? THEN ? ELSE rate_limit END,
 next_token_sealed = CASE WHEN ? THEN NULL ELSE next_token_sealed END,
 rotation_started_at = CASE WHEN ? THEN NULL ELSE rotation_started_at END,
 rotation_ends_at = CASE WHEN ? THEN NULL ELSE rotation_ends_at END,
 updated_at = ? WHERE account_id = ? AND id = ?`,
-			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, replaced, replaced, replaced, ms(s.now()), accountID, id)
+			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, p.RateLimit != nil, rate, replaced, replaced, replaced, ms(s.now()), accountID, id)
 		if err != nil {
 			return fmt.Errorf("update webhook: %w", err)
 		}

@@ -49,6 +49,9 @@ type Webhook struct {
 	Filter *json.RawMessage
 	// SignatureScheme is "herald" or "standard-webhooks".
 	SignatureScheme *string
+	// RateLimit is deliveries per second, 1 to store.MaxRateLimit; nil
+	// when not given, or given as none.
+	RateLimit *int
 }
 
 // Token lengths accepted for a webhook's signing token.
@@ -110,12 +113,26 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 	if w.SignatureScheme != nil && *w.SignatureScheme != store.SchemeHerald && *w.SignatureScheme != store.SchemeStandardWebhooks {
 		v.Add("signatureScheme", fmt.Sprintf("%q: must be %q or %q", *w.SignatureScheme, store.SchemeHerald, store.SchemeStandardWebhooks))
 	}
+	if w.RateLimit != nil {
+		CheckRateLimit(&v, "rateLimit", *w.RateLimit)
+	}
 	if w.Token != nil {
 		if n := len(*w.Token); CheckText(&v, "token", *w.Token) && (n < MinTokenLength || n > MaxTokenLength) {
 			v.Add("token", fmt.Sprintf("must be %d to %d characters", MinTokenLength, MaxTokenLength))
 		}
 	}
 	return v
+}
+
+// RateLimitRule says what a webhook's rate limit may be, for errors and
+// forms alike.
+var RateLimitRule = fmt.Sprintf("must be a whole number of deliveries per second from 1 to %d, or none", store.MaxRateLimit)
+
+// CheckRateLimit checks a webhook's rate limit, in deliveries per second.
+func CheckRateLimit(v *Errors, field string, n int) {
+	if n < 1 || n > store.MaxRateLimit {
+		v.Add(field, RateLimitRule)
+	}
 }
 
 // CheckFilter checks a webhook's filter (see internal/filter), naming the
