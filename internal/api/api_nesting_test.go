@@ -18,7 +18,7 @@ import (
 )
 
 // maxRequestAllocPerByte bounds what the whole process allocates for one
-// refused request, per byte of its body: reading it, the walk that stops
+// refused request, per byte of its body: reading it, the scan that stops
 // at the 65th level, and the answer. A refused body costs about 3 bytes
 // per byte; before the walk built paths only for errors, a body 20,000
 // brackets deep (40 KB) cost 640 MB, and 100,000 deep more than 2 GiB.
@@ -26,8 +26,10 @@ const maxRequestAllocPerByte = 40
 
 // maxWideAllocPerByte is the same bound for a body within the nesting
 // limit but as wide as it can be (100,000 keys, 500,000 zeros…), which the
-// walk reads whole before the decoder refuses it: json.Decoder.Token costs
-// about 120 bytes per token.
+// body check reads whole before the decoder refuses it. The check was a
+// json.Decoder.Token walk, about 120 bytes per token; the byte scan that
+// replaced it allocates only for object keys, and the widest body now
+// costs about 20 bytes per byte.
 const maxWideAllocPerByte = 150
 
 // TestDeepBodiesAreRefusedCheaply posts bodies nested far past
