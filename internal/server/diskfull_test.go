@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +33,19 @@ func TestFullDiskOnSQLite(t *testing.T) {
 	dir := heraldtest.SmallFS(t, 8<<20)
 	path := filepath.Join(dir, "herald.db")
 	logs := new(heraldtest.Output)
-	// A lease short enough that the disk stays full for longer than one:
-	// outcomes refused meanwhile must still be recorded, not dropped and
-	// their deliveries made again.
-	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: "sqlite:" + path, Logs: logs,
-		Delivery: delivery.Config{AttemptTimeout: 10 * time.Second, Lease: 12 * time.Second}})
+	// The disk stays full for longer than a lease: outcomes refused
+	// meanwhile must still be recorded, not dropped and their deliveries
+	// made again. The lease ends by moving herald's clock past it, not by
+	// waiting. The receiver holds the first attempts while the disk is
+	// filled and the refusals checked, which on a loaded machine takes
+	// seconds to tens of seconds; the attempt time-out (real time) is far
+	// longer than that, for an attempt that timed out is rightly made again
+	// (at least once) and the test would count a duplicate herald did not
+	// make in error.
+	clock := heraldtest.NewClock()
+	const attemptTimeout, lease = 5 * time.Minute, 6 * time.Minute
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: "sqlite:" + path, Logs: logs, Now: clock.Now,
+		Delivery: delivery.Config{AttemptTimeout: attemptTimeout, Lease: lease}})
 	ctx := context.Background()
 	rcv := heraldtest.NewReceiver(t)
 	held := rcv.Hold(t)
@@ -66,13 +76,31 @@ func TestFullDiskOnSQLite(t *testing.T) {
 	}
 
 	// The WAL is emptied first, so that the next write needs new space
-	// rather than reusing the WAL's old pages.
-	heraldtest.Eventually(t, 10*time.Second, "a truncating checkpoint", func() bool {
+	// rather than reusing the WAL's old pages. A write that lands between
+	// the checkpoint and the filling (a lease renewed, a recovery looked
+	// for: more likely the slower the machine) leaves frames that the next
+	// checkpoint copies back, after which SQLite writes the WAL from its
+	// start again, in space it already has: renewals would go on on a full
+	// disk and the leases never end. So the disk counts as full only with
+	// the WAL still empty once it is; otherwise it is freed and filled again,
+	// and what the log says is read from the last filling on.
+	var free func()
+	var fullFrom int // the log's length when the disk was last filled
+	heraldtest.Eventually(t, 10*time.Second, "a full disk with an empty WAL", func() bool {
+		if free != nil {
+			free()
+		}
 		var busy, walPages, done int
 		err := h.Server.Store.QueryRow(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &walPages, &done)
-		return err == nil && busy == 0 && walPages == 0
+		if err != nil || busy != 0 || walPages != 0 {
+			free = nil
+			return false
+		}
+		fullFrom = len(logs.String())
+		free = heraldtest.Fill(t, dir)
+		wal, err := os.Stat(path + "-wal")
+		return err == nil && wal.Size() == 0
 	})
-	free := heraldtest.Fill(t, dir)
 	full := time.Now()
 
 	for _, change := range []struct {
@@ -120,19 +148,27 @@ func TestFullDiskOnSQLite(t *testing.T) {
 
 	// The attempts in flight end now; their outcomes cannot be written.
 	// The disk stays full until the leases they were claimed under have
-	// run out, as renewing them is a write too.
+	// run out, as renewing them is a write too: herald's clock moves past
+	// them, once the attempts have ended and their outcomes wait to be
+	// recorded, so that recording them goes on past a lease. No claim can
+	// take their logs meanwhile (a claim is a write).
 	held.Release()
+	heraldtest.Eventually(t, time.Minute, "the held attempts ended", func() bool {
+		return attemptsMade(t, h) >= float64(rcv.Count())
+	})
+	clock.Advance(lease)
 	heraldtest.Eventually(t, time.Minute, "the leases of the attempts made to run out", func() bool {
 		var pending, live int
 		err := h.Server.Store.QueryRow(ctx, `SELECT COUNT(*), COUNT(CASE WHEN due_at > ? THEN 1 END) FROM delivery_queue WHERE lease IS NOT NULL`,
-			store.MS(time.Now())).Scan(&pending, &live)
+			store.MS(clock.Now())).Scan(&pending, &live)
 		return err == nil && pending > 0 && live == 0
 	})
 	fullFor := time.Since(full)
-	if c := strings.Count(logs.String(), `msg="database disk is full`); c < 1 || c > 1+int(fullFor/store.FullLogEvery) {
+	whileFull := logs.String()[fullFrom:]
+	if c := strings.Count(whileFull, `msg="database disk is full`); c < 1 || c > 1+int(fullFor/store.FullLogEvery) {
 		t.Errorf("%d lines saying the disk is full in %v; want one per %v:\n%s", c, fullFor.Round(time.Second), store.FullLogEvery, logs)
 	}
-	if !regexp.MustCompile(`level=ERROR msg="database disk is full[^"]*" database=` + regexp.QuoteMeta(path) + ` `).MatchString(logs.String()) {
+	if !regexp.MustCompile(`level=ERROR msg="database disk is full[^"]*" database=` + regexp.QuoteMeta(path) + ` `).MatchString(whileFull) {
 		t.Errorf("no error line naming the database; the log:\n%s", logs)
 	}
 
@@ -164,13 +200,40 @@ func TestFullDiskOnSQLite(t *testing.T) {
 				l.EventID, times[l.EventID], got.Status, len(got.Attempts))
 		}
 	}
-	if !strings.Contains(logs.String(), `msg="database disk has space again`) {
+	if !strings.Contains(logs.String()[fullFrom:], `msg="database disk has space again`) {
 		t.Errorf("no line saying space is back; the log:\n%s", logs)
 	}
 	var check string
 	if err := h.Server.Store.QueryRow(ctx, `PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Errorf("integrity_check: %q, %v; want ok", check, err)
 	}
+}
+
+// attemptsMade is how many delivery attempts h has made and seen end, from
+// its /metrics.
+func attemptsMade(t *testing.T, h *heraldtest.Herald) float64 {
+	t.Helper()
+	resp, err := http.Get(h.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "herald_delivery_attempts_total{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		n += v
+	}
+	return n
 }
 
 var signInCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
