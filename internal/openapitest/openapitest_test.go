@@ -84,6 +84,7 @@ func webhook() map[string]any {
 
 		"undeliveredCount": 0,
 		"signatureScheme":  "herald",
+		"rateLimit":        nil,
 	}
 }
 
