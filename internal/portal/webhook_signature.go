@@ -131,7 +131,7 @@ func (h *handler) checkSignature(w http.ResponseWriter, r *http.Request, s store
 		in.Sent = d.SentLog.Payload
 	}
 	if hook.SignatureScheme == store.SchemeStandardWebhooks {
-		std := &sigcheck.Standard{ID: cmp.Or(strings.TrimSpace(d.StandardID), bodyID(body)), Timestamp: strings.TrimSpace(d.Timestamp), Now: h.now()}
+		std := &sigcheck.Standard{ID: cmp.Or(strings.TrimSpace(d.StandardID), sigcheck.BodyID(body)), Timestamp: strings.TrimSpace(d.Timestamp), Now: h.now()}
 		d.StandardID, d.Timestamp = std.ID, std.Timestamp
 		if d.SentLog != nil {
 			// Its attempts, for the timestamps each was signed with.
@@ -186,17 +186,6 @@ func sentTimestamps(l store.EventLog) []string {
 	return out
 }
 
-// bodyID is the pasted body's id, which herald sends as webhook-id.
-func bodyID(body []byte) string {
-	var p struct {
-		ID string `json:"id"`
-	}
-	if jsonlimit.Unmarshal(body, &p) != nil {
-		return ""
-	}
-	return p.ID
-}
-
 // read turns the form into the exact bytes to check, recording what is
 // wrong with each field. A browser sends a text box's every line break as
 // CRLF whatever was pasted; herald's bodies hold no raw line break, so the
@@ -238,7 +227,7 @@ func (d *signatureData) read() ([]byte, bool) {
 			body = bytes.ReplaceAll(body, []byte("\n"), []byte("\r\n"))
 		}
 	}
-	if d.Webhook.SignatureScheme == store.SchemeStandardWebhooks && len(d.Errors) == 0 && strings.TrimSpace(d.StandardID) == "" && bodyID(body) == "" {
+	if d.Webhook.SignatureScheme == store.SchemeStandardWebhooks && len(d.Errors) == 0 && strings.TrimSpace(d.StandardID) == "" && sigcheck.BodyID(body) == "" {
 		d.Errors.add("webhookId", "webhook-id must not be empty when the body has no id: paste the webhook-id header the request carried.")
 	}
 	return body, len(d.Errors) == 0

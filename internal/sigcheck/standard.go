@@ -165,7 +165,7 @@ func standardCauses(in Input, macs [][]byte) []Cause {
 			break
 		}
 	}
-	if id := bodyID(in.Body); id != "" && id != s.ID && found(mac(in.Token, []byte(id+"."+s.Timestamp+"."), in.Body)) {
+	if id := BodyID(in.Body); id != "" && id != s.ID && found(mac(in.Token, []byte(id+"."+s.Timestamp+"."), in.Body)) {
 		out = append(out, Cause{Categories: []Category{Header}, Summary: "The signature is over webhook-id " + id + ", the body's own id, not the webhook-id given here.",
 			Fix: "Check with the webhook-id header the request carried: herald sends the event's id."})
 	}
@@ -184,8 +184,9 @@ func standardCauses(in Input, macs [][]byte) []Cause {
 	return out
 }
 
-// bodyID is the body's top-level id, if it has one.
-func bodyID(body []byte) string {
+// BodyID is the body's top-level id, if it has one: what herald sends as
+// webhook-id, so a check may take it when none is given.
+func BodyID(body []byte) string {
 	var p struct {
 		ID string `json:"id"`
 	}
