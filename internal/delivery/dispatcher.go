@@ -143,6 +143,8 @@ type Dispatcher struct {
 	store  Store
 	sender *Sender
 	cfg    Config
+	// checker shares the still-held checks of attempts made at once.
+	checker *checker
 
 	mu     sync.Mutex
 	hooks  map[string]*hookState // webhook id → its standing here (see share.go)
@@ -175,6 +177,7 @@ func New(st Store, cfg Config) *Dispatcher {
 	return &Dispatcher{
 		store:    st,
 		sender:   newSender(cfg.AttemptTimeout, cfg.Dial, cfg.UserAgent, cfg.Now),
+		checker:  &checker{queue: st},
 		cfg:      cfg,
 		hooks:    map[string]*hookState{},
 		accounts: map[string]*accountState{},
@@ -578,7 +581,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	// already sent, and skips the look-up, which cost about a fifth of the
 	// CPU per delivery of one busy webhook (herald bench, scenario a). Not
 	// found: nothing is sent, and the outcome finds no log to record.
-	if (waited || d.cfg.Now().Sub(claimed) >= StillHeldAfter) && !d.stillHeld(ctx, c) {
+	if (waited || d.cfg.Now().Sub(claimed) >= StillHeldAfter) && !d.stillHeld(c) {
 		d.untake(c.WebhookID)
 		o.Result = store.Release
 		return o
@@ -668,8 +671,8 @@ func (d *Dispatcher) logOutcome(ctx context.Context, c store.Claim, o store.Outc
 
 // stillHeld reports whether c's log still exists under its lease; a failed
 // look-up says no, and the log is released to be claimed again.
-func (d *Dispatcher) stillHeld(ctx context.Context, c store.Claim) bool {
-	held, err := d.store.StillHeld(ctx, c.LogID, c.Lease)
+func (d *Dispatcher) stillHeld(c store.Claim) bool {
+	held, err := d.checker.stillHeld(store.Held{LogID: c.LogID, Lease: c.Lease})
 	if err != nil {
 		d.cfg.Logger.Warn("attempt not made: its log could not be checked", "log", c.LogID, "err", err)
 	}

@@ -314,11 +314,16 @@ func (q *fakeQueue) wakeLocked() {
 	}
 }
 
-func (q *fakeQueue) StillHeld(ctx context.Context, logID, lease string) (bool, error) {
+func (q *fakeQueue) StillHeld(ctx context.Context, held []store.Held) (map[store.Held]bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	l := q.find(logID)
-	return l != nil && l.status == store.Pending && l.claim.Lease == lease, nil
+	found := map[store.Held]bool{}
+	for _, h := range held {
+		if l := q.find(h.LogID); l != nil && l.status == store.Pending && l.claim.Lease == h.Lease {
+			found[h] = true
+		}
+	}
+	return found, nil
 }
 
 // pipeReceiver is a receiver reached over net.Pipe rather than a socket:

@@ -51,9 +51,10 @@ type Queue interface {
 	// interval apart, none before now nor after until, shared with every
 	// process on the store (see store.ReserveSends).
 	ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (store.Grant, error)
-	// StillHeld reports whether a claimed log still exists under lease:
-	// false once its webhook or account was deleted.
-	StillHeld(ctx context.Context, logID, lease string) (bool, error)
+	// StillHeld reports which of the claimed logs still exist under their
+	// leases; one missing was deleted with its webhook or account, or its
+	// lease was taken over. One call checks many.
+	StillHeld(ctx context.Context, held []store.Held) (map[store.Held]bool, error)
 }
 
 // Manual is what Resend and Test need besides Queue.Complete.

@@ -10,6 +10,7 @@ package metrics
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"runtime"
 	"strconv"
@@ -146,10 +147,10 @@ func newDatabase(st *store.Store, log *slog.Logger) *database {
 		webhooks:    d("herald_webhooks", "Webhooks by status (Healthy, Unhealthy, Suspended) and whether they are enabled.", "status", "enabled"),
 		emails:      d("herald_email_outbox_unsent", "Notification emails waiting in the outbox."),
 		oldestEmail: d("herald_email_outbox_oldest_seconds", "Age of the oldest email waiting in the outbox; 0 when none waits."),
-		conns:       d("herald_db_connections", "Database connections of this process's pool by state: in_use or idle.", "state"),
-		maxConns:    d("herald_db_connections_max", "The most connections this process's pool may open."),
-		waits:       d("herald_db_connection_waits_total", "Times a query waited for a free connection."),
-		waited:      d("herald_db_connection_wait_seconds_total", "Time spent waiting for a free connection."),
+		conns:       d("herald_db_connections", "Database connections of this process's pools by pool (main, or delivery: the dispatcher's own on PostgreSQL) and state: in_use or idle.", "pool", "state"),
+		maxConns:    d("herald_db_connections_max", "The most connections each of this process's pools may open.", "pool"),
+		waits:       d("herald_db_connection_waits_total", "Times a query waited for a free connection, by pool.", "pool"),
+		waited:      d("herald_db_connection_wait_seconds_total", "Time spent waiting for a free connection, by pool.", "pool"),
 	}
 }
 
@@ -167,11 +168,16 @@ func (d *database) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 	}
 	// The pool's figures come from this process, whatever the database says.
-	gauge(d.conns, float64(g.DB.InUse), "in_use")
-	gauge(d.conns, float64(g.DB.Idle), "idle")
-	gauge(d.maxConns, float64(g.DB.MaxOpenConnections))
-	ch <- prometheus.MustNewConstMetric(d.waits, prometheus.CounterValue, float64(g.DB.WaitCount))
-	ch <- prometheus.MustNewConstMetric(d.waited, prometheus.CounterValue, g.DB.WaitDuration.Seconds())
+	for pool, st := range map[string]sql.DBStats{"main": g.DB, "delivery": g.DeliveryDB} {
+		if pool == "delivery" && st.MaxOpenConnections == 0 {
+			continue // SQLite, or a pool too small to split: no pool of its own
+		}
+		gauge(d.conns, float64(st.InUse), pool, "in_use")
+		gauge(d.conns, float64(st.Idle), pool, "idle")
+		gauge(d.maxConns, float64(st.MaxOpenConnections), pool)
+		ch <- prometheus.MustNewConstMetric(d.waits, prometheus.CounterValue, float64(st.WaitCount), pool)
+		ch <- prometheus.MustNewConstMetric(d.waited, prometheus.CounterValue, st.WaitDuration.Seconds(), pool)
+	}
 	if err != nil {
 		d.log.Warn("metrics: read the database's figures", "err", err)
 		gauge(d.up, 0)

@@ -76,14 +76,32 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	})
 }
 
-// StillHeld reports whether a claimed log still exists under lease: false
-// once its webhook or account was deleted, or its lease taken over.
-func (s *Store) StillHeld(ctx context.Context, logID, lease string) (bool, error) {
-	var n int
-	if err := s.QueryRow(ctx, `SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND lease = ?`, logID, lease).Scan(&n); err != nil {
-		return false, fmt.Errorf("check claimed log: %w", err)
+// StillHeld reports which of the claimed logs still exist under their
+// leases: one missing from the answer was deleted with its webhook or
+// account, or its lease was taken over. One statement checks them all, so
+// the attempts that check at once share a round trip (see delivery).
+func (s *Store) StillHeld(ctx context.Context, held []Held) (map[Held]bool, error) {
+	ids := make([]string, len(held))
+	for i, h := range held {
+		ids[i] = h.LogID
 	}
-	return n > 0, nil
+	rows, err := s.Query(ctx, `SELECT log_id, lease FROM delivery_queue WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IS NOT NULL`, jsonTexts(ids))
+	if err != nil {
+		return nil, fmt.Errorf("check claimed logs: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[Held]bool, len(held))
+	for rows.Next() {
+		var h Held
+		if err := rows.Scan(&h.LogID, &h.Lease); err != nil {
+			return nil, fmt.Errorf("check claimed logs: %w", err)
+		}
+		found[h] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check claimed logs: %w", err)
+	}
+	return found, nil
 }
 
 // notFound turns sql.ErrNoRows into ErrNotFound and wraps anything else

@@ -174,6 +174,7 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 	if err != nil {
 		return nil, fmt.Errorf("record outcomes: %w", err)
 	}
+	s.queueChurn.Add(int64(len(outs)))
 	if emailed && s.onEmail != nil {
 		s.onEmail()
 	}

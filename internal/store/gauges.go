@@ -27,6 +27,9 @@ type Gauges struct {
 	OldestEmail  time.Duration
 	// DB is the connection pool's figures; for SQLite, its readers'.
 	DB sql.DBStats
+	// DeliveryDB is the dispatcher's own pool's (lane.go), zero where there
+	// is none.
+	DeliveryDB sql.DBStats
 }
 
 // WebhookCount is how many webhooks have one status and enabled setting.
@@ -40,6 +43,9 @@ type WebhookCount struct {
 func (s *Store) Gauges(ctx context.Context) (Gauges, error) {
 	now := s.now()
 	g := Gauges{Backlog: map[LogStatus]int{Queued: 0, Retrying: 0, Pending: 0}, DB: s.db.Stats()}
+	if s.deliveryDB != nil {
+		g.DeliveryDB = s.deliveryDB.Stats()
+	}
 	// The backlog is delivery_queue: a leased row is pending, an unleased
 	// one queued until its first attempt and retrying after.
 	rows, err := s.Query(ctx, `SELECT CASE WHEN lease IS NOT NULL THEN 'pending' WHEN attempts = 0 THEN 'queued' ELSE 'retrying' END AS st, COUNT(*)

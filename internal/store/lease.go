@@ -37,7 +37,7 @@ func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (
 				leases = append(leases, h.Lease)
 			}
 		}
-		res, err := s.writer.ExecContext(ctx, s.q(`UPDATE delivery_queue SET due_at = ?
+		res, err := s.writerFor(ctx).ExecContext(ctx, s.q(`UPDATE delivery_queue SET due_at = ?
 WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?))`),
 			ms(until), jsonTexts(ids), jsonTexts(leases))
 		if err != nil {
@@ -86,6 +86,14 @@ WHERE lease IN (SELECT value FROM json_texts(?))`, now, jsonTexts(chunk))
 	}
 	return total, nil
 }
+
+// QueueChurn is how many rows of delivery_queue this process's claims and
+// recordings have rewritten or deleted since it opened the store: the dead
+// row versions they left, which VacuumQueue reclaims. A claim's index scan
+// steps over the dead versions at the front of each webhook's due range
+// until they are reclaimed, so the server vacuums by churn as well as by
+// time.
+func (s *Store) QueueChurn() int64 { return s.queueChurn.Load() }
 
 // VacuumQueue reclaims the space of delivery_queue's deleted rows and
 // refreshes its statistics, on PostgreSQL; SQLite reuses freed pages by

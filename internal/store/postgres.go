@@ -19,9 +19,11 @@ import (
 // own connection wakes this process's dispatcher when another process's
 // NOTIFY arrives.
 type postgresEngine struct {
-	db        *sql.DB
-	listener  *listener
-	announcer *announcer
+	db *sql.DB
+	// deliveryDB is the dispatcher's pool (lane.go), or nil.
+	deliveryDB *sql.DB
+	listener   *listener
+	announcer  *announcer
 	// expiries announces planned expiry instants (expiryChannel).
 	expiries *announcer
 }
@@ -38,8 +40,9 @@ const notifyChannel = "herald_due"
 const expiryChannel = "herald_expiry"
 
 // defaultPoolSize is how many connections one herald process opens at most
-// unless the URL says otherwise with pool_max_conns (pgxpool's name for it).
-const defaultPoolSize = 16
+// unless the URL says otherwise with pool_max_conns (pgxpool's name for it):
+// 8 of them the dispatcher's, 16 everyone else's (lane.go).
+const defaultPoolSize = 24
 
 func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 	dbURL, poolSize, err := poolMaxConns(dbURL)
@@ -55,21 +58,63 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 		// the operating system lets it; /readyz and reconnects need an answer.
 		cfg.ConnectTimeout = 10 * time.Second
 	}
-	db := stdlib.OpenDB(*cfg)
-	db.SetMaxOpenConns(poolSize)
-	db.SetMaxIdleConns(poolSize)
-	// Connections are replaced now and then so that a failover behind a
-	// stable address, or a pooler's rebalancing, reaches every connection.
-	db.SetConnMaxLifetime(30 * time.Minute)
+	deliverySize := deliveryPoolSize(poolSize)
+	db := openPool(*cfg, poolSize-deliverySize)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return fmt.Errorf("open postgres: %w", err)
 	}
 	e := &postgresEngine{db: db, announcer: startAnnouncer(db, notifyChannel, s.log), expiries: startAnnouncer(db, expiryChannel, s.log)}
+	if deliverySize > 0 {
+		e.deliveryDB = openPool(planEachTime(*cfg), deliverySize)
+	}
 	e.listener = startListener(cfg, map[string]func(){notifyChannel: s.wake, expiryChannel: s.wakeExpiries}, s.log)
 	s.eng = e
-	s.db, s.writer, s.where = db, db, "postgres"
+	s.db, s.writer, s.deliveryDB, s.where = db, db, e.deliveryDB, "postgres"
 	return nil
+}
+
+// planEachTime has each statement planned when it runs, for its own
+// arguments and the tables' sizes as they are then, never from a plan its
+// prepared statement cached. The dispatcher's statements run hundreds of
+// times a second from the moment herald starts, when its tables are empty:
+// a cached plan costed for empty tables (a statement without parameters
+// keeps its first plan; one with them takes a generic plan after five runs)
+// lasts until the tables' statistics change, which without autovacuum may
+// be never. So planned, a claim scanned the whole queue for each webhook
+// and every log for each row it took (0.5 s a claim at 13,000 logs), and the
+// probe of the next due time read the whole queue at every sleep
+// (BENCHMARKS.md, TestIdleHeraldWithAStuckWebhookReadsFewRows). Planning
+// anew costs a fraction of a millisecond, and this pool's connections make
+// a few statements per batch of deliveries. And since every statement of
+// the dispatcher's has an index made for it, a scan of a whole table is
+// priced out (enable_seqscan off): a plan costed on statistics that
+// under-count the queue took the claim's update as a hash join over the
+// whole queue, reading 20,000 rows a second behind one stuck webhook.
+func planEachTime(cfg pgx.ConnConfig) pgx.ConnConfig {
+	if cfg.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		// Not when the URL chose a mode (a transaction pooler's exec, say):
+		// those plan each time too.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	params := make(map[string]string, len(cfg.RuntimeParams)+1)
+	for k, v := range cfg.RuntimeParams {
+		params[k] = v
+	}
+	params["enable_seqscan"] = "off"
+	cfg.RuntimeParams = params
+	return cfg
+}
+
+// openPool opens a pool of at most n connections.
+func openPool(cfg pgx.ConnConfig, n int) *sql.DB {
+	db := stdlib.OpenDB(cfg)
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	// Connections are replaced now and then so that a failover behind a
+	// stable address, or a pooler's rebalancing, reaches every connection.
+	db.SetConnMaxLifetime(30 * time.Minute)
+	return db
 }
 
 // poolMaxConns takes pool_max_conns out of a URL (PostgreSQL itself would
@@ -119,6 +164,9 @@ func (e *postgresEngine) close() error {
 	e.listener.stop()
 	e.announcer.stop()
 	e.expiries.stop()
+	if e.deliveryDB != nil {
+		e.deliveryDB.Close()
+	}
 	return e.db.Close()
 }
 
@@ -168,7 +216,7 @@ func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Cl
 	if exclude == nil {
 		exclude = []string{}
 	}
-	rows, err := s.writer.QueryContext(ctx, `
+	rows, err := s.writerFor(ctx).QueryContext(ctx, `
 WITH hooks AS (
   SELECT w.id, w.account_id, COALESCE(($9::jsonb ->> w.id)::int, $7) AS room
   FROM webhooks w WHERE NOT (w.id = ANY($5))),

@@ -26,6 +26,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -79,9 +80,12 @@ type Store struct {
 	eng    engine
 	db     *sql.DB // reads; writes too where the engine allows many writers
 	writer *sql.DB // the one connection SQLite writes through
-	box    *secret.Box
-	now    func() time.Time
-	log    *slog.Logger
+	// deliveryDB is the dispatcher's own pool on PostgreSQL (lane.go); nil
+	// on SQLite, and where pool_max_conns is too small to split.
+	deliveryDB *sql.DB
+	box        *secret.Box
+	now        func() time.Time
+	log        *slog.Logger
 	// onFired is Options.OnFired.
 	onFired func([]event.Kind)
 	// onEmail is Options.OnEmail.
@@ -93,6 +97,10 @@ type Store struct {
 	// "postgres" (never the URL, which may hold a password).
 	where    string
 	fullness fullState // writes refused for a full disk (full.go)
+	// queueChurn counts the delivery_queue rows this process's claims and
+	// recordings rewrote or deleted, each leaving a dead row version
+	// behind (see QueueChurn).
+	queueChurn atomic.Int64
 
 	mu     sync.Mutex
 	waiter chan struct{} // closed by wake; nil until someone waits
@@ -416,7 +424,7 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 	if s.group != nil {
 		return s.full(s.group.do(ctx, fn))
 	}
-	sqltx, err := s.writer.BeginTx(ctx, nil)
+	sqltx, err := s.writerFor(ctx).BeginTx(ctx, nil)
 	if err != nil {
 		return s.full(fmt.Errorf("begin: %w", err))
 	}
@@ -503,7 +511,7 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (*sql.Rows
 			return st.QueryContext(ctx, args...)
 		}
 	}
-	return s.db.QueryContext(ctx, q, args...)
+	return s.reader(ctx).QueryContext(ctx, q, args...)
 }
 
 // QueryRow runs a one-row read query outside a transaction.
@@ -514,7 +522,7 @@ func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Ro
 			return st.QueryRowContext(ctx, args...)
 		}
 	}
-	return s.db.QueryRowContext(ctx, q, args...)
+	return s.reader(ctx).QueryRowContext(ctx, q, args...)
 }
 
 // Now is the store's clock.

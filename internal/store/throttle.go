@@ -58,7 +58,7 @@ func (s *Store) ReserveSends(ctx context.Context, webhookID string, interval tim
 	args = append(args, countArgs...)
 	var from, tat int64
 	// One statement on the writer, a transaction of its own.
-	err := s.writer.QueryRowContext(ctx, s.q(`INSERT INTO webhook_throttles (webhook_id, granted_from, tat) VALUES (?, ?, ?)
+	err := s.writerFor(ctx).QueryRowContext(ctx, s.q(`INSERT INTO webhook_throttles (webhook_id, granted_from, tat) VALUES (?, ?, ?)
 ON CONFLICT (webhook_id) DO UPDATE SET granted_from = `+start+`,
   tat = `+start+` + CAST(? AS BIGINT) * `+count+`
 RETURNING granted_from, tat`), args...).Scan(&from, &tat)

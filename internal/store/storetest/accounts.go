@@ -67,8 +67,10 @@ func testAccountsListedAndDeleted(t *testing.T, b *bundle) {
 	if n := b.count(t, `SELECT COUNT(*) FROM webhook_attempts`); n == 0 {
 		t.Fatal("before the delete no attempt is recorded")
 	}
-	if held, err := b.st.StillHeld(b.ctx, claims[1].LogID, claims[1].Lease); err != nil || !held {
-		t.Fatalf("a claimed log before the delete: held %v, %v; want held", held, err)
+	held := store.Held{LogID: claims[1].LogID, Lease: claims[1].Lease}
+	otherLease := store.Held{LogID: claims[1].LogID, Lease: claims[1].Lease + "-another"}
+	if found, err := b.st.StillHeld(b.ctx, []store.Held{held, otherLease}); err != nil || !found[held] || found[otherLease] || len(found) != 1 {
+		t.Fatalf("a claimed log before the delete: found %v, %v; want it held under its own lease only", found, err)
 	}
 
 	if err := b.st.DeleteAccount(b.ctx, b.account.ID); err != nil {
@@ -87,8 +89,8 @@ func testAccountsListedAndDeleted(t *testing.T, b *bundle) {
 	if n := b.count(t, `SELECT COUNT(*) FROM webhook_attempts`); n != 0 {
 		t.Errorf("%d attempts left after their account was deleted", n)
 	}
-	if held, err := b.st.StillHeld(b.ctx, claims[1].LogID, claims[1].Lease); err != nil || held {
-		t.Errorf("a log claimed before its account was deleted: held %v, %v; want not held", held, err)
+	if found, err := b.st.StillHeld(b.ctx, []store.Held{held}); err != nil || found[held] {
+		t.Errorf("a log claimed before its account was deleted: found %v, %v; want not held", found, err)
 	}
 	if _, err := b.st.Account(b.ctx, b.account.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reading the deleted account: %v; want ErrNotFound", err)

@@ -1,0 +1,67 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// An idle herald whose one webhook is stuck (its receiver holds the one
+// attempt its cap allows) with 20,000 logs queued behind it reads a few rows
+// a second, not the backlog: its claims pass over the webhook at its cap,
+// and the probe of the next due time reads one index entry per webhook.
+// Before the queue was split from the history, such a herald read about
+// 20,000 rows a second, and a claim locked 1,024 rows to take one.
+func TestIdleHeraldWithAStuckWebhookReadsFewRows(t *testing.T) {
+	t.Parallel()
+	heraldtest.SkipShort(t, "20,000 logs on PostgreSQL")
+	heraldtest.PostgresHandles(t, 2)
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: heraldtest.PostgresURL(t),
+		Delivery: delivery.Config{PerWebhook: 1, AttemptTimeout: 10 * time.Minute}})
+	rcv := heraldtest.NewReceiver(t)
+	held := rcv.Hold(t)
+	h.CreateWebhook("stuck", rcv.URL, string(event.LicenseCreated))
+	st := h.Server.Store
+	ctx := context.Background()
+	accounts, _, err := st.Accounts(ctx, store.Page{Limit: 1})
+	if err != nil || len(accounts) != 1 {
+		t.Fatalf("accounts: %v, %v", accounts, err)
+	}
+	const queued = 20_000
+	for range queued / 1000 {
+		firings := make([]store.Firing, 1000)
+		for i := range firings {
+			firings[i] = store.Firing{AccountID: accounts[0].ID, Kind: event.LicenseCreated, Data: map[string]int{"n": i}}
+		}
+		if err := st.InTx(ctx, func(tx *store.Tx) error { _, err := tx.FireBatch(ctx, firings); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held.Wait(t, 30*time.Second, "the first attempt")
+
+	db := heraldtest.OpenDB(t, h.Options.DatabaseURL)
+	read := func() int {
+		// Rows fetched from the queue and the logs by any scan, as the
+		// statistics of herald's connections have reported them.
+		return db.Int(`SELECT COALESCE(SUM(COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0)), 0) FROM pg_stat_user_tables
+WHERE schemaname = current_schema() AND (relname = 'delivery_queue' OR relname LIKE 'webhook_event_logs%')`)
+	}
+	// A connection reports its statistics within a second of a statement,
+	// or when idle for longer: wait out the firing's reports first.
+	time.Sleep(3 * time.Second)
+	before, start := read(), time.Now()
+	time.Sleep(6 * time.Second)
+	rows, secs := read()-before, time.Since(start).Seconds()
+	if rows > 2_000 {
+		t.Errorf("an idle herald read %d rows of the queue and the logs in %.0f s with %d logs behind a stuck webhook; want a few a second", rows, secs, queued)
+	}
+	t.Logf("%d rows read in %.1f s", rows, secs)
+	if n := rcv.Count(); n != 1 {
+		t.Errorf("the receiver got %d requests; want the one its cap allows", n)
+	}
+}
