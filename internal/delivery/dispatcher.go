@@ -420,6 +420,15 @@ func (d *Dispatcher) renewLapsed() bool {
 // webhook must have a quarter of its room free, or a full process a quarter
 // of a batch, or nothing be in flight.
 func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full, short bool) {
+	// Woken already (events fired since the claim, as under a busy API):
+	// no probe of the next due time, which the wake-up makes moot.
+	select {
+	case <-ctx.Done():
+		return
+	case <-wait:
+		return
+	default:
+	}
 	delay := d.cfg.PollInterval
 	if !full {
 		if due, ok, err := d.store.NextDue(ctx); err == nil && ok {
