@@ -160,7 +160,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	// costs against a scan of the whole queue: without statistics (a queue
 	// that grew since herald last analysed it) it scanned the queue once
 	// per webhook at every sleep, 20,000 rows a second behind one stuck
-	// webhook (TestIdleHeraldWithAStuckWebhookReadsFewRows).
+	// webhook (server.TestIdleHeraldWithAStuckWebhookReadsFewRows).
 	err := s.QueryRow(ctx, `SELECT MIN((SELECT q.due_at FROM delivery_queue q WHERE q.webhook_id = w.id ORDER BY q.due_at LIMIT 1)) FROM webhooks w`).Scan(&due)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)

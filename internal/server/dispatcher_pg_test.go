@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,5 +64,62 @@ WHERE schemaname = current_schema() AND (relname = 'delivery_queue' OR relname L
 	t.Logf("%d rows read in %.1f s", rows, secs)
 	if n := rcv.Count(); n != 1 {
 		t.Errorf("the receiver got %d requests; want the one its cap allows", n)
+	}
+}
+
+// On PostgreSQL the dispatcher has connections of its own: with every
+// connection of the main pool held by transactions that do not end (a
+// saturated API), attempts in flight are recorded and the logs queued
+// behind them are claimed, sent and recorded all the same.
+func TestDeliveriesGoOnWhileTheAPIHoldsEveryConnection(t *testing.T) {
+	t.Parallel()
+	heraldtest.SkipShort(t, "a herald on PostgreSQL")
+	heraldtest.PostgresHandles(t, 2)
+	h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: heraldtest.PostgresURL(t)})
+	rcv := heraldtest.NewReceiver(t)
+	held := rcv.Hold(t)
+	hook := h.CreateWebhook("w", rcv.URL, string(event.LicenseCreated))
+	var product struct{ ID string }
+	h.Must(201, "POST", "/v3/products", map[string]any{"name": "P"}, &product)
+	const events = 20
+	for range events {
+		h.Must(201, "POST", "/v3/licenses", map[string]any{"productId": product.ID}, nil)
+	}
+	held.Wait(t, 30*time.Second, "the first attempt")
+
+	// Take every connection of the main pool, and keep them.
+	st := h.Server.Store
+	g, err := st.Gauges(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainPool := g.DB.MaxOpenConnections
+	if g.DeliveryDB.MaxOpenConnections == 0 {
+		t.Fatalf("pools: main %d, the dispatcher's none; want one of its own", mainPool)
+	}
+	block := make(chan struct{})
+	var inside, holders sync.WaitGroup
+	inside.Add(mainPool)
+	for range mainPool {
+		holders.Add(1)
+		go func() {
+			defer holders.Done()
+			st.InTx(context.Background(), func(*store.Tx) error {
+				inside.Done()
+				<-block
+				return nil
+			})
+		}()
+	}
+	inside.Wait()
+	t.Cleanup(func() { close(block); holders.Wait() })
+
+	held.Release()
+	db := heraldtest.OpenDB(t, h.Options.DatabaseURL)
+	heraldtest.Eventually(t, 60*time.Second, "every log delivered and recorded", func() bool {
+		return db.Int(`SELECT COUNT(*) FROM webhook_event_logs WHERE webhook_id = ? AND status = 'succeeded'`, hook.ID) == events
+	})
+	if n := db.Int(`SELECT COUNT(*) FROM delivery_queue`); n != 0 {
+		t.Errorf("%d logs still queued", n)
 	}
 }
