@@ -22,6 +22,10 @@ import (
 // that fires while resends are in flight is attempted at once, not after
 // them.
 
+// recoveryLookEvery is how often at most a woken RunRecoveries looks for a
+// recovery to take up.
+const recoveryLookEvery = 100 * time.Millisecond
+
 // RunRecoveries takes up and runs recoveries, one at a time, until ctx is
 // done. Resends in flight at a stop finish and are recorded; a recovery not
 // finished is released, for the next process to take up at once.
@@ -29,6 +33,7 @@ func (d *Dispatcher) RunRecoveries(ctx context.Context) {
 	for ctx.Err() == nil {
 		wait := d.store.Wait() // before looking, so no wake-up is missed
 		lease := store.NewID()
+		looked := time.Now()
 		r, ok, err := d.store.AcquireRecovery(ctx, lease, d.cfg.Now().Add(d.cfg.Lease))
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Error("look for recoveries", "err", err)
@@ -38,6 +43,17 @@ func (d *Dispatcher) RunRecoveries(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 			case <-wait:
+				// The wake-up that starts a recovery is the one every
+				// fired event gives: under a busy API it comes hundreds of
+				// times a second, and a look at each was a statement per
+				// event. A recovery waits at most recoveryLookEvery.
+				if rest := recoveryLookEvery - time.Since(looked); rest > 0 {
+					t.Reset(rest)
+					select {
+					case <-ctx.Done():
+					case <-t.C:
+					}
+				}
 			case <-t.C:
 			}
 			t.Stop()
