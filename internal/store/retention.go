@@ -23,7 +23,7 @@ func (s *Store) PurgeLogs(ctx context.Context, before time.Time, limit int) (int
   SELECT id FROM webhook_event_logs
   WHERE completed_at < ? AND status IN ('succeeded', 'failed', 'cancelled')
   ORDER BY completed_at LIMIT ?)
-RETURNING event_id`
+RETURNING id, event_id`
 	if s.eng.name() == "postgres" {
 		q = `DELETE FROM webhook_event_logs WHERE id IN (
   SELECT p.id FROM accounts a CROSS JOIN LATERAL (
@@ -33,7 +33,7 @@ RETURNING event_id`
       AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = l.id)
     ORDER BY l.created_at LIMIT CAST(? AS INTEGER) FOR UPDATE SKIP LOCKED) p
   LIMIT CAST(? AS INTEGER))
-RETURNING event_id`
+RETURNING id, event_id`
 	}
 	var n int
 	err := s.InTx(ctx, func(tx *Tx) error {
@@ -45,11 +45,34 @@ RETURNING event_id`
 		if err != nil {
 			return err
 		}
-		events, err := scanIDs(rows)
-		if err != nil {
+		var logs, events []string
+		for rows.Next() {
+			var id, event string
+			if err := rows.Scan(&id, &event); err != nil {
+				rows.Close()
+				return err
+			}
+			logs, events = append(logs, id), append(events, event)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
 		}
-		n = len(events)
+		n = len(logs)
+		if n == 0 {
+			return nil
+		}
+		// What the foreign keys' cascades did before PostgreSQL's history
+		// was partitioned (decision 0090); on SQLite the cascades still do
+		// it, and these find nothing left.
+		for _, q := range []string{
+			`DELETE FROM webhook_attempts WHERE log_id IN (SELECT value FROM json_texts(?))`,
+			`DELETE FROM recovery_logs WHERE log_id IN (SELECT value FROM json_texts(?))`,
+		} {
+			if _, err := tx.Exec(ctx, q, jsonTexts(logs)); err != nil {
+				return err
+			}
+		}
 		_, err = tx.deleteOrphanEvents(ctx, events)
 		return err
 	})

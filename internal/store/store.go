@@ -164,6 +164,14 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 	if s.eng.name() == "sqlite" {
 		s.group = newCommitter(s)
 	}
+	if upTo == 0 || upTo >= 70 {
+		// The server goes on making them (MakePartitionsAhead); every
+		// other command that writes history finds them made too. A miss
+		// costs nothing that the default partition does not catch.
+		if err := s.MakePartitionsAhead(ctx); err != nil {
+			s.log.Warn("partitions ahead not made; rows go to the default partition until they are", "err", err)
+		}
+	}
 	return s, nil
 }
 
