@@ -100,7 +100,7 @@ func Purge(ctx context.Context, st *store.Store, cfg Config) (logs, events int, 
 	for _, d := range days {
 		logs += d.Logs
 		events += d.Events
-		cfg.Logger.Info("retention: dropped a day of history", "day", d.Day.Format(time.DateOnly), "logs", d.Logs, "events", d.Events)
+		cfg.Logger.Debug("retention: dropped a day of history", "day", d.Day.Format(time.DateOnly), "logs", d.Logs, "events", d.Events)
 	}
 	if err != nil {
 		return logs, events, err

@@ -237,9 +237,15 @@ func (s *Store) DropDays(ctx context.Context, before time.Time) ([]DroppedDay, e
 	if err != nil {
 		return nil, fmt.Errorf("drop days: %w", err)
 	}
+	// Never today's or a later day's, whatever the store's clock says:
+	// the ids, and so the days, follow the wall clock.
+	last := before
+	if today := Day(time.Now()); last.After(today) {
+		last = today
+	}
 	var days []time.Time
 	for d := range have {
-		if !d.Add(day).After(before) {
+		if !d.Add(day).After(last) {
 			days = append(days, d)
 		}
 	}
