@@ -43,14 +43,34 @@ func Day(t time.Time) time.Time {
 // millisecond and at or before every id made from it on. Day D's partition
 // holds [DayBound(D), DayBound(D+1)).
 func DayBound(t time.Time) string {
-	ms := uint64(Day(t).UnixMilli())
-	h := fmt.Sprintf("%012x", ms&(1<<48-1))
+	return IDBound(Day(t))
+}
+
+// IDBound returns the least UUIDv7 text id of t's millisecond: every id
+// made before it sorts before it, every id made at or after it sorts at or
+// after it.
+func IDBound(t time.Time) string {
+	ms := max(t.UnixMilli(), 0) // UUIDv7 has no time before 1970
+	h := fmt.Sprintf("%012x", uint64(ms)&(1<<48-1))
 	return h[:8] + "-" + h[8:] + "-7000-8000-000000000000"
 }
+
+// idSlack is how far a log's id may be made after its created_at (the
+// firing transaction's clock is read before its ids are made) or an event's
+// logs after the event: the margin of the id bounds that let a filter by
+// time or by event prune the history's partitions.
+const idSlack = time.Hour
 
 // DayOfID returns the UTC day in which a UUIDv7 text id was made, and false
 // for an id of any other shape (such an id lands in the default partition).
 func DayOfID(id string) (time.Time, bool) {
+	t, ok := timeOfIDOK(id)
+	return Day(t), ok
+}
+
+// timeOfIDOK returns the millisecond a UUIDv7 text id was made in, and
+// false for an id of another shape.
+func timeOfIDOK(id string) (time.Time, bool) {
 	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[14] != '7' || id[18] != '-' || id[23] != '-' {
 		return time.Time{}, false
 	}
@@ -67,7 +87,7 @@ func DayOfID(id string) (time.Time, bool) {
 		}
 		ms = ms<<4 | v
 	}
-	return Day(time.UnixMilli(ms)), true
+	return time.UnixMilli(ms).UTC(), true
 }
 
 // NewIDAt returns a UUIDv7 text id of time t, as NewID makes one of now.

@@ -81,7 +81,10 @@ type Store struct {
 	writer *sql.DB // the one connection SQLite writes through
 	box    *secret.Box
 	now    func() time.Time
-	log    *slog.Logger
+	// wallClock is set when now is the wall clock, which makes the ids
+	// (NewID reads the wall clock) agree with the times stored beside them.
+	wallClock bool
+	log       *slog.Logger
 	// onFired is Options.OnFired.
 	onFired func([]event.Kind)
 	// onEmail is Options.OnEmail.
@@ -137,7 +140,7 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 	}
 	s := &Store{box: box, now: opts.Now, log: opts.Logger, onFired: opts.OnFired, onEmail: opts.OnEmail}
 	if s.now == nil {
-		s.now = time.Now
+		s.now, s.wallClock = time.Now, true
 	}
 	if s.log == nil {
 		s.log = slog.Default()
