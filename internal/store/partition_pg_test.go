@@ -19,7 +19,11 @@ func pgStore(t *testing.T, now *time.Time) (*store.Store, store.Account, store.W
 	url := testdb.PostgresURL(t)
 	ctx := context.Background()
 	var mu sync.Mutex
-	st, err := store.Open(ctx, url, store.Options{Key: make([]byte, 32), Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return *now }})
+	opts := store.Options{Key: make([]byte, 32), Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return *now }}
+	if now == nil { // the wall clock, as herald serve has it
+		opts.Now = nil
+	}
+	st, err := store.Open(ctx, url, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,5 +352,87 @@ func TestRetentionDropsWholeDaysButNotWaitingLogs(t *testing.T) {
 	}
 	if logs != 1+len(recent) {
 		t.Errorf("purged %d logs; want the once waiting one and the recent ones", logs)
+	}
+}
+
+// TestTimeAndEventFiltersFindEveryLogOfTheirRange: on the wall clock the
+// filters by creation time and by event bound the log id too (so that
+// PostgreSQL reads only the days in range); they still find every log in
+// range, one created a moment before midnight whose id was made after it
+// included, and none outside.
+func TestTimeAndEventFiltersFindEveryLogOfTheirRange(t *testing.T) {
+	t.Parallel()
+	st, acct, hook := pgStore(t, nil)
+	ctx := context.Background()
+	today := store.Day(time.Now())
+	d1, d2, d3 := today.AddDate(0, 0, -3), today.AddDate(0, 0, -2), today.AddDate(0, 0, -1)
+	if err := st.MakePartitions(ctx, d1, today); err != nil {
+		t.Fatal(err)
+	}
+	ev1, first := history(t, st, acct, hook, d1.Add(time.Hour), d1.Add(time.Hour), 2, d1.Add(2*time.Hour))
+	_, second := history(t, st, acct, hook, d2.Add(time.Hour), d2.Add(time.Hour), 3, d2.Add(2*time.Hour))
+	_, third := history(t, st, acct, hook, d3.Add(time.Hour), d3.Add(time.Hour), 1, d3.Add(2*time.Hour))
+	// Created a millisecond before d2, its id made ten minutes later (a
+	// firing transaction that waited): in d2's partition, of d1 by time.
+	lateEv, late := history(t, st, acct, hook, d2.Add(-time.Millisecond), d2.Add(10*time.Minute), 1, d2.Add(time.Hour))
+	if err := st.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET created_at = ? WHERE id = ?`, store.MS(d2.Add(-time.Millisecond)), late[0])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(f store.LogFilter) map[string]bool {
+		t.Helper()
+		f.Limit = 100
+		list, _, err := st.Logs(ctx, acct.ID, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := st.CountLogs(ctx, acct.ID, f, 1000)
+		if err != nil || n != len(list) {
+			t.Errorf("count %d, %v; the list has %d", n, err, len(list))
+		}
+		got := map[string]bool{}
+		for _, l := range list {
+			got[l.ID] = true
+		}
+		return got
+	}
+	set := func(lists ...[]string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range lists {
+			for _, id := range l {
+				m[id] = true
+			}
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		f    store.LogFilter
+		want map[string]bool
+	}{
+		{"the first day", store.LogFilter{From: d1, To: d2}, set(first, late)},
+		{"the second day", store.LogFilter{From: d2, To: d3}, set(second)},
+		{"from the second day", store.LogFilter{From: d2}, set(second, third)},
+		{"until the second day", store.LogFilter{To: d2}, set(first, late)},
+		{"an hour of the first day", store.LogFilter{From: d1.Add(time.Hour), To: d1.Add(time.Hour + time.Second)}, set(first)},
+		{"an event", store.LogFilter{EventID: ev1}, set(first)},
+		{"an event of a moment before midnight", store.LogFilter{EventID: lateEv}, set(late)},
+		{"an event and a day it is not of", store.LogFilter{EventID: ev1, From: d2}, set()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ids(tt.f); len(got) != len(tt.want) || !func() bool {
+				for id := range tt.want {
+					if !got[id] {
+						return false
+					}
+				}
+				return true
+			}() {
+				t.Errorf("got %v; want %v", got, tt.want)
+			}
+		})
 	}
 }
