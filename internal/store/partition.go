@@ -157,10 +157,35 @@ func (s *Store) MakePartitions(ctx context.Context, from, to time.Time) error {
 }
 
 // MakePartitionsAhead makes the partitions of today through PartitionsAhead
-// days after it, by the wall clock, as NewID reads it.
+// days after it, by the wall clock, as NewID reads it, and analyses those
+// of the two days before today that never were: a partition is made empty,
+// and where autovacuum is off (as at some operators') nothing else would
+// give the planner its statistics once its day is written.
 func (s *Store) MakePartitionsAhead(ctx context.Context) error {
 	now := time.Now()
-	return s.MakePartitions(ctx, now, now.Add(PartitionsAhead*day))
+	if err := s.MakePartitions(ctx, now, now.Add(PartitionsAhead*day)); err != nil {
+		return err
+	}
+	if s.eng.name() != "postgres" {
+		return nil
+	}
+	for _, d := range []time.Time{Day(now).Add(-2 * day), Day(now).Add(-day)} {
+		for _, t := range historyTables {
+			name := partitionName(t.name, d)
+			var never bool
+			err := s.db.QueryRowContext(ctx, `SELECT COALESCE((SELECT reltuples < 0 FROM pg_class WHERE oid = to_regclass($1)), false)`, name).Scan(&never)
+			if err != nil {
+				return fmt.Errorf("analyse %s: %w", name, err)
+			}
+			if !never {
+				continue
+			}
+			if _, err := s.db.ExecContext(ctx, `ANALYZE `+name); err != nil {
+				return fmt.Errorf("analyse %s: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // querier is what both *sql.DB and *sql.Tx offer.

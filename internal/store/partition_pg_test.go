@@ -118,6 +118,32 @@ func TestPartitionsAreMadeAheadAndRowsLandInTheirDay(t *testing.T) {
 		}
 	}
 
+	// Yesterday's partitions, made empty ahead of it and written since,
+	// are analysed by the next making (a never analysed table has
+	// reltuples -1).
+	yesterday := today.AddDate(0, 0, -1)
+	if err := st.MakePartitions(ctx, yesterday, yesterday); err != nil {
+		t.Fatal(err)
+	}
+	history(t, st, acct, hook, yesterday.Add(time.Hour), yesterday.Add(time.Hour), 3, yesterday.Add(2*time.Hour))
+	tuples := func() int {
+		t.Helper()
+		var n int
+		if err := st.QueryRow(ctx, `SELECT CAST(reltuples AS INTEGER) FROM pg_class WHERE oid = to_regclass(?)`, partition("webhook_event_logs", yesterday)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := tuples(); n != -1 {
+		t.Fatalf("yesterday's logs show %d tuples before; want -1, never analysed", n)
+	}
+	if err := st.MakePartitionsAhead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := tuples(); n != 3 {
+		t.Errorf("yesterday's logs show %d tuples after the making; want 3, analysed", n)
+	}
+
 	// A day the maker has not reached: its rows wait in the default.
 	later := today.AddDate(0, 0, 30).Add(5 * time.Hour)
 	ev, lg := store.NewIDAt(later), store.NewIDAt(later.Add(time.Millisecond))
