@@ -130,7 +130,10 @@ FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.lsn, &s.commi
 	if err != nil {
 		return s, fmt.Errorf("postgres cost: %w", err)
 	}
-	rows, err := m.conn.Query(ctx, `SELECT t.relname, t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd, t.n_tup_del,
+	// A partition (the history's days, decision 0090) counts as its
+	// table: its writes are added up, and it has the table's indexes.
+	rows, err := m.conn.Query(ctx, `SELECT COALESCE((SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = t.relid), t.relname),
+  t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd, t.n_tup_del,
   (SELECT count(*) FROM pg_index i WHERE i.indrelid = t.relid)
 FROM pg_stat_user_tables t WHERE t.schemaname = $1`, m.schema)
 	if err != nil {
@@ -141,7 +144,13 @@ FROM pg_stat_user_tables t WHERE t.schemaname = $1`, m.schema)
 		if err := rows.Scan(&t.Table, &t.Inserts, &t.Updates, &t.HOTUpdates, &t.Deletes, &t.Indexes); err != nil {
 			return s, fmt.Errorf("postgres cost: %w", err)
 		}
-		s.tables[t.Table] = t
+		sum := s.tables[t.Table]
+		sum.Table, sum.Indexes = t.Table, t.Indexes
+		sum.Inserts += t.Inserts
+		sum.Updates += t.Updates
+		sum.HOTUpdates += t.HOTUpdates
+		sum.Deletes += t.Deletes
+		s.tables[t.Table] = sum
 	}
 	if err := rows.Err(); err != nil {
 		return s, fmt.Errorf("postgres cost: %w", err)

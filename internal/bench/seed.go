@@ -132,6 +132,11 @@ func (h history) seed(ctx context.Context, st *store.Store, dbURL string, analyz
 		}
 		defer pg.Close(ctx)
 	}
+	// The history's days are partitions on PostgreSQL: the seeded past
+	// gets its own, as herald would have made them day by day.
+	if err := st.MakePartitions(ctx, h.now.Add(-time.Duration(h.days)*24*time.Hour), h.now); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
 	var lastEvent string
 	chunk := cmp.Or(h.chunk, seedChunk)
 	for from := 0; from < h.logs; from += chunk {

@@ -53,6 +53,15 @@ func TestSeedWritesTheHistoryAsked(t *testing.T) {
 		if err != nil || n != 2_500 {
 			t.Errorf("count: %d, %v; want 2500", n, err)
 		}
+		if st.Engine() == "postgres" {
+			// Each seeded day's logs are in that day's partition, as
+			// herald would have written them; none waits in the default.
+			var days, stray int
+			if err := st.QueryRow(ctx, `SELECT COUNT(DISTINCT tableoid), COUNT(*) FILTER (WHERE tableoid = to_regclass('webhook_event_logs_default'))
+FROM webhook_event_logs`).Scan(&days, &stray); err != nil || days < 30 || stray != 0 {
+				t.Errorf("the seeded logs lie in %d partitions, %d in the default, %v; want 30 or 31 days and none there", days, stray, err)
+			}
+		}
 		failed, _, err := st.CountLogs(ctx, a.ID, store.LogFilter{Status: store.Failed}, 1_000_000)
 		if err != nil || failed != 2_500/failedEvery {
 			t.Errorf("failed: %d, %v; want %d", failed, err, 2_500/failedEvery)

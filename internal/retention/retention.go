@@ -3,7 +3,10 @@
 // configured retention, with their attempts, and then the events no log
 // refers to any more. It never removes a queued, pending or retrying log, and
 // it deletes in small batches, each its own short transaction with a pause
-// after it, so that delivery and the API never wait long behind it. It also
+// after it, so that delivery and the API never wait long behind it. On
+// PostgreSQL, where the history is partitioned by day, it first drops the
+// partitions of each whole day past the retention that no waiting log holds
+// (store.DropDays), which deletes no row one by one. It also
 // removes API idempotency keys older than their 24 hours, and erases the old
 // webhook tokens of rotations whose overlap has ended.
 package retention
@@ -90,6 +93,18 @@ func Purge(ctx context.Context, st *store.Store, cfg Config) (logs, events int, 
 		return 0, 0, fmt.Errorf("retention: Keep must be positive")
 	}
 	before := st.Now().Add(-cfg.Keep)
+	// On PostgreSQL whole days go first, each by dropping its partitions;
+	// what they could not take (a day that still holds a waiting log, the
+	// default partition, and SQLite's tables) goes row by row below.
+	days, err := st.DropDays(ctx, before)
+	for _, d := range days {
+		logs += d.Logs
+		events += d.Events
+		cfg.Logger.Debug("retention: dropped a day of history", "day", d.Day.Format(time.DateOnly), "logs", d.Logs, "events", d.Events)
+	}
+	if err != nil {
+		return logs, events, err
+	}
 	for {
 		n, err := st.PurgeLogs(ctx, before, cfg.Batch)
 		logs += n

@@ -533,6 +533,28 @@ func (s *Server) vacuumQueue(ctx context.Context) {
 	}
 }
 
+// PartitionsEvery is how often the server makes the history's day
+// partitions ahead on PostgreSQL (store.MakePartitionsAhead): hourly, so a
+// week ahead is never nearer than six days and twenty-three hours.
+const PartitionsEvery = time.Hour
+
+// makePartitions runs store.MakePartitionsAhead every PartitionsEvery until
+// ctx is done (the store made them at open too).
+func (s *Server) makePartitions(ctx context.Context) {
+	t := time.NewTicker(PartitionsEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Store.MakePartitionsAhead(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("make the history's partitions ahead; rows go to the default partition until they are", "err", err)
+		}
+	}
+}
+
 // Handler is the whole HTTP surface.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -596,6 +618,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	loop(func() { s.outbox.Run(work) })
 	loop(func() { s.Expiries.Run(work) })
 	loop(func() { s.vacuumQueue(work) })
+	loop(func() { s.makePartitions(work) })
 	loop(func() {
 		// Always: with Keep 0 (logs kept forever) it still removes
 		// expired idempotency keys.

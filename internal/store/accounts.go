@@ -62,7 +62,10 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 		// Events and emails carry account_id without a foreign key (events
 		// are written on the hottest path), so they go explicitly, events
 		// after the logs that reference them.
+		// Attempts have no foreign key on PostgreSQL's partitioned history
+		// (decision 0090): they go before the logs the webhooks take.
 		for _, q := range []string{
+			`DELETE FROM webhook_attempts WHERE log_id IN (SELECT id FROM webhook_event_logs WHERE account_id = ?)`,
 			`DELETE FROM webhooks WHERE account_id = ?`,
 			`DELETE FROM events WHERE account_id = ?`,
 			`DELETE FROM emails WHERE account_id = ?`,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -43,6 +44,13 @@ func (s *Store) migrate(ctx context.Context, upTo int) error {
 	return nil
 }
 
+// migrationSteps are the parts of migrations written in Go, run in the
+// migration's transaction after its SQL: what needs values that only Go
+// computes (the day bounds of partitions, partition.go).
+var migrationSteps = map[string]map[int]func(context.Context, *sql.Tx) error{
+	"postgres": {70: partitionHistory},
+}
+
 func (s *Store) applyMigration(ctx context.Context, version int, text string) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
@@ -66,6 +74,11 @@ func (s *Store) applyMigration(ctx context.Context, version int, text string) er
 	}
 	if _, err := tx.ExecContext(ctx, text); err != nil {
 		return err
+	}
+	if step := migrationSteps[s.eng.name()][version]; step != nil {
+		if err := step(ctx, tx); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`), version, ms(s.now())); err != nil {
 		return err

@@ -162,9 +162,16 @@ func (s *Store) NextRecoveryLogs(ctx context.Context, id, lease string, n int, m
 			_, err := tx.Exec(ctx, `UPDATE recoveries SET status = 'cancelled', finished_at = ?, lease = NULL, lease_until = NULL WHERE id = ?`, now, id)
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT rl.log_id, l.status, COALESCE(l.resend_until, 0) FROM recovery_logs rl
+		q := `SELECT rl.log_id, l.status, COALESCE(l.resend_until, 0) FROM recovery_logs rl
 JOIN webhook_event_logs l ON l.id = rl.log_id
-WHERE rl.recovery_id = ? AND rl.state = 'waiting' ORDER BY rl.log_id LIMIT ?`, id, n)
+WHERE rl.recovery_id = ? AND rl.state = 'waiting' ORDER BY rl.log_id LIMIT ?`
+		if tx.s.eng.name() == "postgres" {
+			// Each log read by its id, in its partition (decision 0090).
+			q = `SELECT rl.log_id, l.status, COALESCE(l.resend_until, 0) FROM recovery_logs rl
+CROSS JOIN LATERAL (SELECT status, resend_until FROM webhook_event_logs WHERE id = rl.log_id OFFSET 0) l
+WHERE rl.recovery_id = ? AND rl.state = 'waiting' ORDER BY rl.log_id LIMIT ?`
+		}
+		rows, err := tx.Query(ctx, q, id, n)
 		if err != nil {
 			return fmt.Errorf("read waiting logs: %w", err)
 		}
@@ -220,9 +227,19 @@ WHERE rl.recovery_id = ? AND rl.state = 'waiting' ORDER BY rl.log_id LIMIT ?`, i
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.Query(ctx, `SELECT `+claimColumns+`
+	q, arg := `SELECT `+claimColumns+`
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
-WHERE l.id IN (SELECT value FROM json_texts(?)) ORDER BY l.id`, jsonTexts(ids))
+WHERE l.id IN (SELECT value FROM json_texts(?)) ORDER BY l.id`, any(jsonTexts(ids))
+	if s.eng.name() == "postgres" {
+		// The logs by an array of their ids and each event by its id, so
+		// that only their partitions are read (decision 0090).
+		q, arg = `SELECT `+claimColumns+`
+FROM webhook_event_logs l
+CROSS JOIN LATERAL (SELECT body, trace_parent FROM events WHERE id = l.event_id OFFSET 0) e
+JOIN webhooks w ON w.id = l.webhook_id
+WHERE l.id = ANY(CAST(? AS text[])) ORDER BY l.id`, ids
+	}
+	rows, err := s.Query(ctx, q, arg)
 	if err != nil {
 		return nil, fmt.Errorf("load logs of recovery %s: %w", id, err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -23,33 +24,70 @@ func (s *Store) PurgeLogs(ctx context.Context, before time.Time, limit int) (int
   SELECT id FROM webhook_event_logs
   WHERE completed_at < ? AND status IN ('succeeded', 'failed', 'cancelled')
   ORDER BY completed_at LIMIT ?)
-RETURNING event_id`
-	if s.eng.name() == "postgres" {
-		q = `DELETE FROM webhook_event_logs WHERE id IN (
-  SELECT p.id FROM accounts a CROSS JOIN LATERAL (
+RETURNING id, event_id`
+	pg := s.eng.name() == "postgres"
+	var n int
+	err := s.InTx(ctx, func(tx *Tx) error {
+		var rows *sql.Rows
+		var err error
+		if pg {
+			// The logs are chosen and locked first, then deleted by an
+			// array of their ids: the history is partitioned by id
+			// (decision 0090), and planned with the array's value the
+			// delete reads only their partitions' index entries, where a
+			// join with the chosen ids could read every partition whole.
+			var ids []string
+			chosen, err := tx.Query(ctx, `SELECT p.id FROM accounts a CROSS JOIN LATERAL (
     SELECT l.id FROM webhook_event_logs l
     WHERE l.account_id = a.id AND l.created_at < CAST(? AS BIGINT) AND l.completed_at < CAST(? AS BIGINT)
       AND l.status IN ('succeeded', 'failed', 'cancelled')
       AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = l.id)
     ORDER BY l.created_at LIMIT CAST(? AS INTEGER) FOR UPDATE SKIP LOCKED) p
-  LIMIT CAST(? AS INTEGER))
-RETURNING event_id`
-	}
-	var n int
-	err := s.InTx(ctx, func(tx *Tx) error {
-		args := []any{ms(before), limit}
-		if s.eng.name() == "postgres" {
-			args = []any{ms(before), ms(before), limit, limit}
-		}
-		rows, err := tx.Query(ctx, q, args...)
-		if err != nil {
+  LIMIT CAST(? AS INTEGER)`, ms(before), ms(before), limit, limit)
+			if err != nil {
+				return err
+			}
+			if ids, err = scanIDs(chosen); err != nil || len(ids) == 0 {
+				return err
+			}
+			rows, err = tx.Query(ctx, `DELETE FROM webhook_event_logs WHERE id = ANY(CAST(? AS text[])) RETURNING id, event_id`, ids)
+			if err != nil {
+				return err
+			}
+		} else if rows, err = tx.Query(ctx, q, ms(before), limit); err != nil {
 			return err
 		}
-		events, err := scanIDs(rows)
-		if err != nil {
+		var logs, events []string
+		for rows.Next() {
+			var id, event string
+			if err := rows.Scan(&id, &event); err != nil {
+				rows.Close()
+				return err
+			}
+			logs, events = append(logs, id), append(events, event)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
 		}
-		n = len(events)
+		n = len(logs)
+		if n == 0 {
+			return nil
+		}
+		// What the foreign keys' cascades did before PostgreSQL's history
+		// was partitioned (decision 0090); on SQLite the cascades still do
+		// it, and these find nothing left.
+		attempts := `DELETE FROM webhook_attempts WHERE log_id IN (SELECT value FROM json_texts(?))`
+		var arg any = jsonTexts(logs)
+		if pg {
+			attempts, arg = `DELETE FROM webhook_attempts WHERE log_id = ANY(CAST(? AS text[]))`, logs
+		}
+		if _, err := tx.Exec(ctx, attempts, arg); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM recovery_logs WHERE log_id IN (SELECT value FROM json_texts(?))`, jsonTexts(logs)); err != nil {
+			return err
+		}
 		_, err = tx.deleteOrphanEvents(ctx, events)
 		return err
 	})
@@ -107,8 +145,13 @@ func (tx *Tx) deleteOrphanEvents(ctx context.Context, ids []string) (int, error)
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	res, err := tx.Exec(ctx, `DELETE FROM events WHERE id IN (SELECT value FROM json_texts(?))
-AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, jsonTexts(ids))
+	q, arg := `DELETE FROM events WHERE id IN (SELECT value FROM json_texts(?))
+AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, any(jsonTexts(ids))
+	if tx.s.eng.name() == "postgres" { // by an array, as in PurgeLogs
+		q, arg = `DELETE FROM events WHERE id = ANY(CAST(? AS text[]))
+AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, ids
+	}
+	res, err := tx.Exec(ctx, q, arg)
 	if err != nil {
 		return 0, err
 	}

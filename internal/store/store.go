@@ -85,7 +85,10 @@ type Store struct {
 	deliveryDB *sql.DB
 	box        *secret.Box
 	now        func() time.Time
-	log        *slog.Logger
+	// wallClock is set when now is the wall clock, which makes the ids
+	// (NewID reads the wall clock) agree with the times stored beside them.
+	wallClock bool
+	log       *slog.Logger
 	// onFired is Options.OnFired.
 	onFired func([]event.Kind)
 	// onEmail is Options.OnEmail.
@@ -145,7 +148,7 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 	}
 	s := &Store{box: box, now: opts.Now, log: opts.Logger, onFired: opts.OnFired, onEmail: opts.OnEmail}
 	if s.now == nil {
-		s.now = time.Now
+		s.now, s.wallClock = time.Now, true
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -171,6 +174,14 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 	}
 	if s.eng.name() == "sqlite" {
 		s.group = newCommitter(s)
+	}
+	if upTo == 0 || upTo >= 70 {
+		// The server goes on making them (MakePartitionsAhead); every
+		// other command that writes history finds them made too. A miss
+		// costs nothing that the default partition does not catch.
+		if err := s.MakePartitionsAhead(ctx); err != nil {
+			s.log.Warn("partitions ahead not made; rows go to the default partition until they are", "err", err)
+		}
 	}
 	return s, nil
 }

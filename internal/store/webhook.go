@@ -395,6 +395,13 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 // DeleteWebhook removes a webhook and its event logs.
 func (s *Store) DeleteWebhook(ctx context.Context, accountID, id string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
+		// The logs go by the foreign key's cascade; their attempts, which
+		// have no foreign key on PostgreSQL's partitioned history
+		// (decision 0090), go here first.
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_attempts WHERE log_id IN (
+  SELECT id FROM webhook_event_logs WHERE account_id = ? AND webhook_id = ?)`, accountID, id); err != nil {
+			return fmt.Errorf("delete webhook: attempts: %w", err)
+		}
 		res, err := tx.Exec(ctx, `DELETE FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id)
 		if err != nil {
 			return fmt.Errorf("delete webhook: %w", err)

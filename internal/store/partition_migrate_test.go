@@ -1,0 +1,171 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
+)
+
+// TestMigrationPartitionsTheHistoryKeepingEveryLog: a PostgreSQL database
+// written before the history was partitioned (migration 0070) keeps every
+// event, log, attempt and recovery entry, each in the partition of its
+// id's day (one of another shape in the default partition), the tables
+// analysed; the waiting logs keep their places in the queue and are
+// delivered, and the undelivered count is what it was.
+func TestMigrationPartitionsTheHistoryKeepingEveryLog(t *testing.T) {
+	t.Parallel()
+	testdb.PostgresHandles(t, 1)
+	url := testdb.PostgresURL(t)
+	ctx := context.Background()
+	real := time.Now().UTC()
+	now := real
+	opts := store.Options{Key: make([]byte, 32), Now: func() time.Time { return now }}
+	old, err := store.OpenAtVersion(ctx, url, opts, 65)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, err := old.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, err := old.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := store.MS(now)
+	today := store.Day(real)
+	logs := []struct {
+		name, status string
+		made         time.Time
+		attempts     int
+		due          any // in the queue when set
+		completed    any
+		undelivered  any
+	}{
+		{"delivered", "succeeded", today.AddDate(0, 0, -3).Add(time.Hour), 1, nil, at - 60_000, nil},
+		{"failed", "failed", today.AddDate(0, 0, -3).Add(2 * time.Hour), 5, nil, at - 60_000, at - 60_000},
+		{"queued", "queued", today.AddDate(0, 0, -2).Add(time.Hour), 0, at - 1000, nil, nil},
+		{"later", "retrying", today.AddDate(0, 0, -1).Add(time.Hour), 1, at + 3_600_000, nil, nil},
+		{"legacy", "succeeded", time.Time{}, 1, nil, at - 60_000, nil},
+	}
+	ids, events := map[string]string{}, map[string]string{}
+	err = old.InTx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE webhooks SET left_healthy_at = 0, status = 'Unhealthy' WHERE id = ?`, hook.ID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO recoveries (id, account_id, webhook_id, status, since_at, statuses, total, created_at) VALUES ('r', ?, ?, 'done', 0, '[]', 1, 0)`, acct.ID, hook.ID); err != nil {
+			return err
+		}
+		for _, l := range logs {
+			ids[l.name], events[l.name] = "legacy-log", "legacy-event"
+			if !l.made.IsZero() {
+				ids[l.name], events[l.name] = store.NewIDAt(l.made.Add(time.Millisecond)), store.NewIDAt(l.made)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, 'license.created', ?, ?)`,
+				events[l.name], acct.ID, []byte(`{"n":1}`), at); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count,
+  created_at, updated_at, completed_at, undelivered_at) VALUES (?, ?, ?, ?, 'license.created', ?, ?, ?, ?, ?, ?)`,
+				ids[l.name], acct.ID, hook.ID, events[l.name], l.status, l.attempts, at-120_000, at-120_000, l.completed, l.undelivered); err != nil {
+				return err
+			}
+			for n := 1; n <= l.attempts; n++ {
+				if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, status_code, duration_ms, response_body)
+VALUES (?, ?, 'automatic', ?, 503, 5, '')`, ids[l.name], n, at-100_000); err != nil {
+					return err
+				}
+			}
+			if l.due != nil {
+				if _, err := tx.Exec(ctx, `INSERT INTO delivery_queue (log_id, webhook_id, due_at, attempts) VALUES (?, ?, ?, ?)`, ids[l.name], hook.ID, l.due, l.attempts); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO recovery_logs (recovery_id, log_id, state) VALUES ('r', ?, 'sent')`, ids["failed"])
+		return err
+	})
+	old.Close()
+	if err != nil {
+		t.Fatalf("write as version 65: %v", err)
+	}
+
+	st, err := store.Open(ctx, url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, l := range logs {
+		got, err := st.Log(ctx, acct.ID, ids[l.name])
+		if err != nil || string(got.Status) != l.status || len(got.Attempts) != l.attempts {
+			t.Errorf("the %s log after migration: %s with %d attempts, %v; want %s with %d", l.name, got.Status, len(got.Attempts), err, l.status, l.attempts)
+		}
+		want := map[bool]string{true: "_default", false: "_p" + l.made.Format("20060102")}[l.made.IsZero()]
+		for _, c := range []struct{ table, key, id string }{
+			{"events", "id", events[l.name]}, {"webhook_event_logs", "id", ids[l.name]},
+		} {
+			if got := where(t, st, c.table, c.key, c.id); got != c.table+want {
+				t.Errorf("the %s log's %s row is in %s; want %s", l.name, c.table, got, c.table+want)
+			}
+		}
+		if l.attempts > 0 {
+			if got := where(t, st, "webhook_attempts", "log_id", ids[l.name]); got != "webhook_attempts"+want {
+				t.Errorf("the %s log's attempts are in %s; want %s", l.name, got, "webhook_attempts"+want)
+			}
+		}
+	}
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := st.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	if n := count(`SELECT COUNT(*) FROM recovery_logs WHERE log_id = ?`, ids["failed"]); n != 1 {
+		t.Errorf("%d recovery entries of the failed log; want 1", n)
+	}
+	for _, name := range []string{"events_unpartitioned", "webhook_event_logs_unpartitioned", "webhook_attempts_unpartitioned"} {
+		if exists(t, st, name) {
+			t.Errorf("%s is left over", name)
+		}
+	}
+	// Analysed: a table never analysed has reltuples -1.
+	if n := count(`SELECT CAST(reltuples AS INTEGER) FROM pg_class WHERE oid = to_regclass(?)`, partition("webhook_event_logs", today.AddDate(0, 0, -3))); n != 2 {
+		t.Errorf("the statistics count %d logs of three days ago; want 2", n)
+	}
+	for i := range store.PartitionsAhead + 1 {
+		if name := partition("webhook_event_logs", today.AddDate(0, 0, i)); !exists(t, st, name) {
+			t.Errorf("%s was not made", name)
+		}
+	}
+	if w, err := st.Webhook(ctx, acct.ID, hook.ID); err != nil || w.UndeliveredCount != 1 {
+		t.Errorf("undelivered count after migration: %d, %v; want 1", w.UndeliveredCount, err)
+	}
+	g, err := st.Gauges(ctx)
+	if err != nil || g.Backlog[store.Queued] != 1 || g.Backlog[store.Retrying] != 1 {
+		t.Errorf("gauges after migration: %+v, %v; want 1 queued, 1 retrying", g.Backlog, err)
+	}
+	code := 200
+	for _, step := range []struct {
+		at   time.Time
+		name string
+	}{{now, "queued"}, {now.Add(2 * time.Hour), "later"}} {
+		claims, err := st.Claim(ctx, store.ClaimParams{Now: step.at, LeaseUntil: step.at.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+		if err != nil || len(claims) != 1 || claims[0].LogID != ids[step.name] {
+			t.Fatalf("claimed %v, %v at %v; want the %s log", claims, err, step.at, step.name)
+		}
+		if _, err := st.Complete(ctx, []store.Outcome{{LogID: claims[0].LogID, WebhookID: hook.ID, Lease: claims[0].Lease, Trigger: store.TriggerAutomatic,
+			Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: step.at, StatusCode: &code}}}, 50); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := st.Log(ctx, acct.ID, ids[step.name]); err != nil || l.Status != store.Succeeded {
+			t.Errorf("the migrated %s log after its delivery: %s, %v; want succeeded", step.name, l.Status, err)
+		}
+	}
+}
