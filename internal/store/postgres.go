@@ -66,7 +66,7 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 	}
 	e := &postgresEngine{db: db, announcer: startAnnouncer(db, notifyChannel, s.log), expiries: startAnnouncer(db, expiryChannel, s.log)}
 	if deliverySize > 0 {
-		e.deliveryDB = openPool(planEachTime(*cfg), deliverySize)
+		e.deliveryDB = openPool(noWholeTableScans(*cfg), deliverySize)
 	}
 	e.listener = startListener(cfg, map[string]func(){notifyChannel: s.wake, expiryChannel: s.wakeExpiries}, s.log)
 	s.eng = e
@@ -74,29 +74,21 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 	return nil
 }
 
-// planEachTime has each statement planned when it runs, for its own
-// arguments and the tables' sizes as they are then, never from a plan its
-// prepared statement cached. The dispatcher's statements run hundreds of
-// times a second from the moment herald starts, when its tables are empty:
-// a cached plan costed for empty tables (a statement without parameters
-// keeps its first plan; one with them takes a generic plan after five runs)
-// lasts until the tables' statistics change, which without autovacuum may
-// be never. So planned, a claim scanned the whole queue for each webhook
-// and every log for each row it took (0.5 s a claim at 13,000 logs), and the
-// probe of the next due time read the whole queue at every sleep
-// (BENCHMARKS.md, TestIdleHeraldWithAStuckWebhookReadsFewRows). Planning
-// anew costs a fraction of a millisecond, and this pool's connections make
-// a few statements per batch of deliveries. And since every statement of
-// the dispatcher's has an index made for it, a scan of a whole table is
-// priced out (enable_seqscan off): a plan costed on statistics that
-// under-count the queue took the claim's update as a hash join over the
-// whole queue, reading 20,000 rows a second behind one stuck webhook.
-func planEachTime(cfg pgx.ConnConfig) pgx.ConnConfig {
-	if cfg.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
-		// Not when the URL chose a mode (a transaction pooler's exec, say):
-		// those plan each time too.
-		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
-	}
+// noWholeTableScans prices a scan of a whole table out of every plan of the
+// dispatcher's connections (enable_seqscan off): each of its statements
+// has an index made for it, so such a scan can only come from a mistaken
+// estimate, and the estimates its plans are cached with are those of the
+// moment herald started, when its tables were empty. A prepared statement
+// keeps its plan (at once without parameters, after five runs with them)
+// until the tables' statistics change, which without autovacuum may be
+// never. So planned, a claim took its update as a hash join over the whole
+// queue and read every log for each row it took (0.5 s a claim at 13,000
+// logs), and the probe of the next due time read the whole queue at every
+// sleep (BENCHMARKS.md, TestIdleHeraldWithAStuckWebhookReadsFewRows).
+// Planning each statement anew would also have cured it, but over the
+// history's day partitions a plan costs more than the statement (PostgreSQL's
+// CPU per delivery at 200 events/s doubled), so the plans stay cached.
+func noWholeTableScans(cfg pgx.ConnConfig) pgx.ConnConfig {
 	params := make(map[string]string, len(cfg.RuntimeParams)+1)
 	for k, v := range cfg.RuntimeParams {
 		params[k] = v
