@@ -66,7 +66,7 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 	}
 	e := &postgresEngine{db: db, announcer: startAnnouncer(db, notifyChannel, s.log), expiries: startAnnouncer(db, expiryChannel, s.log)}
 	if deliverySize > 0 {
-		e.deliveryDB = openPool(noWholeTableScans(*cfg), deliverySize)
+		e.deliveryDB = openPool(planEachTime(*cfg), deliverySize)
 	}
 	e.listener = startListener(cfg, map[string]func(){notifyChannel: s.wake, expiryChannel: s.wakeExpiries}, s.log)
 	s.eng = e
@@ -74,21 +74,32 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 	return nil
 }
 
-// noWholeTableScans prices a scan of a whole table out of every plan of the
-// dispatcher's connections (enable_seqscan off): each of its statements
-// has an index made for it, so such a scan can only come from a mistaken
-// estimate, and the estimates its plans are cached with are those of the
-// moment herald started, when its tables were empty. A prepared statement
-// keeps its plan (at once without parameters, after five runs with them)
-// until the tables' statistics change, which without autovacuum may be
-// never. So planned, a claim took its update as a hash join over the whole
-// queue and read every log for each row it took (0.5 s a claim at 13,000
-// logs), and the probe of the next due time read the whole queue at every
-// sleep (BENCHMARKS.md, TestIdleHeraldWithAStuckWebhookReadsFewRows).
-// Planning each statement anew would also have cured it, but over the
-// history's day partitions a plan costs more than the statement (PostgreSQL's
-// CPU per delivery at 200 events/s doubled), so the plans stay cached.
-func noWholeTableScans(cfg pgx.ConnConfig) pgx.ConnConfig {
+// planEachTime has each of the dispatcher's statements planned when it
+// runs, for its arguments and the tables as they are then, and prices a scan
+// of a whole table out of every plan (enable_seqscan off): each of its
+// statements has an index made for it, so such a scan can only come from a
+// mistaken estimate.
+//
+// A prepared statement's cached plan was such a mistake twice over. Plans
+// cached when herald started, with its tables empty, last until the
+// tables' statistics change, which without autovacuum may be never: so
+// planned, a claim took its update as a hash join over the whole queue and
+// read every log for each row it took (0.5 s a claim at 13,000 logs), and
+// the probe of the next due time read the whole queue at every sleep
+// (TestIdleHeraldWithAStuckWebhookReadsFewRows). And a generic plan of a
+// statement that reads the day-partitioned history by id (the claim, the
+// recording) cannot prune its partitions as a plan for known ids does:
+// claims of 29 ms and 5,400 buffers each, and fan-out on PostgreSQL
+// collapsing to 1,000 deliveries a second (BENCHMARKS.md). Planning each
+// time costs the database CPU per claim and per recording: at 200 events a
+// second, where each carries one or two deliveries, PostgreSQL's CPU per
+// delivery about doubles; under load it is shared by the batch.
+func planEachTime(cfg pgx.ConnConfig) pgx.ConnConfig {
+	if cfg.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		// Not when the URL chose a mode (a transaction pooler's exec, say):
+		// those plan each time too.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
 	params := make(map[string]string, len(cfg.RuntimeParams)+1)
 	for k, v := range cfg.RuntimeParams {
 		params[k] = v
