@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
 	"slices"
 	"strings"
 	"testing"
@@ -21,24 +20,8 @@ import (
 // analyses nothing. With autovacuum on, herald leaves it to autovacuum.
 func TestAnalyzeStaleAnalysesWhatAutovacuumWould(t *testing.T) {
 	t.Parallel()
-	heraldtest.PostgresHandles(t, 2)
-	url := heraldtest.PostgresURL(t)
+	st, acct, _ := pgStore(t, nil)
 	ctx := context.Background()
-	key := make([]byte, 32)
-	rand.Read(key)
-	st, err := store.Open(ctx, url, store.Options{Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
-		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"}); err != nil {
-		t.Fatal(err)
-	}
 	firings := make([]store.Firing, 2000)
 	for i := range firings {
 		firings[i] = store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]int{"n": i}}
@@ -46,12 +29,19 @@ func TestAnalyzeStaleAnalysesWhatAutovacuumWould(t *testing.T) {
 	if err := st.InTx(ctx, func(tx *store.Tx) error { _, err := tx.FireBatch(ctx, firings); return err }); err != nil {
 		t.Fatal(err)
 	}
-	db := heraldtest.OpenDB(t, url)
-	autovacuum := db.Int(`SELECT CASE WHEN current_setting('autovacuum')::bool THEN 1 ELSE 0 END`) == 1
+	num := func(q string) int {
+		t.Helper()
+		var n int
+		if err := st.QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	autovacuum := num(`SELECT CASE WHEN current_setting('autovacuum')::bool THEN 1 ELSE 0 END`) == 1
 	// The writes reach pg_stat_user_tables when the writing connection
 	// reports them: wait for them rather than for a time.
 	heraldtest.Eventually(t, 30*time.Second, "the firing's writes to be counted", func() bool {
-		return db.Int(`SELECT COALESCE(SUM(n_mod_since_analyze), 0) FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'delivery_queue'`) >= 2000
+		return num(`SELECT COALESCE(SUM(n_mod_since_analyze), 0)::int FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'delivery_queue'`) >= 2000
 	})
 	analysed, err := st.AnalyzeStale(ctx)
 	if err != nil {
@@ -66,7 +56,7 @@ func TestAnalyzeStaleAnalysesWhatAutovacuumWould(t *testing.T) {
 	if !slices.Contains(analysed, "delivery_queue") || !slices.ContainsFunc(analysed, func(s string) bool { return strings.HasPrefix(s, "webhook_event_logs") }) {
 		t.Errorf("analysed %v; want the queue and the logs among them", analysed)
 	}
-	if n := db.Int(`SELECT reltuples::int FROM pg_class WHERE oid = 'delivery_queue'::regclass`); n != 2000 {
+	if n := num(`SELECT reltuples::int FROM pg_class WHERE oid = 'delivery_queue'::regclass`); n != 2000 {
 		t.Errorf("the queue's statistics say %d rows; want 2000", n)
 	}
 	again, err := st.AnalyzeStale(ctx)
