@@ -467,14 +467,7 @@ func (s *Server) remind(ctx context.Context) {
 	if s.cfg.SuspendedReminder <= 0 {
 		return
 	}
-	t := time.NewTicker(cmp.Or(s.cfg.ReminderCheck, DefaultReminderCheck))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, cmp.Or(s.cfg.ReminderCheck, DefaultReminderCheck), func() {
 		if n, err := s.Store.RemindSuspended(ctx, s.Store.Now(), s.cfg.SuspendedReminder); err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("queue reminders of suspended webhooks", "err", err)
@@ -482,6 +475,20 @@ func (s *Server) remind(ctx context.Context) {
 		} else if n > 0 {
 			s.log.Info("reminders of suspended webhooks queued", "webhooks", n)
 		}
+	})
+}
+
+// every calls f every d until ctx is done, the first time d from now.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f()
 	}
 }
 
@@ -503,17 +510,10 @@ const (
 // QueueVacuumChurn rows were churned, and store.AnalyzeStale every
 // QueueVacuumEvery, until ctx is done.
 func (s *Server) vacuumQueue(ctx context.Context) {
-	t := time.NewTicker(QueueVacuumCheck)
-	defer t.Stop()
 	// The first look analyses what is stale already (a database that ran
 	// without autovacuum before this start).
 	vacuumed, lastChurn, analysed := time.Now(), s.Store.QueueChurn(), time.Time{}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, QueueVacuumCheck, func() {
 		if churn := s.Store.QueueChurn(); time.Since(vacuumed) >= QueueVacuumEvery || churn-lastChurn >= QueueVacuumChurn {
 			vacuumed, lastChurn = time.Now(), churn
 			if err := s.Store.VacuumQueue(ctx); err != nil && ctx.Err() == nil {
@@ -530,7 +530,7 @@ func (s *Server) vacuumQueue(ctx context.Context) {
 				s.log.Debug("analysed changed tables", "tables", tables)
 			}
 		}
-	}
+	})
 }
 
 // PartitionsEvery is how often the server makes the history's day
@@ -541,18 +541,11 @@ const PartitionsEvery = time.Hour
 // makePartitions runs store.MakePartitionsAhead every PartitionsEvery until
 // ctx is done (the store made them at open too).
 func (s *Server) makePartitions(ctx context.Context) {
-	t := time.NewTicker(PartitionsEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, PartitionsEvery, func() {
 		if err := s.Store.MakePartitionsAhead(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("make the history's partitions ahead; rows go to the default partition until they are", "err", err)
 		}
-	}
+	})
 }
 
 // Handler is the whole HTTP surface.

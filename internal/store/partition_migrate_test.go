@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
 )
@@ -28,15 +27,7 @@ func TestMigrationPartitionsTheHistoryKeepingEveryLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, err := old.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook, err := old.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
-		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	acct, hook := accountWithWebhook(t, old)
 	at := store.MS(now)
 	today := store.Day(real)
 	logs := []struct {

@@ -28,16 +28,25 @@ func pgStore(t *testing.T, now *time.Time) (*store.Store, store.Account, store.W
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	acct, hook := accountWithWebhook(t, st)
+	return st, acct, hook
+}
+
+// accountWithWebhook makes an account on st with one webhook of
+// license.created.
+func accountWithWebhook(t *testing.T, st *store.Store) (store.Account, store.Webhook) {
+	t.Helper()
+	ctx := context.Background()
 	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: store.NewID()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hook, err := st.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
-		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_partition_test_0123456789"})
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st, acct, hook
+	return acct, hook
 }
 
 // where names the partition holding the row of table whose key is id.

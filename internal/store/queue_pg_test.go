@@ -50,15 +50,7 @@ func TestADeliveryWritesItsLogOnceAndHOT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook, err := st.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
-		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	acct, hook := accountWithWebhook(t, st)
 	// A burst: the logs fill several pages, and their outcomes come in one
 	// batch, so each page must hold its logs' new versions (the table's
 	// fillfactor) for the updates to be HOT.
