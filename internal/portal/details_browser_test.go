@@ -24,7 +24,9 @@ import (
 // button) reads on one line, its label never broken over lines.
 func TestBrowserRecoveryCardAndRotationRow(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.Start(t, heraldtest.Options{Delivery: delivery.Config{MaxAttempts: 1, SuspendAfter: 2}})
+	// The attempt time-out outlasts a busy machine's page loads: the held
+	// resends must still be running when the page is read, not timed out.
+	h := heraldtest.Start(t, heraldtest.Options{Delivery: delivery.Config{MaxAttempts: 1, SuspendAfter: 2, AttemptTimeout: 5 * time.Minute}})
 	rcv := heraldtest.NewReceiver(t)
 	rcv.Status(http.StatusServiceUnavailable, "down")
 	hook := h.CreateWebhook("Billing", rcv.URL, "license.created")
