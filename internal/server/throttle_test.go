@@ -136,7 +136,8 @@ func onceEach(t *testing.T, rcv *heraldtest.Receiver, n int, what string) {
 // "far from done" when the throttled one has had under three quarters of
 // its events: 30 s of a 40 s run in which herald sends the other 2,000.
 // Those two need herald to be fast enough on the machine at the time: a
-// probe first (tooBusy) leaves them out, saying so, when it is not; the
+// probe (tooBusy) before the run, and for the upper bound after it too,
+// leaves them out, saying so, when it is not; the
 // dispatcher's own test, on a faked clock, holds both exactly.
 //
 // Not parallel with the package's other tests: those start dozens of heralds
@@ -149,7 +150,7 @@ func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
 		const rate, events = 50, 2000
 		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
 		ctx := context.Background()
-		busy := tooBusy(t, h, 2*rate)
+		busy := tooBusy(t, h, 4*rate)
 		throttled, free := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 		slow, err := h.API.CreateWebhook(ctx, client.WebhookCreate{Name: "throttled", URL: throttled.URL, Events: []string{"license.created"}, RateLimit: rate})
 		if err != nil {
@@ -170,8 +171,8 @@ func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
 		span := got[len(got)-1].At.Sub(got[0].At)
 		want := time.Duration(events-1) * time.Second / rate
 		t.Logf("%d deliveries at %d/s took %s (want %s ± 10%%)", events, rate, span.Round(time.Millisecond), want)
-		if span < want*9/10 || (span > want*11/10 && !busy) {
-			t.Errorf("%d deliveries at %d/s arrived over %s; want %s ± 10%%", events, rate, span.Round(time.Millisecond), want)
+		if span < want*9/10 {
+			t.Errorf("%d deliveries at %d/s arrived over %s; want at least %s", events, rate, span.Round(time.Millisecond), want*9/10)
 		}
 		// (The spacing of each send is the dispatcher's test, on a faked
 		// clock: here a busy machine holds sends back and lets them go
@@ -198,6 +199,21 @@ func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
 		if s := metricValue(metrics, "herald_delivery_throttle_wait_seconds_sum"); s < 1 {
 			t.Errorf("herald_delivery_throttle_wait_seconds_sum %v; want the deliveries' waits added up", s)
 		}
+		// The upper bound asks herald to have kept up throughout: the
+		// machine is probed again once the run is over (its two webhooks
+		// removed first, so that the probe's events go to no one else),
+		// since a probe before it says nothing of the 40 s that followed.
+		if span <= want*11/10 {
+			return
+		}
+		for _, id := range []string{slow.ID, fast.ID} {
+			if err := h.API.DeleteWebhook(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !busy && !tooBusy(t, h, 4*rate) {
+			t.Errorf("%d deliveries at %d/s arrived over %s; want at most %s", events, rate, span.Round(time.Millisecond), want*11/10)
+		}
 	})
 }
 
@@ -209,9 +225,10 @@ func TestFleetKeepsOneRateLimitTogether(t *testing.T) {
 	const rate, events = 100, 1500
 	fleet := startFleet(t, 3, heraldtest.Options{})
 	h := fleet[0]
-	busy := tooBusy(t, h, 2*rate)
+	busy := tooBusy(t, h, 4*rate)
 	rcv := heraldtest.NewReceiver(t)
-	if _, err := h.API.CreateWebhook(context.Background(), client.WebhookCreate{Name: "shared", URL: rcv.URL, Events: []string{"license.created"}, RateLimit: rate}); err != nil {
+	hook, err := h.API.CreateWebhook(context.Background(), client.WebhookCreate{Name: "shared", URL: rcv.URL, Events: []string{"license.created"}, RateLimit: rate})
+	if err != nil {
 		t.Fatal(err)
 	}
 	fireMany(t, h, events)
@@ -223,8 +240,8 @@ func TestFleetKeepsOneRateLimitTogether(t *testing.T) {
 	span := got[len(got)-1].At.Sub(got[0].At)
 	perSecond := float64(events-1) / span.Seconds()
 	t.Logf("three processes sent %d at %.1f/s (limit %d/s)", events, perSecond, rate)
-	if perSecond > rate*1.1 || (perSecond < rate*0.9 && !busy) {
-		t.Errorf("three processes together sent at %.1f/s; want %d/s ± 10%%", perSecond, rate)
+	if perSecond > rate*1.1 {
+		t.Errorf("three processes together sent at %.1f/s; want at most %d/s", perSecond, rate*11/10)
 	}
 	onceEach(t, rcv, events, "the receiver")
 	for i, p := range fleet {
@@ -232,12 +249,27 @@ func TestFleetKeepsOneRateLimitTogether(t *testing.T) {
 			t.Errorf("process %d sent nothing; want the three to share the work (and the limit)", i)
 		}
 	}
+	// The lower bound asks the fleet to have kept up throughout: probed
+	// again once the run is over, as TestThrottledWebhookArrivesAtItsRate
+	// does, the shared webhook removed first.
+	if perSecond >= rate*0.9 {
+		return
+	}
+	if err := h.API.DeleteWebhook(context.Background(), hook.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !busy && !tooBusy(t, h, 4*rate) {
+		t.Errorf("three processes together sent at %.1f/s; want at least %d/s", perSecond, rate*9/10)
+	}
 }
 
 // tooBusy measures how fast h delivers now, with nothing throttled: 400
 // events fired to a webhook of its own, from the first firing to the last
 // arrival. Under want a second, the machine is too busy for a test to hold
-// herald to a rate (the upper bound of a throttled run's time, or the lower
+// herald to a rate. Callers ask for four times the rate they check, and
+// probe before and after: a probe at 129/s was followed by a 50/s run that
+// a loaded machine stretched by 13%, so twice the rate, once, was too
+// little margin to say herald could keep up throughout (the upper bound of a throttled run's time, or the lower
 // bound of its rate): those bounds would fail for the machine's sake, not
 // the throttle's, and the caller leaves them out, saying so. The throttle's
 // own bounds (never faster than the limit) are checked whatever the load.
