@@ -47,7 +47,7 @@ const (
 var (
 	eventCols   = []string{"id", "account_id", "kind", "body", "triggered_at"}
 	logCols     = []string{"id", "account_id", "webhook_id", "event_id", "kind", "status", "attempt_count", "status_code", "sent_at", "received_at", "created_at", "updated_at", "completed_at", "undelivered_at"}
-	attemptCols = []string{"log_id", "number", "trigger", "sent_at", "received_at", "status_code", "duration_ms", "error", "response_body"}
+	attemptCols = []string{"log_id", "webhook_id", "number", "trigger", "sent_at", "received_at", "status_code", "duration_ms", "error", "response_body"}
 )
 
 // seedRows makes the rows of logs [from, to) of h: their events (those
@@ -81,7 +81,8 @@ func (h history) seedRows(rng *rand.Rand, from, to int) (events, logs, attempts 
 		if status == "failed" {
 			undelivered = t + int64(n-1)*60_000 + 40
 		}
-		logs = append(logs, []any{logID, h.accountID, h.webhooks[i%len(h.webhooks)], eventID, "license.created", status, n, code,
+		webhook := h.webhooks[i%len(h.webhooks)]
+		logs = append(logs, []any{logID, h.accountID, webhook, eventID, "license.created", status, n, code,
 			t + int64(n-1)*60_000, t + int64(n-1)*60_000 + 40, t, t + int64(n-1)*60_000 + 40, t + int64(n-1)*60_000 + 40, undelivered})
 		for k := 1; k <= n; k++ {
 			sent := t + int64(k-1)*60_000
@@ -90,7 +91,7 @@ func (h history) seedRows(rng *rand.Rand, from, to int) (events, logs, attempts 
 			if status == "failed" {
 				c, errText = 500, "the receiver answered 500"
 			}
-			attempts = append(attempts, []any{logID, k, "automatic", sent, sent + 40, c, 40, errText, ""})
+			attempts = append(attempts, []any{logID, webhook, k, "automatic", sent, sent + 40, c, 40, errText, ""})
 		}
 	}
 	return events, logs, attempts

@@ -358,9 +358,9 @@ retry_reason = ?`, []any{reason}
 	if err != nil {
 		return false, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
-VALUES (?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
-		o.LogID, o.LogID, o.Trigger, sent, recv, code, a.Duration.Milliseconds(), errText, cleanBody(a.ResponseBody), headers)
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, webhook_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
+VALUES (?, ?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
+		o.LogID, o.WebhookID, o.LogID, o.Trigger, sent, recv, code, a.Duration.Milliseconds(), errText, cleanBody(a.ResponseBody), headers)
 	if err != nil {
 		return false, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
 	}

@@ -235,6 +235,7 @@ WHERE delivery_queue.log_id = v.log_id AND delivery_queue.lease = v.held AND v.n
 // attemptRow is one attempt as insertAttempts reads it from its JSON argument.
 type attemptRow struct {
 	LogID    string  `json:"l"`
+	Webhook  string  `json:"w"`
 	Trigger  string  `json:"g"`
 	Sent     int64   `json:"t"`
 	Received *int64  `json:"v"`
@@ -254,7 +255,7 @@ func (tx *Tx) insertAttempts(ctx context.Context, outs []Outcome, applied map[st
 		if a == nil || !applied[o.LogID] {
 			continue
 		}
-		r := attemptRow{LogID: o.LogID, Trigger: o.Trigger, Sent: ms(a.SentAt), Code: a.StatusCode,
+		r := attemptRow{LogID: o.LogID, Webhook: o.WebhookID, Trigger: o.Trigger, Sent: ms(a.SentAt), Code: a.StatusCode,
 			Duration: a.Duration.Milliseconds(), Body: cleanBody(a.ResponseBody)}
 		if a.ReceivedAt != nil {
 			recv := ms(*a.ReceivedAt)
@@ -277,10 +278,10 @@ func (tx *Tx) insertAttempts(ctx context.Context, outs []Outcome, applied map[st
 	if err != nil {
 		return fmt.Errorf("insert %d attempts: %w", len(rows), err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
-SELECT v.log_id, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = v.log_id),
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, webhook_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
+SELECT v.log_id, v.webhook_id, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = v.log_id),
        v.trigger, v.sent, v.recv, v.code, v.duration, v.error, v.body, v.headers
-FROM (SELECT value ->> 'l' AS log_id, value ->> 'g' AS trigger, CAST(value ->> 't' AS BIGINT) AS sent,
+FROM (SELECT value ->> 'l' AS log_id, value ->> 'w' AS webhook_id, value ->> 'g' AS trigger, CAST(value ->> 't' AS BIGINT) AS sent,
              CAST(value ->> 'v' AS BIGINT) AS recv, CAST(value ->> 'k' AS INTEGER) AS code,
              CAST(value ->> 'd' AS BIGINT) AS duration, value ->> 'e' AS error, value ->> 'b' AS body,
              value ->> 'x' AS headers

@@ -118,6 +118,14 @@ VALUES (?, ?, 'automatic', ?, 503, 5, '')`, ids[l.name], n, at-100_000); err != 
 		}
 		return n
 	}
+	// Migration 0075 gave the attempts of the last eight days their webhook,
+	// which the webhook's charts read them by.
+	if n := count(`SELECT COUNT(*) FROM webhook_attempts WHERE webhook_id = ?`, hook.ID); n != 8 {
+		t.Errorf("%d attempts carry their webhook after migration; want all 8", n)
+	}
+	if hours, err := st.AttemptsByHour(ctx, acct.ID, hook.ID, real.Add(-time.Hour)); err != nil || len(hours) != 1 || hours[0].Attempts != 8 {
+		t.Errorf("the webhook's chart after migration: %+v, %v; want its 8 attempts", hours, err)
+	}
 	if n := count(`SELECT COUNT(*) FROM recovery_logs WHERE log_id = ?`, ids["failed"]); n != 1 {
 		t.Errorf("%d recovery entries of the failed log; want 1", n)
 	}

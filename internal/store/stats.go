@@ -16,13 +16,16 @@ type HourOfAttempts struct {
 
 // AttemptsByHour counts a webhook's attempts, automatic and resent, sent at
 // or after since, in hours counted from since. Hours without attempts are
-// left out. Test sends are not attempts and never count.
+// left out. Test sends are not attempts and never count. The charts read
+// attempts by their own webhook column (migration 0075), which attempts
+// made before that and more than eight days before it lack: no chart
+// looks that far back.
 func (s *Store) AttemptsByHour(ctx context.Context, accountID, webhookID string, since time.Time) ([]HourOfAttempts, error) {
 	const hour = int64(time.Hour / time.Millisecond)
 	rows, err := s.Query(ctx, `SELECT (a.sent_at - ?) / ? AS bucket, COUNT(*), SUM(CASE WHEN a.error IS NULL THEN 1 ELSE 0 END)
-FROM webhook_attempts a JOIN webhook_event_logs l ON l.id = a.log_id
-WHERE l.account_id = ? AND l.webhook_id = ? AND a.sent_at >= ?
-GROUP BY 1 ORDER BY 1`, ms(since), hour, accountID, webhookID, ms(since))
+FROM webhook_attempts a
+WHERE a.webhook_id = (SELECT id FROM webhooks WHERE id = ? AND account_id = ?) AND a.sent_at >= ?
+GROUP BY 1 ORDER BY 1`, ms(since), hour, webhookID, accountID, ms(since))
 	if err != nil {
 		return nil, fmt.Errorf("attempts by hour: %w", err)
 	}
@@ -50,9 +53,9 @@ type AttemptPoint struct {
 // since, at most limit, oldest first.
 func (s *Store) LatestAttempts(ctx context.Context, accountID, webhookID string, since time.Time, limit int) ([]AttemptPoint, error) {
 	rows, err := s.Query(ctx, `SELECT a.sent_at, a.duration_ms, a.status_code, a.error
-FROM webhook_attempts a JOIN webhook_event_logs l ON l.id = a.log_id
-WHERE l.account_id = ? AND l.webhook_id = ? AND a.sent_at >= ?
-ORDER BY a.sent_at DESC, a.log_id DESC, a.number DESC LIMIT ?`, accountID, webhookID, ms(since), limit)
+FROM webhook_attempts a
+WHERE a.webhook_id = (SELECT id FROM webhooks WHERE id = ? AND account_id = ?) AND a.sent_at >= ?
+ORDER BY a.sent_at DESC, a.log_id DESC, a.number DESC LIMIT ?`, webhookID, accountID, ms(since), limit)
 	if err != nil {
 		return nil, fmt.Errorf("latest attempts: %w", err)
 	}

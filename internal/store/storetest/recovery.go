@@ -352,10 +352,34 @@ func testUndeliveredCount(t *testing.T, b *bundle) {
 	}{
 		{[]store.LogStatus{store.Failed, store.Cancelled}, 5},
 		{[]store.LogStatus{store.Failed, store.Succeeded}, 4},
+		{[]store.LogStatus{store.Failed}, 3},
 		{[]store.LogStatus{store.Queued}, 0},
 	} {
 		if got := b.logs(t, store.LogFilter{WebhookID: w.ID, Statuses: tt.statuses}); len(got) != tt.want {
 			t.Errorf("logs with status in %v: %d; want %d", tt.statuses, len(got), tt.want)
+		}
+	}
+	// A list of failed logs reads the undelivered ones (decision 0096):
+	// every failed log must be among them, a log cancelled because its
+	// webhook was disabled (never undelivered) that a resend then failed
+	// included.
+	cancelledOfDisabled := b.logs(t, store.LogFilter{WebhookID: d.ID})
+	b.complete(t, b.st, 3, resent(store.Claim{LogID: cancelledOfDisabled[0].ID, WebhookID: d.ID}, "", false, b.clock.Now()))
+	for _, tt := range []struct {
+		name string
+		f    store.LogFilter
+		want int
+	}{
+		{"the disabled webhook's", store.LogFilter{WebhookID: d.ID, Status: store.Failed}, 1},
+		{"the suspended webhook's", store.LogFilter{WebhookID: w.ID, Status: store.Failed}, 3},
+		{"the account's", store.LogFilter{Status: store.Failed}, 4},
+		{"the account's, as a list of one", store.LogFilter{Statuses: []store.LogStatus{store.Failed}}, 4},
+	} {
+		if got := b.logs(t, tt.f); len(got) != tt.want {
+			t.Errorf("%s failed logs: %d listed; want %d", tt.name, len(got), tt.want)
+		}
+		if n, _, err := b.st.CountLogs(b.ctx, b.account.ID, tt.f, 100); err != nil || n != tt.want {
+			t.Errorf("%s failed logs: %d counted, %v; want %d", tt.name, n, err, tt.want)
 		}
 	}
 	// A 2xx makes it Healthy, with nothing undelivered since.
