@@ -146,6 +146,10 @@ type LogFilter struct {
 	// WebhookSearch keeps logs of the account's webhooks whose name
 	// contains it, as WebhookFilter.Search does; "" for any.
 	WebhookSearch string
+	// searched are the ids of the webhooks WebhookSearch names, once
+	// resolved (resolveSearch) before the logs are read.
+	searched []string
+	resolved bool
 	// From and To bound the creation time: at or after From, before To;
 	// a zero time leaves that end open.
 	From, To time.Time
@@ -190,11 +194,21 @@ func (f LogFilter) where(s *Store, accountID, q string, walk bool) (string, []an
 		q += ` AND l.undelivered_at IS NOT NULL`
 	}
 	if f.WebhookSearch != "" {
-		// The account is a parameter here, not l's: a subquery that names
-		// l is run again for every log (450 ms to count 10,000 of a
-		// million logs on PostgreSQL), one that does not is run once.
-		q += ` AND l.webhook_id IN (SELECT id FROM webhooks WHERE account_id = ? AND name ` + s.eng.caseInsensitiveLike() + ` ? ESCAPE '\')`
-		args = append(args, accountID, "%"+escapeLike(f.WebhookSearch)+"%")
+		// The webhooks the search names are looked up first (resolveSearch),
+		// so that their logs are read as those of a webhook filter are. A
+		// subquery here ran again for every log (450 ms to count 10,000 of
+		// a million on PostgreSQL), and even run once it left PostgreSQL a
+		// join over every partition (p99 173 ms at ten million logs).
+		switch len(f.searched) {
+		case 0:
+			q += ` AND 1 = 0`
+		case 1:
+			q += ` AND l.webhook_id = ?`
+			args = append(args, f.searched[0])
+		default:
+			q += ` AND l.webhook_id IN (SELECT value FROM json_texts(?))`
+			args = append(args, jsonTexts(f.searched))
+		}
 	}
 	if !f.From.IsZero() {
 		q += ` AND ` + created + ` >= ?`
@@ -253,6 +267,32 @@ func (f LogFilter) idBounds(s *Store) (lo, hi string) {
 	return lo, hi
 }
 
+// resolveSearch looks up the ids of the account's webhooks whose names
+// contain f.WebhookSearch, once.
+func (s *Store) resolveSearch(ctx context.Context, accountID string, f LogFilter) (LogFilter, error) {
+	if f.WebhookSearch == "" || f.resolved {
+		return f, nil
+	}
+	rows, err := s.Query(ctx, `SELECT id FROM webhooks WHERE account_id = ? AND name `+s.eng.caseInsensitiveLike()+` ? ESCAPE '\' ORDER BY id`,
+		accountID, "%"+escapeLike(f.WebhookSearch)+"%")
+	if err != nil {
+		return f, fmt.Errorf("find webhooks named like %q: %w", f.WebhookSearch, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return f, fmt.Errorf("find webhooks named like %q: %w", f.WebhookSearch, err)
+		}
+		f.searched = append(f.searched, id)
+	}
+	if err := rows.Err(); err != nil {
+		return f, fmt.Errorf("find webhooks named like %q: %w", f.WebhookSearch, err)
+	}
+	f.resolved = true
+	return f, nil
+}
+
 // Logs lists an account's event logs, newest first, without attempts.
 func (s *Store) Logs(ctx context.Context, accountID string, f LogFilter) (list []EventLog, next string, err error) {
 	w, err := s.LogWindow(ctx, accountID, f)
@@ -262,6 +302,10 @@ func (s *Store) Logs(ctx context.Context, accountID string, f LogFilter) (list [
 // LogWindow lists a page of an account's event logs, newest first, without
 // attempts, with the cursors of the pages either side.
 func (s *Store) LogWindow(ctx context.Context, accountID string, f LogFilter) (Window[EventLog], error) {
+	f, err := s.resolveSearch(ctx, accountID, f)
+	if err != nil {
+		return Window[EventLog]{}, err
+	}
 	// A date range holding few logs is read through the creation-time
 	// index and sorted; one holding many is read by walking the account's
 	// logs in id order, which finds a page among them at once. Left to
@@ -312,6 +356,9 @@ const rangeSortLimit = 1000
 // ignored), up to limit: more reports that there are more than limit, so a
 // count over a long history stops early rather than reading all of it.
 func (s *Store) CountLogs(ctx context.Context, accountID string, f LogFilter, limit int) (n int, more bool, err error) {
+	if f, err = s.resolveSearch(ctx, accountID, f); err != nil {
+		return 0, false, err
+	}
 	q, args := f.where(s, accountID, `SELECT 1 FROM webhook_event_logs l`, false)
 	q = `SELECT COUNT(*) FROM (` + q + ` LIMIT ?) c`
 	if err := s.QueryRow(ctx, q, append(args, limit+1)...).Scan(&n); err != nil {

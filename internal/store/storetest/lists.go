@@ -307,6 +307,25 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 			t.Errorf("logs of webhooks named like %q: %v; want %v", tt.search, got, tt.want)
 		}
 	}
+	// Several webhooks named alike, and another account's name: the
+	// search is resolved to the account's webhooks before the logs are
+	// read, listed and counted alike.
+	crmToo := "w (crm)"
+	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, hook.ID, store.WebhookPatch{Name: &crmToo}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		search string
+		want   int
+	}{{"CRM", 2}, {"(crm)", 1}, {"theirs", 0}} {
+		f := store.LogFilter{WebhookSearch: tt.search, EventID: last}
+		if got := b.logs(t, f); len(got) != tt.want {
+			t.Errorf("logs of webhooks named like %q: %d; want %d", tt.search, len(got), tt.want)
+		}
+		if n, _, err := b.st.CountLogs(b.ctx, b.account.ID, f, 10); err != nil || n != tt.want {
+			t.Errorf("logs of webhooks named like %q counted: %d, %v; want %d", tt.search, n, err, tt.want)
+		}
+	}
 
 	// A range holding more logs than LogWindow sorts is read by walking
 	// the logs in id order: the same rows, newest first.
