@@ -7,3 +7,7 @@ import "context"
 func OpenAtVersion(ctx context.Context, url string, opts Options, version int) (*Store, error) {
 	return open(ctx, url, opts, version)
 }
+
+// OnDelivery routes a statement of st's to the dispatcher's pool, as the
+// Delivery adapter does.
+func OnDelivery(ctx context.Context) context.Context { return onDelivery(ctx) }

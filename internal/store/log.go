@@ -330,7 +330,7 @@ func (s *Store) LogWindow(ctx context.Context, accountID string, f LogFilter) (W
 		order = "l.id || ''"
 	}
 	q, args = f.Page.applyTo(order, q, args)
-	rows, err := s.Query(ctx, q, args...)
+	rows, err := s.Query(ctx, q, s.eng.planned(args)...)
 	if err != nil {
 		return Window[EventLog]{}, fmt.Errorf("list event logs: %w", err)
 	}
@@ -361,7 +361,7 @@ func (s *Store) CountLogs(ctx context.Context, accountID string, f LogFilter, li
 	}
 	q, args := f.where(s, accountID, `SELECT 1 FROM webhook_event_logs l`, false)
 	q = `SELECT COUNT(*) FROM (` + q + ` LIMIT ?) c`
-	if err := s.QueryRow(ctx, q, append(args, limit+1)...).Scan(&n); err != nil {
+	if err := s.QueryRow(ctx, q, s.eng.planned(append(args, limit+1))...).Scan(&n); err != nil {
 		return 0, false, fmt.Errorf("count event logs: %w", err)
 	}
 	if n > limit {

@@ -59,6 +59,11 @@ type engine interface {
 	// caseInsensitiveLike is the LIKE operator that ignores case: SQLite's
 	// LIKE already does for ASCII letters; PostgreSQL's LIKE never does.
 	caseInsensitiveLike() string
+	// planned returns a read's arguments so that the engine plans the
+	// statement for them each time it runs, never by a plan cached for
+	// any arguments: for the reads of the history by a range of time or
+	// ids, whose rows a generic plan cannot estimate (decision 0096).
+	planned(args []any) []any
 	// lockMigrations makes concurrent migrators take turns; it is called
 	// first in each migration's transaction.
 	lockMigrations(ctx context.Context, tx *sql.Tx) error
