@@ -170,6 +170,7 @@ func (e *postgresEngine) planned(args []any) []any {
 	}
 	return append([]any{pgx.QueryExecModeCacheDescribe}, args...)
 }
+
 func (*postgresEngine) name() string           { return "postgres" }
 func (*postgresEngine) rebind(q string) string { return rebindDollar(postgresJSON.Replace(q)) }
 

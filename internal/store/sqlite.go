@@ -96,8 +96,9 @@ func (sqliteEngine) caseInsensitiveLike() string { return "LIKE" }
 // planned: SQLite plans each statement as it is prepared, with no
 // statistics of the arguments either way.
 func (sqliteEngine) planned(args []any) []any { return args }
-func (sqliteEngine) name() string             { return "sqlite" }
-func (sqliteEngine) rebind(q string) string   { return sqliteJSON.Replace(q) }
+
+func (sqliteEngine) name() string           { return "sqlite" }
+func (sqliteEngine) rebind(q string) string { return sqliteJSON.Replace(q) }
 
 // sqliteJSON spells the portable JSON row sources (see jsonRows) in SQLite.
 var sqliteJSON = strings.NewReplacer("json_rows(?)", "json_each(?)", "json_texts(?)", "json_each(?)")
