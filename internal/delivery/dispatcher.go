@@ -159,6 +159,7 @@ type Dispatcher struct {
 	orphans   map[string]time.Time    // leases of claims that failed but may have committed → when
 	stopping  atomic.Bool             // set when Run's context ends: claims not yet attempted are released
 	claimable atomic.Bool             // a webhook's room became worth a claim since the last sleep
+	requeued  atomic.Bool             // an outcome put its log back in the queue since the last sleep
 	// lapsed is set when a write was refused for a full disk: the leases
 	// held here may have ended meanwhile (renewing is a write too), and a
 	// claim must not take their logs while their outcomes wait to be
@@ -430,12 +431,22 @@ func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full, shor
 	default:
 	}
 	delay := d.cfg.PollInterval
+	// dueNow is whether a log may be due and waiting for room: only then
+	// can a freed slot let a claim take more. A full process did not look.
+	dueNow := full
 	if !full {
-		if due, ok, err := d.store.NextDue(ctx); err == nil && ok {
+		due, ok, err := d.store.NextDue(ctx)
+		switch {
+		case err != nil:
+			dueNow = true
+		case ok:
 			if until := due.Sub(d.cfg.Now()); until > 0 {
 				delay = min(delay, until)
-			} else if !short {
-				delay = min(delay, time.Millisecond)
+			} else {
+				dueNow = true
+				if !short {
+					delay = min(delay, time.Millisecond)
+				}
 			}
 		}
 	}
@@ -451,6 +462,14 @@ func (d *Dispatcher) sleep(ctx context.Context, wait <-chan struct{}, full, shor
 		case <-t.C:
 			return
 		case <-d.freed:
+			// Nothing was due when it looked: a freed slot lets no claim
+			// take more (what falls due later ends the timer, what is fired
+			// wakes it), unless an outcome put a log back in the queue,
+			// whose due time the next sleep's look finds. Without this, at a
+			// steady low rate each delivery cost a second, empty claim.
+			if !dueNow && !d.requeued.Swap(false) {
+				continue
+			}
 			// Worth a claim: nothing in flight, a webhook with room for a
 			// batch, or a full process with a batch's worth free again.
 			if n := d.total(); n == 0 || d.claimable.Swap(false) || (full && d.cfg.Concurrency-n >= worth) {
@@ -818,6 +837,12 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 		go func() {
 			defer func() { free <- struct{}{}; wg.Done() }()
 			d.complete(batch)
+			for _, o := range batch {
+				if o.Result == store.Retry || o.Result == store.Release {
+					d.requeued.Store(true)
+					break
+				}
+			}
 			d.mu.Lock()
 			for _, o := range batch {
 				delete(d.held, store.Held{LogID: o.LogID, Lease: o.Lease})

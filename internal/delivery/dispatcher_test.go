@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -138,6 +140,52 @@ func TestDispatcherRecordsEachOutcome(t *testing.T) {
 			})
 		})
 	}
+}
+
+// At a steady low rate each log costs one claim: when its attempt ends
+// and its outcome is recorded, nothing else being due, the freed slot wakes
+// no claim (it would find nothing; on PostgreSQL at 200 events a second
+// every delivery cost such a second claim). A retry the outcome puts back
+// in the queue is still claimed when it falls due.
+func TestDispatcherClaimsOnceALogWhenNothingElseIsDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := offsetClock()
+		q := newFakeQueue(clock)
+		var failed atomic.Bool
+		rcv := newPipeReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+			// The log "retried" fails its first attempt.
+			if r.Header.Get("webhook-id") == "evt-retried" && !failed.Swap(true) {
+				w.WriteHeader(http.StatusInternalServerError)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})
+		// Polled once a minute: the retry below is claimed on time only
+		// if the recorded outcome that queued it wakes a claim.
+		run(t, delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), RetryInterval: time.Second,
+			PollInterval: time.Minute}))
+		synctest.Wait()
+		before := q.claimed()
+		const n = 5
+		for i := range n {
+			q.add(dueLog(strconv.Itoa(i), 0, rcv.URL))
+			waitFor(t, "the outcome to be recorded", func() bool { return len(q.recorded()) == i+1 })
+			synctest.Wait()
+		}
+		if got := q.claimed() - before; got != n {
+			t.Errorf("%d claims for %d logs fired one at a time; want %d", got, n, n)
+		}
+
+		q.add(dueLog("retried", 0, rcv.URL))
+		waitFor(t, "the retry to be delivered", func() bool { return len(q.recorded()) == n+2 })
+		failure, retry := q.recorded()[n], q.recorded()[n+1]
+		if retry.Result != store.Delivered || retry.LogID != "log-retried" {
+			t.Fatalf("last outcome %s of %s; want the retry delivered", retry.Result, retry.LogID)
+		}
+		if late := retry.Attempt.SentAt.Sub(failure.NextAt); late > 100*time.Millisecond {
+			t.Errorf("retry sent %v after it fell due; want at once", late)
+		}
+	})
 }
 
 // A recording held up (a slow commit) does not hold up the webhook's next

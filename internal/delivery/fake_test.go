@@ -43,6 +43,7 @@ type fakeQueue struct {
 	// completing counts the Complete calls under way; mostCompleting is
 	// the most there have been at once.
 	completing, mostCompleting int
+	claims                     int    // Claim calls made
 	loseNext                   bool   // the next claim takes its logs and reports an error
 	lost                       string // the lease of the claim that did
 }
@@ -63,6 +64,13 @@ type renewal struct {
 
 func newFakeQueue(now func() time.Time) *fakeQueue {
 	return &fakeQueue{now: now}
+}
+
+// claimed is how many claims the dispatcher has made.
+func (q *fakeQueue) claimed() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.claims
 }
 
 // add queues a log for c's webhook, due now.
@@ -138,6 +146,7 @@ func (q *fakeQueue) loseNextClaim() {
 func (q *fakeQueue) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claim, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.claims++
 	perHook, perAccount := map[string]int{}, map[string]int{}
 	var out []store.Claim
 	for _, l := range q.logs {

@@ -161,7 +161,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	// that grew since herald last analysed it) it scanned the queue once
 	// per webhook at every sleep, 20,000 rows a second behind one stuck
 	// webhook (server.TestIdleHeraldWithAStuckWebhookReadsFewRows).
-	err := s.QueryRow(ctx, `SELECT MIN((SELECT q.due_at FROM delivery_queue q WHERE q.webhook_id = w.id ORDER BY q.due_at LIMIT 1)) FROM webhooks w`).Scan(&due)
+	err := s.QueryRow(ctx, `SELECT MIN((SELECT q.due_at FROM delivery_queue q WHERE q.webhook_id = w.id ORDER BY q.due_at LIMIT 1)) FROM webhooks w`, s.eng.cached(nil)...).Scan(&due)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}

@@ -11,3 +11,6 @@ func OpenAtVersion(ctx context.Context, url string, opts Options, version int) (
 // OnDelivery routes a statement of st's to the dispatcher's pool, as the
 // Delivery adapter does.
 func OnDelivery(ctx context.Context) context.Context { return onDelivery(ctx) }
+
+// IDRange is idRange, for its unit test.
+var IDRange = idRange

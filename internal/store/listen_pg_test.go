@@ -87,3 +87,70 @@ func TestListenerReconnectsAfterItsConnectionDrops(t *testing.T) {
 		t.Error("no notification heard on the listener's new connection")
 	}
 }
+
+// A process is not woken by its own announcements: it woke itself when its
+// commit fired the events (Store.wake), and each notification heard back
+// cost its dispatcher a second claim that found nothing. Another process
+// on the same schema still hears them.
+func TestAProcessIsNotWokenByItsOwnAnnouncements(t *testing.T) {
+	t.Parallel()
+	heraldtest.SkipUnless(t, heraldtest.Env(heraldtest.PostgresEnv) != "", heraldtest.PostgresEnv+" is not set, so PostgreSQL is untested")
+	url := heraldtest.NewSchema(t, heraldtest.Env(heraldtest.PostgresEnv))
+	key := make([]byte, 32)
+	rand.Read(key)
+	open := func() *store.Store {
+		st, err := store.Open(context.Background(), url, store.Options{Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	firing, other := open(), open()
+	acct, err := firing.CreateAccount(context.Background(), store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := firing.CreateWebhook(context.Background(), acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_listen_test_token_0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	// fire fires an event in from and returns from's wait channel taken
+	// after its commit (and its own wake-up), and whether to heard the
+	// announcement within d.
+	fire := func(from, to *store.Store, d time.Duration) (<-chan struct{}, bool) {
+		t.Helper()
+		heard := to.Wait()
+		if err := from.InTx(context.Background(), func(tx *store.Tx) error {
+			_, err := tx.Fire(context.Background(), acct.ID, event.LicenseCreated, map[string]any{"n": 1})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		own := from.Wait()
+		select {
+		case <-heard:
+			return own, true
+		case <-time.After(d):
+			return own, false
+		}
+	}
+	// Both listen: each hears the other.
+	heraldtest.Eventually(t, 10*time.Second, "both processes to be listening", func() bool {
+		_, a := fire(firing, other, time.Second)
+		_, b := fire(other, firing, time.Second)
+		return a && b
+	})
+	// Both listeners were given the notification at the same moment; the
+	// firing process's has had a second more to pass it on, had it not
+	// passed over it.
+	own, heard := fire(firing, other, 10*time.Second)
+	if !heard {
+		t.Fatal("the other process did not hear the announcement")
+	}
+	select {
+	case <-own:
+		t.Error("the firing process was woken by its own announcement")
+	case <-time.After(time.Second):
+	}
+}

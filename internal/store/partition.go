@@ -472,3 +472,45 @@ func lockPartitions(ctx context.Context, tx *sql.Tx) error {
 	}
 	return nil
 }
+
+// idRange returns the least and the greatest of ids when each is the
+// canonical text of a UUID (NewID's: lowercase hex digits, hyphens at the
+// same four places): for such texts Go's byte order is the order of any
+// collation PostgreSQL may compare them by, which either weighs a hyphen
+// below every digit and letter or passes over it, so id BETWEEN lo AND hi
+// holds each of them there too. ok is false for an empty ids or any id of
+// another shape.
+func idRange(ids []string) (lo, hi string, ok bool) {
+	for i, id := range ids {
+		if !canonicalUUID(id) {
+			return "", "", false
+		}
+		if i == 0 || id < lo {
+			lo = id
+		}
+		if i == 0 || id > hi {
+			hi = id
+		}
+	}
+	return lo, hi, len(ids) > 0
+}
+
+func canonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +61,33 @@ func TestDayBoundsSplitIDsAtMidnight(t *testing.T) {
 		if _, ok := store.DayOfID(id); ok {
 			t.Errorf("DayOfID(%q) took it for a UUIDv7", id)
 		}
+	}
+}
+
+// TestIDRangeBoundsNewIDsOnly: the bounds that prune a batch's logs are the
+// least and greatest of NewID's texts, and there are none for a batch with
+// any id of another shape, whose order a collation may not keep.
+func TestIDRangeBoundsNewIDsOnly(t *testing.T) {
+	a, b, c := store.NewID(), store.NewID(), store.NewID()
+	least, greatest := slices.Min([]string{a, b, c}), slices.Max([]string{a, b, c})
+	for _, tt := range []struct {
+		name   string
+		ids    []string
+		lo, hi string
+		ok     bool
+	}{
+		{"none", nil, "", "", false},
+		{"one", []string{b}, b, b, true},
+		{"several", []string{b, c, a}, least, greatest, true},
+		{"a hand-written id", []string{a, "log-1"}, "", "", false},
+		{"upper case", []string{a, strings.ToUpper(b)}, "", "", false},
+		{"no hyphens", []string{strings.ReplaceAll(a, "-", "") + "xxxx"}, "", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lo, hi, ok := store.IDRange(tt.ids)
+			if lo != tt.lo || hi != tt.hi || ok != tt.ok {
+				t.Errorf("IDRange = %q, %q, %v; want %q, %q, %v", lo, hi, ok, tt.lo, tt.hi, tt.ok)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,6 +25,7 @@ import (
 type announcer struct {
 	db      *sql.DB
 	channel string
+	own     *senders
 	log     *slog.Logger
 	kicks   chan struct{}
 	cancel  context.CancelFunc
@@ -32,9 +34,9 @@ type announcer struct {
 
 const announceEvery = 10 * time.Millisecond
 
-func startAnnouncer(db *sql.DB, channel string, log *slog.Logger) *announcer {
+func startAnnouncer(db *sql.DB, channel string, own *senders, log *slog.Logger) *announcer {
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &announcer{db: db, channel: channel, log: log, kicks: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	a := &announcer{db: db, channel: channel, own: own, log: log, kicks: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go a.run(ctx)
 	return a
 }
@@ -61,10 +63,14 @@ func (a *announcer) run(ctx context.Context) {
 		case <-a.kicks:
 		}
 		notify, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := a.db.ExecContext(notify, `SELECT pg_notify('`+a.channel+`', current_schema())`)
+		var pid uint32
+		err := a.db.QueryRowContext(notify, `SELECT pg_backend_pid() FROM (SELECT pg_notify('`+a.channel+`', current_schema())) n`).Scan(&pid)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			a.log.Debug("announce on "+a.channel+"; other processes will find out by polling", "err", err)
+		}
+		if err == nil {
+			a.own.add(pid)
 		}
 		select {
 		case <-ctx.Done():
@@ -72,6 +78,43 @@ func (a *announcer) run(ctx context.Context) {
 		case <-time.After(announceEvery):
 		}
 	}
+}
+
+// senders are the server processes (backends) of this process's own
+// connections that announced lately. This process woke its own dispatcher
+// or expiry runner before announcing (Store.wake, Store.ExpiriesChanged),
+// so its listener passes over their notifications: heard back, each cost a
+// second claim that found nothing (at 200 events a second, about one in
+// two). A backend of a connection that closed is forgotten after
+// sendersKept, long before the server could give its process id to another
+// connection.
+type senders struct {
+	mu   sync.Mutex
+	seen map[uint32]time.Time
+}
+
+const sendersKept = time.Minute
+
+func (s *senders) add(pid uint32) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[uint32]time.Time{}
+	}
+	s.seen[pid] = now
+	for p, at := range s.seen {
+		if now.Sub(at) > sendersKept {
+			delete(s.seen, p)
+		}
+	}
+}
+
+func (s *senders) has(pid uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.seen[pid]
+	return ok && time.Since(at) <= sendersKept
 }
 
 // listener holds one connection of its own in LISTEN on each of its
@@ -85,6 +128,7 @@ func (a *announcer) run(ctx context.Context) {
 type listener struct {
 	cfg    *pgx.ConnConfig
 	wakes  map[string]func() // by channel
+	own    *senders          // whose notifications are this process's own
 	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -100,14 +144,14 @@ const (
 // operator reading pg_stat_activity can tell it from the pool's connections.
 const listenerName = "herald-listen"
 
-func startListener(cfg *pgx.ConnConfig, wakes map[string]func(), log *slog.Logger) *listener {
+func startListener(cfg *pgx.ConnConfig, wakes map[string]func(), own *senders, log *slog.Logger) *listener {
 	cfg = cfg.Copy()
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams["application_name"] = listenerName
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &listener{cfg: cfg, wakes: wakes, log: log, cancel: cancel, done: make(chan struct{})}
+	l := &listener{cfg: cfg, wakes: wakes, own: own, log: log, cancel: cancel, done: make(chan struct{})}
 	go l.run(ctx)
 	return l
 }
@@ -169,7 +213,7 @@ func (l *listener) listen(ctx context.Context) (bool, error) {
 		cancel()
 		switch {
 		case err == nil:
-			if wake := l.wakes[n.Channel]; wake != nil && (n.Payload == schema || n.Payload == "") {
+			if wake := l.wakes[n.Channel]; wake != nil && (n.Payload == schema || n.Payload == "") && !l.own.has(n.PID) {
 				wake()
 			}
 		case ctx.Err() != nil:

@@ -78,12 +78,13 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 		db.Close()
 		return fmt.Errorf("open postgres: %w", err)
 	}
-	e := &postgresEngine{db: db, announcer: startAnnouncer(db, notifyChannel, s.log), expiries: startAnnouncer(db, expiryChannel, s.log),
+	own := &senders{}
+	e := &postgresEngine{db: db, announcer: startAnnouncer(db, notifyChannel, own, s.log), expiries: startAnnouncer(db, expiryChannel, own, s.log),
 		cachesPlans: cfg.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement}
 	if deliverySize > 0 {
 		e.deliveryDB = openPool(planEachTime(*cfg), deliverySize)
 	}
-	e.listener = startListener(cfg, map[string]func(){notifyChannel: s.wake, expiryChannel: s.wakeExpiries}, s.log)
+	e.listener = startListener(cfg, map[string]func(){notifyChannel: s.wake, expiryChannel: s.wakeExpiries}, own, s.log)
 	s.eng = e
 	s.db, s.writer, s.deliveryDB, s.where = db, db, e.deliveryDB, "postgres"
 	return nil
@@ -171,6 +172,18 @@ func (e *postgresEngine) planned(args []any) []any {
 	return append([]any{pgx.QueryExecModeCacheDescribe}, args...)
 }
 
+// cached puts pgx's cache-statement mode before the arguments: the
+// statement is prepared once per connection and PostgreSQL keeps its
+// generic plan, on the dispatcher's connections too (planEachTime). Only
+// for statements whose one sensible plan takes no estimate from their
+// arguments (decision 0097). Not where the URL chose a mode.
+func (e *postgresEngine) cached(args []any) []any {
+	if !e.cachesPlans {
+		return args
+	}
+	return append([]any{pgx.QueryExecModeCacheStatement}, args...)
+}
+
 func (*postgresEngine) name() string           { return "postgres" }
 func (*postgresEngine) rebind(q string) string { return rebindDollar(postgresJSON.Replace(q)) }
 
@@ -248,11 +261,13 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 // id, where a join would look to the planner like a probe of every
 // partition per row, and below some half a million logs it would rather
 // read every partition whole.
-func (*postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error) {
+func (e *postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error) {
 	exclude := p.Exclude
 	if exclude == nil {
 		exclude = []string{}
 	}
+	args := e.cached([]any{p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit * 4, p.PerWebhook, p.Limit,
+		roomJSON(p.Room), roomJSON(p.AccountRoom), p.accountBound()})
 	rows, err := s.writerFor(ctx).QueryContext(ctx, `
 WITH hooks AS (
   SELECT w.id, w.account_id, COALESCE(($9::jsonb ->> w.id)::int, $7) AS room
@@ -275,16 +290,14 @@ picked AS (
   ORDER BY retry, arn, due_at, log_id LIMIT $8),
 taken AS (
   UPDATE delivery_queue q SET lease = $1, due_at = $2, claimed_at = $3
-  FROM picked WHERE q.log_id = picked.log_id
-  RETURNING q.log_id, q.lease, picked.was)
+  WHERE q.log_id = ANY(ARRAY(SELECT log_id FROM picked))
+  RETURNING q.log_id, q.lease)
 SELECT `+claimColumns+`, l.was
-FROM (SELECT g.id, g.account_id, g.webhook_id, g.event_id, g.kind, g.attempt_count, t.lease, t.was
-      FROM taken t CROSS JOIN LATERAL (
+FROM (SELECT g.id, g.account_id, g.webhook_id, g.event_id, g.kind, g.attempt_count, t.lease, p.was
+      FROM taken t JOIN picked p ON p.log_id = t.log_id CROSS JOIN LATERAL (
         SELECT id, account_id, webhook_id, event_id, kind, attempt_count FROM webhook_event_logs WHERE id = t.log_id OFFSET 0) g) l
 CROSS JOIN LATERAL (SELECT body, trace_parent FROM events WHERE id = l.event_id OFFSET 0) e
-JOIN webhooks w ON w.id = l.webhook_id`,
-		p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit*4, p.PerWebhook, p.Limit, roomJSON(p.Room),
-		roomJSON(p.AccountRoom), p.accountBound())
+JOIN webhooks w ON w.id = l.webhook_id`, args...)
 	if err != nil {
 		return nil, err
 	}

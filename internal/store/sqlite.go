@@ -97,6 +97,9 @@ func (sqliteEngine) caseInsensitiveLike() string { return "LIKE" }
 // statistics of the arguments either way.
 func (sqliteEngine) planned(args []any) []any { return args }
 
+// cached: SQLite's prepared statements are kept by its driver already.
+func (sqliteEngine) cached(args []any) []any { return args }
+
 func (sqliteEngine) name() string           { return "sqlite" }
 func (sqliteEngine) rebind(q string) string { return sqliteJSON.Replace(q) }
 

@@ -64,6 +64,12 @@ type engine interface {
 	// any arguments: for the reads of the history by a range of time or
 	// ids, whose rows a generic plan cannot estimate (decision 0096).
 	planned(args []any) []any
+	// cached returns a dispatcher statement's arguments so that the engine
+	// keeps its plan, as the API's statements are kept, on the
+	// dispatcher's connections that plan each statement by default: for
+	// statements whose plan does not depend on their arguments and would
+	// otherwise be planned at every delivery (decision 0097).
+	cached(args []any) []any
 	// lockMigrations makes concurrent migrators take turns; it is called
 	// first in each migration's transaction.
 	lockMigrations(ctx context.Context, tx *sql.Tx) error
