@@ -20,26 +20,7 @@ func TestListenerReconnectsAfterItsConnectionDrops(t *testing.T) {
 	t.Parallel()
 	heraldtest.SkipUnless(t, heraldtest.Env(heraldtest.PostgresEnv) != "", heraldtest.PostgresEnv+" is not set, so PostgreSQL is untested")
 	pg := heraldtest.StartPostgres(t)
-	url := heraldtest.NewSchema(t, pg.URL())
-	key := make([]byte, 32)
-	rand.Read(key)
-	open := func() *store.Store {
-		st, err := store.Open(context.Background(), url, store.Options{Key: key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	idle, busy := open(), open()
-	acct, err := busy.CreateAccount(context.Background(), store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := busy.CreateWebhook(context.Background(), acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
-		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_listen_test_token_0123456789"}); err != nil {
-		t.Fatal(err)
-	}
+	busy, idle, acct := twoProcesses(t, heraldtest.NewSchema(t, pg.URL()))
 	fire := func() {
 		t.Helper()
 		if err := busy.InTx(context.Background(), func(tx *store.Tx) error {
@@ -95,26 +76,7 @@ func TestListenerReconnectsAfterItsConnectionDrops(t *testing.T) {
 func TestAProcessIsNotWokenByItsOwnAnnouncements(t *testing.T) {
 	t.Parallel()
 	heraldtest.SkipUnless(t, heraldtest.Env(heraldtest.PostgresEnv) != "", heraldtest.PostgresEnv+" is not set, so PostgreSQL is untested")
-	url := heraldtest.NewSchema(t, heraldtest.Env(heraldtest.PostgresEnv))
-	key := make([]byte, 32)
-	rand.Read(key)
-	open := func() *store.Store {
-		st, err := store.Open(context.Background(), url, store.Options{Key: key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	firing, other := open(), open()
-	acct, err := firing.CreateAccount(context.Background(), store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := firing.CreateWebhook(context.Background(), acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
-		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_listen_test_token_0123456789"}); err != nil {
-		t.Fatal(err)
-	}
+	firing, other, acct := twoProcesses(t, heraldtest.NewSchema(t, heraldtest.Env(heraldtest.PostgresEnv)))
 	// fire fires an event in from and returns from's wait channel taken
 	// after its commit (and its own wake-up), and whether to heard the
 	// announcement within d.
@@ -153,4 +115,31 @@ func TestAProcessIsNotWokenByItsOwnAnnouncements(t *testing.T) {
 		t.Error("the firing process was woken by its own announcement")
 	case <-time.After(time.Second):
 	}
+}
+
+// twoProcesses opens two handles on the schema of url, as two herald
+// processes would hold, closed at the end of the test; the first has made
+// an account with a webhook of license.created, so that firing it announces.
+func twoProcesses(t *testing.T, url string) (first, second *store.Store, acct store.Account) {
+	t.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	open := func() *store.Store {
+		st, err := store.Open(context.Background(), url, store.Options{Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	first, second = open(), open()
+	acct, err := first.CreateAccount(context.Background(), store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.CreateWebhook(context.Background(), acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_listen_test_token_0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	return first, second, acct
 }

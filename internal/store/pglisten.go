@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // announcer sends NOTIFY on its channel after commits that asked for it (on
@@ -63,14 +64,10 @@ func (a *announcer) run(ctx context.Context) {
 		case <-a.kicks:
 		}
 		notify, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var pid uint32
-		err := a.db.QueryRowContext(notify, `SELECT pg_backend_pid() FROM (SELECT pg_notify('`+a.channel+`', current_schema())) n`).Scan(&pid)
+		err := a.announce(notify)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			a.log.Debug("announce on "+a.channel+"; other processes will find out by polling", "err", err)
-		}
-		if err == nil {
-			a.own.add(pid)
 		}
 		select {
 		case <-ctx.Done():
@@ -78,6 +75,27 @@ func (a *announcer) run(ctx context.Context) {
 		case <-time.After(announceEvery):
 		}
 	}
+}
+
+// announce sends one NOTIFY, its connection's backend noted as this
+// process's first: the notification reaches the listeners at its commit,
+// before the statement's answer reaches here.
+func (a *announcer) announce(ctx context.Context) error {
+	conn, err := a.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.Raw(func(dc any) error {
+		if c, ok := dc.(*stdlib.Conn); ok {
+			a.own.add(c.Conn().PgConn().PID())
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, `SELECT pg_notify('`+a.channel+`', current_schema())`)
+	return err
 }
 
 // senders are the server processes (backends) of this process's own
