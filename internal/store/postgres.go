@@ -91,7 +91,8 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 }
 
 // planEachTime has each of the dispatcher's statements planned when it
-// runs, for its arguments and the tables as they are then, and prices a scan
+// runs (but those that ask for a kept plan, engine.cached: decision 0097),
+// for its arguments and the tables as they are then, and prices a scan
 // of a whole table out of every plan (enable_seqscan off): each of its
 // statements has an index made for it, so such a scan can only come from a
 // mistaken estimate.
@@ -261,6 +262,13 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 // id, where a join would look to the planner like a probe of every
 // partition per row, and below some half a million logs it would rather
 // read every partition whole.
+//
+// Its plan is kept (engine.cached, decision 0097): those lateral reads
+// prune to one partition per row when they run, in a kept plan as in a
+// fresh one, and the update finds the picked rows by their key as an array
+// (one index scan), not by a join that a plan made over a small queue
+// could keep as a hash over the whole of it. Planned at each claim, it cost
+// 0.9 ms of the database's CPU against 0.1 ms of running.
 func (e *postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error) {
 	exclude := p.Exclude
 	if exclude == nil {
