@@ -203,13 +203,8 @@ func (s *Service) CreateLicense(ctx context.Context, accountID string, in Licens
 				return errors.New("generate license key: every key generated was taken")
 			}
 		}
-		if _, err := tx.Fire(ctx, accountID, event.LicenseCreated, l); err != nil {
-			return err
-		}
-		if l.ExpiresAt == nil {
-			return nil
-		}
-		return tx.PlanExpiry(ctx, accountID, l.ID)
+		_, err := tx.Fire(ctx, accountID, event.LicenseCreated, l)
+		return err
 	})
 	if err == nil && l.ExpiresAt != nil {
 		s.store.ExpiriesChanged()
@@ -224,12 +219,16 @@ var errKeyTaken = ConflictError{"a license with this key already exists in the a
 // it did. One statement instead of a look-up each: the key is checked by
 // the unique index (account_id, key) itself, with no plan to choose, and
 // the product and user rows are locked against a concurrent delete as
-// exists locks them.
+// exists locks them. A license with an expiry is inserted with its expiry
+// events planned (store.NewLicenseExpiryDue), not planned by a second write.
 func insertLicense(ctx context.Context, tx *store.Tx, accountID string, l License) (bool, error) {
 	rows, err := tx.Query(ctx, `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity,
-allowed_activations, metadata, created_at, updated_at)
-SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT),
-  CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT)
+allowed_activations, metadata, created_at, updated_at, expiry_due_at)
+SELECT v.id, v.account_id, v.product_id, v.user_id, v.key, v.expires_at, v.validity,
+  v.allowed_activations, v.metadata, v.created_at, v.updated_at, `+store.NewLicenseExpiryDue("v.expires_at", "v.account_id")+`
+FROM (SELECT CAST(? AS TEXT) AS id, CAST(? AS TEXT) AS account_id, CAST(? AS TEXT) AS product_id, CAST(? AS TEXT) AS user_id,
+  CAST(? AS TEXT) AS key, CAST(? AS BIGINT) AS expires_at, CAST(? AS BIGINT) AS validity, CAST(? AS BIGINT) AS allowed_activations,
+  CAST(? AS TEXT) AS metadata, CAST(? AS BIGINT) AS created_at, CAST(? AS BIGINT) AS updated_at) AS v
 WHERE EXISTS (SELECT 1 FROM products WHERE account_id = ? AND id = ?`+tx.ForKeyShare()+`)
   AND (CAST(? AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM users WHERE account_id = ? AND id = ?`+tx.ForKeyShare()+`))
 ON CONFLICT (account_id, key) DO NOTHING

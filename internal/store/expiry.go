@@ -37,9 +37,26 @@ func planWith(soonFiredFor, expiredFiredFor string) string {
 	return `CASE
   WHEN expires_at IS NULL THEN NULL
   WHEN COALESCE(` + soonFiredFor + `, expires_at + 1) <> expires_at
-    THEN expires_at - 1000 * (SELECT a.expiring_soon_lead_seconds FROM accounts a WHERE a.id = licenses.account_id)
+    THEN ` + soonInstant("expires_at", "licenses.account_id") + `
   WHEN COALESCE(` + expiredFiredFor + `, expires_at + 1) <> expires_at THEN expires_at
 END`
+}
+
+// soonInstant is when license.expiring-soon is due for the expires_at and
+// the account of the given expressions: the account's lead before it.
+func soonInstant(expiresAt, accountID string) string {
+	return expiresAt + ` - 1000 * (SELECT a.expiring_soon_lead_seconds FROM accounts a WHERE a.id = ` + accountID + `)`
+}
+
+// NewLicenseExpiryDue is expiry_due_at of a license being inserted, by
+// expiryPlan's rule with nothing fired yet (its expiring-soon first), over
+// the expressions giving its expires_at and its account: an insert that
+// sets it plans its license's expiry events itself. Planned by PlanExpiry
+// in a statement after the insert, each license created with an expiry
+// was written twice, and the second write, of an indexed column, wrote
+// every index of licenses again.
+func NewLicenseExpiryDue(expiresAt, accountID string) string {
+	return `CASE WHEN ` + expiresAt + ` IS NULL THEN NULL ELSE ` + soonInstant(expiresAt, accountID) + ` END`
 }
 
 // PlanExpiry re-plans one license's expiry events after its expires_at was
