@@ -104,8 +104,9 @@ func (a *announcer) announce(ctx context.Context) error {
 // so its listener passes over their notifications: heard back, each cost a
 // second claim that found nothing (at 200 events a second, about one in
 // two). A backend of a connection that closed is forgotten after
-// sendersKept, long before the server could give its process id to another
-// connection.
+// sendersKept, in which the server's host would have to go through its
+// process ids to give one to another connection; were it to, that
+// connection's notifications would wait here for the dispatcher's poll.
 type senders struct {
 	mu   sync.Mutex
 	seen map[uint32]time.Time
@@ -137,7 +138,8 @@ func (s *senders) has(pid uint32) bool {
 
 // listener holds one connection of its own in LISTEN on each of its
 // channels (herald_due, herald_expiry) and calls the channel's wake whenever
-// another process (or this one) announces on it: new due logs for the
+// another process announces on it (this one's own are passed over, see
+// senders): new due logs for the
 // dispatcher, a planned expiry instant for the expiry runner. It reconnects
 // with backoff when the connection drops, and calls every wake on every
 // reconnect, since announcements made while it was away are lost. The
