@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // On PostgreSQL the history (events, webhook_event_logs, webhook_attempts)
@@ -495,22 +497,9 @@ func idRange(ids []string) (lo, hi string, ok bool) {
 	return lo, hi, len(ids) > 0
 }
 
+// canonicalUUID reports whether s is a UUID written as NewID writes one,
+// the same check the API makes of an id it is given.
 func canonicalUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
-		}
-	}
-	return true
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
 }
