@@ -471,3 +471,54 @@ func TestTimeAndEventFiltersFindEveryLogOfTheirRange(t *testing.T) {
 		})
 	}
 }
+
+// TestALogOfAnotherIdShapeIsRecorded: a log whose id is not NewID's (a
+// hand-written row, in the default partition) is still moved when its
+// outcome is recorded beside one of NewID's, by the log move's array form
+// (the range form holds only for NewID's texts, store.idRange).
+func TestALogOfAnotherIdShapeIsRecorded(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UTC()
+	st, acct, hook := pgStore(t, &now)
+	ctx := context.Background()
+	at := store.MS(now)
+	if err := st.InTx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"n": 1}); err != nil {
+			return err
+		}
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES ('ev-hand', ?, 'license.created', ?, ?)`, []any{acct.ID, []byte(`{}`), at}},
+			{`INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count, created_at, updated_at)
+VALUES ('log-hand', ?, ?, 'ev-hand', 'license.created', 'queued', 0, ?, ?)`, []any{acct.ID, hook.ID, at, at}},
+			{`INSERT INTO delivery_queue (log_id, webhook_id, due_at) VALUES ('log-hand', ?, ?)`, []any{hook.ID, at}},
+		} {
+			if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+	if err != nil || len(claims) != 2 {
+		t.Fatalf("claimed %d, %v; want the fired log and the hand-written one", len(claims), err)
+	}
+	code := 200
+	var outs []store.Outcome
+	for _, c := range claims {
+		outs = append(outs, store.Outcome{LogID: c.LogID, WebhookID: hook.ID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
+			Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, StatusCode: &code}})
+	}
+	if _, err := st.Complete(ctx, outs, 50); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range claims {
+		if l, err := st.Log(ctx, acct.ID, c.LogID); err != nil || l.Status != store.Succeeded {
+			t.Errorf("log %s after its delivery: %s, %v; want succeeded", c.LogID, l.Status, err)
+		}
+	}
+}
