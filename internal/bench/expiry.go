@@ -156,8 +156,11 @@ func prepareExpiries(ctx context.Context, o Options, dbURL, keyFile, apiToken, u
 	first := time.Now().Add(expiryMargin(n)).Truncate(time.Second)
 	shift := store.MS(far) - store.MS(first)
 	if err := st.InTx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE licenses SET expires_at = expires_at - ?, soon_fired_for = soon_fired_for - ?,
-expiry_due_at = expiry_due_at - ? WHERE account_id = ?`, shift, shift, shift, acct.ID)
+		if _, err := tx.Exec(ctx, `UPDATE licenses SET expires_at = expires_at - ? WHERE account_id = ?`, shift, acct.ID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE license_expiries SET expires_at = expires_at - ?, soon_fired_for = soon_fired_for - ?,
+due_at = due_at - ? WHERE account_id = ?`, shift, shift, shift, acct.ID)
 		return err
 	}); err != nil {
 		return time.Time{}, fmt.Errorf("move the licenses' expiry: %w", err)

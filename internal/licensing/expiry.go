@@ -71,8 +71,9 @@ type claimedLicense struct {
 	account string
 }
 
-// claimedLicenses reads the licenses a firing transaction claimed (and
-// holds locked), in one statement of one shape for any number (see the
+// claimedLicenses reads the licenses a firing transaction claimed (their
+// schedule rows held locked: a change of one waits for the firing before it
+// plans again), in one statement of one shape for any number (see the
 // store's jsonargs.go): one read per batch rather than per license.
 func claimedLicenses(ctx context.Context, tx *store.Tx, ids []string) (map[string]claimedLicense, error) {
 	list, _ := json.Marshal(ids) // strings always marshal

@@ -203,6 +203,11 @@ func (s *Service) CreateLicense(ctx context.Context, accountID string, in Licens
 				return errors.New("generate license key: every key generated was taken")
 			}
 		}
+		if l.ExpiresAt != nil {
+			if err := tx.PlanExpiry(ctx, accountID, l.ID, &l.ExpiresAt.Time); err != nil {
+				return err
+			}
+		}
 		_, err := tx.Fire(ctx, accountID, event.LicenseCreated, l)
 		return err
 	})
@@ -219,13 +224,12 @@ var errKeyTaken = ConflictError{"a license with this key already exists in the a
 // it did. One statement instead of a look-up each: the key is checked by
 // the unique index (account_id, key) itself, with no plan to choose, and
 // the product and user rows are locked against a concurrent delete as
-// exists locks them. A license with an expiry is inserted with its expiry
-// events planned (store.NewLicenseExpiryDue), not planned by a second write.
+// exists locks them.
 func insertLicense(ctx context.Context, tx *store.Tx, accountID string, l License) (bool, error) {
 	rows, err := tx.Query(ctx, `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity,
-allowed_activations, metadata, created_at, updated_at, expiry_due_at)
+allowed_activations, metadata, created_at, updated_at)
 SELECT v.id, v.account_id, v.product_id, v.user_id, v.key, v.expires_at, v.validity,
-  v.allowed_activations, v.metadata, v.created_at, v.updated_at, `+store.NewLicenseExpiryDue("v.expires_at", "v.account_id")+`
+  v.allowed_activations, v.metadata, v.created_at, v.updated_at
 FROM (SELECT CAST(? AS TEXT) AS id, CAST(? AS TEXT) AS account_id, CAST(? AS TEXT) AS product_id, CAST(? AS TEXT) AS user_id,
   CAST(? AS TEXT) AS key, CAST(? AS BIGINT) AS expires_at, CAST(? AS BIGINT) AS validity, CAST(? AS BIGINT) AS allowed_activations,
   CAST(? AS TEXT) AS metadata, CAST(? AS BIGINT) AS created_at, CAST(? AS BIGINT) AS updated_at) AS v
@@ -315,7 +319,11 @@ updated_at = ? WHERE account_id = ? AND id = ?`, l.UserID, optMS(l.ExpiresAt), l
 		// A moved expiresAt re-arms the expiry events for the new instant.
 		if after := expiryMS(l.ExpiresAt); !sameMS(before, after) {
 			moved = true
-			return tx.PlanExpiry(ctx, accountID, id)
+			var at *time.Time
+			if l.ExpiresAt != nil {
+				at = &l.ExpiresAt.Time
+			}
+			return tx.PlanExpiry(ctx, accountID, id, at)
 		}
 		return nil
 	})

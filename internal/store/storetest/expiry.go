@@ -278,7 +278,7 @@ func insertExpiring(t testing.TB, b *bundle, productID string, n int, expires fu
 VALUES (?, ?, ?, ?, ?, '{}', ?, ?)`, id, b.account.ID, productID, fmt.Sprintf("KEY-%06d-%s", i, id[:8]), store.MS(expires(i)), now, now); err != nil {
 				return err
 			}
-			if err := tx.PlanExpiry(b.ctx, b.account.ID, id); err != nil {
+			if err := tx.PlanExpiry(b.ctx, b.account.ID, id, ptr(expires(i))); err != nil {
 				return err
 			}
 		}
@@ -306,7 +306,7 @@ func testDueExpiriesReadOnlyDueRows(t *testing.T, b *bundle) {
 		return now.Add(time.Duration(30+i) * 24 * time.Hour)
 	})
 	if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(b.ctx, `ANALYZE licenses`)
+		_, err := tx.Exec(b.ctx, `ANALYZE license_expiries`)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -316,8 +316,8 @@ func testDueExpiriesReadOnlyDueRows(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	t.Logf("plan of the due query:\n%s", plan)
-	if !strings.Contains(plan, "licenses_expiry_due") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "SCAN licenses") {
-		t.Errorf("the due query does not read through licenses_expiry_due alone:\n%s", plan)
+	if !strings.Contains(plan, "license_expiries_due") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "SCAN license_expiries") {
+		t.Errorf("the due query does not read through license_expiries_due alone:\n%s", plan)
 	}
 	if n := fireDue(t, b, lic); n != 5 {
 		t.Errorf("fired for %d licenses; want the 5 due", n)
