@@ -302,6 +302,14 @@ func (s *Service) changeLicense(ctx context.Context, accountID, id string, kind 
 		if l, err = getLicense(ctx, tx, accountID, id, tx.ForUpdate()); err != nil {
 			return err
 		}
+		if kind == event.LicenseRenewed || kind == event.LicenseExpiresAtUpdated {
+			// Held before anything is written or fired: an expiry firing
+			// holding it goes first (with the license as it was), and one
+			// after sees the moved instant's plan.
+			if err := tx.HoldExpiry(ctx, id); err != nil {
+				return err
+			}
+		}
 		before := expiryMS(l.ExpiresAt)
 		now := fromMS(store.MS(tx.Now()))
 		if err := change(tx, &l, now.Time); err != nil {

@@ -71,6 +71,34 @@ ON CONFLICT (license_id) DO UPDATE SET expires_at = excluded.expires_at,
 	return nil
 }
 
+// HoldExpiry locks a license's schedule row, if it has one, for a change
+// that may move the license's expires_at, taken at once after the
+// license's own lock. An expiry firing holds the schedule row alone and
+// reads the license unlocked; were the row taken only at PlanExpiry, a
+// firing could claim it while the change had already written the license
+// and fired its event, and fire the old instant's event after the change's
+// with the license as it was before it, and a lead-time change committed
+// meanwhile could be planned over with the old lead. Held first, a firing
+// goes wholly before the change or after it. SQLite's one writer needs
+// none.
+func (tx *Tx) HoldExpiry(ctx context.Context, licenseID string) error {
+	lock := tx.ForUpdate()
+	if lock == "" {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT license_id FROM license_expiries WHERE license_id = ?`+lock, licenseID)
+	if err != nil {
+		return fmt.Errorf("hold expiry schedule: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("hold expiry schedule: %w", err)
+	}
+	return nil
+}
+
 // replanAccount re-plans every license of the account after its lead time
 // changed, found through the licenses' own index on the account (the
 // schedule has none: it would be written again at every firing). A license
@@ -109,9 +137,9 @@ FROM license_expiries WHERE due_at <= ? ORDER BY due_at LIMIT ?`
 // are skipped (SKIP LOCKED): each process fires the ones it claimed, and
 // once its transaction commits (RecordExpiriesFired moved them on) no other
 // claim matches them, so each event fires once however many processes wake
-// at the same instant. A change of the license's expires_at re-plans its
-// row in the change's transaction, so it waits for a firing that holds the
-// row, and a firing passes over a row such a change holds.
+// at the same instant. A change of the license's expires_at holds its row
+// from its start (HoldExpiry), so it waits for a firing that holds the row,
+// and a firing passes over a row such a change holds.
 func (tx *Tx) ClaimDueExpiries(ctx context.Context, now time.Time, limit int) ([]DueExpiry, error) {
 	rows, err := tx.Query(ctx, dueExpiries+tx.forUpdateSkipLocked(), ms(now), limit)
 	if err != nil {
