@@ -29,24 +29,11 @@ func TestFiringAnExpiryLeavesTheLicenseRowAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lic := licensing.New(st)
-	p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lic.CreateLicense(ctx, acct.ID, licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &p.ID},
-		ExpiresAt: licensing.Optional[string]{Set: true, Value: ptrTo(now.Add(30 * 24 * time.Hour).Format(event.TimeFormat))}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lic, _, licenseID := expiringLicense(t, st, now.Add(30*24*time.Hour))
 	versions := func() (license, schedule string) {
 		t.Helper()
 		if err := st.QueryRow(ctx, `SELECT l.xmin::text, e.xmin::text FROM licenses l JOIN license_expiries e ON e.license_id = l.id WHERE l.id = ?`,
-			l.ID).Scan(&license, &schedule); err != nil {
+			licenseID).Scan(&license, &schedule); err != nil {
 			t.Fatal(err)
 		}
 		return license, schedule
@@ -100,22 +87,7 @@ func TestAnExpiryChangeWaitsForAFiringBeforeItWritesTheLicense(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lic := licensing.New(st)
-	p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	validity := int64(30 * 24 * 3600)
-	l, err := lic.CreateLicense(ctx, acct.ID, licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &p.ID},
-		Validity:  licensing.Optional[int64]{Set: true, Value: &validity},
-		ExpiresAt: licensing.Optional[string]{Set: true, Value: ptrTo(now.Add(time.Hour).Format(event.TimeFormat))}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lic, accountID, licenseID := expiringLicense(t, st, now.Add(time.Hour))
 
 	// The other process's firing: its claim holds the schedule row.
 	claimed, release := make(chan error, 1), make(chan struct{})
@@ -137,7 +109,7 @@ func TestAnExpiryChangeWaitsForAFiringBeforeItWritesTheLicense(t *testing.T) {
 	}
 	renewed := make(chan error, 1)
 	go func() {
-		_, err := lic.RenewLicense(ctx, acct.ID, l.ID)
+		_, err := lic.RenewLicense(ctx, accountID, licenseID)
 		renewed <- err
 	}()
 	// Wait until the renewal waits for a lock, and see at which statement.
@@ -159,4 +131,28 @@ WHERE application_name = ? AND wait_event_type = 'Lock'`, app).Scan(&waiting); e
 	if !strings.HasPrefix(strings.TrimSpace(waiting), "SELECT license_id FROM license_expiries") {
 		t.Errorf("the renewal waited for the firing at %q; want it held at its start, before it wrote the license", waiting)
 	}
+}
+
+// expiringLicense makes an account with one product and one license of it
+// expiring at expires, renewable by 30 days, through st.
+func expiringLicense(t *testing.T, st *store.Store, expires time.Time) (lic *licensing.Service, accountID, licenseID string) {
+	t.Helper()
+	ctx := context.Background()
+	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lic = licensing.New(st)
+	p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validity := int64(30 * 24 * 3600)
+	l, err := lic.CreateLicense(ctx, acct.ID, licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &p.ID},
+		Validity:  licensing.Optional[int64]{Set: true, Value: &validity},
+		ExpiresAt: licensing.Optional[string]{Set: true, Value: ptrTo(expires.Format(event.TimeFormat))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lic, acct.ID, l.ID
 }
