@@ -1,6 +1,7 @@
 package heraldtest
 
 import (
+	"os"
 	"testing"
 
 	"github.com/heraldhq/herald/internal/testdb"
@@ -20,6 +21,17 @@ type Store = testdb.Store
 
 // Stores lists the engines every behavioural test runs on (testdb.Stores).
 func Stores() []Store { return testdb.Stores() }
+
+// BenchStores lists the engines a benchmark measures: SQLite always,
+// PostgreSQL when PostgresEnv names a server. Unlike a test, a benchmark
+// run without a server measures what it can rather than fail.
+func BenchStores() []Store {
+	out := []Store{{Name: "sqlite", URL: SQLiteURL}}
+	if os.Getenv(PostgresEnv) != "" {
+		out = append(out, Store{Name: "postgres", URL: PostgresURL})
+	}
+	return out
+}
 
 // ForEachStore runs test as parallel subtests, one per engine, each with
 // the URL of a new, empty database (testdb.ForEachStore).

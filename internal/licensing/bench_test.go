@@ -3,7 +3,6 @@ package licensing_test
 import (
 	"context"
 	"crypto/rand"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -21,11 +20,7 @@ import (
 // already fired. What it costs bounds how many expiries a second herald
 // fires (scenario x of herald bench fires 10,000 a second).
 func BenchmarkFireDueExpiries(b *testing.B) {
-	stores := []heraldtest.Store{{Name: "sqlite", URL: heraldtest.SQLiteURL}}
-	if os.Getenv(heraldtest.PostgresEnv) != "" {
-		stores = append(stores, heraldtest.Store{Name: "postgres", URL: heraldtest.PostgresURL})
-	}
-	for _, e := range stores {
+	for _, e := range heraldtest.BenchStores() {
 		b.Run(e.Name, func(b *testing.B) {
 			ctx := context.Background()
 			var mu sync.Mutex

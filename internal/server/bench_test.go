@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 
@@ -16,11 +15,7 @@ import (
 // transaction writing the license, its event and one log for each of 5
 // subscribed webhooks (disabled, so no delivery competes for the cores).
 func BenchmarkAPICreateLicense(b *testing.B) {
-	stores := []heraldtest.Store{{Name: "sqlite", URL: heraldtest.SQLiteURL}}
-	if os.Getenv(heraldtest.PostgresEnv) != "" {
-		stores = append(stores, heraldtest.Store{Name: "postgres", URL: heraldtest.PostgresURL})
-	}
-	for _, s := range stores {
+	for _, s := range heraldtest.BenchStores() {
 		b.Run(s.Name, func(b *testing.B) {
 			h := heraldtest.Start(b, heraldtest.Options{DatabaseURL: s.URL(b)})
 			for i := range 5 {
