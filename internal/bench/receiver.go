@@ -35,7 +35,14 @@ type receiver struct {
 	// expiry: latencies run from the payload's data.expiresAt instead (scenario
 	// x), and lags from it to triggeredAt.
 	expiry bool
-	lags   []time.Duration
+	lags   []firingLag
+}
+
+// firingLag is, in expiry mode, one delivery's data.expiresAt and the time
+// from it to the event's triggeredAt.
+type firingLag struct {
+	expires time.Time
+	lag     time.Duration
 }
 
 // receipt is the first receipt of one delivery.
@@ -91,11 +98,18 @@ func (r *receiver) expiryMode() {
 	r.mu.Unlock()
 }
 
-// firingLags are, in expiry mode, data.expiresAt to triggeredAt per delivery.
-func (r *receiver) firingLags() []time.Duration {
+// firingLags are, in expiry mode, data.expiresAt to triggeredAt per
+// delivery whose expiresAt is in [from, to).
+func (r *receiver) firingLags(from, to time.Time) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]time.Duration(nil), r.lags...)
+	var out []time.Duration
+	for _, l := range r.lags {
+		if !l.expires.Before(from) && l.expires.Before(to) {
+			out = append(out, l.lag)
+		}
+	}
+	return out
 }
 
 // fleet makes the receiver tell apart the deliveries of the processes pids.
@@ -228,7 +242,7 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 		if r.expiry && !p.Data.ExpiresAt.IsZero() {
 			rc.lat = now.Sub(p.Data.ExpiresAt)
 			r.latencies = append(r.latencies, rc.lat)
-			r.lags = append(r.lags, p.TriggeredAt.Sub(p.Data.ExpiresAt))
+			r.lags = append(r.lags, firingLag{p.Data.ExpiresAt, p.TriggeredAt.Sub(p.Data.ExpiresAt)})
 		} else if at, ok := r.fired[p.Data.Metadata.Bench]; ok {
 			rc.lat = now.Sub(at)
 			r.latencies = append(r.latencies, rc.lat)
