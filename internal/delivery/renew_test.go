@@ -85,7 +85,7 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 	logID := logOf(t, st, acct.ID)
 	held := func() (until time.Time, holder string) {
 		var due int64
-		if err := st.QueryRow(context.Background(), `SELECT due_at, lease FROM delivery_queue WHERE log_id = ?`, logID).Scan(&due, &holder); err != nil {
+		if err := st.QueryRow(context.Background(), `SELECT lease_until, lease FROM delivery_queue WHERE log_id = ?`, logID).Scan(&due, &holder); err != nil {
 			t.Fatalf("read the log's lease: %v", err)
 		}
 		return time.UnixMilli(due), holder

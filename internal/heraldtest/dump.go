@@ -103,7 +103,7 @@ func DumpLogs(t testing.TB, dbURL string) {
 	now := time.Now().UnixMilli()
 	// A log in flight is a leased row of delivery_queue (its log still reads queued or retrying).
 	fmt.Fprintf(&b, "\n  in flight (leased in the queue): %d", d.intOr(`SELECT COUNT(*) FROM delivery_queue WHERE lease IS NOT NULL`))
-	fmt.Fprintf(&b, "\n  pending with an ended lease: %d", d.intOr(`SELECT COUNT(*) FROM delivery_queue WHERE lease IS NOT NULL AND due_at < ?`, now))
+	fmt.Fprintf(&b, "\n  pending with an ended lease: %d", d.intOr(`SELECT COUNT(*) FROM delivery_queue WHERE lease IS NOT NULL AND lease_until < ?`, now))
 	fmt.Fprintf(&b, "\n  leases held: %d", d.intOr(`SELECT COUNT(DISTINCT lease) FROM delivery_queue WHERE lease IS NOT NULL`))
 	b.WriteString("\nlast retry reasons of logs not succeeded (most frequent first):")
 	d.each(&b, `SELECT COALESCE(retry_reason, '(none)'), COUNT(*) FROM webhook_event_logs WHERE status <> 'succeeded'

@@ -159,7 +159,7 @@ func TestFullDiskOnSQLite(t *testing.T) {
 	clock.Advance(lease)
 	heraldtest.Eventually(t, time.Minute, "the leases of the attempts made to run out", func() bool {
 		var pending, live int
-		err := h.Server.Store.QueryRow(ctx, `SELECT COUNT(*), COUNT(CASE WHEN due_at > ? THEN 1 END) FROM delivery_queue WHERE lease IS NOT NULL`,
+		err := h.Server.Store.QueryRow(ctx, `SELECT COUNT(*), COUNT(CASE WHEN lease_until > ? THEN 1 END) FROM delivery_queue WHERE lease IS NOT NULL`,
 			store.MS(clock.Now())).Scan(&pending, &live)
 		return err == nil && pending > 0 && live == 0
 	})

@@ -150,18 +150,35 @@ func (s *Store) scanClaim(sc interface{ Scan(...any) error }, more ...any) (Clai
 	return c, nil
 }
 
-// NextDue returns when the earliest waiting log becomes due, and false when
-// none waits.
+// NextDue returns when the earliest waiting log becomes due, or the
+// earliest lease ends, and false when no log waits and none is leased.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var due sql.NullInt64
-	// Each webhook's earliest, through the queue's (webhook_id, due_at)
-	// index: one probe per webhook, whatever the backlog. Written as the
-	// first row in due order, not MIN, whose rewrite to that PostgreSQL
-	// costs against a scan of the whole queue: without statistics (a queue
-	// that grew since herald last analysed it) it scanned the queue once
-	// per webhook at every sleep, 20,000 rows a second behind one stuck
-	// webhook (server.TestIdleHeraldWithAStuckWebhookReadsFewRows).
-	err := s.QueryRow(ctx, `SELECT MIN((SELECT q.due_at FROM delivery_queue q WHERE q.webhook_id = w.id ORDER BY q.due_at LIMIT 1)) FROM webhooks w`, s.eng.cached(nil)...).Scan(&due)
+	// Each webhook's earliest unleased row, through the queue's
+	// (webhook_id, due_at) index: one probe per webhook, whatever the
+	// backlog. Written as the first row in due order, not MIN, whose rewrite
+	// to that PostgreSQL costs against a scan of the whole queue: without
+	// statistics (a queue that grew since herald last analysed it) it
+	// scanned the queue once per webhook at every sleep, 20,000 rows a
+	// second behind one stuck webhook
+	// (server.TestIdleHeraldWithAStuckWebhookReadsFewRows).
+	//
+	// A leased row keeps the due_at it had when claimed (decision 0099), so
+	// the rows before a webhook's first unleased one are all leased, and
+	// the earliest lease ending is among them (a row leased later in due
+	// order was claimed after that one fell due, and its lease ends later
+	// still). They are the webhook's attempts in flight: a few, read in due
+	// order; the bound is against a runaway count, not a real one.
+	err := s.QueryRow(ctx, `WITH firsts AS (
+  SELECT w.id, (SELECT u.due_at FROM delivery_queue u WHERE u.webhook_id = w.id AND u.lease IS NULL ORDER BY u.due_at LIMIT 1) AS due
+  FROM webhooks w)
+SELECT MIN(t) FROM (
+  SELECT due AS t FROM firsts
+  UNION ALL
+  SELECT (SELECT MIN(r.lease_until) FROM (
+    SELECT l.lease_until FROM delivery_queue l
+    WHERE l.webhook_id = f.id AND l.due_at < COALESCE(f.due, 9223372036854775807)
+    ORDER BY l.due_at LIMIT 1000) r) FROM firsts f) a`, s.eng.cached(nil)...).Scan(&due)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
@@ -271,7 +288,7 @@ var errInFlight = errors.New("an attempt is in flight")
 func (s *Store) ReleaseLeases(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.InTx(ctx, func(tx *Tx) error {
-		res, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = ?, lease = NULL WHERE lease IS NOT NULL`, ms(s.now()))
+		res, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL WHERE lease IS NOT NULL`, ms(s.now()))
 		if err != nil {
 			return fmt.Errorf("release leases: %w", err)
 		}

@@ -378,9 +378,9 @@ func (tx *Tx) moveQueueRow(ctx context.Context, o Outcome, now time.Time) (bool,
 	var args []any
 	switch o.Result {
 	case Retry:
-		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, attempts = attempts + 1 WHERE log_id = ? AND lease = ?`, []any{ms(o.NextAt)}
+		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL, attempts = attempts + 1 WHERE log_id = ? AND lease = ?`, []any{ms(o.NextAt)}
 	case Release:
-		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL WHERE log_id = ? AND lease = ?`, []any{ms(o.releasedUntil(now))}
+		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL WHERE log_id = ? AND lease = ?`, []any{ms(o.releasedUntil(now))}
 	default:
 		q = `DELETE FROM delivery_queue WHERE log_id = ? AND lease = ?`
 	}

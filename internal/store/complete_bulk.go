@@ -193,7 +193,7 @@ done AS (
   WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NULL
   RETURNING q.log_id),
 again AS (
-  UPDATE delivery_queue q SET due_at = v.new_due, lease = NULL, attempts = q.attempts + v.attempted
+  UPDATE delivery_queue q SET due_at = v.new_due, lease = NULL, lease_until = NULL, attempts = q.attempts + v.attempted
   FROM v WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NOT NULL
   RETURNING q.log_id),
 held AS (SELECT log_id FROM done UNION ALL SELECT log_id FROM again),
@@ -240,7 +240,7 @@ RETURNING id`, ms(now), ms(now), ms(now), arg)
 		}
 	}
 	if len(done) < len(ids) {
-		if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = v.new_due, lease = NULL, attempts = attempts + v.attempted
+		if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = v.new_due, lease = NULL, lease_until = NULL, attempts = attempts + v.attempted
 FROM (`+moveSource+`) AS v
 WHERE delivery_queue.log_id = v.log_id AND delivery_queue.lease = v.held AND v.new_due IS NOT NULL`, arg); err != nil {
 			return nil, err

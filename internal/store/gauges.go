@@ -69,7 +69,7 @@ FROM delivery_queue GROUP BY st`)
 
 	var oldest sql.NullInt64
 	if err := s.QueryRow(ctx, `SELECT COUNT(*), MIN(due_at) FROM delivery_queue
-WHERE due_at <= ? AND COALESCE(resend_until, 0) <= ?`, ms(now), ms(now)).Scan(&g.Due, &oldest); err != nil {
+WHERE due_at <= ? AND COALESCE(lease_until, 0) <= ? AND COALESCE(resend_until, 0) <= ?`, ms(now), ms(now), ms(now)).Scan(&g.Due, &oldest); err != nil {
 		return g, fmt.Errorf("gauges: due logs: %w", err)
 	}
 	if oldest.Valid {

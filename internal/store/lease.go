@@ -37,7 +37,7 @@ func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (
 				leases = append(leases, h.Lease)
 			}
 		}
-		res, err := s.writerFor(ctx).ExecContext(ctx, s.q(`UPDATE delivery_queue SET due_at = ?
+		res, err := s.writerFor(ctx).ExecContext(ctx, s.q(`UPDATE delivery_queue SET lease_until = ?
 WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?))`),
 			ms(until), jsonTexts(ids), jsonTexts(leases))
 		if err != nil {
@@ -69,7 +69,7 @@ func (s *Store) ReleaseHeld(ctx context.Context, leases []string) (int64, error)
 		err := s.InTx(ctx, func(tx *Tx) error {
 			// The log itself already reads queued or retrying: a claim never
 			// wrote it.
-			res, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = ?, lease = NULL
+			res, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL
 WHERE lease IN (SELECT value FROM json_texts(?))`, now, jsonTexts(chunk))
 			if err != nil {
 				return err

@@ -92,7 +92,7 @@ type Attempt struct {
 const logColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, ` + logStatus + `,
 (SELECT e.body FROM events e WHERE e.id = l.event_id), l.status_code, l.sent_at,
 l.received_at, l.retry_reason, l.attempt_count,
-CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT q.due_at FROM delivery_queue q WHERE q.log_id = l.id) END, l.created_at,
+CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT COALESCE(q.lease_until, q.due_at) FROM delivery_queue q WHERE q.log_id = l.id) END, l.created_at,
 COALESCE(CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT q.claimed_at FROM delivery_queue q WHERE q.log_id = l.id AND q.lease IS NOT NULL) END, l.updated_at),
 (SELECT a.duration_ms FROM webhook_attempts a WHERE a.log_id = l.id ORDER BY a.number DESC LIMIT 1),
 (SELECT COUNT(*) FROM webhook_attempts a WHERE a.log_id = l.id)`

@@ -248,10 +248,17 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 // Under READ COMMITTED a row that another claim changed and committed after
 // this statement's snapshot is re-checked against the WHERE clause once
 // locked (PostgreSQL's EvalPlanQual), so a row another process has just
-// leased (due only when its lease ends) is not taken twice.
+// leased (claimable again only when its lease ends) is not taken twice.
 //
 // A row that was leased (its lease ended: its process died mid-attempt) is
 // reported as taken over.
+//
+// The lease's end is a column of its own, lease_until, which no index
+// holds (decision 0099): the claim's update changes no indexed column, so
+// where the row's page has room it is HOT and adds no index entry. The scan
+// of a webhook's due rows steps over those in flight (their due_at has
+// passed; they are read, not locked), at most the webhook's attempts in
+// flight.
 //
 // The statement also returns what each attempt needs of the log, its event
 // and its webhook, so a claim is one round trip: claims are serial in a
@@ -284,7 +291,7 @@ due AS (
   SELECT d.log_id, h.account_id, d.due_at, d.lease IS NOT NULL AS was, d.attempts > 0 AS retry
   FROM hooks h CROSS JOIN LATERAL (
     SELECT log_id, due_at, lease, attempts FROM delivery_queue
-    WHERE webhook_id = h.id AND due_at <= $4 AND COALESCE(resend_until, 0) <= $4
+    WHERE webhook_id = h.id AND due_at <= $4 AND COALESCE(lease_until, 0) <= $4 AND COALESCE(resend_until, 0) <= $4
     ORDER BY due_at
     LIMIT LEAST(h.room, $6, 4 * COALESCE(($10::jsonb ->> h.account_id)::int, $11))
     FOR NO KEY UPDATE SKIP LOCKED) d
@@ -297,7 +304,7 @@ picked AS (
   SELECT log_id, was FROM fit WHERE arn <= COALESCE(($10::jsonb ->> fit.account_id)::int, $11)
   ORDER BY retry, arn, due_at, log_id LIMIT $8),
 taken AS (
-  UPDATE delivery_queue q SET lease = $1, due_at = $2, claimed_at = $3
+  UPDATE delivery_queue q SET lease = $1, lease_until = $2, claimed_at = $3
   WHERE q.log_id = ANY(ARRAY(SELECT log_id FROM picked))
   RETURNING q.log_id, q.lease)
 SELECT `+claimColumns+`, l.was

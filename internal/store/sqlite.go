@@ -148,7 +148,7 @@ func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim
 	for _, n := range p.Room {
 		most = max(most, n)
 	}
-	args := []any{roomJSON(p.Room), p.PerWebhook, jsonTexts(p.Exclude), ms(p.Now), ms(p.Now), most,
+	args := []any{roomJSON(p.Room), p.PerWebhook, jsonTexts(p.Exclude), ms(p.Now), ms(p.Now), ms(p.Now), most,
 		roomJSON(p.AccountRoom), p.accountBound(), p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now)}
 	q := `WITH hooks AS (
   SELECT id, account_id, COALESCE((SELECT value FROM json_each(?) WHERE key = webhooks.id), ?) AS room FROM webhooks
@@ -158,7 +158,7 @@ due AS (
     ROW_NUMBER() OVER (PARTITION BY h.id ORDER BY q.due_at, q.log_id) AS rn
   FROM hooks h JOIN delivery_queue q ON q.log_id IN (
     SELECT log_id FROM delivery_queue
-    WHERE webhook_id = h.id AND due_at <= ? AND COALESCE(resend_until, 0) <= ?
+    WHERE webhook_id = h.id AND due_at <= ? AND COALESCE(lease_until, 0) <= ? AND COALESCE(resend_until, 0) <= ?
     ORDER BY due_at LIMIT ?)),
 fit AS (
   SELECT log_id, due_at, retry, account_id, ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY retry, due_at, log_id) AS arn
@@ -166,7 +166,7 @@ fit AS (
 picked AS (
   SELECT log_id FROM fit WHERE arn <= COALESCE((SELECT value FROM json_each(?) WHERE key = fit.account_id), ?)
   ORDER BY retry, arn, due_at, log_id LIMIT ?)
-UPDATE delivery_queue SET lease = ?, due_at = ?, claimed_at = ?
+UPDATE delivery_queue SET lease = ?, lease_until = ?, claimed_at = ?
 WHERE log_id IN (SELECT log_id FROM picked)
 RETURNING log_id`
 	q = s.q(q)

@@ -40,7 +40,7 @@ func testLeasesRenewAndRelease(t *testing.T, b *bundle) {
 	if n, err := b.st.RenewLeases(b.ctx, held(mine[3]), b.clock.Now().Add(time.Hour)); err != nil || n != 0 {
 		t.Fatalf("renewed a lease taken over: %d, %v", n, err)
 	}
-	if b.count(t, `SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND due_at = ?`,
+	if b.count(t, `SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND lease_until = ?`,
 		mine[3].LogID, b.clock.Now().Add(11*time.Second).UnixMilli()) != 1 {
 		t.Fatalf("the new holder's lease changed; want it to end when its own claim said")
 	}
