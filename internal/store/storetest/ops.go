@@ -97,6 +97,70 @@ func testEmailsClaimedOnce(t *testing.T, b *bundle) {
 	}
 }
 
+// testRetentionWalksEventsByID purges events without logs under the wall
+// clock, where the walk goes by id and stops at the id of the retention's
+// bound (decision 0099): events made 40 days ago go, in batches of 2 (the
+// cursor carried over), one of 20 days ago stays, and so does one whose
+// time says 40 days ago but whose id was made now, past the walk's end:
+// the witness that the walk stops at the bound rather than reading every
+// event after the cursor.
+func testRetentionWalksEventsByID(t *testing.T, b *bundle) {
+	st, err := store.Open(b.ctx, b.newURL(t), store.Options{Key: b.key}) // the wall clock
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	acct, err := st.CreateAccount(b.ctx, store.Bootstrap{AccountName: "w", OwnerEmail: "w@example.com", PasswordHash: "x", TokenHash: store.NewID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old, recent := now.Add(-40*24*time.Hour), now.Add(-20*24*time.Hour)
+	events := []struct {
+		id string
+		at time.Time
+	}{
+		{store.NewIDAt(old), old}, {store.NewIDAt(old.Add(time.Second)), old.Add(time.Second)},
+		{store.NewIDAt(old.Add(2 * time.Second)), old.Add(2 * time.Second)},
+		{store.NewIDAt(recent), recent}, {store.NewID(), old},
+	}
+	if err := st.InTx(b.ctx, func(tx *store.Tx) error {
+		for _, e := range events {
+			if _, err := tx.Exec(b.ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, 'license.deleted', '{}', ?)`,
+				e.id, acct.ID, store.MS(e.at)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deleted, calls := 0, 0
+	for cursor := (store.EventCursor{}); ; calls++ {
+		n, next, done, err := st.PurgeEvents(b.ctx, now.Add(-30*24*time.Hour), cursor, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted += n
+		if done || calls > 10 {
+			break
+		}
+		cursor = next
+	}
+	if deleted != 3 {
+		t.Errorf("purged %d events; want the 3 made 40 days ago", deleted)
+	}
+	for i, e := range events {
+		var n int
+		if err := st.QueryRow(b.ctx, `SELECT COUNT(*) FROM events WHERE id = ?`, e.id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 0, false: 1}[i < 3]; n != want {
+			t.Errorf("event %d (made %v, at %v): %d left; want %d", i, e.id, e.at.Format(time.DateOnly), n, want)
+		}
+	}
+}
+
 // testRetention fills logs of every status, lets 40 days pass, and purges
 // with a 30-day retention in batches of 2: completed logs older than that go
 // with their attempts and the events left without logs; queued, pending and

@@ -48,6 +48,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"BatchesTouchingWebhooksInAnyOrderDoNotDeadlock", 4, testBatchesDoNotDeadlock},
 		{"EmailsAreClaimedOnce", 3, testEmailsClaimedOnce},
 		{"RetentionRemovesOnlyCompletedLogs", 1, testRetention},
+		{"RetentionWalksEventsByIDUnderTheWallClock", 1, testRetentionWalksEventsByID},
 		{"DeletionTakesTheLogsAttempts", 1, testDeletionTakesAttempts},
 		{"ConcurrentOpensMigrateAndBootstrapOnce", 6, testConcurrentOpens},
 		{"WrongKeyIsRefused", 2, testWrongKey},
