@@ -1,0 +1,148 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/retention"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// BenchmarkRetentionWAL measures the WAL PostgreSQL writes when retention
+// removes a day of history (decision 0090): each op seeds a day, 40 days
+// back, with logs that each have an event and an attempt, all completed,
+// and runs retention.Purge with a 30-day retention. "whole" is such a day,
+// dropped with its partitions; "row-by-row" is the same day held by one
+// log still queued, so that its completed logs go one by one, as SQLite's
+// and a held day's do. It reports WAL bytes per removed log and per op,
+// read from pg_current_wal_insert_lsn() around the purge alone.
+//
+//	HERALD_TEST_POSTGRES_URL=… go test -run '^$' -bench RetentionWAL -benchtime 3x ./internal/store/
+func BenchmarkRetentionWAL(b *testing.B) {
+	for _, logs := range []int{1_000, 10_000} {
+		for _, held := range []bool{false, true} {
+			name := map[bool]string{false: "whole", true: "row-by-row"}[held]
+			b.Run(fmt.Sprintf("%s/logs=%d", name, logs), func(b *testing.B) {
+				benchmarkRetentionWAL(b, logs, held)
+			})
+		}
+	}
+}
+
+func benchmarkRetentionWAL(b *testing.B, logs int, held bool) {
+	url := heraldtest.PostgresURL(b)
+	ctx := context.Background()
+	key := make([]byte, 32)
+	rand.Read(key)
+	st, err := store.Open(ctx, url, store.Options{Key: key})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: store.NewID()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hook, err := st.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
+		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	b.Cleanup(func() { raw.Close() })
+	lsn := func() int64 {
+		var n int64
+		if err := raw.QueryRowContext(ctx, `SELECT CAST(pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS BIGINT)`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	day := store.Day(time.Now()).AddDate(0, 0, -40)
+	if err := st.MakePartitions(ctx, day, day); err != nil {
+		b.Fatal(err)
+	}
+	var wal, removed int64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		// A day of history: each log its own event, fired and completed
+		// within the day, with one attempt.
+		at := day.Add(time.Hour)
+		ids, events := make([]string, logs), make([]string, logs)
+		for i := range logs {
+			t := at.Add(time.Duration(i) * time.Millisecond)
+			ids[i], events[i] = store.NewIDAt(t), store.NewIDAt(t)
+		}
+		if err := st.InTx(ctx, func(tx *store.Tx) error {
+			for _, q := range []struct {
+				sql  string
+				args []any
+			}{
+				{`INSERT INTO events (id, account_id, kind, body, triggered_at)
+SELECT e, ?, 'license.created', '{"id":"lic","key":"ABCD-EFGH-IJKL-MNOP"}', ? FROM unnest(CAST(? AS text[])) AS e`,
+					[]any{acct.ID, store.MS(at), events}},
+				{`INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count, status_code, created_at, updated_at, completed_at)
+SELECT l, ?, ?, e, 'license.created', 'succeeded', 1, 200, ?, ?, ? FROM unnest(CAST(? AS text[]), CAST(? AS text[])) AS x(l, e)`,
+					[]any{acct.ID, hook.ID, store.MS(at), store.MS(at), store.MS(at), ids, events}},
+				{`INSERT INTO webhook_attempts (log_id, webhook_id, number, trigger, sent_at, status_code, duration_ms, response_body)
+SELECT l, ?, 1, 'automatic', ?, 200, 5, 'ok' FROM unnest(CAST(? AS text[])) AS l`,
+					[]any{hook.ID, store.MS(at), ids}},
+			} {
+				if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+					return err
+				}
+			}
+			if held { // one more log of the day, still queued, holds it
+				id := store.NewIDAt(at.Add(-time.Minute))
+				if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count, created_at, updated_at)
+VALUES (?, ?, ?, ?, 'license.created', 'queued', 0, ?, ?)`, id, acct.ID, hook.ID, events[0], store.MS(at), store.MS(at)); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO delivery_queue (log_id, webhook_id, due_at) VALUES (?, ?, ?)`, id, hook.ID, store.MS(time.Now().Add(time.Hour))); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := raw.ExecContext(ctx, `CHECKPOINT`); err != nil { // the purge's WAL, not the seeding's full-page images
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		before := lsn()
+		n, _, err := retention.Purge(ctx, st, retention.Config{Keep: 30 * 24 * time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wal += lsn() - before
+		removed += int64(n)
+		b.StopTimer()
+		if n != logs {
+			b.Fatalf("retention removed %d logs; want %d", n, logs)
+		}
+		if held { // the day goes whole next time
+			if _, err := raw.ExecContext(ctx, `DELETE FROM delivery_queue; DELETE FROM webhook_event_logs`); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := st.MakePartitions(ctx, day, day); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(wal)/float64(removed), "WAL-B/log")
+	b.ReportMetric(float64(wal)/float64(b.N), "WAL-B/op")
+}
