@@ -2,15 +2,10 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -37,37 +32,8 @@ func BenchmarkRetentionWAL(b *testing.B) {
 }
 
 func benchmarkRetentionWAL(b *testing.B, logs int, held bool) {
-	url := heraldtest.PostgresURL(b)
-	ctx := context.Background()
-	key := make([]byte, 32)
-	rand.Read(key)
-	st, err := store.Open(ctx, url, store.Options{Key: key})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: store.NewID()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hook, err := st.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: "h", URL: "https://example.com/h",
-		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw.SetMaxOpenConns(1)
-	b.Cleanup(func() { raw.Close() })
-	lsn := func() int64 {
-		var n int64
-		if err := raw.QueryRowContext(ctx, `SELECT CAST(pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS BIGINT)`).Scan(&n); err != nil {
-			b.Fatal(err)
-		}
-		return n
-	}
+	w := newWALBench(b, 1)
+	st, acct, hook, raw, ctx := w.st, w.acct, w.hooks[0], w.raw, context.Background()
 	day := store.Day(time.Now()).AddDate(0, 0, -40)
 	if err := st.MakePartitions(ctx, day, day); err != nil {
 		b.Fatal(err)
@@ -121,12 +87,12 @@ VALUES (?, ?, ?, ?, 'license.created', 'queued', 0, ?, ?)`, id, acct.ID, hook.ID
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		before := lsn()
+		before := w.lsn()
 		n, _, err := retention.Purge(ctx, st, retention.Config{Keep: 30 * 24 * time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
-		wal += lsn() - before
+		wal += w.lsn() - before
 		removed += int64(n)
 		b.StopTimer()
 		if n != logs {

@@ -3,8 +3,10 @@ package store_test
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,40 +28,13 @@ import (
 func BenchmarkDeliveryWAL(b *testing.B) {
 	for _, hooks := range []int{1, 10} {
 		b.Run(fmt.Sprintf("webhooks=%d", hooks), func(b *testing.B) {
-			url := heraldtest.PostgresURL(b)
-			ctx := context.Background()
-			key := make([]byte, 32)
-			rand.Read(key)
-			st, err := store.Open(ctx, url, store.Options{Key: key})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { st.Close() })
-			acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: store.NewID()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			byHook := map[string]string{}
-			for i := range hooks {
-				hook, err := st.CreateWebhook(ctx, acct.ID, store.NewWebhook{Name: fmt.Sprint("h", i), URL: fmt.Sprintf("https://example.com/h%d", i),
-					Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				byHook[hook.ID] = hook.ID
-			}
-			lsn := func() int64 {
-				var n int64
-				if err := st.QueryRow(ctx, `SELECT CAST(pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS BIGINT)`).Scan(&n); err != nil {
-					b.Fatal(err)
-				}
-				return n
-			}
+			w := newWALBench(b, hooks)
+			st, acct, ctx := w.st, w.acct, context.Background()
 			code := 200
 			var perDelivery []float64
 			b.ResetTimer()
 			for range b.N {
-				before := lsn()
+				before := w.lsn()
 				if err := st.InTx(ctx, func(tx *store.Tx) error {
 					_, err := tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"id": "lic", "key": "ABCD-EFGH-IJKL-MNOP"})
 					return err
@@ -73,13 +48,13 @@ func BenchmarkDeliveryWAL(b *testing.B) {
 				}
 				outs := make([]store.Outcome, 0, len(claims))
 				for _, c := range claims {
-					outs = append(outs, store.Outcome{LogID: c.LogID, WebhookID: byHook[c.WebhookID], Lease: c.Lease, Trigger: store.TriggerAutomatic,
+					outs = append(outs, store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
 						Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code, ResponseBody: []byte("ok")}})
 				}
 				if _, err := st.Complete(ctx, outs, 50); err != nil {
 					b.Fatal(err)
 				}
-				perDelivery = append(perDelivery, float64(lsn()-before)/float64(hooks))
+				perDelivery = append(perDelivery, float64(w.lsn()-before)/float64(hooks))
 			}
 			b.StopTimer()
 			var sum float64
@@ -90,4 +65,55 @@ func BenchmarkDeliveryWAL(b *testing.B) {
 			b.ReportMetric(slices.Min(perDelivery), "least-WAL-B/delivery")
 		})
 	}
+}
+
+// walBench is a PostgreSQL store of its own for a WAL benchmark: an
+// account with webhooks of license.created, and a reader of the server's
+// WAL position.
+type walBench struct {
+	st    *store.Store
+	acct  store.Account
+	hooks []store.Webhook
+	raw   *sql.DB
+}
+
+func newWALBench(b *testing.B, hooks int) *walBench {
+	b.Helper()
+	url := heraldtest.PostgresURL(b)
+	ctx := context.Background()
+	key := make([]byte, 32)
+	rand.Read(key)
+	st, err := store.Open(ctx, url, store.Options{Key: key})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	b.Cleanup(func() { raw.Close() })
+	w := &walBench{st: st, raw: raw}
+	if w.acct, err = st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: store.NewID()}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range hooks {
+		hook, err := st.CreateWebhook(ctx, w.acct.ID, store.NewWebhook{Name: fmt.Sprint("h", i), URL: fmt.Sprintf("https://example.com/h%d", i),
+			Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.hooks = append(w.hooks, hook)
+	}
+	return w
+}
+
+// lsn is the server's WAL insert position, in bytes.
+func (w *walBench) lsn() int64 {
+	var n int64
+	if err := w.raw.QueryRow(`SELECT CAST(pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS BIGINT)`).Scan(&n); err != nil {
+		panic(fmt.Sprintf("read the WAL position: %v", err))
+	}
+	return n
 }
