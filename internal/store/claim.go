@@ -163,22 +163,30 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	// second behind one stuck webhook
 	// (server.TestIdleHeraldWithAStuckWebhookReadsFewRows).
 	//
-	// A leased row keeps the due_at it had when claimed (decision 0099), so
-	// the rows before a webhook's first unleased one are all leased, and
-	// the earliest lease ending is among them (a row leased later in due
-	// order was claimed after that one fell due, and its lease ends later
-	// still). They are the webhook's attempts in flight: a few, read in due
-	// order; the bound is against a runaway count, not a real one.
-	err := s.QueryRow(ctx, `WITH firsts AS (
-  SELECT w.id, (SELECT u.due_at FROM delivery_queue u WHERE u.webhook_id = w.id AND u.lease IS NULL ORDER BY u.due_at LIMIT 1) AS due
-  FROM webhooks w)
-SELECT MIN(t) FROM (
-  SELECT due AS t FROM firsts
-  UNION ALL
-  SELECT (SELECT MIN(r.lease_until) FROM (
-    SELECT l.lease_until FROM delivery_queue l
-    WHERE l.webhook_id = f.id AND l.due_at < COALESCE(f.due, 9223372036854775807)
-    ORDER BY l.due_at LIMIT 1000) r) FROM firsts f) a`, s.eng.cached(nil)...).Scan(&due)
+	// A leased row keeps the due_at it had when claimed (decision 0099),
+	// which has passed, so a webhook's rows in due order start with those
+	// in flight and the first row says nothing alone. Each webhook's
+	// answer is now, if a row due by now is not leased; else the earlier
+	// of its first row due later and the earliest lease end among its rows
+	// due by now (all leased then: the attempts in flight, a few; the bound
+	// is against a runaway count). Every read goes by the claim index with
+	// a range of due_at and no filter that the planner could think
+	// selective. (A row due later is leased only if a claim ran by a clock
+	// ahead of this one: its lease's end is taken as its time, at worst
+	// later than the next row's, and the poll interval bounds the rest.)
+	// A first unleased row found by filtering the webhook's rows
+	// in due order was planned, on a queue still empty when the plan was
+	// kept, as a bitmap scan of all of the webhook's rows and a sort, and
+	// read a stuck webhook's 20,000 at every sleep.
+	now := ms(s.now())
+	err := s.QueryRow(ctx, `SELECT MIN((SELECT CASE
+  WHEN EXISTS (SELECT 1 FROM delivery_queue d WHERE d.webhook_id = w.id AND d.due_at <= ? AND d.lease IS NULL) THEN CAST(? AS BIGINT)
+  ELSE (SELECT MIN(t) FROM (
+    SELECT (SELECT CASE WHEN COALESCE(f.lease_until, 0) > f.due_at THEN f.lease_until ELSE f.due_at END FROM delivery_queue f WHERE f.webhook_id = w.id AND f.due_at > ? ORDER BY f.due_at LIMIT 1) AS t
+    UNION ALL
+    SELECT (SELECT MIN(r.lease_until) FROM (
+      SELECT l.lease_until FROM delivery_queue l WHERE l.webhook_id = w.id AND l.due_at <= ? ORDER BY l.due_at LIMIT 1000) r)) x)
+  END)) FROM webhooks w`, s.eng.cached([]any{now, now, now, now})...).Scan(&due)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
