@@ -154,30 +154,27 @@ func (s *Store) scanClaim(sc interface{ Scan(...any) error }, more ...any) (Clai
 // earliest lease ends, and false when no log waits and none is leased.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var due sql.NullInt64
-	// Each webhook's earliest unleased row, through the queue's
-	// (webhook_id, due_at) index: one probe per webhook, whatever the
-	// backlog. Written as the first row in due order, not MIN, whose rewrite
-	// to that PostgreSQL costs against a scan of the whole queue: without
-	// statistics (a queue that grew since herald last analysed it) it
-	// scanned the queue once per webhook at every sleep, 20,000 rows a
-	// second behind one stuck webhook
-	// (server.TestIdleHeraldWithAStuckWebhookReadsFewRows).
+	// One answer per webhook, each read through the queue's (webhook_id,
+	// due_at) index, whatever the backlog. A leased row keeps the due_at it
+	// had when claimed (decision 0099), which has passed, so a webhook's
+	// rows in due order start with those in flight and its first row says
+	// nothing alone. The answer is now if a row due by now is not leased;
+	// else the earlier of its first row due later and the earliest lease
+	// end among its rows due by now (all leased then: its attempts in
+	// flight, a few; the bound is against a runaway count). (A row due
+	// later is leased only if a claim ran by a clock ahead of this one: its
+	// lease's end is taken as its time, at worst later than the next row's,
+	// and the poll interval bounds the rest.)
 	//
-	// A leased row keeps the due_at it had when claimed (decision 0099),
-	// which has passed, so a webhook's rows in due order start with those
-	// in flight and the first row says nothing alone. Each webhook's
-	// answer is now, if a row due by now is not leased; else the earlier
-	// of its first row due later and the earliest lease end among its rows
-	// due by now (all leased then: the attempts in flight, a few; the bound
-	// is against a runaway count). Every read goes by the claim index with
-	// a range of due_at and no filter that the planner could think
-	// selective. (A row due later is leased only if a claim ran by a clock
-	// ahead of this one: its lease's end is taken as its time, at worst
-	// later than the next row's, and the poll interval bounds the rest.)
-	// A first unleased row found by filtering the webhook's rows
-	// in due order was planned, on a queue still empty when the plan was
-	// kept, as a bitmap scan of all of the webhook's rows and a sort, and
-	// read a stuck webhook's 20,000 at every sleep.
+	// Every read is a range of due_at with no filter that the planner could
+	// take for selective, so that no plan it keeps reads a webhook's whole
+	// backlog: the first unleased row found by filtering the rows in due
+	// order was planned, on a queue still empty when the plan was kept, as
+	// a bitmap scan of all the webhook's rows and a sort (20,000 rows at
+	// every sleep behind one stuck webhook, in one run of
+	// server.TestIdleHeraldWithAStuckWebhookReadsFewRows of fifteen), and
+	// MIN(due_at), rewritten by PostgreSQL as that first row, was priced
+	// against a scan of the whole queue without statistics.
 	now := ms(s.now())
 	err := s.QueryRow(ctx, `SELECT MIN((SELECT CASE
   WHEN EXISTS (SELECT 1 FROM delivery_queue d WHERE d.webhook_id = w.id AND d.due_at <= ? AND d.lease IS NULL) THEN CAST(? AS BIGINT)
