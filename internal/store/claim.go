@@ -166,9 +166,11 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	// lease's end is taken as its time, at worst later than the next row's,
 	// and the poll interval bounds the rest.)
 	//
-	// Every read is a range of due_at with no filter that the planner could
-	// take for selective, so that no plan it keeps reads a webhook's whole
-	// backlog: the first unleased row found by filtering the rows in due
+	// Every read is a range of due_at, so that no plan PostgreSQL keeps
+	// reads a webhook's whole backlog: the look for an unleased row due by
+	// now stops at the first it finds however it is planned, and the other
+	// two carry no filter that the planner could take for selective. The
+	// first unleased row found by filtering the rows in due
 	// order was planned, on a queue still empty when the plan was kept, as
 	// a bitmap scan of all the webhook's rows and a sort (20,000 rows at
 	// every sleep behind one stuck webhook, in one run of
