@@ -169,13 +169,13 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	// Every read is a range of due_at, so that no plan PostgreSQL keeps
 	// reads a webhook's whole backlog: the look for an unleased row due by
 	// now stops at the first it finds however it is planned, and the other
-	// two carry no filter that the planner could take for selective. The
-	// first unleased row found by filtering the rows in due
-	// order was planned, on a queue still empty when the plan was kept, as
-	// a bitmap scan of all the webhook's rows and a sort (20,000 rows at
+	// two carry no filter that the planner could take for selective.
+	// Looking for the first unleased row by filtering the rows in due order
+	// was planned, on a queue still empty when the plan was kept, as a
+	// bitmap scan of all the webhook's rows and a sort (20,000 rows at
 	// every sleep behind one stuck webhook, in one run of
-	// server.TestIdleHeraldWithAStuckWebhookReadsFewRows of fifteen), and
-	// MIN(due_at), rewritten by PostgreSQL as that first row, was priced
+	// server.TestIdleHeraldWithAStuckWebhookReadsFewRows of fifteen); and
+	// MIN(due_at), which PostgreSQL rewrites as the first row, was priced
 	// against a scan of the whole queue without statistics.
 	now := ms(s.now())
 	err := s.QueryRow(ctx, `SELECT MIN((SELECT CASE
