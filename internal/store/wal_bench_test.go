@@ -71,6 +71,7 @@ func BenchmarkDeliveryWAL(b *testing.B) {
 // account with webhooks of license.created, and a reader of the server's
 // WAL position.
 type walBench struct {
+	b     *testing.B
 	st    *store.Store
 	acct  store.Account
 	hooks []store.Webhook
@@ -94,7 +95,7 @@ func newWALBench(b *testing.B, hooks int) *walBench {
 	}
 	raw.SetMaxOpenConns(1)
 	b.Cleanup(func() { raw.Close() })
-	w := &walBench{st: st, raw: raw}
+	w := &walBench{b: b, st: st, raw: raw}
 	if w.acct, err = st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: store.NewID()}); err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func newWALBench(b *testing.B, hooks int) *walBench {
 func (w *walBench) lsn() int64 {
 	var n int64
 	if err := w.raw.QueryRow(`SELECT CAST(pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS BIGINT)`).Scan(&n); err != nil {
-		panic(fmt.Sprintf("read the WAL position: %v", err))
+		w.b.Fatalf("read the WAL position: %v", err)
 	}
 	return n
 }
