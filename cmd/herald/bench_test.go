@@ -46,8 +46,9 @@ func TestBenchQuickLosesNothing(t *testing.T) {
 				if r.Deliveries == 0 || r.Events == 0 {
 					t.Errorf("%s: %d events, %d deliveries", r.Scenario, r.Events, r.Deliveries)
 				}
-				if r.Lost != 0 || r.Duplicated != 0 || r.BadSignatures != 0 {
-					t.Errorf("%s: lost %d, duplicated %d, bad signatures %d", r.Scenario, r.Lost, r.Duplicated, r.BadSignatures)
+				if r.Lost != 0 || r.Duplicated != 0 || r.BadSignatures != 0 || r.Refused != 0 {
+					t.Errorf("%s: lost %d, duplicated %d, bad signatures %d, API calls refused %d %q",
+						r.Scenario, r.Lost, r.Duplicated, r.BadSignatures, r.Refused, r.RefusedFor)
 				}
 			}
 			for _, want := range bench.AllScenarios {
@@ -102,8 +103,9 @@ func TestBenchProcessesSplitsTheFleetByProcess(t *testing.T) {
 		t.Fatalf("%d results; want 1", len(rep.Results))
 	}
 	r := rep.Results[0]
-	if r.Deliveries == 0 || r.Lost != 0 || r.Duplicated != 0 || r.BadSignatures != 0 {
-		t.Errorf("fleet: %d deliveries, lost %d, duplicated %d, bad signatures %d", r.Deliveries, r.Lost, r.Duplicated, r.BadSignatures)
+	if r.Deliveries == 0 || r.Lost != 0 || r.Duplicated != 0 || r.BadSignatures != 0 || r.Refused != 0 {
+		t.Errorf("fleet: %d deliveries, lost %d, duplicated %d, bad signatures %d, API calls refused %d %q",
+			r.Deliveries, r.Lost, r.Duplicated, r.BadSignatures, r.Refused, r.RefusedFor)
 	}
 	if len(r.Processes) != 2 {
 		t.Fatalf("processes: %+v; want 1 and 2 (and no deliveries of an unknown sender)", r.Processes)
@@ -144,10 +146,11 @@ func TestBenchProcessesSplitsTheFleetByProcess(t *testing.T) {
 		t.Errorf("webhook_event_logs: %+v; want %d inserts, one per delivery, and its indexes", logs, r.Deliveries)
 	}
 	if ev := rows["events"]; ev.Inserts != int64(r.Events) {
-		t.Errorf("events: %+v; want %d inserts, one per event", ev, r.Events)
+		t.Errorf("events: %+v; want %d inserts, one per event (%d calls refused: %q)", ev, r.Events, r.Refused, r.RefusedFor)
 	}
-	// The setup's writes (the account, its webhook) came before.
-	for _, table := range []string{"accounts", "webhooks"} {
+	// The setup's writes (the account, the product, its webhook) came
+	// before.
+	for _, table := range []string{"accounts", "products", "webhooks"} {
 		if tw := rows[table]; tw.Inserts != 0 {
 			t.Errorf("%s: %+v; the setup's writes are counted in the scenario's", table, tw)
 		}

@@ -83,6 +83,11 @@ type Result struct {
 	Duplicated       int     `json:"duplicated"`
 	BadSignatures    int     `json:"badSignatures"`
 	Note             string  `json:"note,omitempty"`
+	// Refused counts the API calls that fired nothing the bench counts
+	// (Events are those answered 2xx): answered with an error, or not
+	// answered at all. RefusedFor holds the first few distinct reasons.
+	Refused    int      `json:"refused"`
+	RefusedFor []string `json:"refusedFor,omitempty"`
 	// Processes splits a fleet's figures (--processes) by process.
 	Processes []ProcessResult `json:"processes,omitempty"`
 	// Postgres is what PostgreSQL spent per delivery, on PostgreSQL.
@@ -179,6 +184,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				r.CeilingFraction = r.DeliveriesPerSec / rep.Ceiling
 			}
 			fmt.Fprintf(o.Log, "bench: %s (%s): %.0f deliveries/s, p99 %.1f ms, lost %d, duplicated %d\n", r.Scenario, r.Sender, r.DeliveriesPerSec, r.P99MS, r.Lost, r.Duplicated)
+			if r.Refused > 0 {
+				fmt.Fprintf(o.Log, "bench: %s (%s): %d API calls refused: %s\n", r.Scenario, r.Sender, r.Refused, strings.Join(r.RefusedFor, "; "))
+			}
 			rep.Results = append(rep.Results, r)
 		}
 	}

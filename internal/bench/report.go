@@ -35,6 +35,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, x := range r.Results {
+		if x.Refused > 0 {
+			fmt.Fprintf(w, "%s (%s): %d API calls refused (not counted as events): %s\n", x.Scenario, x.Sender, x.Refused, strings.Join(x.RefusedFor, "; "))
+		}
+	}
 	if err := r.writeProcesses(w); err != nil {
 		return err
 	}

@@ -60,6 +60,10 @@ type firing struct {
 	events   int           // at most this many accepted; 0: no bound
 }
 
+// maxReasons is how many distinct reasons for refused API calls a result
+// keeps: enough to tell a time-out from a 503 without keeping every one.
+const maxReasons = 5
+
 // session is one scenario's running herald and what it fired.
 type session struct {
 	c          *child    // the first process (or the peer)
@@ -76,6 +80,8 @@ type session struct {
 	mu         sync.Mutex
 	api        []time.Duration
 	accepted   int
+	refused    int      // API calls answered with an error, or not answered
+	reasons    []string // the first few distinct reasons they were refused
 	cpu0       float64
 	fireStart  time.Time
 }
@@ -219,6 +225,11 @@ func (s *session) fireOne(ctx context.Context) bool {
 		if s.procs != nil {
 			s.accepted1[i]++
 		}
+	} else {
+		s.refused++
+		if why := err.Error(); len(s.reasons) < maxReasons && !slices.Contains(s.reasons, why) {
+			s.reasons = append(s.reasons, why)
+		}
 	}
 	return err == nil
 }
@@ -298,9 +309,9 @@ func (s *session) result(name, title string, fired time.Duration, since time.Tim
 	lat := sortedCopy(s.rcv.latencySample())
 	s.mu.Lock()
 	api := sortedCopy(s.api[min(apiFrom, len(s.api)):])
-	accepted := s.accepted
+	accepted, refused, reasons := s.accepted, s.refused, slices.Clone(s.reasons)
 	s.mu.Unlock()
-	r := Result{Scenario: name, Title: title, Webhooks: s.hooks, Events: accepted, Deliveries: unique,
+	r := Result{Scenario: name, Title: title, Webhooks: s.hooks, Events: accepted, Refused: refused, RefusedFor: reasons, Deliveries: unique,
 		P50MS: percentile(lat, 0.50), P95MS: percentile(lat, 0.95), P99MS: percentile(lat, 0.99),
 		APIP99MS: percentile(api, 0.99), PeakRSSMB: float64(rss) / (1 << 20),
 		Lost: max(0, s.expected()-unique), Duplicated: dup, BadSignatures: bad}
