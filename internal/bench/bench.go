@@ -85,7 +85,9 @@ type Result struct {
 	Note             string  `json:"note,omitempty"`
 	// Refused counts the API calls that fired nothing the bench counts
 	// (Events are those answered 2xx): answered with an error, or not
-	// answered at all. RefusedFor holds the first few distinct reasons.
+	// answered at all, other than those the bench stopped itself (scenario
+	// e's load at its end). RefusedFor holds the first few distinct
+	// reasons.
 	Refused    int      `json:"refused"`
 	RefusedFor []string `json:"refusedFor,omitempty"`
 	// Processes splits a fleet's figures (--processes) by process.

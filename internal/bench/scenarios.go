@@ -225,7 +225,7 @@ func (s *session) fireOne(ctx context.Context) bool {
 		if s.procs != nil {
 			s.accepted1[i]++
 		}
-	} else {
+	} else if ctx.Err() == nil { // not a call the bench itself stopped
 		s.refused++
 		if why := err.Error(); len(s.reasons) < maxReasons && !slices.Contains(s.reasons, why) {
 			s.reasons = append(s.reasons, why)
