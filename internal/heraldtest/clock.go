@@ -31,7 +31,7 @@ func (c *Clock) Now() time.Time {
 	return time.Now().Add(c.offset)
 }
 
-// Advance moves the clock forward by d.
+// Advance moves the clock forward by d (back, when d is negative).
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

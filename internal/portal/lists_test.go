@@ -275,24 +275,28 @@ func TestWebhooksSearchFilterCountAndPage(t *testing.T) {
 func TestLogsDateRangeEventIdDurationAndPaging(t *testing.T) {
 	t.Parallel()
 	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
-		// The test writes creation dates that its logs' ids do not carry.
-		// On the wall clock herald takes a log's id and creation time
-		// together and lets one bound the other (decision 0090); on a
-		// test's clock it does not.
-		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: dbURL, Now: heraldtest.NewClock().Now})
+		// The 20 oldest events fire on 2026-11-01, the next 20 on 11-02,
+		// with the clock set back (a log's id is of its creation's
+		// millisecond, and on PostgreSQL a date range is read as a range
+		// of ids: decision 0100), the rest and the renewal now.
+		clock := heraldtest.NewClock()
+		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: dbURL, Now: clock.Now})
 		s := newSeed(t, h)
 		rcv := heraldtest.NewReceiver(t)
 		delivered := h.CreateWebhook("Delivered", rcv.URL, "license.renewed")
 		s.webhook("Quiet", "https://example.com/quiet", event.LicenseCreated)
-		events := s.fire(event.LicenseCreated, 60)
-		// The 20 oldest were created on 2026-11-01, the next 20 on 11-02.
 		day1 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-		for i, id := range events[:40] {
+		var events []string
+		for i := range 60 {
 			at := day1.Add(time.Duration(i) * time.Minute)
 			if i >= 20 {
 				at = at.AddDate(0, 0, 1)
 			}
-			s.exec(`UPDATE webhook_event_logs SET created_at = ? WHERE event_id = ?`, at.UnixMilli(), id)
+			if i >= 40 {
+				at = time.Now()
+			}
+			clock.Advance(at.Sub(clock.Now()))
+			events = append(events, s.fire(event.LicenseCreated, 1)...)
 		}
 		renewed := s.fire(event.LicenseRenewed, 1)[0]
 		heraldtest.Eventually(t, 10*time.Second, "the renewal delivered", func() bool {

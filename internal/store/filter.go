@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/filter"
@@ -34,7 +35,7 @@ type target struct {
 // A stored filter that no longer parses (none should: each is parsed
 // before it is saved) leaves its webhook in, so that a bug can cost a
 // receiver an unwanted delivery but never a lost one.
-func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, bodies [][]byte) ([]firedLog, error) {
+func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, bodies [][]byte, now time.Time) ([]firedLog, error) {
 	var accounts, kinds []string
 	seenAccount, seenKind := map[string]bool{}, map[event.Kind]bool{}
 	for _, f := range firings {
@@ -116,7 +117,7 @@ ORDER BY id`+tx.ForKeyShare(), accountArg, jsonTexts(kinds))
 					continue
 				}
 			}
-			l := firedLog{ID: NewID(), AccountID: f.AccountID, WebhookID: t.id, EventID: ids[i], Kind: string(f.Kind), Status: string(Queued)}
+			l := firedLog{ID: NewIDAt(now), AccountID: f.AccountID, WebhookID: t.id, EventID: ids[i], Kind: string(f.Kind), Status: string(Queued)}
 			if !t.live {
 				reason := t.reason
 				l.Status, l.Reason = string(Cancelled), &reason

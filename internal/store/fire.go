@@ -93,7 +93,7 @@ func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
 	bodies := make([][]byte, len(firings))
 	events := make([]firedEvent, len(firings))
 	for i, f := range firings {
-		ids[i] = NewID()
+		ids[i] = NewIDAt(now)
 		body, err := event.Build(ids[i], f.Kind, f.Data, now)
 		if err != nil {
 			return nil, err
@@ -106,7 +106,7 @@ func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
 			events[i].Body = string(body)
 		}
 	}
-	logs, err := tx.fireTargets(ctx, firings, ids, bodies)
+	logs, err := tx.fireTargets(ctx, firings, ids, bodies, now)
 	if err != nil {
 		return nil, err
 	}

@@ -248,23 +248,55 @@ func (f LogFilter) onlyFailed() bool {
 // on PostgreSQL the history is partitioned by the ids' time (decision
 // 0090), and on both engines a walk in id order starts at the range rather
 // than at the newest log (on SQLite a page of logs until 29 days ago walked
-// the 29 days after it: 480 ms at a million logs). A log's id is made with
-// its event's, by the wall clock, just after its created_at is read; so
-// where the store's clock is another (a test's), created_at says nothing
-// of the id. An event's own id bounds its logs' on PostgreSQL only, for the
-// partitions: SQLite, given a range of ids from a month ago, walked it
-// rather than take the event's index to its few logs (210 ms, not 0.2).
+// the 29 days after it: 480 ms at a million logs). On PostgreSQL a log's id
+// is of its created_at's millisecond (decision 0100), and the bounds are
+// exact: a date range is a range of ids, read through the account's or the
+// webhook's id index. Elsewhere, and for logs made before that, a log's id
+// was made with its event's, by the wall clock, just after its created_at
+// was read, and the bounds keep a slack of idSlack; where the store's clock
+// is another (a test's), such a log's created_at says nothing of its id. An
+// event's own id bounds its logs' on PostgreSQL only, for the partitions:
+// SQLite, given a range of ids from a month ago, walked it rather than take
+// the event's index to its few logs (210 ms, not 0.2).
 func (f LogFilter) idBounds(s *Store) (lo, hi string) {
 	if t, ok := timeOfIDOK(f.EventID); ok && s.eng.name() == "postgres" {
 		lo = IDBound(t.Add(-idSlack))
 	}
-	if s.wallClock && !f.From.IsZero() {
-		lo = max(lo, IDBound(f.From.Add(-idSlack)))
+	if !f.From.IsZero() {
+		if from := s.logIDsFrom(f.From); from != "" {
+			lo = max(lo, from)
+		}
 	}
-	if s.wallClock && !f.To.IsZero() {
-		hi = IDBound(f.To.Add(idSlack))
+	if !f.To.IsZero() {
+		hi = s.logIDsBefore(f.To)
 	}
 	return lo, hi
+}
+
+// logIDsFrom is the least id of a log created at or after t, or "" when
+// the ids do not say.
+func (s *Store) logIDsFrom(t time.Time) string {
+	switch {
+	case s.logIDsExact && ms(t) >= s.logIDsExactFrom:
+		return IDBound(t)
+	case s.wallClock:
+		return IDBound(t.Add(-idSlack))
+	}
+	return ""
+}
+
+// logIDsBefore is a bound above the id of every log created before t, or
+// "" when the ids do not say.
+func (s *Store) logIDsBefore(t time.Time) string {
+	switch {
+	case s.logIDsExact && (s.logIDsExactFrom == 0 || s.wallClock && ms(t) >= s.logIDsExactFrom+idSlack.Milliseconds()):
+		// Every log before t was made with an exact id, or by the wall
+		// clock more than idSlack before t.
+		return IDBound(t)
+	case s.wallClock:
+		return IDBound(t.Add(idSlack))
+	}
+	return ""
 }
 
 // resolveSearch looks up the ids of the account's webhooks whose names
@@ -306,14 +338,16 @@ func (s *Store) LogWindow(ctx context.Context, accountID string, f LogFilter) (W
 	if err != nil {
 		return Window[EventLog]{}, err
 	}
-	// A date range holding few logs is read through the creation-time
-	// index and sorted; one holding many is read by walking the account's
-	// logs in id order, which finds a page among them at once. Left to
-	// itself SQLite (which has no statistics here) took the index and
-	// sorted 36,000 of 50,000 logs (260 ms) for a range from yesterday.
-	// Counting up to 1,000 through the index costs under a millisecond.
-	walk := false
-	if !f.From.IsZero() || !f.To.IsZero() {
+	// On SQLite a date range holding few logs is read through the
+	// creation-time index and sorted; one holding many is read by walking
+	// the account's logs in id order, which finds a page among them at
+	// once. Left to itself SQLite (which has no statistics here) took the
+	// index and sorted 36,000 of 50,000 logs (260 ms) for a range from
+	// yesterday. Counting up to 1,000 through the index costs under a
+	// millisecond. On PostgreSQL the range is one of ids (idBounds), walked
+	// whatever it holds.
+	walk := s.logIDsExact
+	if !walk && (!f.From.IsZero() || !f.To.IsZero()) {
 		_, many, err := s.CountLogs(ctx, accountID, f, rangeSortLimit)
 		if err != nil {
 			return Window[EventLog]{}, err

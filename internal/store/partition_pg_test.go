@@ -392,13 +392,25 @@ func TestRetentionDropsWholeDaysButNotWaitingLogs(t *testing.T) {
 
 // TestTimeAndEventFiltersFindEveryLogOfTheirRange: on the wall clock the
 // filters by creation time and by event bound the log id too (so that
-// PostgreSQL reads only the days in range); they still find every log in
-// range, one created a moment before midnight whose id was made after it
-// included, and none outside.
+// PostgreSQL reads only the days in range); over logs written before
+// decision 0100, whose ids were made after their created_at, they still
+// find every log in range, one created a moment before midnight whose id
+// was made after it included, and none outside.
 func TestTimeAndEventFiltersFindEveryLogOfTheirRange(t *testing.T) {
 	t.Parallel()
-	st, acct, hook := pgStore(t, nil)
+	testdb.PostgresHandles(t, 2)
+	url := testdb.PostgresURL(t)
 	ctx := context.Background()
+	open := func() *store.Store {
+		st, err := store.Open(ctx, url, store.Options{Key: make([]byte, 32)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	st := open()
+	acct, hook := accountWithWebhook(t, st)
 	today := store.Day(time.Now())
 	d1, d2, d3 := today.AddDate(0, 0, -3), today.AddDate(0, 0, -2), today.AddDate(0, 0, -1)
 	if err := st.MakePartitions(ctx, d1, today); err != nil {
@@ -416,6 +428,14 @@ func TestTimeAndEventFiltersFindEveryLogOfTheirRange(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// As migration 0087 finds them: written before it.
+	if err := st.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE log_ids_exact SET since = (SELECT MAX(created_at) + 1 FROM webhook_event_logs)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st = open()
 	ids := func(f store.LogFilter) map[string]bool {
 		t.Helper()
 		f.Limit = 100

@@ -14,10 +14,10 @@ import (
 //
 // On PostgreSQL the rows are taken with SKIP LOCKED, so several processes
 // purging at once split the work rather than queue behind each other, and
-// found account by account through the creation index (a log completes
-// after it was created): the log has no index on its completion time, whose
-// change at every outcome would keep that update from being HOT
-// (migration 0060). Each account's oldest go first; a log created before
+// found account by account in id order, the ids bounding the creation time
+// (a log completes after it was created): the log has no index on its
+// completion time, whose change at every outcome would keep that update
+// from being HOT (migration 0060). Each account's oldest go first; a log created before
 // before but completed since is read again by each batch and kept.
 func (s *Store) PurgeLogs(ctx context.Context, before time.Time, limit int) (int, error) {
 	q := `DELETE FROM webhook_event_logs WHERE id IN (
@@ -37,13 +37,20 @@ RETURNING id, event_id`
 			// delete reads only their partitions' index entries, where a
 			// join with the chosen ids could read every partition whole.
 			var ids []string
+			// Made in its created_at's millisecond or, for the oldest,
+			// just after (logIDsBefore), a log's id bounds the walk of
+			// the account's logs in id order.
+			below, args := "", []any{ms(before), ms(before)}
+			if hi := s.logIDsBefore(before); hi != "" {
+				below, args = " AND l.id < ?", append(args, hi)
+			}
 			chosen, err := tx.Query(ctx, `SELECT p.id FROM accounts a CROSS JOIN LATERAL (
     SELECT l.id FROM webhook_event_logs l
-    WHERE l.account_id = a.id AND l.created_at < CAST(? AS BIGINT) AND l.completed_at < CAST(? AS BIGINT)
+    WHERE l.account_id = a.id AND l.created_at < CAST(? AS BIGINT) AND l.completed_at < CAST(? AS BIGINT)`+below+`
       AND l.status IN ('succeeded', 'failed', 'cancelled')
       AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = l.id)
-    ORDER BY l.created_at LIMIT CAST(? AS INTEGER) FOR UPDATE SKIP LOCKED) p
-  LIMIT CAST(? AS INTEGER)`, ms(before), ms(before), limit, limit)
+    ORDER BY l.id LIMIT CAST(? AS INTEGER) FOR UPDATE SKIP LOCKED) p
+  LIMIT CAST(? AS INTEGER)`, append(args, limit, limit)...)
 			if err != nil {
 				return err
 			}

@@ -97,9 +97,16 @@ type Store struct {
 	box        *secret.Box
 	now        func() time.Time
 	// wallClock is set when now is the wall clock, which makes the ids
-	// (NewID reads the wall clock) agree with the times stored beside them.
+	// that NewID makes (by the wall clock), and those of the events and logs
+	// fired before decision 0100, agree with the times stored beside them.
 	wallClock bool
 	log       *slog.Logger
+	// logIDsExact is set on PostgreSQL, where every log created at or after
+	// logIDsExactFrom (Unix ms; 0: every log) has an id of its created_at's
+	// millisecond (decision 0100); older ones were given ids by the wall
+	// clock up to idSlack after it.
+	logIDsExact     bool
+	logIDsExactFrom int64
 	// onFired is Options.OnFired.
 	onFired func([]event.Kind)
 	// onEmail is Options.OnEmail.
@@ -182,6 +189,13 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 	if err := s.checkKey(ctx); err != nil {
 		s.Close()
 		return nil, s.full(err)
+	}
+	if s.eng.name() == "postgres" && (upTo == 0 || upTo >= 87) {
+		if err := s.db.QueryRowContext(ctx, `SELECT since FROM log_ids_exact`).Scan(&s.logIDsExactFrom); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("read log_ids_exact: %w", err)
+		}
+		s.logIDsExact = true
 	}
 	if s.eng.name() == "sqlite" {
 		s.group = newCommitter(s)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -358,5 +359,80 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 	}
 	if n, more, err := b.st.CountLogs(b.ctx, b.account.ID, big, 10000); err != nil || n != 2200 || more {
 		t.Errorf("count of the range: %d, more %v, %v; want 2200", n, more, err)
+	}
+}
+
+// testLogDateRangesAreExactToTheMillisecond: an event's and its logs' ids
+// are of the firing's millisecond, the instant stored as their
+// triggered_at and created_at, and a date range finds exactly the logs
+// created in its milliseconds, at any instant inside them, through lists
+// and counts (on PostgreSQL through the ids alone, decision 0100).
+func testLogDateRangesAreExactToTheMillisecond(t *testing.T, b *bundle) {
+	b.webhook(t, "one")
+	b.webhook(t, "two")
+	idMS := func(id string) int64 {
+		t.Helper()
+		v, err := strconv.ParseInt(id[:8]+id[9:13], 16, 64)
+		if err != nil {
+			t.Fatalf("id %q: %v", id, err)
+		}
+		return v
+	}
+	// Events 0.4 ms apart: some milliseconds hold two, and each instant
+	// falls inside its millisecond.
+	fired := map[string]time.Time{} // event id → the instant it fired
+	var order []string
+	b.clock.Add(300 * time.Microsecond)
+	for range 8 {
+		for _, id := range b.fire(t, b.st, 1) {
+			fired[id] = b.clock.Now()
+			order = append(order, id)
+			if idMS(id) != b.clock.Now().UnixMilli() {
+				t.Errorf("event %s made at %v: its id's millisecond is %d", id, b.clock.Now(), idMS(id))
+			}
+		}
+		b.clock.Add(400 * time.Microsecond)
+	}
+	all := b.logs(t, store.LogFilter{})
+	if len(all) != 2*len(order) {
+		t.Fatalf("%d logs of %d events to two webhooks", len(all), len(order))
+	}
+	for _, l := range all {
+		if idMS(l.ID) != l.CreatedAt.UnixMilli() || l.CreatedAt.UnixMilli() != fired[l.EventID].UnixMilli() {
+			t.Errorf("log %s of event fired at %v: created at %v", l.ID, fired[l.EventID], l.CreatedAt)
+		}
+		if l.ID <= l.EventID {
+			t.Errorf("log %s sorts before its event %s", l.ID, l.EventID)
+		}
+	}
+	start := fired[order[0]]
+	for _, r := range []struct{ from, to time.Duration }{
+		{0, 0}, {time.Millisecond, 2 * time.Millisecond}, {700 * time.Microsecond, 1700 * time.Microsecond},
+		{time.Millisecond, 0}, {0, 2 * time.Millisecond}, {2 * time.Millisecond, 2 * time.Millisecond}, {3 * time.Millisecond, time.Hour},
+	} {
+		f := store.LogFilter{}
+		if r.from > 0 {
+			f.From = start.Add(r.from)
+		}
+		if r.to > 0 {
+			f.To = start.Add(r.to)
+		}
+		var want []string // newest first
+		for _, id := range slices.Backward(order) {
+			at := fired[id].UnixMilli()
+			if (f.From.IsZero() || at >= f.From.UnixMilli()) && (f.To.IsZero() || at < f.To.UnixMilli()) {
+				want = append(want, id, id)
+			}
+		}
+		var got []string
+		for _, l := range b.logs(t, f) {
+			got = append(got, l.EventID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("from %v to %v after the first: events %v; want %v", r.from, r.to, got, want)
+		}
+		if n, _, err := b.st.CountLogs(b.ctx, b.account.ID, f, 100); err != nil || n != len(want) {
+			t.Errorf("from %v to %v after the first: counted %d, %v; want %d", r.from, r.to, n, err, len(want))
+		}
 	}
 }

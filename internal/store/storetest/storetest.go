@@ -63,6 +63,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"APITokenUseIsRecordedSparinglyAndRevocationSeenEverywhere", 2, testAPITokenUseAcrossProcesses},
 		{"WebhookListsSearchCountAndPage", 1, testWebhookListsSearchCountAndPage},
 		{"LogListsFilterCountAndPage", 1, testLogListsFilterCountAndPage},
+		{"LogDateRangesAreExactToTheMillisecond", 1, testLogDateRangesAreExactToTheMillisecond},
 		{"AccountsAreListedAndDeletedWithEverythingInThem", 1, testAccountsListedAndDeleted},
 		{"PeopleAndSignInLinks", 1, testPeopleAndLinks},
 		{"OwnersDemotingEachOtherKeepOne", 2, testOwnersDemotingEachOtherKeepOne},
