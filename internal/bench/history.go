@@ -227,8 +227,10 @@ func seedStore(ctx context.Context, o Options, rcv *receiver, now time.Time, dbU
 		return fmt.Errorf("count the logs: %w", err)
 	}
 	deep := now.Add(-(historyDays - 1) * 24 * time.Hour).UnixMilli()
-	if err := st.QueryRow(ctx, `SELECT id, event_id FROM webhook_event_logs WHERE account_id = ? AND status = 'failed' AND created_at >= ?
-ORDER BY created_at LIMIT 1`, a.ID, deep).Scan(&sd.deepLog, &sd.deepEvent); err != nil {
+	// The seeded ids are of their logs' creation (idAt), so the oldest
+	// failed log since deep is the first by id from deep's bound.
+	if err := st.QueryRow(ctx, `SELECT id, event_id FROM webhook_event_logs WHERE account_id = ? AND status = 'failed' AND id >= ? AND created_at >= ?
+ORDER BY id LIMIT 1`, a.ID, store.IDBound(time.UnixMilli(deep)), deep).Scan(&sd.deepLog, &sd.deepEvent); err != nil {
 		return fmt.Errorf("find a log 29 days old: %w", err)
 	}
 	return nil

@@ -251,10 +251,12 @@ func (f LogFilter) onlyFailed() bool {
 // the 29 days after it: 480 ms at a million logs). On PostgreSQL a log's id
 // is of its created_at's millisecond (decision 0100), and the bounds are
 // exact: a date range is a range of ids, read through the account's or the
-// webhook's id index. Elsewhere, and for logs made before that, a log's id
-// was made with its event's, by the wall clock, just after its created_at
-// was read, and the bounds keep a slack of idSlack; where the store's clock
-// is another (a test's), such a log's created_at says nothing of its id. An
+// webhook's id index. On SQLite (whose ids are of the same kind but which
+// keeps its index on the creation time), and for logs made before that, the
+// bounds keep a slack of idSlack: such a log's id was made with its event's,
+// by the wall clock, just after its created_at was read, and where the
+// store's clock is another (a test's) its created_at says nothing of its
+// id. An
 // event's own id bounds its logs' on PostgreSQL only, for the partitions:
 // SQLite, given a range of ids from a month ago, walked it rather than take
 // the event's index to its few logs (210 ms, not 0.2).
@@ -288,11 +290,16 @@ func (s *Store) logIDsFrom(t time.Time) string {
 // logIDsBefore is a bound above the id of every log created before t, or
 // "" when the ids do not say.
 func (s *Store) logIDsBefore(t time.Time) string {
+	exactFrom := time.UnixMilli(s.logIDsExactFrom)
 	switch {
-	case s.logIDsExact && (s.logIDsExactFrom == 0 || s.wallClock && ms(t) >= s.logIDsExactFrom+idSlack.Milliseconds()):
-		// Every log before t was made with an exact id, or by the wall
-		// clock more than idSlack before t.
+	case s.logIDsExact && s.logIDsExactFrom == 0:
+		return IDBound(t) // every log's id is exact
+	case s.logIDsExact && s.wallClock && !t.Before(exactFrom.Add(idSlack)):
+		// Older logs' ids were made by the wall clock within idSlack of
+		// their creation, before exactFrom: all before t.
 		return IDBound(t)
+	case s.logIDsExact && s.wallClock && !t.Before(exactFrom):
+		return IDBound(exactFrom.Add(idSlack))
 	case s.wallClock:
 		return IDBound(t.Add(idSlack))
 	}

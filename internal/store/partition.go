@@ -60,10 +60,11 @@ func IDBound(t time.Time) string {
 	return h[:8] + "-" + h[8:] + "-7000-8000-000000000000"
 }
 
-// idSlack is how far a log's id may be made after its created_at (the
-// firing transaction's clock is read before its ids are made) or an event's
-// logs after the event: the margin of the id bounds that let a filter by
-// time or by event prune the history's partitions.
+// idSlack is how far the id of a log fired before decision 0100 may have
+// been made after its created_at (the firing transaction read its clock,
+// then made its ids by the wall clock), or an event's logs after the event:
+// the margin of the id bounds that let a filter by time or by event prune
+// the history's partitions where the ids do not tell the time exactly.
 const idSlack = time.Hour
 
 // DayOfID returns the UTC day in which a UUIDv7 text id was made, and false
@@ -181,7 +182,9 @@ func (s *Store) MakePartitions(ctx context.Context, from, to time.Time) error {
 }
 
 // MakePartitionsAhead makes the partitions of today through PartitionsAhead
-// days after it, by the wall clock, as NewID reads it, and analyses those
+// days after it, by the wall clock (the clock that, in service, stamps the
+// history's ids; a test's clock far from it fires into the default
+// partition), and analyses those
 // of the two days before today that never were: a partition is made empty,
 // and where autovacuum is off (as at some operators') nothing else would
 // give the planner its statistics once its day is written.
@@ -306,8 +309,8 @@ func (s *Store) DropDays(ctx context.Context, before time.Time) ([]DroppedDay, e
 	if err != nil {
 		return nil, fmt.Errorf("drop days: %w", err)
 	}
-	// Never today's or a later day's, whatever the store's clock says:
-	// the ids, and so the days, follow the wall clock.
+	// Never today's or a later day's by the wall clock, whatever the
+	// store's clock says: in service the ids, and so the days, follow it.
 	last := before
 	if today := Day(time.Now()); last.After(today) {
 		last = today

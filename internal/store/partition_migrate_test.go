@@ -168,3 +168,84 @@ VALUES (?, ?, 'automatic', ?, 503, 5, '')`, ids[l.name], n, at-100_000); err != 
 		}
 	}
 }
+
+// TestMigrationKeepsTheSlackOfOlderLogIDs: logs written before migration
+// 0087, whose ids were made by the wall clock after their created_at, are
+// still found by date ranges that end just after them, their one-hour
+// slack kept; log_ids_exact's instant lies after every one of them, and a
+// database with no logs has every id exact (0).
+func TestMigrationKeepsTheSlackOfOlderLogIDs(t *testing.T) {
+	t.Parallel()
+	testdb.PostgresHandles(t, 2)
+	ctx := context.Background()
+	key := make([]byte, 32)
+
+	url := testdb.PostgresURL(t)
+	old, err := store.OpenAtVersion(ctx, url, store.Options{Key: key}, 86)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, hook := accountWithWebhook(t, old)
+	// Created a moment ago; ids made 30 minutes after (a firing that
+	// waited, and the newest id later than the server's clock).
+	created := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	var ids []string
+	if err := old.InTx(ctx, func(tx *store.Tx) error {
+		ev := store.NewIDAt(created)
+		if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, 'license.created', '{}', ?)`,
+			ev, acct.ID, store.MS(created)); err != nil {
+			return err
+		}
+		for i := range 3 {
+			id := store.NewIDAt(created.Add(30*time.Minute + time.Duration(i)*time.Millisecond))
+			ids = append(ids, id)
+			if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count,
+  created_at, updated_at, completed_at) VALUES (?, ?, ?, ?, 'license.created', 'succeeded', 1, ?, ?, ?)`,
+				id, acct.ID, hook.ID, ev, store.MS(created), store.MS(created), store.MS(created)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	st, err := store.Open(ctx, url, store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var since int64
+	if err := st.QueryRow(ctx, `SELECT since FROM log_ids_exact`).Scan(&since); err != nil {
+		t.Fatal(err)
+	}
+	if newest := created.Add(30*time.Minute + 2*time.Millisecond).UnixMilli(); since <= newest {
+		t.Errorf("log_ids_exact.since %d; want after the newest id's time, %d", since, newest)
+	}
+	for _, f := range []store.LogFilter{
+		{From: created, To: created.Add(time.Millisecond)},
+		{To: created.Add(time.Millisecond)},
+		{From: created},
+	} {
+		f.Limit = 10
+		list, _, err := st.Logs(ctx, acct.ID, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != len(ids) {
+			t.Errorf("from %v to %v: %d logs; want the %d made before the migration", f.From, f.To, len(list), len(ids))
+		}
+		if n, _, err := st.CountLogs(ctx, acct.ID, f, 10); err != nil || n != len(ids) {
+			t.Errorf("from %v to %v: counted %d, %v; want %d", f.From, f.To, n, err, len(ids))
+		}
+	}
+
+	empty, err := store.Open(ctx, testdb.PostgresURL(t), store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	if err := empty.QueryRow(ctx, `SELECT since FROM log_ids_exact`).Scan(&since); err != nil || since != 0 {
+		t.Errorf("log_ids_exact.since of a database with no logs: %d, %v; want 0", since, err)
+	}
+}

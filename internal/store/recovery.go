@@ -58,13 +58,26 @@ type RecoveryFilter struct {
 // its attempt (ReasonSuspendedBefore).
 const suspendedReasons = `l.retry_reason LIKE 'webhook suspended%'`
 
-// where adds the filter's conditions to a query of logs aliased l.
-func (f RecoveryFilter) where(q string, args []any) (string, []any) {
-	q += ` AND l.created_at >= ?`
+// where adds the filter's conditions to a query of logs aliased l. Every
+// log a recovery takes is undelivered (a failed log, or one cancelled
+// because its webhook was suspended, has its undelivered_at set): saying
+// so lets the webhook's index of its undelivered logs find them, and the
+// creation time's bounds on the ids (decision 0100) keep the walk to the
+// range.
+func (f RecoveryFilter) where(s *Store, q string, args []any) (string, []any) {
+	q += ` AND l.undelivered_at IS NOT NULL AND l.created_at >= ?`
 	args = append(args, ms(f.Since))
+	if lo := s.logIDsFrom(f.Since); lo != "" && !f.Since.IsZero() {
+		q += ` AND l.id >= ?`
+		args = append(args, lo)
+	}
 	if !f.Until.IsZero() {
 		q += ` AND l.created_at < ?`
 		args = append(args, ms(f.Until))
+		if hi := s.logIDsBefore(f.Until); hi != "" {
+			q += ` AND l.id < ?`
+			args = append(args, hi)
+		}
 	}
 	if !f.CompletedSince.IsZero() {
 		q += ` AND l.completed_at >= ?`
@@ -89,7 +102,7 @@ func (s *Store) CountRecoverable(ctx context.Context, accountID, webhookID strin
 	if _, err := s.Webhook(ctx, accountID, webhookID); err != nil {
 		return 0, err
 	}
-	q, args := f.where(`SELECT COUNT(*) FROM webhook_event_logs l WHERE l.account_id = ? AND l.webhook_id = ?`,
+	q, args := f.where(s, `SELECT COUNT(*) FROM webhook_event_logs l WHERE l.account_id = ? AND l.webhook_id = ?`,
 		[]any{accountID, webhookID})
 	var n int
 	if err := s.QueryRow(ctx, q, args...).Scan(&n); err != nil {
@@ -140,7 +153,7 @@ func (s *Store) StartRecovery(ctx context.Context, accountID, webhookID string, 
 VALUES (?, ?, ?, 'running', ?, ?, ?, 0, ?)`, r.ID, accountID, webhookID, ms(f.Since), until, string(statuses), ms(now)); err != nil {
 			return fmt.Errorf("insert recovery: %w", err)
 		}
-		q, args := f.where(`INSERT INTO recovery_logs (recovery_id, log_id, state)
+		q, args := f.where(s, `INSERT INTO recovery_logs (recovery_id, log_id, state)
 SELECT ?, l.id, 'waiting' FROM webhook_event_logs l WHERE l.account_id = ? AND l.webhook_id = ?`, []any{r.ID, accountID, webhookID})
 		res, err := tx.Exec(ctx, q, args...)
 		if err != nil {

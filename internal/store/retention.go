@@ -115,10 +115,11 @@ type EventCursor struct {
 // webhook, or whose logs went in an earlier purge. It returns how many it
 // deleted, and the cursor of the next call, or done when it reached the end.
 //
-// It walks the events in id order, through their key: ids are UUIDv7s made
-// from the wall clock when the event fires, so where the store's clock is
-// the wall clock the ids of events triggered before before are bounded
-// (with the slack a log's id has, idSlack) and the walk stops there. An
+// It walks the events in id order, through their key: ids are UUIDv7s of
+// the instant the event fires (decision 0100; before it, made by the wall
+// clock just after), so where the store's clock is the wall clock the ids
+// of events triggered before before are bounded (with the slack the older
+// ids need, idSlack) and the walk stops there. An
 // index on the triggering time served this walk alone, and cost every
 // event an entry (decision 0099). Under another clock (a test's) the walk
 // reads every event after the cursor.
