@@ -256,10 +256,9 @@ func (f LogFilter) onlyFailed() bool {
 // bounds keep a slack of idSlack: such a log's id was made with its event's,
 // by the wall clock, just after its created_at was read, and where the
 // store's clock is another (a test's) its created_at says nothing of its
-// id. An
-// event's own id bounds its logs' on PostgreSQL only, for the partitions:
-// SQLite, given a range of ids from a month ago, walked it rather than take
-// the event's index to its few logs (210 ms, not 0.2).
+// id. An event's own id bounds its logs' on PostgreSQL only, for the
+// partitions: SQLite, given a range of ids from a month ago, walked it
+// rather than take the event's index to its few logs (210 ms, not 0.2).
 func (f LogFilter) idBounds(s *Store) (lo, hi string) {
 	if t, ok := timeOfIDOK(f.EventID); ok && s.eng.name() == "postgres" {
 		lo = IDBound(t.Add(-idSlack))

@@ -126,6 +126,7 @@ var idSeq = func() *atomic.Uint64 {
 	return &c
 }()
 
+// partitionName names the partition of table for the given day.
 func partitionName(table string, d time.Time) string {
 	return table + "_p" + d.UTC().Format("20060102")
 }
@@ -184,10 +185,10 @@ func (s *Store) MakePartitions(ctx context.Context, from, to time.Time) error {
 // MakePartitionsAhead makes the partitions of today through PartitionsAhead
 // days after it, by the wall clock (the clock that, in service, stamps the
 // history's ids; a test's clock far from it fires into the default
-// partition), and analyses those
-// of the two days before today that never were: a partition is made empty,
-// and where autovacuum is off (as at some operators') nothing else would
-// give the planner its statistics once its day is written.
+// partition), and analyses those of the two days before today that never
+// were: a partition is made empty, and where autovacuum is off (as at some
+// operators') nothing else would give the planner its statistics once its
+// day is written.
 func (s *Store) MakePartitionsAhead(ctx context.Context) error {
 	now := time.Now()
 	if err := s.MakePartitions(ctx, now, now.Add(PartitionsAhead*day)); err != nil {

@@ -67,9 +67,11 @@ const suspendedReasons = `l.retry_reason LIKE 'webhook suspended%'`
 func (f RecoveryFilter) where(s *Store, q string, args []any) (string, []any) {
 	q += ` AND l.undelivered_at IS NOT NULL AND l.created_at >= ?`
 	args = append(args, ms(f.Since))
-	if lo := s.logIDsFrom(f.Since); lo != "" && !f.Since.IsZero() {
-		q += ` AND l.id >= ?`
-		args = append(args, lo)
+	if !f.Since.IsZero() {
+		if lo := s.logIDsFrom(f.Since); lo != "" {
+			q += ` AND l.id >= ?`
+			args = append(args, lo)
+		}
 	}
 	if !f.Until.IsZero() {
 		q += ` AND l.created_at < ?`
