@@ -182,31 +182,50 @@ func (r *Runner) drain(ctx context.Context) (time.Duration, error) {
 // fireDue fires batches until one is not full and says how many licenses
 // it fired for. The first batch goes alone: most wake-ups find less than a
 // batch due, and the oldest go first; while batches come back full, Workers
-// fire at once.
+// fire at once. A worker whose batch was not full stops (what was due and
+// not held by another is fired), and each full batch starts again those
+// that stopped: with several claims passing over each other's rows, one
+// would otherwise find a short batch early in a long backlog and the rest
+// of it be fired by fewer workers, at last by one alone.
 func (r *Runner) fireDue(ctx context.Context) (int, error) {
 	n, err := r.fireBatch(ctx)
 	if err != nil || n < r.cfg.Batch {
 		return n, err
 	}
-	var wg sync.WaitGroup
-	fired := make([]int, r.cfg.Workers)
-	errs := make([]error, r.cfg.Workers)
-	for i := range r.cfg.Workers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				k, err := r.fireBatch(ctx)
-				fired[i] += k
-				if err != nil || k < r.cfg.Batch {
-					errs[i] = err
-					return
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		running int
+		errs    []error
+	)
+	var worker func()
+	// fill starts workers up to Workers; mu is held.
+	fill := func() {
+		for ; running < r.cfg.Workers; running++ {
+			wg.Go(worker)
+		}
+	}
+	worker = func() {
+		for ctx.Err() == nil {
+			k, err := r.fireBatch(ctx)
+			mu.Lock()
+			n += k
+			if err != nil || k < r.cfg.Batch {
+				if err != nil {
+					errs = append(errs, err)
 				}
+				running--
+				mu.Unlock()
+				return
 			}
-		})
+			fill()
+			mu.Unlock()
+		}
 	}
+	mu.Lock()
+	fill()
+	mu.Unlock()
 	wg.Wait()
-	for _, k := range fired {
-		n += k
-	}
 	if err := errors.Join(errs...); err != nil {
 		return n, err
 	}

@@ -23,6 +23,14 @@ type plan struct {
 	waiter chan struct{}
 	// lookups counts NextExpiryDue calls: index reads, in herald.
 	lookups int
+	// cost is how long each firing transaction takes (the bubble's time):
+	// it fires what was due when it began.
+	cost time.Duration
+	// Calls numbered 2 to shortTo fire at most 10, as a claim that passes
+	// over rows other firings hold finds a short batch in a long backlog;
+	// inFlight counts calls under way, and mostAfterShort is the most there
+	// were at once from four calls after the last short one.
+	shortTo, inFlight, mostAfterShort int
 }
 
 type firing struct{ instant, at time.Time }
@@ -36,6 +44,18 @@ func (p *plan) FireDueExpiries(_ context.Context, limit int) (int, error) {
 		return 0, nil
 	}
 	now := time.Now()
+	if p.calls >= 2 && p.calls <= p.shortTo {
+		limit = min(limit, 10)
+	} else if p.calls > p.shortTo+4 {
+		p.mostAfterShort = max(p.mostAfterShort, p.inFlight+1)
+	}
+	if p.cost > 0 {
+		p.inFlight++
+		p.mu.Unlock()
+		time.Sleep(p.cost)
+		p.mu.Lock()
+		p.inFlight--
+	}
 	n := 0
 	for n < limit && n < len(p.due) && !p.due[n].After(now) {
 		p.fired = append(p.fired, firing{p.due[n], now})
@@ -188,6 +208,37 @@ func TestRunnerGoesAgainAtOnceAfterAFullBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A worker that finds a short batch early in a long backlog (its claim
+// passed over rows the others held) stops, and the next full batch starts it
+// again: the backlog is fired by Workers at once to its end, not by the one
+// worker whose batches happened to stay full.
+func TestRunnerKeepsItsWorkersThroughABacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		at := time.Now().Add(time.Second)
+		want := make([]time.Time, 5000)
+		for i := range want {
+			want[i] = at
+		}
+		// The first batch, alone, is full; three of the four workers' first
+		// batches are short.
+		p := &plan{cost: 10 * time.Millisecond, shortTo: 4}
+		p.add(want...)
+		run(t, p, Config{Batch: 100, Workers: 4})
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		_, _, left := p.snapshot()
+		if left != 0 {
+			t.Fatalf("%d instants left unfired", left)
+		}
+		p.mu.Lock()
+		most := p.mostAfterShort
+		p.mu.Unlock()
+		if most != 4 {
+			t.Errorf("at most %d firings at once after the short batches; want 4, every worker started again", most)
+		}
+	})
 }
 
 // Instants a millisecond apart are gathered into one firing per minSleep
