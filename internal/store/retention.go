@@ -18,8 +18,8 @@ import (
 // (a log completes after it was created): the log has no index on its
 // completion time, whose change at every outcome would keep that update
 // from being HOT (migration 0060). Each account's oldest go first; a log
-// created before before but completed since is read again by each batch
-// and kept.
+// created before the cut-off but completed since is read again by each
+// batch and kept.
 func (s *Store) PurgeLogs(ctx context.Context, before time.Time, limit int) (int, error) {
 	q := `DELETE FROM webhook_event_logs WHERE id IN (
   SELECT id FROM webhook_event_logs
