@@ -51,7 +51,8 @@ type Config struct {
 	// Workers is how many firing transactions run at once while more than
 	// a batch is due (1 when 0). On PostgreSQL several claims (which pass
 	// over each other's rows) keep the server busy while each waits for
-	// its round trips and its commit; SQLite's one writer gains nothing.
+	// its round trips and its commit; on SQLite's one writer a second one
+	// is the next batch, waiting while the first runs.
 	Workers int
 	Logger  *slog.Logger
 }

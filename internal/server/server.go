@@ -375,9 +375,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.Dispatcher = delivery.New(st.ForDelivery(), dc)
 	// On PostgreSQL several firing transactions at once (their claims pass
 	// over each other's rows) keep the server busy while each waits on its
-	// round trips and commit, when more than a batch is due. SQLite has one
-	// writer.
-	expiryWorkers := 1
+	// round trips and commit, when more than a batch is due. On SQLite two:
+	// while one batch runs in the one writer the next waits, ahead of the
+	// other writes (store.WithPrecedence), so each group the writer commits
+	// has a batch in it rather than every other one (decision 0102).
+	expiryWorkers := 2
 	if st.Engine() == "postgres" {
 		expiryWorkers = 4
 	}

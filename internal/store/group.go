@@ -23,7 +23,9 @@ import (
 //
 // The committer takes the waiting transactions in arrival order, so the
 // dispatcher's claims and recordings, which go through InTx too, get their
-// turn between the API's rather than behind all of them.
+// turn between the API's rather than behind all of them. A transaction
+// marked WithPrecedence goes ahead of the others waiting: it waits only for
+// the group already running, and the others fill its group behind it.
 
 // maxGroup bounds the transactions one commit covers, so that one commit's
 // latency stays bounded however many requests wait.
@@ -44,8 +46,9 @@ type groupResult struct {
 }
 
 type committer struct {
-	s     *Store
-	queue chan *groupTx
+	s      *Store
+	queue  chan *groupTx
+	urgent chan *groupTx // WithPrecedence: taken before queue
 
 	mu     sync.Mutex
 	closed bool
@@ -53,7 +56,7 @@ type committer struct {
 }
 
 func newCommitter(s *Store) *committer {
-	c := &committer{s: s, queue: make(chan *groupTx, 1024)}
+	c := &committer{s: s, queue: make(chan *groupTx, 1024), urgent: make(chan *groupTx, 64)}
 	c.wg.Add(1)
 	go c.run()
 	return c
@@ -71,7 +74,11 @@ func (c *committer) do(ctx context.Context, fn func(*Tx) error) error {
 		c.mu.Unlock()
 		return errClosed
 	}
-	c.queue <- g
+	if precedes(ctx) {
+		c.urgent <- g
+	} else {
+		c.queue <- g
+	}
 	c.mu.Unlock()
 	// Answered only once its fate is known, even if ctx ends meanwhile: a
 	// transaction that has begun runs to its commit or rollback.
@@ -95,24 +102,58 @@ func (c *committer) close() {
 
 func (c *committer) run() {
 	defer c.wg.Done()
-	for first := range c.queue {
-		group := []*groupTx{first}
-	more:
-		for len(group) < maxGroup {
-			select {
-			case g, ok := <-c.queue:
-				if !ok {
-					break more
-				}
-				group = append(group, g)
-			default:
-				break more
-			}
+	for {
+		first, ok := c.next()
+		if !ok {
+			return
 		}
+		group := []*groupTx{first}
+		c.fill(&group, c.urgent)
+		c.fill(&group, c.queue)
 		c.commit(group)
 		// Between transactions the writer's connection is free: prepare
 		// for good the statements the group used unprepared.
 		c.s.writeStmts.prepareWanted(context.Background(), c.s.writer)
+	}
+}
+
+// next waits for the first transaction of a group, one WithPrecedence
+// before any other; false once closed and nothing is left.
+func (c *committer) next() (*groupTx, bool) {
+	select {
+	case g := <-c.urgent:
+		return g, true
+	default:
+	}
+	select {
+	case g := <-c.urgent:
+		return g, true
+	case g, ok := <-c.queue:
+		if ok {
+			return g, true
+		}
+	}
+	// Closed: do admits no more, so urgent holds all that is left.
+	select {
+	case g := <-c.urgent:
+		return g, true
+	default:
+		return nil, false
+	}
+}
+
+// fill adds to a group what waits in ch, without waiting, up to maxGroup.
+func (c *committer) fill(group *[]*groupTx, ch chan *groupTx) {
+	for len(*group) < maxGroup {
+		select {
+		case g, ok := <-ch:
+			if !ok {
+				return
+			}
+			*group = append(*group, g)
+		default:
+			return
+		}
 	}
 }
 
@@ -216,4 +257,20 @@ func run(g *groupTx, tx *Tx) (r groupResult) {
 		}
 	}()
 	return groupResult{err: g.fn(tx)}
+}
+
+type precedenceKey struct{}
+
+// WithPrecedence returns ctx marking the write transactions run under it
+// (InTx) as going ahead of the others waiting for SQLite's one writer: for
+// work whose lateness is the product's promise (an expiry fired within a
+// second of its instant) beside work that a moment's wait costs little (the
+// records of attempts). PostgreSQL, with no one writer, ignores it.
+func WithPrecedence(ctx context.Context) context.Context {
+	return context.WithValue(ctx, precedenceKey{}, true)
+}
+
+func precedes(ctx context.Context) bool {
+	p, _ := ctx.Value(precedenceKey{}).(bool)
+	return p
 }

@@ -183,3 +183,123 @@ func TestGroupCommitOutlivesACancelledCaller(t *testing.T) {
 		}
 	}
 }
+
+// A transaction WithPrecedence goes ahead of all those waiting for the
+// writer, however many (more than a group holds), and they all still run.
+func TestGroupCommitRunsPrecedenceFirst(t *testing.T) {
+	t.Parallel()
+	s := openGrouped(t)
+	release := make(chan struct{})
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let) // a failure lets the writer go, so the store can close
+	holding := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.InTx(context.Background(), func(*Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	insert := func(k string) func(*Tx) error {
+		return func(tx *Tx) error {
+			mu.Lock()
+			order = append(order, k)
+			mu.Unlock()
+			_, err := tx.Exec(context.Background(), `INSERT INTO grouped (k) VALUES (?)`, k)
+			return err
+		}
+	}
+	const waiting = maxGroup + 36
+	errs := make(chan error, waiting+1)
+	var wg sync.WaitGroup
+	for i := range waiting {
+		wg.Go(func() { errs <- s.InTx(context.Background(), insert(fmt.Sprintf("k%03d", i))) })
+	}
+	waitQueued := func(ch chan *groupTx, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); len(ch) < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d transactions queued", len(ch), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitQueued(s.group.queue, waiting)
+	wg.Go(func() { errs <- s.InTx(WithPrecedence(context.Background()), insert("urgent")) })
+	waitQueued(s.group.urgent, 1)
+	let()
+	if err := <-first; err != nil {
+		t.Fatalf("holding transaction: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(order) != waiting+1 || order[0] != "urgent" {
+		t.Fatalf("ran %d transactions, first %q; want %d, the one with precedence first", len(order), order[0], waiting+1)
+	}
+	if keys := groupedKeys(t, s); len(keys) != waiting+1 || !keys["urgent"] {
+		t.Fatalf("%d rows committed, urgent's %v; want %d", len(keys), keys["urgent"], waiting+1)
+	}
+}
+
+// A transaction WithPrecedence still queued when the store closes runs
+// before the committer stops, as the others queued do.
+func TestGroupCommitRunsPrecedenceQueuedAtClose(t *testing.T) {
+	t.Parallel()
+	s := openGrouped(t)
+	release := make(chan struct{})
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let) // a failure lets the writer go, so the store can close
+	holding := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.InTx(context.Background(), func(*Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	ran := make(chan error, 1)
+	go func() {
+		ran <- s.InTx(WithPrecedence(context.Background()), func(tx *Tx) error {
+			_, err := tx.Exec(context.Background(), `INSERT INTO grouped (k) VALUES ('late')`)
+			return err
+		})
+	}()
+	for deadline := time.Now().Add(time.Minute); len(s.group.urgent) < 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the transaction with precedence never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan struct{})
+	go func() {
+		s.group.close()
+		close(closed)
+	}()
+	let()
+	<-closed
+	if err := <-first; err != nil {
+		t.Fatalf("holding transaction: %v", err)
+	}
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("queued at close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the transaction with precedence queued at close never ran")
+	}
+}
