@@ -133,7 +133,9 @@ func (c *committer) next() (*groupTx, bool) {
 			return g, true
 		}
 	}
-	// Closed: do admits no more, so urgent holds all that is left.
+	// Closed: do admits no more, so urgent holds all that is left (one
+	// sent before the close may arrive after the first look, and the
+	// second look may pick the closed queue over it).
 	select {
 	case g := <-c.urgent:
 		return g, true
@@ -265,7 +267,10 @@ type precedenceKey struct{}
 // (InTx) as going ahead of the others waiting for SQLite's one writer: for
 // work whose lateness is the product's promise (an expiry fired within a
 // second of its instant) beside work that a moment's wait costs little (the
-// records of attempts). PostgreSQL, with no one writer, ignores it.
+// records of attempts). Meant for few transactions at once (the expiry
+// runner's two batches): all that are marked go first, up to a whole
+// group, and the others fill each group behind them. PostgreSQL, with no
+// one writer, ignores it.
 func WithPrecedence(ctx context.Context) context.Context {
 	return context.WithValue(ctx, precedenceKey{}, true)
 }

@@ -238,7 +238,13 @@ func TestGroupCommitRunsPrecedenceFirst(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatalf("holding transaction: %v", err)
 	}
-	wg.Wait()
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(time.Minute):
+		t.Fatal("the transactions waiting for the writer were not all answered")
+	}
 	close(errs)
 	for err := range errs {
 		if err != nil {
@@ -246,7 +252,7 @@ func TestGroupCommitRunsPrecedenceFirst(t *testing.T) {
 		}
 	}
 	if len(order) != waiting+1 || order[0] != "urgent" {
-		t.Fatalf("ran %d transactions, first %q; want %d, the one with precedence first", len(order), order[0], waiting+1)
+		t.Fatalf("ran %d transactions in the order %q; want %d, the one with precedence first", len(order), order, waiting+1)
 	}
 	if keys := groupedKeys(t, s); len(keys) != waiting+1 || !keys["urgent"] {
 		t.Fatalf("%d rows committed, urgent's %v; want %d", len(keys), keys["urgent"], waiting+1)
@@ -254,7 +260,9 @@ func TestGroupCommitRunsPrecedenceFirst(t *testing.T) {
 }
 
 // A transaction WithPrecedence still queued when the store closes runs
-// before the committer stops, as the others queued do.
+// before the committer stops, as the others queued do. (It is queued before
+// the close here, so the committer takes it first; the other order, a send
+// and the close both between next's two looks, is a race no test arranges.)
 func TestGroupCommitRunsPrecedenceQueuedAtClose(t *testing.T) {
 	t.Parallel()
 	s := openGrouped(t)
@@ -290,7 +298,11 @@ func TestGroupCommitRunsPrecedenceQueuedAtClose(t *testing.T) {
 		close(closed)
 	}()
 	let()
-	<-closed
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("the committer did not stop")
+	}
 	if err := <-first; err != nil {
 		t.Fatalf("holding transaction: %v", err)
 	}
