@@ -32,6 +32,43 @@ func openGrouped(t *testing.T) *Store {
 	return s
 }
 
+// holdWriter runs a transaction that holds SQLite's writer until release
+// is called (at the latest when the test ends, so that a failing test
+// lets the store close); release returns once it has committed.
+func holdWriter(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	let := make(chan struct{})
+	holding := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.InTx(context.Background(), func(*Tx) error {
+			close(holding)
+			<-let
+			return nil
+		})
+	}()
+	<-holding
+	release = sync.OnceFunc(func() {
+		close(let)
+		if err := <-done; err != nil {
+			t.Errorf("holding transaction: %v", err)
+		}
+	})
+	t.Cleanup(release)
+	return release
+}
+
+// waitQueued waits until n transactions wait in ch, a committer's queue.
+func waitQueued(t *testing.T, ch chan *groupTx, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); len(ch) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d transactions queued", len(ch), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // queueGroup runs fns as one group: a first transaction holds the writer
 // until all of them wait in the committer's queue, so that they are taken
 // together when it commits. It returns each fn's error, in order.
@@ -40,17 +77,7 @@ func queueGroup(t *testing.T, s *Store, fns []func(*Tx) error) []error {
 	if len(fns) > maxGroup {
 		t.Fatalf("%d transactions do not fit one group of %d", len(fns), maxGroup)
 	}
-	release := make(chan struct{})
-	holding := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- s.InTx(context.Background(), func(*Tx) error {
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	release := holdWriter(t, s)
 	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
 	for i, fn := range fns {
@@ -63,16 +90,8 @@ func queueGroup(t *testing.T, s *Store, fns []func(*Tx) error) []error {
 			errs[i] = s.InTx(context.Background(), fn)
 		})
 	}
-	for deadline := time.Now().Add(time.Minute); len(s.group.queue) < len(fns); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d transactions queued", len(s.group.queue), len(fns))
-		}
-		time.Sleep(time.Millisecond)
-	}
-	close(release)
-	if err := <-first; err != nil {
-		t.Fatalf("holding transaction: %v", err)
-	}
+	waitQueued(t, s.group.queue, len(fns))
+	release()
 	wg.Wait()
 	return errs
 }
@@ -189,19 +208,7 @@ func TestGroupCommitOutlivesACancelledCaller(t *testing.T) {
 func TestGroupCommitRunsPrecedenceFirst(t *testing.T) {
 	t.Parallel()
 	s := openGrouped(t)
-	release := make(chan struct{})
-	let := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(let) // a failure lets the writer go, so the store can close
-	holding := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- s.InTx(context.Background(), func(*Tx) error {
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	release := holdWriter(t, s)
 
 	var (
 		mu    sync.Mutex
@@ -222,22 +229,10 @@ func TestGroupCommitRunsPrecedenceFirst(t *testing.T) {
 	for i := range waiting {
 		wg.Go(func() { errs <- s.InTx(context.Background(), insert(fmt.Sprintf("k%03d", i))) })
 	}
-	waitQueued := func(ch chan *groupTx, n int) {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); len(ch) < n; {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d transactions queued", len(ch), n)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	waitQueued(s.group.queue, waiting)
+	waitQueued(t, s.group.queue, waiting)
 	wg.Go(func() { errs <- s.InTx(WithPrecedence(context.Background()), insert("urgent")) })
-	waitQueued(s.group.urgent, 1)
-	let()
-	if err := <-first; err != nil {
-		t.Fatalf("holding transaction: %v", err)
-	}
+	waitQueued(t, s.group.urgent, 1)
+	release()
 	waited := make(chan struct{})
 	go func() { wg.Wait(); close(waited) }()
 	select {
@@ -266,19 +261,7 @@ func TestGroupCommitRunsPrecedenceFirst(t *testing.T) {
 func TestGroupCommitRunsPrecedenceQueuedAtClose(t *testing.T) {
 	t.Parallel()
 	s := openGrouped(t)
-	release := make(chan struct{})
-	let := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(let) // a failure lets the writer go, so the store can close
-	holding := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- s.InTx(context.Background(), func(*Tx) error {
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	release := holdWriter(t, s)
 	ran := make(chan error, 1)
 	go func() {
 		ran <- s.InTx(WithPrecedence(context.Background()), func(tx *Tx) error {
@@ -286,25 +269,17 @@ func TestGroupCommitRunsPrecedenceQueuedAtClose(t *testing.T) {
 			return err
 		})
 	}()
-	for deadline := time.Now().Add(time.Minute); len(s.group.urgent) < 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("the transaction with precedence never queued")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s.group.urgent, 1)
 	closed := make(chan struct{})
 	go func() {
 		s.group.close()
 		close(closed)
 	}()
-	let()
+	release()
 	select {
 	case <-closed:
 	case <-time.After(time.Minute):
 		t.Fatal("the committer did not stop")
-	}
-	if err := <-first; err != nil {
-		t.Fatalf("holding transaction: %v", err)
 	}
 	select {
 	case err := <-ran:
