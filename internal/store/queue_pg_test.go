@@ -163,3 +163,108 @@ WHERE schemaname = current_schema() AND relname = 'delivery_queue'`).Scan(&vacuu
 		t.Errorf("%d deliveries made %d index entries; want 9 each (ARCHITECTURE.md)", n, total)
 	}
 }
+
+// ReclaimQueue frees the dead queue rows' space for the next rows and
+// leaves the table its pages; VacuumQueue gives back the empty pages at the
+// table's end (decision 0103). Without the reclaim the next rows would
+// extend the table past the dead ones.
+func TestReclaimQueueKeepsThePagesVacuumGivesThemBack(t *testing.T) {
+	t.Parallel()
+	heraldtest.PostgresHandles(t, 1)
+	url := heraldtest.PostgresURL(t)
+	st, err := store.Open(context.Background(), url, store.Options{Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1)) // same schema (search_path in URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	ctx := context.Background()
+	acct, hook := accountWithWebhook(t, st)
+	const n = 2000
+	// deliver fires n events to the webhook and records each delivered:
+	// n queue rows inserted, leased and deleted.
+	deliver := func() {
+		t.Helper()
+		firings := make([]store.Firing, n)
+		for i := range firings {
+			firings[i] = store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"id": i}}
+		}
+		if err := st.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.FireBatch(ctx, firings)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: n, PerWebhook: n})
+		if err != nil || len(claims) != n {
+			t.Fatalf("claimed %d logs, %v; want %d", len(claims), err, n)
+		}
+		code := 200
+		outs := make([]store.Outcome, len(claims))
+		for i, c := range claims {
+			outs[i] = store.Outcome{LogID: c.LogID, WebhookID: hook.ID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
+				Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code}}
+		}
+		if _, err := st.Complete(ctx, outs, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func() int64 {
+		t.Helper()
+		var b int64
+		if err := raw.QueryRowContext(ctx, `SELECT pg_relation_size('delivery_queue')`).Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	// settled waits until no other session of the database holds a
+	// snapshot or transaction older than now: the parallel tests share the
+	// database, and a vacuum cannot remove rows deleted after the oldest
+	// of them began.
+	settled := func() {
+		t.Helper()
+		var now string
+		if err := raw.QueryRowContext(ctx, `SELECT (txid_current() % 4294967296)::text`).Scan(&now); err != nil {
+			t.Fatal(err)
+		}
+		heraldtest.Eventually(t, time.Minute, "the other sessions' snapshots to pass the deletions", func() bool {
+			var older int
+			if err := raw.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()
+  AND (age(backend_xmin) > age($1::xid) OR age(backend_xid) > age($1::xid))`, now).Scan(&older); err != nil {
+				t.Fatal(err)
+			}
+			return older == 0
+		})
+	}
+
+	deliver()
+	full := size()
+	if full == 0 {
+		t.Fatal("delivery_queue is empty after 2,000 deliveries; want their dead rows")
+	}
+	settled()
+	if err := st.ReclaimQueue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got != full {
+		t.Fatalf("delivery_queue %d bytes after the reclaim; want %d, its pages kept", got, full)
+	}
+	deliver()
+	if got := size(); got != full {
+		t.Errorf("delivery_queue %d bytes after %d more deliveries; want %d, the reclaimed space reused", got, n, full)
+	}
+	settled()
+	if err := st.VacuumQueue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got >= full {
+		t.Errorf("delivery_queue %d bytes after the vacuum; want fewer than %d, its empty end given back", got, full)
+	}
+}
