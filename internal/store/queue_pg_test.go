@@ -170,20 +170,8 @@ WHERE schemaname = current_schema() AND relname = 'delivery_queue'`).Scan(&vacuu
 // extend the table past the dead ones.
 func TestReclaimQueueKeepsThePagesVacuumGivesThemBack(t *testing.T) {
 	t.Parallel()
-	heraldtest.PostgresHandles(t, 1)
-	url := heraldtest.PostgresURL(t)
-	st, err := store.Open(context.Background(), url, store.Options{Key: make([]byte, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1)) // same schema (search_path in URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	st, raw, acct, hook := pgRace(t)
 	ctx := context.Background()
-	acct, hook := accountWithWebhook(t, st)
 	const n = 2000
 	// deliver fires n events to the webhook and records each delivered:
 	// n queue rows inserted, leased and deleted.
@@ -191,7 +179,7 @@ func TestReclaimQueueKeepsThePagesVacuumGivesThemBack(t *testing.T) {
 		t.Helper()
 		firings := make([]store.Firing, n)
 		for i := range firings {
-			firings[i] = store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"id": i}}
+			firings[i] = store.Firing{AccountID: acct, Kind: event.LicenseCreated, Data: map[string]any{"id": i}}
 		}
 		if err := st.InTx(ctx, func(tx *store.Tx) error {
 			_, err := tx.FireBatch(ctx, firings)
@@ -207,7 +195,7 @@ func TestReclaimQueueKeepsThePagesVacuumGivesThemBack(t *testing.T) {
 		code := 200
 		outs := make([]store.Outcome, len(claims))
 		for i, c := range claims {
-			outs[i] = store.Outcome{LogID: c.LogID, WebhookID: hook.ID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
+			outs[i] = store.Outcome{LogID: c.LogID, WebhookID: hook, Lease: c.Lease, Trigger: store.TriggerAutomatic,
 				Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code}}
 		}
 		if _, err := st.Complete(ctx, outs, n); err != nil {
