@@ -52,27 +52,25 @@ var (
 
 // seedRows makes the rows of logs [from, to) of h: their events (those
 // whose first log is among them), the logs and their attempts, in the
-// columns above.
-func (h history) seedRows(rng *rand.Rand, from, to int) (events, logs, attempts [][]any) {
+// columns above. An event's logs are created at its time, with the ids
+// herald gives them (store.LogIDOf); prev is the event of the log before
+// from, for a chunk that begins inside an event, and last the event of its
+// last log.
+func (h history) seedRows(rng *rand.Rand, from, to int, prev string) (events, logs, attempts [][]any, last string) {
 	span := time.Duration(h.days) * 24 * time.Hour
 	start := h.now.Add(-span)
-	var eventID string
+	eventID := prev
 	for i := from; i < to; i++ {
-		at := start.Add(time.Duration(float64(span) * float64(i) / float64(h.logs)))
+		first := i - i%fanOut // the event's first log
+		at := start.Add(time.Duration(float64(span) * float64(first) / float64(h.logs)))
 		t := at.UnixMilli()
-		if i%fanOut == 0 || i == from {
+		if i%fanOut == 0 {
 			eventID = idAt(rng, at)
-			if i%fanOut == 0 {
-				body := fmt.Sprintf(`{"id":%q,"event":"license.created","data":{"id":%q,"productId":"0193a0b1-0000-7000-8000-000000000002","userId":null,"key":"ABCD-EFGH-IJKL-%04d","expiresAt":null,"maxActivations":null,"suspended":false,"metadata":{"seed":%d},"createdAt":%q,"updatedAt":%q},"triggeredAt":%q}`,
-					eventID, idAt(rng, at), i%10000, i, at.UTC().Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano))
-				events = append(events, []any{eventID, h.accountID, "license.created", []byte(body), t})
-			} else {
-				// The chunk begins inside an event the previous chunk wrote:
-				// its id is found again from the previous log's row.
-				eventID = ""
-			}
+			body := fmt.Sprintf(`{"id":%q,"event":"license.created","data":{"id":%q,"productId":"0193a0b1-0000-7000-8000-000000000002","userId":null,"key":"ABCD-EFGH-IJKL-%04d","expiresAt":null,"maxActivations":null,"suspended":false,"metadata":{"seed":%d},"createdAt":%q,"updatedAt":%q},"triggeredAt":%q}`,
+				eventID, idAt(rng, at), i%10000, i, at.UTC().Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano))
+			events = append(events, []any{eventID, h.accountID, "license.created", []byte(body), t})
 		}
-		logID := idAt(rng, at)
+		logID := store.LogIDOf(eventID, i%fanOut)
 		status, n, code := "succeeded", 1, 200
 		if i%failedEvery == failedEvery-1 {
 			status, n, code = "failed", failedAttempts, 500
@@ -94,7 +92,7 @@ func (h history) seedRows(rng *rand.Rand, from, to int) (events, logs, attempts 
 			attempts = append(attempts, []any{logID, webhook, k, "automatic", sent, sent + 40, c, 40, errText, ""})
 		}
 	}
-	return events, logs, attempts
+	return events, logs, attempts, eventID
 }
 
 // idAt makes a UUIDv7 of time at, as store.NewID makes one of now: the
@@ -105,6 +103,7 @@ func idAt(rng *rand.Rand, at time.Time) string {
 	binary.BigEndian.PutUint64(b[0:], uint64(at.UnixMilli())<<16|uint64(rng.Uint32()&0x0fff))
 	b[6] = 0x70 | b[6]&0x0f
 	b[8] = 0x80 | b[8]&0x3f
+	b[12] &= 0x7f // as store.NewIDAt's, so that the logs' ids sort after it
 	return uuid.UUID(b).String()
 }
 
@@ -142,14 +141,8 @@ func (h history) seed(ctx context.Context, st *store.Store, dbURL string, analyz
 	chunk := cmp.Or(h.chunk, seedChunk)
 	for from := 0; from < h.logs; from += chunk {
 		to := min(h.logs, from+chunk)
-		events, logs, attempts := h.seedRows(rng, from, to)
-		for _, l := range logs { // a log whose event began in the previous chunk
-			if l[3] == "" {
-				l[3] = lastEvent
-			} else {
-				lastEvent = l[3].(string)
-			}
-		}
+		var events, logs, attempts [][]any
+		events, logs, attempts, lastEvent = h.seedRows(rng, from, to, lastEvent)
 		var err error
 		if pg != nil {
 			err = pgx.BeginFunc(ctx, pg, func(tx pgx.Tx) error {

@@ -101,7 +101,7 @@ ORDER BY id`+tx.ForKeyShare(), accountArg, jsonTexts(kinds))
 	var logs []firedLog
 	for i, f := range firings {
 		var payload any // the body decoded, once, for the first filter
-		decoded := false
+		decoded, n := false, 0
 		for _, t := range hooks[f.AccountID] {
 			if t.id == f.except || !subscribes(t.kinds, f.Kind) {
 				continue
@@ -117,12 +117,13 @@ ORDER BY id`+tx.ForKeyShare(), accountArg, jsonTexts(kinds))
 					continue
 				}
 			}
-			l := firedLog{ID: NewIDAt(now), AccountID: f.AccountID, WebhookID: t.id, EventID: ids[i], Kind: string(f.Kind), Status: string(Queued)}
+			l := firedLog{ID: LogIDOf(ids[i], n), AccountID: f.AccountID, WebhookID: t.id, EventID: ids[i], Kind: string(f.Kind), Status: string(Queued)}
 			if !t.live {
 				reason := t.reason
 				l.Status, l.Reason = string(Cancelled), &reason
 			}
 			logs = append(logs, l)
+			n++
 		}
 	}
 	return logs, nil

@@ -256,12 +256,12 @@ func (f LogFilter) onlyFailed() bool {
 // bounds keep a slack of idSlack: such a log's id was made with its event's,
 // by the wall clock, just after its created_at was read, and where the
 // store's clock is another (a test's) its created_at says nothing of its
-// id. An event's own id bounds its logs' on PostgreSQL only, for the
-// partitions: SQLite, given a range of ids from a month ago, walked it
+// id. An event's own id bounds its logs' on PostgreSQL only
+// (eventLogBounds), where those bounds are how they are found: SQLite, given a range of ids from a month ago, walked it
 // rather than take the event's index to its few logs (210 ms, not 0.2).
 func (f LogFilter) idBounds(s *Store) (lo, hi string) {
-	if t, ok := timeOfIDOK(f.EventID); ok && s.eng.name() == "postgres" {
-		lo = IDBound(t.Add(-idSlack))
+	if f.EventID != "" {
+		lo, hi = s.eventLogBounds(f.EventID)
 	}
 	if !f.From.IsZero() {
 		if from := s.logIDsFrom(f.From); from != "" {
@@ -269,9 +269,33 @@ func (f LogFilter) idBounds(s *Store) (lo, hi string) {
 		}
 	}
 	if !f.To.IsZero() {
-		hi = s.logIDsBefore(f.To)
+		if before := s.logIDsBefore(f.To); before != "" && (hi == "" || before < hi) {
+			hi = before
+		}
 	}
 	return lo, hi
+}
+
+// eventLogBounds are the bounds, lo inclusive and hi exclusive ("" for
+// open), of the ids of the logs of the event eventID on PostgreSQL, where
+// they are how the event's logs are found: the logs have no index on their
+// event (decision 0104). The logs of an event fired since event_log_ids'
+// instant have the ids LogIDOf made (EventLogIDs); older ones were made by
+// the wall clock or at the firing's instant, within idSlack of their
+// event's id, and are found through their partitions' own index on
+// event_id (migration 0088), the bounds keeping the other days unread.
+// SQLite keeps its index on the logs' event, and reads by it.
+func (s *Store) eventLogBounds(eventID string) (lo, hi string) {
+	t, ok := timeOfIDOK(eventID)
+	if !ok || s.eng.name() != "postgres" {
+		return "", ""
+	}
+	if s.eventLogIDs && ms(t) >= s.eventLogIDsFrom {
+		if lo, hi, ok := EventLogIDs(eventID); ok {
+			return lo, hi
+		}
+	}
+	return IDBound(t.Add(-idSlack)), IDBound(t.Add(idSlack))
 }
 
 // logIDsFrom is the least id of a log created at or after t, or "" when

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -109,14 +110,62 @@ func timeOfIDOK(id string) (time.Time, bool) {
 // in their order, each event before its logs, one transaction's before the
 // next's) as NewID's do, and two processes' ids of one millisecond are far
 // apart. The counter has 2^41 ids of room before it wraps, at which one
-// millisecond's order is lost. The last 32 bits are random.
+// millisecond's order is lost. The last 32 bits are random but for the
+// first, 0, so that the ids LogIDOf makes from an event's sort after it.
 func NewIDAt(t time.Time) string {
 	ms := uint64(max(t.UnixMilli(), 0)) & (1<<48 - 1)
 	seq := idSeq.Add(1) & (1<<42 - 1)
 	var u uuid.UUID
 	binary.BigEndian.PutUint64(u[0:], ms<<16|0x7000|seq>>30)
-	binary.BigEndian.PutUint64(u[8:], 1<<63|(seq&(1<<30-1))<<32|uint64(rand.Uint32()))
+	binary.BigEndian.PutUint64(u[8:], 1<<63|(seq&(1<<30-1))<<32|uint64(rand.Uint32()>>1))
 	return u.String()
+}
+
+// LogIDOf returns the id of the n-th log (from 0) of the event whose id is
+// eventID: the event's first 96 bits (its millisecond and its process's
+// counter) and, for the last 32, the event's own (NewIDAt's 31 random bits)
+// plus 1 + n. An event's logs therefore sort together, in the order they
+// were made, after the event's id and before the next event's; their ids
+// tell the firing's millisecond as the event's does; and on PostgreSQL they
+// are one narrow range of the logs' key (EventLogIDs), so the logs need no
+// index on their event (decision 0104). The tail cannot wrap for fewer
+// than 2^31 logs of one event, far past any account's webhooks. For an
+// event id of another shape it returns NewID's.
+func LogIDOf(eventID string, n int) string {
+	prefix, ok := eventPrefix(eventID)
+	tail, err := strconv.ParseUint(eventID[len(prefix):], 16, 32)
+	if !ok || err != nil || n < 0 || n >= 1<<31-1 {
+		return NewID()
+	}
+	return prefix + fmt.Sprintf("%08x", tail&(1<<31-1)+1+uint64(n))
+}
+
+// EventLogIDs returns the bounds, lo inclusive and hi exclusive, of the ids
+// LogIDOf gives the logs of the event eventID, and false for an id of
+// another shape. Two events of two processes could share their first 96
+// bits, so a read of one event's logs keeps its condition on event_id.
+func EventLogIDs(eventID string) (lo, hi string, ok bool) {
+	prefix, ok := eventPrefix(eventID)
+	if !ok {
+		return "", "", false
+	}
+	// "g" sorts after every hex digit, in byte order and at any
+	// collation's first level.
+	return prefix + "00000000", prefix + "g", true
+}
+
+// eventPrefix returns the text of a UUIDv7 text id's first 96 bits, and
+// false for an id of another shape.
+func eventPrefix(id string) (string, bool) {
+	if _, ok := timeOfIDOK(id); !ok {
+		return "", false
+	}
+	for i, c := range id[:28] {
+		if i != 8 && i != 13 && i != 18 && i != 23 && (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return "", false
+		}
+	}
+	return id[:28], true
 }
 
 // idSeq is NewIDAt's counter.
@@ -331,7 +380,7 @@ func (s *Store) DropDays(ctx context.Context, before time.Time) ([]DroppedDay, e
 				return err
 			}
 			var err error
-			got, err = dropDay(ctx, tx.tx, d, before)
+			got, err = dropDay(ctx, tx.tx, d, before, s.dayLogsEnd(d))
 			return err
 		})
 		if err != nil {
@@ -344,9 +393,21 @@ func (s *Store) DropDays(ctx context.Context, before time.Time) ([]DroppedDay, e
 	return dropped, nil
 }
 
+// dayLogsEnd bounds above the ids of the logs of day d's events: the day's
+// end where every event of the day had its logs' ids made by LogIDOf, of
+// the event's millisecond (decision 0104); idSlack after it for a day
+// before, when a log's id could be made after its event's.
+func (s *Store) dayLogsEnd(d time.Time) string {
+	if s.eventLogIDs && ms(Day(d)) >= s.eventLogIDsFrom {
+		return DayBound(d.Add(day))
+	}
+	return IDBound(Day(d).Add(day + idSlack))
+}
+
 // dropDay drops what it may of day d in tx, which holds partitionLock; a
-// zero Day in its answer says it dropped nothing.
-func dropDay(ctx context.Context, tx *sql.Tx, d, before time.Time) (DroppedDay, error) {
+// zero Day in its answer says it dropped nothing. logsEnd bounds above the
+// ids of the logs of the day's events (dayLogsEnd).
+func dropDay(ctx context.Context, tx *sql.Tx, d, before time.Time, logsEnd string) (DroppedDay, error) {
 	lo, hi := DayBound(d), DayBound(d.Add(day))
 	logs, attempts, events := partitionName("webhook_event_logs", d), partitionName("webhook_attempts", d), partitionName("events", d)
 	exists := func(name string) (bool, error) {
@@ -405,8 +466,12 @@ func dropDay(ctx context.Context, tx *sql.Tx, d, before time.Time) (DroppedDay, 
 	if err != nil || !hasEvents {
 		return got, err
 	}
+	// The logs have no index on their event (decision 0104): the day's
+	// events' logs are looked for among the logs of the day (and the slack
+	// after it, for older ones), through their key.
 	var referred bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_logs WHERE event_id >= $1 AND event_id < $2)`, lo, hi).Scan(&referred); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_event_logs WHERE id >= $1 AND id < $3 AND event_id >= $1 AND event_id < $2)`,
+		lo, hi, logsEnd).Scan(&referred); err != nil {
 		return got, fmt.Errorf("look for logs of the day's events: %w", err)
 	}
 	if referred {

@@ -2,9 +2,12 @@ package store_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
 )
@@ -247,5 +250,143 @@ func TestMigrationKeepsTheSlackOfOlderLogIDs(t *testing.T) {
 	defer empty.Close()
 	if err := empty.QueryRow(ctx, `SELECT since FROM log_ids_exact`).Scan(&since); err != nil || since != 0 {
 		t.Errorf("log_ids_exact.since of a database with no logs: %d, %v; want 0", since, err)
+	}
+}
+
+// TestMigrationFindsOlderLogsOfAnEventThroughTheirDaysIndex: migration
+// 0088 drops the logs' index on their event. Logs written before it, whose
+// ids are not made from their event's, are still found by their event,
+// through an index of their own day's partition, which only the days
+// holding logs get; the logs of an event fired after it are found by the
+// range of their ids, and event_log_ids' instant lies between the two. A
+// database with no logs gets no such index and an instant of 0.
+func TestMigrationFindsOlderLogsOfAnEventThroughTheirDaysIndex(t *testing.T) {
+	t.Parallel()
+	testdb.PostgresHandles(t, 2)
+	ctx := context.Background()
+	key := make([]byte, 32)
+
+	url := testdb.PostgresURL(t)
+	old, err := store.OpenAtVersion(ctx, url, store.Options{Key: key}, 87)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, hook := accountWithWebhook(t, old)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	yesterday := store.Day(now).AddDate(0, 0, -1)
+	if err := old.MakePartitions(ctx, yesterday, now); err != nil {
+		t.Fatal(err)
+	}
+	// As herald fired them before: the logs' ids of the firing's instant,
+	// but not of their event's.
+	older := map[string][]string{}
+	for _, at := range []time.Time{yesterday.Add(time.Hour), now.Add(-time.Minute)} {
+		if err := old.InTx(ctx, func(tx *store.Tx) error {
+			ev := store.NewIDAt(at)
+			if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, 'license.created', '{}', ?)`,
+				ev, acct.ID, store.MS(at)); err != nil {
+				return err
+			}
+			for range 2 {
+				id := store.NewIDAt(at)
+				if lo, hi, _ := store.EventLogIDs(ev); id >= lo && id < hi {
+					t.Fatalf("log id %s made before the migration lies in its event's range", id)
+				}
+				older[ev] = append(older[ev], id)
+				if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count,
+  created_at, updated_at, completed_at) VALUES (?, ?, ?, ?, 'license.created', 'succeeded', 1, ?, ?, ?)`,
+					id, acct.ID, hook.ID, ev, store.MS(at), store.MS(at), store.MS(at)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	st, err := store.Open(ctx, url, store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if exists(t, st, "webhook_event_logs_event") {
+		t.Errorf("the logs' index on their event is still there")
+	}
+	eventIndexes := func() map[string]bool {
+		t.Helper()
+		rows, err := st.Query(ctx, `SELECT c.relname FROM pg_index i
+JOIN pg_class c ON c.oid = i.indrelid JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+WHERE i.indrelid IN (SELECT relid FROM pg_partition_tree('webhook_event_logs')) AND a.attname = 'event_id'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		got := map[string]bool{}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			got[name] = true
+		}
+		return got
+	}
+	want := map[string]bool{partition("webhook_event_logs", yesterday): true, partition("webhook_event_logs", now): true}
+	if got := eventIndexes(); !maps.Equal(got, want) {
+		t.Errorf("indexes on event_id on %v; want on the days that held logs, %v", got, want)
+	}
+	var since int64
+	if err := st.QueryRow(ctx, `SELECT since FROM event_log_ids`).Scan(&since); err != nil || since <= now.UnixMilli() {
+		t.Errorf("event_log_ids.since %d, %v; want after the newest log's time, %d", since, err, now.UnixMilli())
+	}
+	byEvent := func(ev string) []string {
+		t.Helper()
+		list, _, err := st.Logs(ctx, acct.ID, store.LogFilter{EventID: ev, Page: store.Page{Limit: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, err := st.CountLogs(ctx, acct.ID, store.LogFilter{EventID: ev}, 10); err != nil || n != len(list) {
+			t.Errorf("counted %d logs of %s, %v; listed %d", n, ev, err, len(list))
+		}
+		var ids []string
+		for _, l := range list {
+			ids = append(ids, l.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	for ev, ids := range older {
+		if got := byEvent(ev); !slices.Equal(got, ids) {
+			t.Errorf("logs of %s, fired before the migration: %v; want %v", ev, got, ids)
+		}
+	}
+	var ev string
+	if err := st.InTx(ctx, func(tx *store.Tx) error {
+		ev, err = tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"id": "lic"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := byEvent(ev)
+	if lo, hi, _ := store.EventLogIDs(ev); len(got) != 1 || got[0] < lo || got[0] >= hi {
+		t.Errorf("logs of %s, fired after the migration: %v; want one, in [%s, %s)", ev, got, lo, hi)
+	}
+	// The days made after it never get the index.
+	if err := st.MakePartitions(ctx, now, now.AddDate(0, 0, store.PartitionsAhead+2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventIndexes(); !maps.Equal(got, want) {
+		t.Errorf("indexes on event_id on %v after more days were made; want %v", got, want)
+	}
+
+	empty, err := store.Open(ctx, testdb.PostgresURL(t), store.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	if err := empty.QueryRow(ctx, `SELECT since FROM event_log_ids`).Scan(&since); err != nil || since != 0 {
+		t.Errorf("event_log_ids.since of a database with no logs: %d, %v; want 0", since, err)
 	}
 }

@@ -16,7 +16,15 @@ import (
 func pgStore(t *testing.T, now *time.Time) (*store.Store, store.Account, store.Webhook) {
 	t.Helper()
 	testdb.PostgresHandles(t, 1)
-	url := testdb.PostgresURL(t)
+	st := openPG(t, testdb.PostgresURL(t), now)
+	acct, hook := accountWithWebhook(t, st)
+	return st, acct, hook
+}
+
+// openPG opens a store on the database at url, with the clock that now
+// points to (nil: the wall clock), closed at the test's end.
+func openPG(t *testing.T, url string, now *time.Time) *store.Store {
+	t.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
 	opts := store.Options{Key: make([]byte, 32), Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return *now }}
@@ -28,8 +36,7 @@ func pgStore(t *testing.T, now *time.Time) (*store.Store, store.Account, store.W
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	acct, hook := accountWithWebhook(t, st)
-	return st, acct, hook
+	return st
 }
 
 // accountWithWebhook makes an account on st with one webhook of
@@ -230,7 +237,13 @@ func history(t *testing.T, st *store.Store, acct store.Account, hook store.Webho
 			return err
 		}
 		for i := range n {
-			id := store.NewIDAt(logsAt.Add(time.Duration(i) * time.Millisecond))
+			// Logs fired with their event have the ids herald gives them
+			// (decision 0104); others model logs written before it, their
+			// ids made after their creation (decision 0100).
+			id := store.LogIDOf(ev, i)
+			if !logsAt.Equal(eventAt) {
+				id = store.NewIDAt(logsAt.Add(time.Duration(i) * time.Millisecond))
+			}
 			ids = append(ids, id)
 			if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count, status_code,
   created_at, updated_at, completed_at) VALUES (?, ?, ?, ?, 'license.created', 'succeeded', 1, 200, ?, ?, ?)`,
@@ -259,7 +272,10 @@ VALUES (?, 1, 'automatic', ?, 200, 5, 'ok')`, id, store.MS(logsAt)); err != nil 
 func TestRetentionDropsWholeDaysButNotWaitingLogs(t *testing.T) {
 	t.Parallel()
 	now := time.Now().UTC()
-	st, acct, hook := pgStore(t, &now)
+	testdb.PostgresHandles(t, 2)
+	url := testdb.PostgresURL(t)
+	st := openPG(t, url, &now)
+	acct, hook := accountWithWebhook(t, st)
 	ctx := context.Background()
 	today := store.Day(now)
 	d1, d2 := today.AddDate(0, 0, -10), today.AddDate(0, 0, -9)
@@ -282,6 +298,10 @@ func TestRetentionDropsWholeDaysButNotWaitingLogs(t *testing.T) {
 			{`INSERT INTO delivery_queue (log_id, webhook_id, due_at) VALUES (?, ?, ?)`, []any{waiting[0], hook.ID, store.MS(now)}},
 			{`INSERT INTO recoveries (id, account_id, webhook_id, status, since_at, statuses, total, created_at) VALUES ('r', ?, ?, 'done', 0, '[]', 3, 0)`, []any{acct.ID, hook.ID}},
 			{`INSERT INTO recovery_logs (recovery_id, log_id, state) VALUES ('r', ?, 'sent'), ('r', ?, 'sent'), ('r', ?, 'sent')`, []any{gone[0], recent[0], waiting[0]}},
+			// The straddler's log was written before decision 0104, its
+			// id made after its event's, as migration 0088 finds such
+			// logs; the events fired since have logs of their ids.
+			{`UPDATE event_log_ids SET since = ?`, []any{store.MS(d2.Add(2 * time.Millisecond))}},
 		} {
 			if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
 				return err
@@ -291,6 +311,7 @@ func TestRetentionDropsWholeDaysButNotWaitingLogs(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	st = openPG(t, url, &now)
 	var file string
 	var size int64
 	if err := st.QueryRow(ctx, `SELECT pg_relation_filepath(?), pg_relation_size(?)`, partition("webhook_event_logs", d1), partition("webhook_event_logs", d1)).Scan(&file, &size); err != nil || size == 0 {
@@ -428,9 +449,10 @@ func TestTimeAndEventFiltersFindEveryLogOfTheirRange(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// As migration 0087 finds them: written before it.
+	// As migrations 0087 and 0088 find them: written before them.
 	if err := st.InTx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE log_ids_exact SET since = (SELECT MAX(created_at) + 1 FROM webhook_event_logs)`)
+		_, err := tx.Exec(ctx, `UPDATE log_ids_exact SET since = (SELECT MAX(created_at) + 1 FROM webhook_event_logs);
+UPDATE event_log_ids SET since = (SELECT MAX(created_at) + 1 FROM webhook_event_logs)`)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -165,13 +165,36 @@ func (tx *Tx) deleteOrphanEvents(ctx context.Context, ids []string) (int, error)
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	q, arg := `DELETE FROM events WHERE id IN (SELECT value FROM json_texts(?))
-AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, any(jsonTexts(ids))
-	if tx.s.eng.name() == "postgres" { // by an array, as in PurgeLogs
-		q, arg = `DELETE FROM events WHERE id = ANY(CAST(? AS text[]))
-AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, ids
+	if tx.s.eng.name() != "postgres" {
+		return tx.deleteEvents(ctx, `DELETE FROM events WHERE id IN (SELECT value FROM json_texts(?))
+AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, jsonTexts(ids))
 	}
-	res, err := tx.Exec(ctx, q, arg)
+	// By arrays, as in PurgeLogs; each event's logs are looked for within
+	// the bounds of their ids (eventLogBounds), the logs having no index on
+	// their event (decision 0104). Herald makes no event id of another
+	// shape; one (written by hand) is looked for among every log.
+	var shaped, los, his, odd []string
+	for _, id := range ids {
+		if lo, hi := tx.s.eventLogBounds(id); lo != "" {
+			shaped, los, his = append(shaped, id), append(los, lo), append(his, hi)
+		} else {
+			odd = append(odd, id)
+		}
+	}
+	n, err := tx.deleteEvents(ctx, `DELETE FROM events e USING unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[])) AS v(id, lo, hi)
+WHERE e.id = v.id
+AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.id >= v.lo AND l.id < v.hi AND l.event_id = v.id)`, shaped, los, his)
+	if err != nil || len(odd) == 0 {
+		return n, err
+	}
+	m, err := tx.deleteEvents(ctx, `DELETE FROM events WHERE id = ANY(CAST(? AS text[]))
+AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, odd)
+	return n + m, err
+}
+
+// deleteEvents runs a DELETE of events and returns how many went.
+func (tx *Tx) deleteEvents(ctx context.Context, q string, args ...any) (int, error) {
+	res, err := tx.Exec(ctx, q, args...)
 	if err != nil {
 		return 0, err
 	}

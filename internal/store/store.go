@@ -107,6 +107,13 @@ type Store struct {
 	// clock up to idSlack after it.
 	logIDsExact     bool
 	logIDsExactFrom int64
+	// eventLogIDs is set on PostgreSQL, where the logs of every event
+	// triggered at or after eventLogIDsFrom (Unix ms; 0: every event) have
+	// the ids LogIDOf makes, within EventLogIDs, and the logs have no index
+	// on their event; older logs are found through their partitions' own
+	// (migration 0088, decision 0104).
+	eventLogIDs     bool
+	eventLogIDsFrom int64
 	// onFired is Options.OnFired.
 	onFired func([]event.Kind)
 	// onEmail is Options.OnEmail.
@@ -196,6 +203,13 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 			return nil, fmt.Errorf("read log_ids_exact: %w", err)
 		}
 		s.logIDsExact = true
+	}
+	if s.eng.name() == "postgres" && (upTo == 0 || upTo >= 88) {
+		if err := s.db.QueryRowContext(ctx, `SELECT since FROM event_log_ids`).Scan(&s.eventLogIDsFrom); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("read event_log_ids: %w", err)
+		}
+		s.eventLogIDs = true
 	}
 	if s.eng.name() == "sqlite" {
 		s.group = newCommitter(s)

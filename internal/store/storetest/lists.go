@@ -3,6 +3,7 @@ package storetest
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -433,6 +434,54 @@ func testLogDateRangesAreExactToTheMillisecond(t *testing.T, b *bundle) {
 		}
 		if n, _, err := b.st.CountLogs(b.ctx, b.account.ID, f, 100); err != nil || n != len(want) {
 			t.Errorf("from %v to %v after the first: counted %d, %v; want %d", r.from, r.to, n, err, len(want))
+		}
+	}
+}
+
+// testAnEventsLogsAreFoundByItsID: each log's id is made from its event's
+// (decision 0104): within the event's range (store.EventLogIDs), after the
+// event's id and before the next event's, in the order of the webhooks
+// they were made for, and the event filter finds exactly them, in a batch
+// of events as for one.
+func testAnEventsLogsAreFoundByItsID(t *testing.T, b *bundle) {
+	var hooks []string
+	for _, name := range []string{"one", "two", "three"} {
+		hooks = append(hooks, b.webhook(t, name).ID)
+	}
+	slices.Sort(hooks)
+	firings := make([]store.Firing, 4)
+	for i := range firings {
+		firings[i] = store.Firing{AccountID: b.account.ID, Kind: event.LicenseCreated, Data: map[string]any{"n": i}}
+	}
+	var events []string
+	if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+		var err error
+		events, err = tx.FireBatch(b.ctx, firings)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	events = append(events, b.fire(t, b.st, 1)...)
+	for i, ev := range events {
+		logs := b.logs(t, store.LogFilter{EventID: ev})
+		if n, _, err := b.st.CountLogs(b.ctx, b.account.ID, store.LogFilter{EventID: ev}, 100); err != nil || n != len(hooks) {
+			t.Errorf("event %s: counted %d logs, %v; want %d", ev, n, err, len(hooks))
+		}
+		if len(logs) != len(hooks) {
+			t.Fatalf("event %s: %d logs; want one a webhook, %d", ev, len(logs), len(hooks))
+		}
+		slices.SortFunc(logs, func(x, y store.EventLog) int { return strings.Compare(x.ID, y.ID) })
+		lo, hi, ok := store.EventLogIDs(ev)
+		for j, l := range logs {
+			if l.EventID != ev || !ok || l.ID < lo || l.ID >= hi || l.ID <= ev {
+				t.Errorf("log %s of event %s: outside its range [%s, %s)", l.ID, ev, lo, hi)
+			}
+			if i+1 < len(events) && l.ID >= events[i+1] {
+				t.Errorf("log %s of event %s sorts after the next event %s", l.ID, ev, events[i+1])
+			}
+			if l.WebhookID != hooks[j] {
+				t.Errorf("event %s: its log %d by id is of webhook %s; want %s, in the order made", ev, j, l.WebhookID, hooks[j])
+			}
 		}
 	}
 }

@@ -64,6 +64,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"WebhookListsSearchCountAndPage", 1, testWebhookListsSearchCountAndPage},
 		{"LogListsFilterCountAndPage", 1, testLogListsFilterCountAndPage},
 		{"LogDateRangesAreExactToTheMillisecond", 1, testLogDateRangesAreExactToTheMillisecond},
+		{"AnEventsLogsAreFoundByItsID", 1, testAnEventsLogsAreFoundByItsID},
 		{"AccountsAreListedAndDeletedWithEverythingInThem", 1, testAccountsListedAndDeleted},
 		{"PeopleAndSignInLinks", 1, testPeopleAndLinks},
 		{"OwnersDemotingEachOtherKeepOne", 2, testOwnersDemotingEachOtherKeepOne},
