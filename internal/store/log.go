@@ -257,8 +257,9 @@ func (f LogFilter) onlyFailed() bool {
 // by the wall clock, just after its created_at was read, and where the
 // store's clock is another (a test's) its created_at says nothing of its
 // id. An event's own id bounds its logs' on PostgreSQL only
-// (eventLogBounds), where those bounds are how they are found: SQLite, given a range of ids from a month ago, walked it
-// rather than take the event's index to its few logs (210 ms, not 0.2).
+// (eventLogBounds), where those bounds are how they are found: SQLite,
+// given a range of ids from a month ago, walked it rather than take the
+// event's index to its few logs (210 ms, not 0.2).
 func (f LogFilter) idBounds(s *Store) (lo, hi string) {
 	if f.EventID != "" {
 		lo, hi = s.eventLogBounds(f.EventID)
