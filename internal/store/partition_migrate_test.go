@@ -192,26 +192,9 @@ func TestMigrationKeepsTheSlackOfOlderLogIDs(t *testing.T) {
 	// Created a moment ago; ids made 30 minutes after (a firing that
 	// waited, and the newest id later than the server's clock).
 	created := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-	var ids []string
-	if err := old.InTx(ctx, func(tx *store.Tx) error {
-		ev := store.NewIDAt(created)
-		if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, 'license.created', '{}', ?)`,
-			ev, acct.ID, store.MS(created)); err != nil {
-			return err
-		}
-		for i := range 3 {
-			id := store.NewIDAt(created.Add(30*time.Minute + time.Duration(i)*time.Millisecond))
-			ids = append(ids, id)
-			if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count,
-  created_at, updated_at, completed_at) VALUES (?, ?, ?, ?, 'license.created', 'succeeded', 1, ?, ?, ?)`,
-				id, acct.ID, hook.ID, ev, store.MS(created), store.MS(created), store.MS(created)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	_, ids := writeEarlierHistory(t, old, acct, hook, created, 3, func(i int) string {
+		return store.NewIDAt(created.Add(30*time.Minute + time.Duration(i)*time.Millisecond))
+	})
 	old.Close()
 	st, err := store.Open(ctx, url, store.Options{Key: key})
 	if err != nil {
@@ -281,28 +264,13 @@ func TestMigrationFindsOlderLogsOfAnEventThroughTheirDaysIndex(t *testing.T) {
 	// but not of their event's.
 	older := map[string][]string{}
 	for _, at := range []time.Time{yesterday.Add(time.Hour), now.Add(-time.Minute)} {
-		if err := old.InTx(ctx, func(tx *store.Tx) error {
-			ev := store.NewIDAt(at)
-			if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, 'license.created', '{}', ?)`,
-				ev, acct.ID, store.MS(at)); err != nil {
-				return err
+		ev, ids := writeEarlierHistory(t, old, acct, hook, at, 2, func(int) string { return store.NewIDAt(at) })
+		for _, id := range ids {
+			if lo, hi, _ := store.EventLogIDs(ev); id >= lo && id < hi {
+				t.Fatalf("log id %s made before the migration lies in its event's range", id)
 			}
-			for range 2 {
-				id := store.NewIDAt(at)
-				if lo, hi, _ := store.EventLogIDs(ev); id >= lo && id < hi {
-					t.Fatalf("log id %s made before the migration lies in its event's range", id)
-				}
-				older[ev] = append(older[ev], id)
-				if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count,
-  created_at, updated_at, completed_at) VALUES (?, ?, ?, ?, 'license.created', 'succeeded', 1, ?, ?, ?)`,
-					id, acct.ID, hook.ID, ev, store.MS(at), store.MS(at), store.MS(at)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
 		}
+		older[ev] = ids
 	}
 	old.Close()
 
@@ -389,4 +357,33 @@ WHERE i.indrelid IN (SELECT relid FROM pg_partition_tree('webhook_event_logs')) 
 	if err := empty.QueryRow(ctx, `SELECT since FROM event_log_ids`).Scan(&since); err != nil || since != 0 {
 		t.Errorf("event_log_ids.since of a database with no logs: %d, %v; want 0", since, err)
 	}
+}
+
+// writeEarlierHistory writes, as an earlier herald did, an event fired at
+// at and n succeeded logs of it, the i-th with the id logID(i), and
+// returns their ids.
+func writeEarlierHistory(t *testing.T, st *store.Store, acct store.Account, hook store.Webhook, at time.Time, n int, logID func(int) string) (string, []string) {
+	t.Helper()
+	ctx := context.Background()
+	ev := store.NewIDAt(at)
+	var ids []string
+	if err := st.InTx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO events (id, account_id, kind, body, triggered_at) VALUES (?, ?, 'license.created', '{}', ?)`,
+			ev, acct.ID, store.MS(at)); err != nil {
+			return err
+		}
+		for i := range n {
+			id := logID(i)
+			ids = append(ids, id)
+			if _, err := tx.Exec(ctx, `INSERT INTO webhook_event_logs (id, account_id, webhook_id, event_id, kind, status, attempt_count,
+  created_at, updated_at, completed_at) VALUES (?, ?, ?, ?, 'license.created', 'succeeded', 1, ?, ?, ?)`,
+				id, acct.ID, hook.ID, ev, store.MS(at), store.MS(at), store.MS(at)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ev, ids
 }
