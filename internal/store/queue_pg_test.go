@@ -115,8 +115,11 @@ FROM pg_stat_user_tables s WHERE s.relid = to_regclass($1) OR s.relid IN (SELECT
 			}
 			writes[name] = w
 		}
-		// The delivery's last writes, counted once flushed.
-		return writes["webhook_attempts"].Inserts == n && writes["delivery_queue"].Deletes == n && writes["webhook_event_logs"].Updates >= n
+		// Every count asserted below, once flushed: each backend flushes
+		// its own as it exits, the firing's apart from the recording's.
+		logs, queue := writes["webhook_event_logs"], writes["delivery_queue"]
+		return writes["events"].Inserts >= n && logs.Inserts >= n && logs.Updates >= n && writes["webhook_attempts"].Inserts >= n &&
+			queue.Inserts >= n && queue.Updates >= n && queue.Deletes >= n
 	}
 	heraldtest.Eventually(t, time.Minute, "the closed store's backends to flush their statistics", read)
 	t.Logf("writes of %d deliveries: %+v", n, writes)
