@@ -149,6 +149,7 @@ type Dispatcher struct {
 	mu     sync.Mutex
 	hooks  map[string]*hookState // webhook id → its standing here (see share.go)
 	active int                   // of them, those holding slots
+	inUse  int                   // the slots they hold, automatic and manual (see total)
 	// accounts holds what each account's webhooks hold, for accounts
 	// holding any; accountsActive is how many those are.
 	accounts       map[string]*accountState
@@ -160,6 +161,9 @@ type Dispatcher struct {
 	stopping  atomic.Bool             // set when Run's context ends: claims not yet attempted are released
 	claimable atomic.Bool             // a webhook's room became worth a claim since the last sleep
 	requeued  atomic.Bool             // an outcome put its log back in the queue since the last sleep
+	// handing is the running Run's, for the logs handed over at firing
+	// (handoff.go); nil while none runs.
+	handing *handing
 	// lapsed is set when a write was refused for a full disk: the leases
 	// held here may have ended meanwhile (renewing is a write too), and a
 	// claim must not take their logs while their outcomes wait to be
@@ -215,6 +219,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	// Attempts outlive shutdown's cancel so that a stop does not turn every
 	// attempt in flight into a duplicate after its lease expires.
 	attemptCtx := context.WithoutCancel(ctx)
+	d.startHanding(&handing{ctx: attemptCtx, wg: &wg, outcomes: outcomes})
 	for ctx.Err() == nil {
 		wait := d.store.Wait() // before claiming, so no wake-up is missed
 		if d.lapsed.Load() && !d.renewLapsed() {
@@ -273,6 +278,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		// another process, and must not be polled for every millisecond.
 		d.sleep(ctx, wait, free <= 0, want > 0 && got < want)
 	}
+	d.stopHanding()
 	wg.Wait()
 	close(outcomes)
 	<-recorded
@@ -485,16 +491,12 @@ func (d *Dispatcher) recordMargin() time.Duration {
 	return min(5*time.Second, (d.cfg.Lease-d.cfg.AttemptTimeout)/2)
 }
 
-// total counts the process's slots in use: logs claimed and not yet
-// recorded, and manual sends.
+// total counts the process's slots in use: logs claimed or handed over and
+// not yet recorded, and manual sends.
 func (d *Dispatcher) total() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	n := 0
-	for _, st := range d.hooks {
-		n += st.held + st.manual
-	}
-	return n
+	return d.inUse
 }
 
 // acquire holds a process slot for a claimed log of the webhook, and notes

@@ -16,6 +16,7 @@ type Metrics struct {
 	failures  *prometheus.CounterVec
 	duration  prometheus.Histogram
 	claims    prometheus.Counter
+	handed    prometheus.Counter
 	queries   prometheus.Counter
 	records   prometheus.Counter
 	takeovers prometheus.Counter
@@ -51,6 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
 		}),
 		claims:    prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_claimed_total", Help: "Event logs claimed for an attempt."}),
+		handed:    prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_handed_over_total", Help: "Event logs leased to this process's dispatcher by the transaction that fired them, attempted without a claim."}),
 		queries:   prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_claim_queries_total", Help: "Claim queries made, whether or not they found due logs."}),
 		records:   prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_outcomes_recorded_total", Help: "Attempt outcomes written to the database."}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_delivery_lease_takeovers_total", Help: "Attempts taken over from a process that died holding them (claimed after their lease ended, or released at start on SQLite)."}),
@@ -83,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, c := range []string{"2xx", "3xx", "4xx", "5xx", "none"} {
 		m.responses.WithLabelValues(c)
 	}
-	reg.MustRegister(m.attempts, m.responses, m.failures, m.duration, m.claims, m.queries, m.records, m.takeovers,
+	reg.MustRegister(m.attempts, m.responses, m.failures, m.duration, m.claims, m.handed, m.queries, m.records, m.takeovers,
 		m.claimTime, m.recordTime, m.batchSize, m.throttleWait, m.throttleNow, m.throttleGivenBack)
 	return m
 }
@@ -119,6 +121,12 @@ func (m *Metrics) claimed(n, takenOver int, took time.Duration) {
 	m.queries.Inc()
 	m.claims.Add(float64(n))
 	m.takeovers.Add(float64(takenOver))
+}
+
+func (m *Metrics) handedOver(n int) {
+	if m != nil {
+		m.handed.Add(float64(n))
+	}
 }
 
 func (m *Metrics) recorded(n int, took time.Duration) {

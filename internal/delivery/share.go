@@ -189,6 +189,7 @@ func (d *Dispatcher) hold(st *hookState, automatic, manual int) {
 	before := st.held+st.manual > 0
 	st.held += automatic
 	st.manual += manual
+	d.inUse += automatic + manual
 	hooks := 0
 	switch after := st.held+st.manual > 0; {
 	case after && !before:

@@ -373,6 +373,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		s.outbox.Wake()
 	}
 	s.Dispatcher = delivery.New(st.ForDelivery(), dc)
+	// On PostgreSQL what this process fires is handed to its dispatcher
+	// when it has room, without a claim (decision 0105).
+	st.SetHandoff(s.Dispatcher)
 	// On PostgreSQL several firing transactions at once (their claims pass
 	// over each other's rows) keep the server busy while each waits on its
 	// round trips and commit, when more than a batch is due. On SQLite two:

@@ -19,6 +19,14 @@ type target struct {
 	reason   string // else why its log is cancelled
 	filter   *filter.Filter
 	filtered bool // it has a filter that parses (one that does not leaves it in)
+
+	// What an attempt needs of the webhook, read only when the firing may
+	// hand its logs over (handoff.go): as a claim reads it (claimColumns).
+	health                      string
+	url, scheme                 string
+	sealed, nextSealed, headers []byte
+	rotationEnds                sql.NullInt64
+	rate                        int64
 }
 
 // fireTargets decides the logs of events being fired (ids and bodies, in
@@ -30,12 +38,14 @@ type target struct {
 // JSON array, checked exactly here), locked FOR KEY SHARE in id order, so
 // that a webhook deleted meanwhile is waited for and then left out rather
 // than failing the change on its logs' foreign key. Filters are parsed once
-// per batch and evaluated here, in Go (internal/filter).
+// per batch and evaluated here, in Go (internal/filter). Where the firing
+// may hand its logs over (handoff.go) the same read also takes what their
+// attempts need of each webhook, and the webhooks are returned by id.
 //
 // A stored filter that no longer parses (none should: each is parsed
 // before it is saved) leaves its webhook in, so that a bug can cost a
 // receiver an unwanted delivery but never a lost one.
-func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, bodies [][]byte, now time.Time) ([]firedLog, error) {
+func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, bodies [][]byte, now time.Time) ([]firedLog, map[string]*target, error) {
 	var accounts, kinds []string
 	seenAccount, seenKind := map[string]bool{}, map[event.Kind]bool{}
 	for _, f := range firings {
@@ -58,31 +68,48 @@ func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, b
 	// Kinds hold no LIKE wildcard (% _) nor quote, so the pattern matches
 	// every array that names the kind, and perhaps more, which the exact
 	// check below leaves out.
-	rows, err := tx.Query(ctx, `SELECT id, account_id, events, enabled, status, filter FROM webhooks
+	columns := `id, account_id, events, enabled, status, filter`
+	if tx.handoff != nil {
+		columns += `, url, token_sealed, next_token_sealed, rotation_ends_at, headers_sealed, signature_scheme, rate_limit`
+	}
+	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM webhooks
 WHERE `+accountCond+`
   AND EXISTS (SELECT 1 FROM json_texts(?) k WHERE webhooks.events LIKE '%"' || k.value || '"%')
 ORDER BY id`+tx.ForKeyShare(), accountArg, jsonTexts(kinds))
 	if err != nil {
-		return nil, fmt.Errorf("match webhooks: %w", err)
+		return nil, nil, fmt.Errorf("match webhooks: %w", err)
 	}
-	hooks := map[string][]target{}
+	hooks := map[string][]*target{}
+	var byID map[string]*target
 	for rows.Next() {
-		var t target
-		var account, events, health string
+		t := &target{}
+		var account, events string
 		var enabled bool
 		var text sql.NullString
-		if err := rows.Scan(&t.id, &account, &events, &enabled, &health, &text); err != nil {
+		var rate sql.NullInt64
+		dest := []any{&t.id, &account, &events, &enabled, &t.health, &text}
+		if tx.handoff != nil {
+			dest = append(dest, &t.url, &t.sealed, &t.nextSealed, &t.rotationEnds, &t.headers, &t.scheme, &rate)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("match webhooks: %w", err)
+			return nil, nil, fmt.Errorf("match webhooks: %w", err)
+		}
+		t.rate = rate.Int64
+		if tx.handoff != nil {
+			if byID == nil {
+				byID = map[string]*target{}
+			}
+			byID[t.id] = t
 		}
 		if err := jsonlimit.Unmarshal([]byte(events), &t.kinds); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("webhook %s events: %w", t.id, err)
+			return nil, nil, fmt.Errorf("webhook %s events: %w", t.id, err)
 		}
 		switch {
 		case !enabled:
 			t.reason = ReasonDisabled
-		case Health(health) == Suspended:
+		case Health(t.health) == Suspended:
 			t.reason = ReasonSuspended
 		default:
 			t.live = true
@@ -96,7 +123,7 @@ ORDER BY id`+tx.ForKeyShare(), accountArg, jsonTexts(kinds))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("match webhooks: %w", err)
+		return nil, nil, fmt.Errorf("match webhooks: %w", err)
 	}
 	var logs []firedLog
 	for i, f := range firings {
@@ -109,7 +136,7 @@ ORDER BY id`+tx.ForKeyShare(), accountArg, jsonTexts(kinds))
 			if t.filtered {
 				if !decoded {
 					if payload, err = filter.Decode(bodies[i]); err != nil {
-						return nil, fmt.Errorf("read event body for filters: %w", err)
+						return nil, nil, fmt.Errorf("read event body for filters: %w", err)
 					}
 					decoded = true
 				}
@@ -126,5 +153,5 @@ ORDER BY id`+tx.ForKeyShare(), accountArg, jsonTexts(kinds))
 			n++
 		}
 	}
-	return logs, nil
+	return logs, byID, nil
 }

@@ -129,6 +129,9 @@ type Store struct {
 	// recordings rewrote or deleted, each leaving a dead row version
 	// behind (see QueueChurn).
 	queueChurn atomic.Int64
+	// handoff is the dispatcher that takes the first attempts of what this
+	// process fires (SetHandoff, decision 0105); nil hands over none.
+	handoff atomic.Pointer[handoffBox]
 
 	mu     sync.Mutex
 	waiter chan struct{} // closed by wake; nil until someone waits
@@ -416,6 +419,9 @@ type Tx struct {
 	// ran counts the statements run, so that a test can hold a path to a
 	// fixed number of them (fire_test.go: a batch costs what one event does).
 	ran int
+	// handoff, on PostgreSQL with a dispatcher to hand over to, holds the
+	// claims this transaction's firings leased to it (handoff.go).
+	handoff *handoffState
 }
 
 // ctx is the context a statement runs under.
@@ -479,13 +485,21 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 		return s.full(fmt.Errorf("begin: %w", err))
 	}
 	tx := &Tx{s: s, tx: sqltx}
+	if h := s.handoffNow(); h != nil {
+		tx.handoff = &handoffState{h: h}
+		// Whatever ends fn, a panic included, ends its reservations.
+		defer tx.endHandoff(false, false)
+	}
 	if err := fn(tx); err != nil {
 		sqltx.Rollback()
 		return s.full(err)
 	}
 	if err := sqltx.Commit(); err != nil {
+		// The commit's answer may have been lost after it took effect.
+		tx.endHandoff(false, !errors.Is(err, sql.ErrTxDone))
 		return s.full(fmt.Errorf("commit: %w", err))
 	}
+	tx.endHandoff(true, false)
 	if tx.changed {
 		s.wrote()
 	}

@@ -1,0 +1,190 @@
+package delivery
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Handing over at firing (decision 0105). On PostgreSQL the transaction that
+// fires an event asks this process's dispatcher for room for each of its
+// first attempts (Reserve), leases those it got in the statement that queues
+// them, and after its commit hands them over (Take): they are attempted at
+// once, as claimed logs are, with no claim, no wake-up and no NOTIFY. What
+// the dispatcher has no room for, or a webhook with an older log waiting,
+// stays in the queue for the claims. The room is the claim's (share.go):
+// what a claim may still take of the webhook and its account, never a
+// slow or throttled webhook's, never past Concurrency. A *Dispatcher is the
+// store's Handoff (the server sets it).
+var _ store.Handoff = (*Dispatcher)(nil)
+
+// handing is what a running Run lends the attempts of logs handed over.
+type handing struct {
+	ctx       context.Context
+	wg        *sync.WaitGroup
+	outcomes  chan<- store.Outcome
+	accepting bool // Reserve may hold room; false once Run stops
+	pending   int  // reservations not yet taken or abandoned
+	settled   chan struct{}
+}
+
+// handingWait bounds how long a stopping Run waits for firing transactions
+// that reserved room to end. One that ends later hands its logs to nobody:
+// they are released, due again at once (lateTake).
+const handingWait = 5 * time.Second
+
+func (d *Dispatcher) startHanding(h *handing) {
+	h.accepting = true
+	d.mu.Lock()
+	d.handing = h
+	d.mu.Unlock()
+}
+
+// stopHanding refuses further reservations and waits (at most handingWait)
+// for those made to be taken or abandoned, so that every attempt handed over
+// runs under Run's wait group and is recorded before Run returns.
+func (d *Dispatcher) stopHanding() {
+	d.mu.Lock()
+	h := d.handing
+	h.accepting = false
+	var settled chan struct{}
+	if h.pending > 0 {
+		settled = make(chan struct{})
+		h.settled = settled
+	}
+	d.mu.Unlock()
+	if settled != nil {
+		t := time.NewTimer(handingWait)
+		select {
+		case <-settled:
+		case <-t.C:
+			d.cfg.Logger.Warn("stopping with firing transactions still open; what they hand over is released")
+		}
+		t.Stop()
+	}
+	d.mu.Lock()
+	d.handing = nil
+	d.mu.Unlock()
+}
+
+// settle counts n reservations ended. d.mu is held.
+func (h *handing) settle(n int) {
+	h.pending = max(0, h.pending-n)
+	if h.pending == 0 && h.settled != nil {
+		close(h.settled)
+		h.settled = nil
+	}
+}
+
+// Reserve holds a slot for a first attempt to the webhook now, and reports
+// whether it did (see store.Handoff). It gives what a claim made now could
+// take: a running dispatcher not stopping, a free slot in the process, room
+// in the webhook and in its account; never a slow webhook's (its logs wait
+// in the queue, where the claims' slow half applies) nor a throttled one's
+// (the store does not ask for those, whose send slots claims reserve).
+func (d *Dispatcher) Reserve(accountID, webhookID string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h := d.handing
+	if h == nil || !h.accepting || d.stopping.Load() || d.lapsed.Load() || d.inUse >= d.cfg.Concurrency {
+		return false
+	}
+	st := d.hook(webhookID, accountID)
+	room, _ := d.roomOf(st, d.shareOf(st))
+	if st.slow || st.rate > 0 || room <= 0 || d.accountRoom(accountID) <= 0 {
+		d.forget(webhookID, st, d.cfg.Now())
+		return false
+	}
+	d.hold(st, 1, 0)
+	h.pending++
+	return true
+}
+
+// LeaseUntil is when the lease of a log handed over at now ends: a claim's.
+func (d *Dispatcher) LeaseUntil(now time.Time) time.Time { return now.Add(d.cfg.Lease) }
+
+// Take starts the attempts of logs handed over by a committed transaction,
+// each holding the slot its Reserve took.
+func (d *Dispatcher) Take(claims []store.Claim) {
+	if len(claims) == 0 {
+		return
+	}
+	d.mu.Lock()
+	h := d.handing
+	if h == nil {
+		d.mu.Unlock()
+		d.lateTake(claims)
+		return
+	}
+	for _, c := range claims {
+		d.held[store.Held{LogID: c.LogID, Lease: c.Lease}] = struct{}{}
+	}
+	h.wg.Add(len(claims))
+	h.settle(len(claims))
+	d.mu.Unlock()
+	d.cfg.Metrics.handedOver(len(claims))
+	claimed := d.cfg.Now()
+	leaseUntil := claimed.Add(d.cfg.Lease)
+	for _, c := range claims {
+		go func() {
+			defer h.wg.Done()
+			o := d.attempt(h.ctx, c, leaseUntil, claimed, nil)
+			d.logOutcome(h.ctx, c, o)
+			d.attempted(c.WebhookID)
+			h.outcomes <- o
+		}()
+	}
+}
+
+// Abandon gives back the slots of reservations not handed over; logs that
+// a commit with a lost answer may have leased are released (as a failed
+// claim's are: orphans).
+func (d *Dispatcher) Abandon(claims []store.Claim, maybeCommitted bool) {
+	if len(claims) == 0 {
+		return
+	}
+	d.mu.Lock()
+	now := d.cfg.Now()
+	for _, c := range claims {
+		st := d.hook(c.WebhookID, "")
+		d.hold(st, -1, 0)
+		d.forget(c.WebhookID, st, now)
+		if maybeCommitted {
+			d.orphans[c.Lease] = now
+		}
+	}
+	if h := d.handing; h != nil {
+		h.settle(len(claims))
+	}
+	d.mu.Unlock()
+	d.signalFreed()
+	if maybeCommitted {
+		go d.releaseOrphans()
+	}
+}
+
+// lateTake is Take after Run stopped waiting: the logs are released, due
+// again at once, for the next claim of any process.
+func (d *Dispatcher) lateTake(claims []store.Claim) {
+	leases := map[string]bool{}
+	d.mu.Lock()
+	now := d.cfg.Now()
+	for _, c := range claims {
+		st := d.hook(c.WebhookID, "")
+		d.hold(st, -1, 0)
+		d.forget(c.WebhookID, st, now)
+		leases[c.Lease] = true
+	}
+	d.mu.Unlock()
+	list := make([]string, 0, len(leases))
+	for l := range leases {
+		list = append(list, l)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+	defer cancel()
+	if _, err := d.store.ReleaseHeld(ctx, list); err != nil {
+		d.cfg.Logger.Warn("release logs handed over after the dispatcher stopped; they are due when their lease ends", "logs", len(claims), "err", err)
+	}
+}

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+)
+
+// Handing over at firing (decision 0105). On PostgreSQL a transaction that
+// fires events leases the first attempts of its queued logs to the
+// dispatcher of its own process, in the statement that queues them, when
+// that dispatcher has room for them and the webhook has nothing older
+// waiting: after the commit they go to the dispatcher as claims, and no
+// claim statement, no wake-up and no NOTIFY is spent on them. A log handed
+// over is leased as a claim leases one (lease, lease_until, claimed_at on
+// its queue row), so a process that dies with it in flight leaves it to
+// be taken over when its lease ends, as it leaves a claimed one.
+
+// Handoff is a dispatcher that takes the first attempts of what its process
+// fires. Every reservation ends in Take (its transaction committed) or
+// Abandon (it did not, or the log was left to the claims).
+type Handoff interface {
+	// Reserve holds room for one first attempt to the webhook, and reports
+	// whether it did: false when the dispatcher is not running, stops, or
+	// has no room for the webhook or its account.
+	Reserve(accountID, webhookID string) bool
+	// Take starts the attempts of the logs handed over by a committed
+	// transaction, one reservation each.
+	Take(claims []Claim)
+	// Abandon gives back the reservations of claims not handed over. When
+	// maybeCommitted is set the transaction's commit failed without saying
+	// whether it took effect, and the logs may be leased under their Lease:
+	// the dispatcher makes them due again.
+	Abandon(claims []Claim, maybeCommitted bool)
+	// LeaseUntil is when the lease of a log handed over at now ends.
+	LeaseUntil(now time.Time) time.Time
+}
+
+// handoffBox lets a Handoff sit in an atomic.Pointer.
+type handoffBox struct{ h Handoff }
+
+// SetHandoff has the transactions that fire events hand their first
+// attempts to h. Only on PostgreSQL: on SQLite, whose firing transactions
+// share one commit (the group committer) and whose dispatcher keeps pace
+// already, it does nothing. A nil h stops handing over.
+func (s *Store) SetHandoff(h Handoff) {
+	if s.eng.name() != "postgres" {
+		return
+	}
+	if h == nil {
+		s.handoff.Store(nil)
+		return
+	}
+	s.handoff.Store(&handoffBox{h})
+}
+
+// handoffNow is the Handoff a transaction begun now uses, or nil.
+func (s *Store) handoffNow() Handoff {
+	if b := s.handoff.Load(); b != nil {
+		return b.h
+	}
+	return nil
+}
+
+// handoffState is what a transaction holds of its Handoff: the claims
+// leased by its statements, taken or abandoned when it ends.
+type handoffState struct {
+	h      Handoff
+	lease  string
+	handed []Claim
+}
+
+// reserve asks for room for each live log of a handing-over target and
+// returns the claims reserved, one per log, still to be confirmed by the
+// statement that queues them.
+func (tx *Tx) reserve(logs []firedLog, targets map[string]*target, bodies map[string][]byte, traceParent *string, now time.Time) ([]Claim, error) {
+	st := tx.handoff
+	if st == nil {
+		return nil, nil
+	}
+	var reserved []Claim
+	for _, l := range logs {
+		t := targets[l.WebhookID]
+		if l.Status != string(Queued) || t == nil || t.rate > 0 || !st.h.Reserve(l.AccountID, l.WebhookID) {
+			continue
+		}
+		if st.lease == "" {
+			st.lease = NewID()
+		}
+		c := Claim{LogID: l.ID, AccountID: l.AccountID, WebhookID: l.WebhookID, EventID: l.EventID, Event: event.Kind(l.Kind),
+			Body: bodies[l.EventID], URL: t.url, SignatureScheme: t.scheme, Enabled: true, Health: Health(t.health), Lease: st.lease}
+		if traceParent != nil {
+			c.TraceParent = *traceParent
+		}
+		reserved = append(reserved, c)
+		tokens, err := tx.s.signingTokens(t.id, t.sealed, t.nextSealed, t.rotationEnds, now)
+		if err == nil {
+			reserved[len(reserved)-1].Headers, err = tx.s.openHeaders(t.id, t.headers)
+		}
+		if err != nil {
+			st.h.Abandon(reserved, false)
+			return nil, fmt.Errorf("hand over log %s: %w", l.ID, err)
+		}
+		reserved[len(reserved)-1].Token, reserved[len(reserved)-1].NextToken = tokens.Current, tokens.Next
+	}
+	return reserved, nil
+}
+
+// confirm keeps, of the reserved claims, those the statement leased (ids),
+// and gives the others back.
+func (tx *Tx) confirm(reserved []Claim, leased map[string]bool) {
+	var left []Claim
+	for _, c := range reserved {
+		if leased[c.LogID] {
+			tx.handoff.handed = append(tx.handoff.handed, c)
+		} else {
+			left = append(left, c)
+		}
+	}
+	if len(left) > 0 {
+		tx.handoff.h.Abandon(left, false)
+	}
+}
+
+// endHandoff hands the transaction's leased claims over once it committed,
+// or gives their reservations back.
+func (tx *Tx) endHandoff(committed, maybeCommitted bool) {
+	st := tx.handoff
+	if st == nil || len(st.handed) == 0 {
+		return
+	}
+	handed := st.handed
+	st.handed = nil
+	if committed {
+		st.h.Take(handed)
+		return
+	}
+	st.h.Abandon(handed, maybeCommitted)
+}

@@ -1,0 +1,201 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// handoffs stands for the dispatcher behind the store's Handoff seam: it
+// grants every reservation (or none, refusing) and keeps what it was handed
+// and given back, so that the store's half of handing over can be checked
+// row by row. The real dispatcher's half is run end to end in package
+// server (TestFiredLogsAreHandedToTheirProcess).
+type handoffs struct {
+	mu        sync.Mutex
+	refuse    bool
+	reserved  int
+	taken     []store.Claim
+	abandoned []store.Claim
+	maybe     bool
+}
+
+func (h *handoffs) Reserve(accountID, webhookID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refuse {
+		return false
+	}
+	h.reserved++
+	return true
+}
+
+func (h *handoffs) Take(claims []store.Claim) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.taken = append(h.taken, claims...)
+}
+
+func (h *handoffs) Abandon(claims []store.Claim, maybeCommitted bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.abandoned = append(h.abandoned, claims...)
+	h.maybe = h.maybe || maybeCommitted
+}
+
+func (h *handoffs) LeaseUntil(now time.Time) time.Time { return now.Add(time.Minute) }
+
+// open reports the reservations neither taken nor abandoned.
+func (h *handoffs) open() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reserved - len(h.taken) - len(h.abandoned)
+}
+
+// On PostgreSQL a firing hands its queued logs to the process's dispatcher
+// when it grants room and the webhook has nothing older waiting: the queue
+// row is leased at once, the claim carries what the attempt needs, and it
+// is recorded under its lease like a claimed log. A webhook with a log
+// waiting keeps its order: the new one waits behind it. A rolled back
+// firing hands nothing over; a refused reservation leaves the log to the
+// claims. On SQLite nothing is handed over.
+func TestFiredLogsAreHandedOverWhenNothingOlderWaits(t *testing.T) {
+	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		key := make([]byte, 32)
+		st, err := store.Open(ctx, dbURL, store.Options{Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		acct, hook := accountWithWebhook(t, st)
+		db := heraldtest.OpenDB(t, dbURL)
+		fire := func() string {
+			t.Helper()
+			var id string
+			if err := st.InTx(ctx, func(tx *store.Tx) error {
+				var err error
+				id, err = tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"id": "lic"})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		// leased says whether the queue row of the event's one log is leased.
+		leased := func(eventID string) bool {
+			t.Helper()
+			return db.Int(`SELECT COUNT(*) FROM delivery_queue q JOIN webhook_event_logs l ON l.id = q.log_id
+WHERE l.event_id = ? AND q.lease IS NOT NULL AND q.lease_until IS NOT NULL AND q.claimed_at IS NOT NULL`, eventID) == 1
+		}
+		h := &handoffs{}
+		st.SetHandoff(h)
+
+		first := fire()
+		if st.Engine() == "sqlite" {
+			if h.reserved != 0 || leased(first) {
+				t.Fatalf("SQLite reserved %d and leased %v at firing; want nothing handed over", h.reserved, leased(first))
+			}
+			return
+		}
+		if len(h.taken) != 1 || !leased(first) || h.open() != 0 {
+			t.Fatalf("first firing: taken %d, leased %v, open %d; want its log handed over", len(h.taken), leased(first), h.open())
+		}
+		c := h.taken[0]
+		if c.WebhookID != hook.ID || c.AccountID != acct.ID || c.Event != event.LicenseCreated || c.URL != hook.URL ||
+			c.Token != "whsec_review_token_0123456789abcd" || len(c.Body) == 0 || !c.Enabled || c.Lease == "" || c.AttemptCount != 0 {
+			t.Fatalf("handed claim %+v lacks what its attempt needs", c)
+		}
+		// A claim does not take a log handed over while its lease runs.
+		now := time.Now()
+		if got, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10}); err != nil || len(got) != 0 {
+			t.Fatalf("claim took %d logs (%v); want none: the only one is handed over", len(got), err)
+		}
+		// Once it ends (the process died), a claim takes it over, and reads
+		// the log as it was handed over.
+		loaded := takeOver(t, st, c)
+		if loaded.LogID != c.LogID || string(loaded.Body) != string(c.Body) || loaded.Token != c.Token || loaded.EventID != c.EventID || loaded.URL != c.URL {
+			t.Fatalf("handed %+v, but the log reads as %+v", c, loaded)
+		}
+
+		// Refused: the log waits in the queue, unleased.
+		h.refuse = true
+		waiting := fire()
+		h.refuse = false
+		if leased(waiting) {
+			t.Fatal("a refused reservation leased its log")
+		}
+		// With that log waiting, the next one is not handed over either: it
+		// would go before an older one.
+		behind := fire()
+		if leased(behind) || len(h.taken) != 1 || len(h.abandoned) != 1 || h.open() != 0 {
+			t.Fatalf("behind a waiting log: leased %v, taken %d, abandoned %d, open %d; want it left to the claims",
+				leased(behind), len(h.taken), len(h.abandoned), h.open())
+		}
+		// Claimed, those two are in flight; a log behind logs in flight is
+		// handed over.
+		now = time.Now()
+		got, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+		if err != nil || len(got) != 2 {
+			t.Fatalf("claimed %d (%v); want the two waiting", len(got), err)
+		}
+		next := fire()
+		if !leased(next) || len(h.taken) != 2 {
+			t.Fatalf("behind logs in flight only: leased %v, taken %d; want it handed over", leased(next), len(h.taken))
+		}
+
+		// Rolled back: nothing handed over, its reservation given back.
+		boom := errors.New("boom")
+		before := len(h.abandoned)
+		err = st.InTx(ctx, func(tx *store.Tx) error {
+			if _, err := tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"id": "gone"}); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) || len(h.taken) != 2 || len(h.abandoned) != before+1 || h.maybe || h.open() != 0 {
+			t.Fatalf("rolled back (%v): taken %d, abandoned %d (was %d), maybe %v, open %d; want its one reservation given back",
+				err, len(h.taken), len(h.abandoned), before, h.maybe, h.open())
+		}
+
+		// A handed-over log is recorded under its lease like a claimed one.
+		code, at := 200, time.Now()
+		handed := h.taken[1]
+		if _, err := st.Complete(ctx, []store.Outcome{{LogID: handed.LogID, WebhookID: handed.WebhookID, Lease: handed.Lease,
+			Trigger: store.TriggerAutomatic, Result: store.Delivered,
+			Attempt: &store.AttemptRecord{SentAt: at, ReceivedAt: &at, StatusCode: &code}}}, 50); err != nil {
+			t.Fatal(err)
+		}
+		var status string
+		if err := db.SQL().QueryRow(`SELECT status FROM webhook_event_logs WHERE id = $1`, handed.LogID).Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status != string(store.Succeeded) || db.Int(`SELECT COUNT(*) FROM delivery_queue WHERE log_id = ?`, handed.LogID) != 0 {
+			t.Fatalf("handed log recorded as %q, queue rows %d; want succeeded and out of the queue", status,
+				db.Int(`SELECT COUNT(*) FROM delivery_queue WHERE log_id = ?`, handed.LogID))
+		}
+	})
+}
+
+// takeOver claims c's log after its lease ended, as a claim of another
+// process would once c's process died, and returns what the claim read.
+func takeOver(t *testing.T, st *store.Store, c store.Claim) store.Claim {
+	t.Helper()
+	later := time.Now().Add(2 * time.Minute) // past handoffs.LeaseUntil
+	got, err := st.Claim(context.Background(), store.ClaimParams{Now: later, LeaseUntil: later.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(got, func(g store.Claim) bool { return g.LogID == c.LogID })
+	if i < 0 || !got[i].TakenOver {
+		t.Fatalf("a claim after the lease took %+v; want log %s, taken over", got, c.LogID)
+	}
+	return got[i]
+}
