@@ -162,8 +162,11 @@ type Dispatcher struct {
 	claimable atomic.Bool             // a webhook's room became worth a claim since the last sleep
 	requeued  atomic.Bool             // an outcome put its log back in the queue since the last sleep
 	// handing is the running Run's, for the logs handed over at firing
-	// (handoff.go); nil while none runs.
-	handing *handing
+	// (handoff.go); nil while none runs. caughtUp and waiting say what
+	// may be waiting in the queue (noteClaim).
+	handing  *handing
+	caughtUp bool
+	waiting  map[string]*waitCount // webhook id → its logs known to wait in the queue
 	// lapsed is set when a write was refused for a full disk: the leases
 	// held here may have ended meanwhile (renewing is a write too), and a
 	// claim must not take their logs while their outcomes wait to be
@@ -188,6 +191,7 @@ func New(st Store, cfg Config) *Dispatcher {
 		accounts: map[string]*accountState{},
 		freed:    make(chan struct{}, 1),
 		held:     map[store.Held]struct{}{},
+		waiting:  map[string]*waitCount{},
 		orphans:  map[string]time.Time{},
 	}
 }
@@ -307,6 +311,7 @@ func (d *Dispatcher) claim(p store.ClaimParams) []store.Claim {
 		}
 		d.mu.Lock()
 		d.orphans[p.Lease] = d.cfg.Now()
+		d.caughtUp = false // what is waiting is not known
 		d.mu.Unlock()
 		d.releaseOrphans()
 		return nil
@@ -315,6 +320,7 @@ func (d *Dispatcher) claim(p store.ClaimParams) []store.Claim {
 	for _, c := range claims {
 		d.held[store.Held{LogID: c.LogID, Lease: c.Lease}] = struct{}{}
 	}
+	d.noteClaim(p, claims)
 	d.mu.Unlock()
 	return claims
 }
@@ -341,6 +347,9 @@ func (d *Dispatcher) releaseOrphans() {
 	}
 	if n > 0 {
 		d.cfg.Logger.Warn("released logs taken by a claim that reported an error; they are due now", "logs", n)
+		d.mu.Lock()
+		d.caughtUp = false // waiting again, of webhooks not known here
+		d.mu.Unlock()
 	}
 	d.mu.Lock()
 	for l, at := range d.orphans {
@@ -848,6 +857,9 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 			d.mu.Lock()
 			for _, o := range batch {
 				delete(d.held, store.Held{LogID: o.LogID, Lease: o.Lease})
+				if o.Result == store.Release {
+					d.wait(o.WebhookID, d.hook(o.WebhookID, "").account) // due again, and waiting
+				}
 			}
 			d.mu.Unlock()
 			for _, o := range batch {

@@ -39,6 +39,7 @@ func (d *Dispatcher) startHanding(h *handing) {
 	h.accepting = true
 	d.mu.Lock()
 	d.handing = h
+	d.caughtUp = false // until a claim has looked
 	d.mu.Unlock()
 }
 
@@ -83,7 +84,9 @@ func (h *handing) settle(n int) {
 // take: a running dispatcher not stopping, a free slot in the process, room
 // in the webhook and in its account; never a slow webhook's (its logs wait
 // in the queue, where the claims' slow half applies) nor a throttled one's
-// (the store does not ask for those, whose send slots claims reserve).
+// (the store does not ask for those, whose send slots claims reserve); and
+// only to a webhook with nothing older waiting as far as this process
+// knows (noteClaim).
 func (d *Dispatcher) Reserve(accountID, webhookID string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -93,7 +96,10 @@ func (d *Dispatcher) Reserve(accountID, webhookID string) bool {
 	}
 	st := d.hook(webhookID, accountID)
 	room, _ := d.roomOf(st, d.shareOf(st))
-	if st.slow || st.rate > 0 || room <= 0 || d.accountRoom(accountID) <= 0 {
+	if !d.caughtUp || d.waiting[webhookID] != nil || st.slow || st.rate > 0 || room <= 0 || d.accountRoom(accountID) <= 0 {
+		// Its log waits in the queue: the next of the webhook's must not
+		// pass it.
+		d.wait(webhookID, accountID)
 		d.forget(webhookID, st, d.cfg.Now())
 		return false
 	}
@@ -187,4 +193,74 @@ func (d *Dispatcher) lateTake(claims []store.Claim) {
 	if _, err := d.store.ReleaseHeld(ctx, list); err != nil {
 		d.cfg.Logger.Warn("release logs handed over after the dispatcher stopped; they are due when their lease ends", "logs", len(claims), "err", err)
 	}
+}
+
+// noteClaim learns from a claim what may still be waiting in the queue,
+// for Reserve: a log handed over must not pass an older one of its
+// webhook. The process counts, per webhook, the logs it knows to be
+// waiting: each refused reservation (its log went to the queue) and each
+// released attempt (due again) adds one, each log a claim takes removes
+// one. A claim that came back short (it took less than it asked for), did
+// not pass the webhook over and took less than the webhook's room and its
+// account's, took all of the webhook that was due: nothing of it waits.
+// Until a first claim has come back short nothing is granted (a backlog may
+// be waiting from before). What another process left waiting is not known
+// here: its commit wakes the claims (NOTIFY), which take it as soon as
+// there is room. d.mu is held.
+func (d *Dispatcher) noteClaim(p store.ClaimParams, claims []store.Claim) {
+	hooks, accounts := map[string]int{}, map[string]int{}
+	for _, c := range claims {
+		hooks[c.WebhookID]++
+		accounts[c.AccountID]++
+	}
+	for id, n := range hooks {
+		if w := d.waiting[id]; w != nil {
+			w.logs -= n
+		}
+	}
+	short := len(claims) < p.Limit
+	if short {
+		d.caughtUp = true
+	}
+	passed := make(map[string]bool, len(p.Exclude))
+	for _, id := range p.Exclude {
+		passed[id] = true
+	}
+	accountBound := p.PerAccount
+	if accountBound <= 0 {
+		accountBound = p.Limit
+	}
+	for id, w := range d.waiting {
+		drained := short && !passed[id] && hooks[id] < roomIn(p.Room, id, p.PerWebhook) &&
+			accounts[w.account] < roomIn(p.AccountRoom, w.account, accountBound)
+		if w.logs <= 0 || drained {
+			delete(d.waiting, id)
+		}
+	}
+}
+
+// waitCount is what a process knows of one webhook's logs waiting in the
+// queue: how many, and the webhook's account.
+type waitCount struct {
+	logs    int
+	account string
+}
+
+// wait counts one more log of the webhook waiting in the queue. d.mu is
+// held.
+func (d *Dispatcher) wait(webhookID, accountID string) {
+	w := d.waiting[webhookID]
+	if w == nil {
+		w = &waitCount{account: accountID}
+		d.waiting[webhookID] = w
+	}
+	w.logs++
+}
+
+// roomIn is room[id] when room names id, else def.
+func roomIn(room map[string]int, id string, def int) int {
+	if n, ok := room[id]; ok {
+		return n
+	}
+	return def
 }

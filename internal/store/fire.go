@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"time"
@@ -121,26 +120,25 @@ func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
 			return nil, err
 		}
 	}
-	leased, err := tx.writeFired(ctx, events, logs, reserved, now)
-	if err != nil {
+	if err := tx.writeFired(ctx, events, logs, reserved, now); err != nil {
 		if len(reserved) > 0 {
 			tx.handoff.h.Abandon(reserved, false)
 		}
 		return nil, err
-	}
-	if len(reserved) > 0 {
-		tx.confirm(reserved, leased)
 	}
 	for _, f := range firings {
 		tx.kinds = append(tx.kinds, f.Kind)
 	}
 	// A log handed over needs no claim: only those left in the queue wake
 	// this process's dispatcher and the others'.
+	queued := 0
 	for _, l := range logs {
-		if l.Status == string(Queued) && !leased[l.ID] {
-			tx.fired = true
-			break
+		if l.Status == string(Queued) {
+			queued++
 		}
+	}
+	if queued > len(reserved) {
+		tx.fired = true
 	}
 	return ids, nil
 }
@@ -180,13 +178,10 @@ INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, d
 	// insertFiredHandingPostgres is insertFiredPostgres handing logs over
 	// (handoff.go): a queued log whose id is in the handed list is leased
 	// in its queue row as a claim would lease it (lease, lease_until,
-	// claimed_at), unless its webhook has a row waiting that is due by now
-	// (a backlog, or a retry), which goes first: a log is handed over only
-	// to a webhook with nothing older to send. That look walks the
-	// webhook's rows due by now in due order through the queue's one
-	// index (those in flight first, a few), and stops at the first
-	// waiting; bounded, so that no plan walks a webhook's whole backlog.
-	// It returns the queue rows' ids and leases.
+	// claimed_at). Which logs may be handed over is the dispatcher's to
+	// say (its room, and whether the webhook may have an older log
+	// waiting): the statement reads no other row, so no plan it keeps
+	// can cost more than the rows it writes.
 	insertFiredHandingPostgres = `WITH ev AS (
   INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
   SELECT value ->> 'i', value ->> 'a', value ->> 'k', decode(value ->> 'b', 'base64'), CAST(? AS BIGINT), value ->> 't'
@@ -194,19 +189,12 @@ INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, d
 ), logs AS (
 ` + insertFiredLogs + `
   RETURNING id, webhook_id, due_at, status
-), handed AS (
-  SELECT l.id, l.webhook_id, l.due_at,
-    l.id IN (SELECT value FROM json_texts(?)) AND NOT EXISTS (
-      SELECT 1 FROM (
-        SELECT d.lease_until, d.resend_until FROM delivery_queue d
-        WHERE d.webhook_id = l.webhook_id AND d.due_at <= l.due_at ORDER BY d.due_at LIMIT 1000) w
-      WHERE COALESCE(w.lease_until, 0) <= l.due_at AND COALESCE(w.resend_until, 0) <= l.due_at) AS take
-  FROM logs l WHERE l.status = 'queued')
+), queued AS (
+  SELECT id, webhook_id, due_at, id IN (SELECT value FROM json_texts(?)) AS take FROM logs WHERE status = 'queued')
 INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at)
 SELECT id, webhook_id, due_at, CASE WHEN take THEN CAST(? AS TEXT) END, CASE WHEN take THEN CAST(? AS BIGINT) END,
   CASE WHEN take THEN due_at END
-FROM handed
-RETURNING log_id, lease`
+FROM queued`
 )
 
 // writeFired inserts events and their logs, each set from one JSON
@@ -215,12 +203,12 @@ RETURNING log_id, lease`
 // and as base64 on PostgreSQL (decoded to the same bytes whatever the
 // server's encoding).
 //
-// Of reserved, the claims of logs to hand over (PostgreSQL only), it
-// returns the ids of those it leased.
-func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedLog, reserved []Claim, now time.Time) (map[string]bool, error) {
+// reserved are the claims of logs to hand over (PostgreSQL only), which it
+// leases.
+func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedLog, reserved []Claim, now time.Time) error {
 	evArg, err := jsonRows(events)
 	if err != nil {
-		return nil, fmt.Errorf("insert events: %w", err)
+		return fmt.Errorf("insert events: %w", err)
 	}
 	if logs == nil {
 		logs = []firedLog{}
@@ -233,62 +221,46 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 	}
 	logArg, err := jsonRows(logs)
 	if err != nil {
-		return nil, fmt.Errorf("insert event logs: %w", err)
+		return fmt.Errorf("insert event logs: %w", err)
 	}
 	if tx.s.eng.name() == "postgres" {
 		if len(reserved) > 0 {
 			return tx.writeFiredHanding(ctx, evArg, logArg, reserved, now)
 		}
 		if _, err := tx.Exec(ctx, insertFiredPostgres, t, evArg, t, t, t, t, logArg); err != nil {
-			return nil, fmt.Errorf("insert events and logs: %w", err)
+			return fmt.Errorf("insert events and logs: %w", err)
 		}
-		return nil, nil
+		return nil
 	}
 	if _, err := tx.Exec(ctx, insertFiredEventsSQLite, t, evArg); err != nil {
-		return nil, fmt.Errorf("insert events: %w", err)
+		return fmt.Errorf("insert events: %w", err)
 	}
 	if len(logs) == 0 {
-		return nil, nil
+		return nil
 	}
 	if _, err := tx.Exec(ctx, insertFiredLogs, t, t, t, t, logArg); err != nil {
-		return nil, fmt.Errorf("insert event logs: %w", err)
+		return fmt.Errorf("insert event logs: %w", err)
 	}
 	if _, err := tx.Exec(ctx, queueFiredLogsSQLite, t, logArg); err != nil {
-		return nil, fmt.Errorf("queue event logs: %w", err)
+		return fmt.Errorf("queue event logs: %w", err)
 	}
-	return nil, nil
+	return nil
 }
 
 // writeFiredHanding is writeFired's statement on PostgreSQL when logs are
-// to be handed over: the same rows, and the reserved logs leased where
-// their webhooks have nothing older waiting.
-func (tx *Tx) writeFiredHanding(ctx context.Context, evArg, logArg string, reserved []Claim, now time.Time) (map[string]bool, error) {
+// to be handed over: the same rows, the reserved logs' queue rows leased.
+func (tx *Tx) writeFiredHanding(ctx context.Context, evArg, logArg string, reserved []Claim, now time.Time) error {
 	t := ms(now)
 	handed := make([]string, len(reserved))
 	for i, c := range reserved {
 		handed[i] = c.LogID
 	}
 	until := ms(tx.handoff.h.LeaseUntil(now))
-	rows, err := tx.Query(ctx, insertFiredHandingPostgres, t, evArg, t, t, t, t, logArg, jsonTexts(handed), tx.handoff.lease, until)
-	if err != nil {
-		return nil, fmt.Errorf("insert events and logs: %w", err)
+	if _, err := tx.Exec(ctx, insertFiredHandingPostgres, t, evArg, t, t, t, t, logArg, jsonTexts(handed), tx.handoff.lease, until); err != nil {
+		return fmt.Errorf("insert events and logs: %w", err)
 	}
-	defer rows.Close()
-	leased := make(map[string]bool, len(reserved))
-	for rows.Next() {
-		var id string
-		var lease sql.NullString
-		if err := rows.Scan(&id, &lease); err != nil {
-			return nil, fmt.Errorf("insert events and logs: %w", err)
-		}
-		if lease.Valid {
-			leased[id] = true
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("insert events and logs: %w", err)
-	}
-	return leased, nil
+	tx.handoff.handed = append(tx.handoff.handed, reserved...)
+	return nil
 }
 
 // nullable stores "" as NULL.

@@ -10,9 +10,10 @@ import (
 // Handing over at firing (decision 0105). On PostgreSQL a transaction that
 // fires events leases the first attempts of its queued logs to the
 // dispatcher of its own process, in the statement that queues them, when
-// that dispatcher has room for them and the webhook has nothing older
-// waiting: after the commit they go to the dispatcher as claims, and no
-// claim statement, no wake-up and no NOTIFY is spent on them. A log handed
+// that dispatcher grants them (it has room, and the webhook has nothing
+// older waiting that it knows of): after the commit they go to the
+// dispatcher as claims, and no claim statement, no wake-up and no NOTIFY is
+// spent on them. A log handed
 // over is leased as a claim leases one (lease, lease_until, claimed_at on
 // its queue row), so a process that dies with it in flight leaves it to
 // be taken over when its lease ends, as it leaves a claimed one.
@@ -22,13 +23,15 @@ import (
 // Abandon (it did not, or the log was left to the claims).
 type Handoff interface {
 	// Reserve holds room for one first attempt to the webhook, and reports
-	// whether it did: false when the dispatcher is not running, stops, or
-	// has no room for the webhook or its account.
+	// whether it did: false when the dispatcher is not running, stops, has
+	// no room for the webhook or its account, or may have an older log of
+	// the webhook waiting in the queue.
 	Reserve(accountID, webhookID string) bool
 	// Take starts the attempts of the logs handed over by a committed
 	// transaction, one reservation each.
 	Take(claims []Claim)
-	// Abandon gives back the reservations of claims not handed over. When
+	// Abandon gives back the reservations of claims not handed over (their
+	// transaction did not commit). When
 	// maybeCommitted is set the transaction's commit failed without saying
 	// whether it took effect, and the logs may be leased under their Lease:
 	// the dispatcher makes them due again.
@@ -71,9 +74,9 @@ type handoffState struct {
 	handed []Claim
 }
 
-// reserve asks for room for each live log of a handing-over target and
-// returns the claims reserved, one per log, still to be confirmed by the
-// statement that queues them.
+// reserve asks for room for each queued log of a target that may be handed
+// over (not throttled) and returns the claims reserved, one per log, which
+// the statement that queues them leases.
 func (tx *Tx) reserve(logs []firedLog, targets map[string]*target, bodies map[string][]byte, traceParent *string, now time.Time) ([]Claim, error) {
 	st := tx.handoff
 	if st == nil {
@@ -105,22 +108,6 @@ func (tx *Tx) reserve(logs []firedLog, targets map[string]*target, bodies map[st
 		reserved[len(reserved)-1].Token, reserved[len(reserved)-1].NextToken = tokens.Current, tokens.Next
 	}
 	return reserved, nil
-}
-
-// confirm keeps, of the reserved claims, those the statement leased (ids),
-// and gives the others back.
-func (tx *Tx) confirm(reserved []Claim, leased map[string]bool) {
-	var left []Claim
-	for _, c := range reserved {
-		if leased[c.LogID] {
-			tx.handoff.handed = append(tx.handoff.handed, c)
-		} else {
-			left = append(left, c)
-		}
-	}
-	if len(left) > 0 {
-		tx.handoff.h.Abandon(left, false)
-	}
 }
 
 // endHandoff hands the transaction's leased claims over once it committed,
