@@ -83,6 +83,13 @@ func (tx *Tx) reserve(logs []firedLog, targets map[string]*target, bodies map[st
 		return nil, nil
 	}
 	var reserved []Claim
+	// A batch's logs to one webhook share its tokens and headers, opened
+	// once.
+	type opened struct {
+		tokens  WebhookTokens
+		headers map[string]string
+	}
+	open := map[string]opened{}
 	for _, l := range logs {
 		t := targets[l.WebhookID]
 		if l.Status != string(Queued) || t == nil || t.rate > 0 || !st.h.Reserve(l.AccountID, l.WebhookID) {
@@ -97,15 +104,21 @@ func (tx *Tx) reserve(logs []firedLog, targets map[string]*target, bodies map[st
 			c.TraceParent = *traceParent
 		}
 		reserved = append(reserved, c)
-		tokens, err := tx.s.signingTokens(t.id, t.sealed, t.nextSealed, t.rotationEnds, now)
-		if err == nil {
-			reserved[len(reserved)-1].Headers, err = tx.s.openHeaders(t.id, t.headers)
+		o, ok := open[t.id]
+		if !ok {
+			var err error
+			o.tokens, err = tx.s.signingTokens(t.id, t.sealed, t.nextSealed, t.rotationEnds, now)
+			if err == nil {
+				o.headers, err = tx.s.openHeaders(t.id, t.headers)
+			}
+			if err != nil {
+				st.h.Abandon(reserved, false)
+				return nil, fmt.Errorf("hand over log %s: %w", l.ID, err)
+			}
+			open[t.id] = o
 		}
-		if err != nil {
-			st.h.Abandon(reserved, false)
-			return nil, fmt.Errorf("hand over log %s: %w", l.ID, err)
-		}
-		reserved[len(reserved)-1].Token, reserved[len(reserved)-1].NextToken = tokens.Current, tokens.Next
+		last := &reserved[len(reserved)-1]
+		last.Token, last.NextToken, last.Headers = o.tokens.Current, o.tokens.Next, o.headers
 	}
 	return reserved, nil
 }

@@ -25,46 +25,65 @@ import (
 // is left out (herald runs it by churn, not per delivery).
 //
 //	HERALD_TEST_POSTGRES_URL=… go test -run '^$' -bench DeliveryWAL ./internal/store/
+//
+// With handed=true the firing hands its logs over (decision 0105), as a
+// herald on PostgreSQL does while its dispatcher has room: no claim.
 func BenchmarkDeliveryWAL(b *testing.B) {
-	for _, hooks := range []int{1, 10} {
-		b.Run(fmt.Sprintf("webhooks=%d", hooks), func(b *testing.B) {
-			w := newWALBench(b, hooks)
-			st, acct, ctx := w.st, w.acct, context.Background()
-			code := 200
-			var perDelivery []float64
-			b.ResetTimer()
-			for range b.N {
-				before := w.lsn()
-				if err := st.InTx(ctx, func(tx *store.Tx) error {
-					_, err := tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"id": "lic", "key": "ABCD-EFGH-IJKL-MNOP"})
-					return err
-				}); err != nil {
-					b.Fatal(err)
-				}
-				now := time.Now()
-				claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 100, PerWebhook: 100})
-				if err != nil || len(claims) != hooks {
-					b.Fatalf("claimed %d logs, %v; want %d", len(claims), err, hooks)
-				}
-				outs := make([]store.Outcome, 0, len(claims))
-				for _, c := range claims {
-					outs = append(outs, store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
-						Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code, ResponseBody: []byte("ok")}})
-				}
-				if _, err := st.Complete(ctx, outs, 50); err != nil {
-					b.Fatal(err)
-				}
-				perDelivery = append(perDelivery, float64(w.lsn()-before)/float64(hooks))
-			}
-			b.StopTimer()
-			var sum float64
-			for _, v := range perDelivery {
-				sum += v
-			}
-			b.ReportMetric(sum/float64(len(perDelivery)), "WAL-B/delivery")
-			b.ReportMetric(slices.Min(perDelivery), "least-WAL-B/delivery")
-		})
+	for _, handed := range []bool{false, true} {
+		for _, hooks := range []int{1, 10} {
+			b.Run(fmt.Sprintf("handed=%v/webhooks=%d", handed, hooks), func(b *testing.B) {
+				benchmarkDeliveryWAL(b, hooks, handed)
+			})
+		}
 	}
+}
+
+func benchmarkDeliveryWAL(b *testing.B, hooks int, handed bool) {
+	w := newWALBench(b, hooks)
+	st, acct, ctx := w.st, w.acct, context.Background()
+	h := &handoffs{}
+	if handed {
+		st.SetHandoff(h)
+	}
+	code := 200
+	var perDelivery []float64
+	b.ResetTimer()
+	for range b.N {
+		before := w.lsn()
+		if err := st.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"id": "lic", "key": "ABCD-EFGH-IJKL-MNOP"})
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		now := time.Now()
+		var claims []store.Claim
+		var err error
+		if handed {
+			claims, h.taken = h.taken, nil
+		} else {
+			claims, err = st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 100, PerWebhook: 100})
+		}
+		if err != nil || len(claims) != hooks {
+			b.Fatalf("claimed or handed over %d logs, %v; want %d", len(claims), err, hooks)
+		}
+		outs := make([]store.Outcome, 0, len(claims))
+		for _, c := range claims {
+			outs = append(outs, store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
+				Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code, ResponseBody: []byte("ok")}})
+		}
+		if _, err := st.Complete(ctx, outs, 50); err != nil {
+			b.Fatal(err)
+		}
+		perDelivery = append(perDelivery, float64(w.lsn()-before)/float64(hooks))
+	}
+	b.StopTimer()
+	var sum float64
+	for _, v := range perDelivery {
+		sum += v
+	}
+	b.ReportMetric(sum/float64(len(perDelivery)), "WAL-B/delivery")
+	b.ReportMetric(slices.Min(perDelivery), "least-WAL-B/delivery")
 }
 
 // walBench is a PostgreSQL store of its own for a WAL benchmark: an
