@@ -91,12 +91,13 @@ func (d *Dispatcher) Reserve(accountID, webhookID string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	h := d.handing
-	if h == nil || !h.accepting || d.stopping.Load() || d.lapsed.Load() || d.inUse >= d.cfg.Concurrency {
+	if h == nil || !h.accepting {
 		return false
 	}
 	st := d.hook(webhookID, accountID)
 	room, _ := d.roomOf(st, d.shareOf(st))
-	if !d.caughtUp || d.waiting[webhookID] != nil || st.slow || st.rate > 0 || room <= 0 || d.accountRoom(accountID) <= 0 {
+	if d.stopping.Load() || d.lapsed.Load() || d.inUse >= d.cfg.Concurrency || !d.caughtUp || d.waiting[webhookID] != nil ||
+		st.slow || st.rate > 0 || room <= 0 || d.accountRoom(accountID) <= 0 {
 		// Its log waits in the queue: the next of the webhook's must not
 		// pass it.
 		d.wait(webhookID, accountID)

@@ -13,14 +13,14 @@ import (
 // that dispatcher grants them (it has room, and the webhook has nothing
 // older waiting that it knows of): after the commit they go to the
 // dispatcher as claims, and no claim statement, no wake-up and no NOTIFY is
-// spent on them. A log handed
-// over is leased as a claim leases one (lease, lease_until, claimed_at on
-// its queue row), so a process that dies with it in flight leaves it to
-// be taken over when its lease ends, as it leaves a claimed one.
+// spent on them. A log handed over is leased as a claim leases one (lease,
+// lease_until, claimed_at on its queue row), so a process that dies with it
+// in flight leaves it to be taken over when its lease ends, as it leaves a
+// claimed one.
 
 // Handoff is a dispatcher that takes the first attempts of what its process
 // fires. Every reservation ends in Take (its transaction committed) or
-// Abandon (it did not, or the log was left to the claims).
+// Abandon (it did not).
 type Handoff interface {
 	// Reserve holds room for one first attempt to the webhook, and reports
 	// whether it did: false when the dispatcher is not running, stops, has
@@ -31,10 +31,10 @@ type Handoff interface {
 	// transaction, one reservation each.
 	Take(claims []Claim)
 	// Abandon gives back the reservations of claims not handed over (their
-	// transaction did not commit). When
-	// maybeCommitted is set the transaction's commit failed without saying
-	// whether it took effect, and the logs may be leased under their Lease:
-	// the dispatcher makes them due again.
+	// transaction did not commit). When maybeCommitted is set the
+	// transaction's commit failed without saying whether it took effect,
+	// and the logs may be leased under their Lease: the dispatcher makes
+	// them due again.
 	Abandon(claims []Claim, maybeCommitted bool)
 	// LeaseUntil is when the lease of a log handed over at now ends.
 	LeaseUntil(now time.Time) time.Time
