@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,13 +154,10 @@ func (d *Dispatcher) Abandon(claims []store.Claim, maybeCommitted bool) {
 		return
 	}
 	d.mu.Lock()
-	now := d.cfg.Now()
-	for _, c := range claims {
-		st := d.hook(c.WebhookID, "")
-		d.hold(st, -1, 0)
-		d.forget(c.WebhookID, st, now)
-		if maybeCommitted {
-			d.orphans[c.Lease] = now
+	d.unreserve(claims)
+	if maybeCommitted {
+		for _, c := range claims {
+			d.orphans[c.Lease] = d.cfg.Now()
 		}
 	}
 	if h := d.handing; h != nil {
@@ -172,22 +170,28 @@ func (d *Dispatcher) Abandon(claims []store.Claim, maybeCommitted bool) {
 	}
 }
 
-// lateTake is Take after Run stopped waiting: the logs are released, due
-// again at once, for the next claim of any process.
-func (d *Dispatcher) lateTake(claims []store.Claim) {
-	leases := map[string]bool{}
-	d.mu.Lock()
+// unreserve gives back the slots the claims' reservations held. d.mu is
+// held.
+func (d *Dispatcher) unreserve(claims []store.Claim) {
 	now := d.cfg.Now()
 	for _, c := range claims {
 		st := d.hook(c.WebhookID, "")
 		d.hold(st, -1, 0)
 		d.forget(c.WebhookID, st, now)
-		leases[c.Lease] = true
 	}
+}
+
+// lateTake is Take after Run stopped waiting: the logs are released, due
+// again at once, for the next claim of any process.
+func (d *Dispatcher) lateTake(claims []store.Claim) {
+	d.mu.Lock()
+	d.unreserve(claims)
 	d.mu.Unlock()
-	list := make([]string, 0, len(leases))
-	for l := range leases {
-		list = append(list, l)
+	var list []string
+	for _, c := range claims {
+		if !slices.Contains(list, c.Lease) {
+			list = append(list, c.Lease)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 	defer cancel()

@@ -165,15 +165,17 @@ FROM json_rows(?)`
 	// PostgreSQL: the events and the logs in data-modifying WITHs, so
 	// events, logs and queue rows cost one round trip. The logs' foreign
 	// key to their event is checked at the end of the statement, when the
-	// events are in.
-	insertFiredPostgres = `WITH ev AS (
+	// events are in. firedPostgres is the WITHs, which both statements
+	// below end with their INSERT of the queue rows.
+	firedPostgres = `WITH ev AS (
   INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
   SELECT value ->> 'i', value ->> 'a', value ->> 'k', decode(value ->> 'b', 'base64'), CAST(? AS BIGINT), value ->> 't'
   FROM json_rows(?)
 ), logs AS (
 ` + insertFiredLogs + `
   RETURNING id, webhook_id, due_at, status
-)
+)`
+	insertFiredPostgres = firedPostgres + `
 INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, due_at FROM logs WHERE status = 'queued'`
 	// insertFiredHandingPostgres is insertFiredPostgres handing logs over
 	// (handoff.go): a queued log whose id is in the handed list is leased
@@ -182,14 +184,7 @@ INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, d
 	// say (its room, and whether the webhook may have an older log
 	// waiting): the statement reads no other row, so no plan it keeps
 	// can cost more than the rows it writes.
-	insertFiredHandingPostgres = `WITH ev AS (
-  INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
-  SELECT value ->> 'i', value ->> 'a', value ->> 'k', decode(value ->> 'b', 'base64'), CAST(? AS BIGINT), value ->> 't'
-  FROM json_rows(?)
-), logs AS (
-` + insertFiredLogs + `
-  RETURNING id, webhook_id, due_at, status
-), queued AS (
+	insertFiredHandingPostgres = firedPostgres + `, queued AS (
   SELECT id, webhook_id, due_at, id IN (SELECT value FROM json_texts(?)) AS take FROM logs WHERE status = 'queued')
 INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at)
 SELECT id, webhook_id, due_at, CASE WHEN take THEN CAST(? AS TEXT) END, CASE WHEN take THEN CAST(? AS BIGINT) END,
