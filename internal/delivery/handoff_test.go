@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -119,6 +120,67 @@ func TestDispatcherTakesWhatIsFiredWhenNothingOlderWaits(t *testing.T) {
 			if n != 1 {
 				t.Errorf("%s sent %d times; want once", id, n)
 			}
+		}
+	})
+}
+
+// A firing whose transaction outlives the dispatcher's stop (it reserved
+// room before the stop, and commits after the stop stopped waiting for it)
+// hands its log to nobody: the log is released, due again at once, not
+// left leased until its lease ends. One whose commit's answer was lost
+// releases what it may have leased as well.
+func TestDispatcherReleasesWhatIsHandedOverToNobody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := offsetClock()
+		q := newFakeQueue(clock)
+		rcv := newPipeReceiver(t, answer(http.StatusNoContent))
+		d := delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t)})
+		stop := run(t, d)
+		synctest.Wait()
+
+		// leased queues c under the lease its firing would have given it.
+		leased := func(c store.Claim) store.Claim {
+			c.Lease = "fired-" + c.LogID
+			q.mu.Lock()
+			q.logs = append(q.logs, &fakeLog{claim: c, status: store.Pending, due: d.LeaseUntil(q.now())})
+			q.mu.Unlock()
+			return c
+		}
+		late := dueLog("late", 0, rcv.URL)
+		if !d.Reserve(late.AccountID, late.WebhookID) {
+			t.Fatal("refused with nothing in flight or waiting")
+		}
+		stop() // waits for the reservation, then stops without it
+		d.Take([]store.Claim{leased(late)})
+		if l := q.log(late.LogID); l.status != store.Queued || l.due.After(clock()) {
+			t.Fatalf("log handed over after the stop: %s, due %v; want queued, due now", l.status, l.due)
+		}
+		if n := rcv.Count(); n != 0 {
+			t.Fatalf("%d requests sent; want none: nobody was there to take the log", n)
+		}
+		if d.Reserve(late.AccountID, late.WebhookID) {
+			t.Fatal("a stopped dispatcher reserved room")
+		}
+
+		// Started again, its first claim takes the released log.
+		run(t, d)
+		waitFor(t, "the released log delivered", func() bool { return len(q.recorded()) == 1 })
+		synctest.Wait()
+		lost := dueLog("lost", 0, rcv.URL)
+		if !d.Reserve(lost.AccountID, lost.WebhookID) {
+			t.Fatal("refused with nothing in flight or waiting")
+		}
+		d.Abandon([]store.Claim{leased(lost)}, true)
+		waitFor(t, "the lost commit's lease released", func() bool {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			return slices.ContainsFunc(q.released, func(ls []string) bool { return slices.Contains(ls, "fired-"+lost.LogID) })
+		})
+		// Due again, a claim takes it: sent once.
+		waitFor(t, "the released log delivered", func() bool { return len(q.recorded()) == 2 })
+		synctest.Wait()
+		if n := rcv.Count(); n != 2 {
+			t.Fatalf("%d requests for two logs; want one each, by claims", n)
 		}
 	})
 }
