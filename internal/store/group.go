@@ -232,21 +232,26 @@ func (c *committer) commit(group []*groupTx) {
 			c.s.wrote()
 		}
 	}
+	// The dispatcher is woken before any caller hears its commit went
+	// through, so that a firing's InTx returns with the wake-up made (as it
+	// does on PostgreSQL).
 	fired := false
-	for i, g := range live {
-		r := results[i]
+	for i := range live {
+		r := &results[i]
 		if failed != nil && r.err == nil && !r.hasPanic {
-			r = groupResult{err: failed}
+			*r = groupResult{err: failed}
 		}
 		fired = fired || r.fired
 		if failed == nil {
 			c.s.firedKinds(r.kinds)
 		}
-		g.done <- r
 	}
 	if fired && failed == nil {
 		c.s.wake()
 		c.s.eng.announce()
+	}
+	for i, g := range live {
+		g.done <- results[i]
 	}
 }
 
