@@ -113,6 +113,12 @@ type Suspension struct {
 // email when a webhook turns Unhealthy, one when it is suspended, and an
 // operational event to the account's other webhooks.
 func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) ([]Suspension, error) {
+	if done, err := s.recordAtOnce(ctx, outs); err != nil || done {
+		if done {
+			s.queueChurn.Add(int64(len(outs)))
+		}
+		return nil, err
+	}
 	var suspended []Suspension
 	var emailed bool
 	err := s.InTx(ctx, func(tx *Tx) error {
@@ -208,8 +214,7 @@ func (tx *Tx) healthMayChange(ctx context.Context, outs []Outcome) (map[string]b
 	}
 	slices.Sort(delivered)
 	delivered = slices.Compact(delivered)
-	rows, err := tx.Query(ctx, `SELECT id FROM webhooks WHERE id IN (SELECT value FROM json_texts(?))
-AND (status <> 'Healthy' OR failure_streak <> 0)`, jsonTexts(delivered))
+	rows, err := tx.Query(ctx, notSettled, jsonTexts(delivered))
 	if err != nil {
 		return nil, fmt.Errorf("read health of webhooks: %w", err)
 	}
@@ -222,6 +227,11 @@ AND (status <> 'Healthy' OR failure_streak <> 0)`, jsonTexts(delivered))
 	}
 	return changing, nil
 }
+
+// notSettled reads which of the webhooks in its JSON argument are not
+// Healthy with an empty failure streak: those a delivery changes.
+const notSettled = `SELECT id FROM webhooks WHERE id IN (SELECT value FROM json_texts(?))
+AND (status <> 'Healthy' OR failure_streak <> 0)`
 
 // lockWebhooks locks the webhooks whose health the batch may change, in id
 // order, before any of their logs: the order a webhook's deletion takes too

@@ -188,25 +188,36 @@ func (tx *Tx) moveLogsPostgres(ctx context.Context, arg string, logIDs []string,
 		}
 	}
 	rs, err := tx.Query(ctx, `WITH v AS (`+moveSource+`),
-done AS (
-  DELETE FROM delivery_queue q USING v
-  WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NULL
-  RETURNING q.log_id),
-again AS (
-  UPDATE delivery_queue q SET due_at = v.new_due, lease = NULL, lease_until = NULL, attempts = q.attempts + v.attempted
-  FROM v WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NOT NULL
-  RETURNING q.log_id),
-held AS (SELECT log_id FROM done UNION ALL SELECT log_id FROM again),
-moved AS (
-  UPDATE webhook_event_logs AS l SET `+moveSet+`
-  FROM v WHERE l.id = v.log_id AND `+bound+` AND l.id IN (SELECT log_id FROM held)
-    AND (v.new_status IS NOT NULL OR v.attempted = 1)
-  RETURNING l.id)
+`+queueAndLogMoves("", bound)+`
 SELECT log_id FROM held`, args...)
 	if err != nil {
 		return nil, err
 	}
 	return scanIDs(rs)
+}
+
+// queueAndLogMoves is the WITH clauses of moveLogsPostgres after v: the
+// held queue rows deleted (done) or moved to the retry's time (again),
+// their ids (held), and their logs moved (moved). guard, when not "", is a
+// further condition on the queue rows; bound bounds the logs' ids.
+func queueAndLogMoves(guard, bound string) string {
+	if guard != "" {
+		guard = " AND " + guard
+	}
+	return `done AS (
+  DELETE FROM delivery_queue q USING v
+  WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NULL` + guard + `
+  RETURNING q.log_id),
+again AS (
+  UPDATE delivery_queue q SET due_at = v.new_due, lease = NULL, lease_until = NULL, attempts = q.attempts + v.attempted
+  FROM v WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NOT NULL` + guard + `
+  RETURNING q.log_id),
+held AS (SELECT log_id FROM done UNION ALL SELECT log_id FROM again),
+moved AS (
+  UPDATE webhook_event_logs AS l SET ` + moveSet + `
+  FROM v WHERE l.id = v.log_id AND ` + bound + ` AND l.id IN (SELECT log_id FROM held)
+    AND (v.new_status IS NOT NULL OR v.attempted = 1)
+  RETURNING l.id)`
 }
 
 // moveLogsSQLite moves the logs still held under their outcome's lease
@@ -266,10 +277,38 @@ type attemptRow struct {
 // insertAttempts adds the attempts of the outcomes whose logs moved, in one
 // statement of one shape.
 func (tx *Tx) insertAttempts(ctx context.Context, outs []Outcome, applied map[string]bool) error {
+	arg, n, err := attemptRows(outs, func(o Outcome) bool { return applied[o.LogID] })
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = tx.Exec(ctx, insertAttemptsFrom+`
+FROM (`+attemptSource+`) AS v`, tx.s.eng.cached([]any{arg})...)
+	if err != nil {
+		return fmt.Errorf("insert %d attempts: %w", n, err)
+	}
+	return nil
+}
+
+// insertAttemptsFrom inserts attempts read from rows v (attemptSource), each
+// numbered after its log's last.
+const insertAttemptsFrom = `INSERT INTO webhook_attempts (log_id, webhook_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
+SELECT v.log_id, v.webhook_id, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = v.log_id),
+       v.trigger, v.sent, v.recv, v.code, v.duration, v.error, v.body, v.headers`
+
+// attemptSource reads attemptRows' JSON argument as rows.
+const attemptSource = `SELECT value ->> 'l' AS log_id, value ->> 'w' AS webhook_id, value ->> 'g' AS trigger, CAST(value ->> 't' AS BIGINT) AS sent,
+             CAST(value ->> 'v' AS BIGINT) AS recv, CAST(value ->> 'k' AS INTEGER) AS code,
+             CAST(value ->> 'd' AS BIGINT) AS duration, value ->> 'e' AS error, value ->> 'b' AS body,
+             value ->> 'x' AS headers
+      FROM json_rows(?)`
+
+// attemptRows is the JSON argument of attemptSource: the attempts of the
+// outcomes that made one and that keep says to write; n counts them.
+func attemptRows(outs []Outcome, keep func(Outcome) bool) (arg string, n int, err error) {
 	rows := make([]attemptRow, 0, len(outs))
 	for _, o := range outs {
 		a := o.Attempt
-		if a == nil || !applied[o.LogID] {
+		if a == nil || !keep(o) {
 			continue
 		}
 		r := attemptRow{LogID: o.LogID, Webhook: o.WebhookID, Trigger: o.Trigger, Sent: ms(a.SentAt), Code: a.StatusCode,
@@ -282,29 +321,16 @@ func (tx *Tx) insertAttempts(ctx context.Context, outs []Outcome, applied map[st
 			e := cleanText(a.Error)
 			r.Error = &e
 		}
-		var err error
 		if r.Headers, err = encodeHeaders(a.Headers); err != nil {
-			return fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
+			return "", 0, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
 		}
 		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
-		return nil
+		return "", 0, nil
 	}
-	arg, err := jsonRows(rows)
-	if err != nil {
-		return fmt.Errorf("insert %d attempts: %w", len(rows), err)
+	if arg, err = jsonRows(rows); err != nil {
+		return "", 0, fmt.Errorf("insert %d attempts: %w", len(rows), err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, webhook_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
-SELECT v.log_id, v.webhook_id, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE log_id = v.log_id),
-       v.trigger, v.sent, v.recv, v.code, v.duration, v.error, v.body, v.headers
-FROM (SELECT value ->> 'l' AS log_id, value ->> 'w' AS webhook_id, value ->> 'g' AS trigger, CAST(value ->> 't' AS BIGINT) AS sent,
-             CAST(value ->> 'v' AS BIGINT) AS recv, CAST(value ->> 'k' AS INTEGER) AS code,
-             CAST(value ->> 'd' AS BIGINT) AS duration, value ->> 'e' AS error, value ->> 'b' AS body,
-             value ->> 'x' AS headers
-      FROM json_rows(?)) AS v`, tx.s.eng.cached([]any{arg})...)
-	if err != nil {
-		return fmt.Errorf("insert %d attempts: %w", len(rows), err)
-	}
-	return nil
+	return arg, len(rows), nil
 }

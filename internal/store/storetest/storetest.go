@@ -74,6 +74,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"UndeliveredCountAndLogsOfSeveralStatuses", 1, testUndeliveredCount},
 		{"RecoverySkipsLogsDeliveredMeanwhile", 1, testRecoverySkipsLogsDeliveredMeanwhile},
 		{"RecoveryTakesEventsOldestFirst", 1, testRecoveryTakesEventsOldestFirst},
+		{"OrdinaryBatchRecordsEachOutcome", 1, testOrdinaryBatchRecordsEachOutcome},
 		{"HealthChangesWarnByEmailAndOperationalEvents", 1, testWarnings},
 		{"SuspendedWebhooksAreRemindedOncePerPeriod", 3, testReminders},
 		{"FlashesAreShownOnceOnTheirPage", 1, testFlashes},
