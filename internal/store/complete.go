@@ -98,9 +98,11 @@ type Suspension struct {
 }
 
 // Complete records a batch of outcomes in one transaction: the attempts, the
-// logs' new statuses and the webhooks' health. An automatic outcome whose
-// lease another claim has since taken over is dropped, so a process that
-// outlived its lease cannot overwrite the newer attempt.
+// logs' new statuses and the webhooks' health (on PostgreSQL a batch that
+// changes no webhook's health in one round trip: recordAtOnce). An
+// automatic outcome whose lease another claim has since taken over is
+// dropped, so a process that outlived its lease cannot overwrite the newer
+// attempt.
 //
 // Health follows the specification's table. A webhook keeps a streak of
 // completed events that failed in a row; an event that exhausts its attempts
@@ -113,11 +115,11 @@ type Suspension struct {
 // email when a webhook turns Unhealthy, one when it is suspended, and an
 // operational event to the account's other webhooks.
 func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) ([]Suspension, error) {
-	if done, err := s.recordAtOnce(ctx, outs); err != nil || done {
-		if done {
-			s.queueChurn.Add(int64(len(outs)))
-		}
-		return nil, err
+	if done, err := s.recordAtOnce(ctx, outs); err != nil {
+		return nil, fmt.Errorf("record outcomes: %w", err)
+	} else if done {
+		s.queueChurn.Add(int64(len(outs)))
+		return nil, nil
 	}
 	var suspended []Suspension
 	var emailed bool

@@ -14,9 +14,10 @@ import (
 // begin, the plan setting, the health read, the logs' move, the attempts,
 // the commit), and at 200 events a second, where a batch carries two or
 // three deliveries, the round trips cost PostgreSQL more CPU than the
-// statements themselves. The common batch (deliveries, retries and releases
-// to webhooks whose health they cannot change) is one statement instead,
-// sent with its begin, its plan setting and its commit in one pipeline.
+// statements themselves. The common batch (deliveries, retries, releases
+// and cancels, to webhooks whose health they cannot change) is one
+// statement instead, sent with its begin, its plan setting and its commit
+// in one pipeline.
 
 // recordAtOnceName names recordAtOnceSQL, prepared on each connection of
 // the dispatcher's pool that records.
@@ -93,10 +94,10 @@ func (s *Store) recordAtOnce(ctx context.Context, outs []Outcome) (bool, error) 
 
 	conn, err := s.writerFor(ctx).Conn(ctx)
 	if err != nil {
-		return false, s.full(fmt.Errorf("record outcomes: %w", err))
+		return false, s.full(err)
 	}
 	defer conn.Close()
-	var moved, unsettled int
+	var held, unsettled int
 	err = conn.Raw(func(dc any) error {
 		c := dc.(*stdlib.Conn).Conn()
 		if _, err := c.Prepare(ctx, recordAtOnceName, s.q(recordAtOnceSQL)); err != nil {
@@ -117,7 +118,7 @@ func (s *Store) recordAtOnce(ctx context.Context, outs []Outcome) (bool, error) 
 				if kind == "w" {
 					unsettled++
 				} else {
-					moved++
+					held++
 				}
 			}
 			return rows.Err()
@@ -129,12 +130,12 @@ func (s *Store) recordAtOnce(ctx context.Context, outs []Outcome) (bool, error) 
 		return c.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return false, s.full(fmt.Errorf("record outcomes: %w", err))
+		return false, s.full(err)
 	}
 	if unsettled > 0 {
 		return false, nil
 	}
-	if moved > 0 {
+	if held > 0 {
 		s.wrote()
 	}
 	return true, nil

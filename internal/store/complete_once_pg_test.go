@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
 	"strings"
 	"testing"
 	"time"
@@ -21,18 +20,12 @@ func TestARefusedRecordingWritesNothing(t *testing.T) {
 	heraldtest.PostgresHandles(t, 1)
 	url := heraldtest.PostgresURL(t)
 	ctx := context.Background()
-	key := make([]byte, 32)
-	rand.Read(key)
 	sep := "?"
 	if strings.Contains(url, "?") {
 		sep = "&"
 	}
 	// Three connections: one of them the dispatcher's (deliveryPoolSize).
-	st, err := store.Open(ctx, url+sep+"pool_max_conns=3", store.Options{Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openPG(t, url+sep+"pool_max_conns=3", nil)
 	acct, _ := accountWithWebhook(t, st)
 	db := heraldtest.OpenDB(t, url)
 	// The database refuses an attempt answered 599, as it would refuse a
