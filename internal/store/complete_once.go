@@ -54,11 +54,13 @@ func (s *Store) recordAtOnce(ctx context.Context, outs []Outcome) (bool, error) 
 		return false, nil
 	}
 	logIDs := make([]string, 0, len(outs))
+	seen := make(map[string]bool, len(outs))
 	var delivered []string
 	for _, o := range outs {
-		if o.Trigger != TriggerAutomatic || o.Recovery != "" || o.Result == Exhausted || slices.Contains(logIDs, o.LogID) {
+		if o.Trigger != TriggerAutomatic || o.Recovery != "" || o.Result == Exhausted || seen[o.LogID] {
 			return false, nil
 		}
+		seen[o.LogID] = true
 		logIDs = append(logIDs, o.LogID)
 		if o.Result == Delivered {
 			delivered = append(delivered, o.WebhookID)
