@@ -6,4 +6,13 @@
 -- MultiXact and two WAL records each), the row every call of the account
 -- shares (decision 0107). Deleting an account still deletes its licenses,
 -- through its products.
-ALTER TABLE licenses DROP CONSTRAINT IF EXISTS licenses_account_id_fkey;
+-- Found by what it references rather than by its name.
+DO $$
+DECLARE
+  c name;
+BEGIN
+  FOR c IN SELECT conname FROM pg_constraint
+           WHERE conrelid = 'licenses'::regclass AND contype = 'f' AND confrelid = 'accounts'::regclass LOOP
+    EXECUTE format('ALTER TABLE licenses DROP CONSTRAINT %I', c);
+  END LOOP;
+END $$;
