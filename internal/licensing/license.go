@@ -168,102 +168,124 @@ func (s *Service) CreateLicense(ctx context.Context, accountID string, in Licens
 	if err := v.err(); err != nil {
 		return License{}, err
 	}
-	var l License
-	err := s.store.InTx(ctx, func(tx *store.Tx) error {
-		now := fromMS(store.MS(tx.Now()))
-		l = License{ID: store.NewID(), ProductID: productID, UserID: userID, ExpiresAt: expires,
-			Validity: in.Validity.Value, AllowedActivations: in.AllowedActivations.Value, Metadata: meta, CreatedAt: now, UpdatedAt: now}
-		if !in.ExpiresAt.Set && l.Validity != nil {
-			t := Time{now.Add(time.Duration(*l.Validity) * time.Second)}
-			l.ExpiresAt = &t
+	now := fromMS(store.MS(s.store.Now()))
+	l := License{ProductID: productID, UserID: userID, ExpiresAt: expires,
+		Validity: in.Validity.Value, AllowedActivations: in.AllowedActivations.Value, Metadata: meta, CreatedAt: now, UpdatedAt: now}
+	if !in.ExpiresAt.Set && l.Validity != nil {
+		t := Time{now.Add(time.Duration(*l.Validity) * time.Second)}
+		l.ExpiresAt = &t
+	}
+	for tries := 1; ; tries++ {
+		l.ID, l.Key = store.NewID(), NewKey()
+		if in.Key.Value != nil {
+			l.Key = *in.Key.Value
 		}
-		for tries := 1; ; tries++ {
-			l.Key = NewKey()
-			if in.Key.Value != nil {
-				l.Key = *in.Key.Value
-			}
-			inserted, err := insertLicense(ctx, tx, accountID, l)
-			if err != nil {
-				return uniqueOr(err, errKeyTaken)
-			}
-			if inserted {
-				break
-			}
-			// Nothing inserted: the product or the user is not the
-			// account's, or the key is taken. Only now are they looked up.
-			if err := refusedLicense(ctx, tx, accountID, l); err != nil {
-				return err
-			}
-			if in.Key.Value != nil {
-				return errKeyTaken
-			}
-			if tries == 3 {
-				// 125 random bits colliding three times means a broken
-				// random source.
-				return errors.New("generate license key: every key generated was taken")
-			}
+		made, err := s.insertLicense(ctx, accountID, l)
+		if err != nil {
+			return License{}, uniqueOr(err, errKeyTaken)
 		}
-		if l.ExpiresAt != nil {
-			if err := tx.PlanExpiry(ctx, accountID, l.ID, &l.ExpiresAt.Time); err != nil {
-				return err
-			}
+		if made {
+			break
 		}
-		_, err := tx.Fire(ctx, accountID, event.LicenseCreated, l)
-		return err
-	})
-	if err == nil && l.ExpiresAt != nil {
+		// Nothing inserted: the product or the user is not the account's,
+		// or the key is taken. Only now are they looked up.
+		if err := refusedLicense(ctx, s.store, accountID, l); err != nil {
+			return License{}, err
+		}
+		if in.Key.Value != nil {
+			return License{}, errKeyTaken
+		}
+		if tries == 3 {
+			// 125 random bits colliding three times means a broken
+			// random source.
+			return License{}, errors.New("generate license key: every key generated was taken")
+		}
+	}
+	if l.ExpiresAt != nil {
 		s.store.ExpiriesChanged()
 	}
-	return l, err
+	return l, nil
 }
 
 var errKeyTaken = ConflictError{"a license with this key already exists in the account"}
 
-// insertLicense inserts l when its product, and its user if it has one, are
-// the account's and no license of the account has its key, and says whether
-// it did. One statement instead of a look-up each: the key is checked by
-// the unique index (account_id, key) itself, with no plan to choose, and
-// the product and user rows are locked against a concurrent delete as
-// exists locks them.
-func insertLicense(ctx context.Context, tx *store.Tx, accountID string, l License) (bool, error) {
-	rows, err := tx.Query(ctx, `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity,
+// insertLicense inserts l and fires license.created when its product, and
+// its user if it has one, are the account's and no license of the account
+// has its key, and says whether it did. One statement instead of a look-up
+// each: the key is checked by the unique index (account_id, key) itself,
+// with no plan to choose, and the product and user rows are locked against
+// a concurrent delete as exists locks them. Without an expiry to plan, the
+// license and its event are one change (store.ChangeAndFire: one statement
+// on PostgreSQL, where a transaction would cost three round trips more).
+func (s *Service) insertLicense(ctx context.Context, accountID string, l License) (bool, error) {
+	change := store.Change{SQL: `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity,
 allowed_activations, metadata, created_at, updated_at)
 SELECT v.id, v.account_id, v.product_id, v.user_id, v.key, v.expires_at, v.validity,
   v.allowed_activations, v.metadata, v.created_at, v.updated_at
 FROM (SELECT CAST(? AS TEXT) AS id, CAST(? AS TEXT) AS account_id, CAST(? AS TEXT) AS product_id, CAST(? AS TEXT) AS user_id,
   CAST(? AS TEXT) AS key, CAST(? AS BIGINT) AS expires_at, CAST(? AS BIGINT) AS validity, CAST(? AS BIGINT) AS allowed_activations,
   CAST(? AS TEXT) AS metadata, CAST(? AS BIGINT) AS created_at, CAST(? AS BIGINT) AS updated_at) AS v
-WHERE EXISTS (SELECT 1 FROM products WHERE account_id = ? AND id = ?`+tx.ForKeyShare()+`)
-  AND (CAST(? AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM users WHERE account_id = ? AND id = ?`+tx.ForKeyShare()+`))
+WHERE EXISTS (SELECT 1 FROM products WHERE account_id = ? AND id = ?` + s.store.ForKeyShare() + `)
+  AND (CAST(? AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM users WHERE account_id = ? AND id = ?` + s.store.ForKeyShare() + `))
 ON CONFLICT (account_id, key) DO NOTHING
 RETURNING id`,
-		l.ID, accountID, l.ProductID, l.UserID, l.Key, optMS(l.ExpiresAt), l.Validity, l.AllowedActivations,
-		string(l.Metadata), store.MS(l.CreatedAt.Time), store.MS(l.UpdatedAt.Time),
-		accountID, l.ProductID, l.UserID, accountID, l.UserID)
-	if err != nil {
-		return false, fmt.Errorf("insert license: %w", err)
+		Args: []any{l.ID, accountID, l.ProductID, l.UserID, l.Key, optMS(l.ExpiresAt), l.Validity, l.AllowedActivations,
+			string(l.Metadata), store.MS(l.CreatedAt.Time), store.MS(l.UpdatedAt.Time),
+			accountID, l.ProductID, l.UserID, accountID, l.UserID}}
+	created := store.Firing{AccountID: accountID, Kind: event.LicenseCreated, Data: l}
+	if l.ExpiresAt == nil {
+		made, err := s.store.ChangeAndFire(ctx, change, created)
+		if err != nil {
+			return false, fmt.Errorf("insert license: %w", err)
+		}
+		return made, nil
 	}
-	defer rows.Close()
-	inserted := rows.Next()
-	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("insert license: %w", err)
-	}
-	return inserted, nil
+	made := false
+	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+		rows, err := tx.Query(ctx, change.SQL, change.Args...)
+		if err != nil {
+			return fmt.Errorf("insert license: %w", err)
+		}
+		made = rows.Next()
+		rows.Close()
+		if err := rows.Err(); err != nil || !made {
+			return err
+		}
+		if err := tx.PlanExpiry(ctx, accountID, l.ID, &l.ExpiresAt.Time); err != nil {
+			return err
+		}
+		_, err = tx.FireBatch(ctx, []store.Firing{created})
+		return err
+	})
+	return made && err == nil, err
 }
 
 // refusedLicense says which of l's product and user is not the account's,
-// naming the fields; nil when both are (its key was taken).
-func refusedLicense(ctx context.Context, tx *store.Tx, accountID string, l License) error {
+// naming the fields; nil when both are (its key was taken). It reads
+// outside the refused change's transaction, which has ended: what it
+// reports is as of now.
+func refusedLicense(ctx context.Context, q querier, accountID string, l License) error {
 	var v InvalidError
-	if ok, err := exists(ctx, tx, "products", accountID, l.ProductID); err != nil {
+	missing := func(table, id string) (bool, error) {
+		var got string
+		err := q.QueryRow(ctx, `SELECT id FROM `+table+` WHERE account_id = ? AND id = ?`, accountID, id).Scan(&got)
+		if errors.Is(err, sql.ErrNoRows) {
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("look up %s: %w", table, err)
+		}
+		return false, nil
+	}
+	if no, err := missing("products", l.ProductID); err != nil {
 		return err
-	} else if !ok {
+	} else if no {
 		v.add("productId", "names no product of this account")
 	}
 	if l.UserID != nil {
-		if ok, err := exists(ctx, tx, "users", accountID, *l.UserID); err != nil {
+		if no, err := missing("users", *l.UserID); err != nil {
 			return err
-		} else if !ok {
+		} else if no {
 			v.add("userId", "names no user of this account")
 		}
 	}

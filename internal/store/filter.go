@@ -72,10 +72,18 @@ func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, b
 	if tx.handoff != nil {
 		columns += `, url, token_sealed, next_token_sealed, rotation_ends_at, headers_sealed, signature_scheme, rate_limit`
 	}
+	// A change made in one statement (ChangeAndFire) reads its webhooks
+	// before it and outside any transaction, where a lock would end with
+	// the read: a webhook deleted meanwhile fails its statement on the
+	// logs' foreign key instead, and the change is made again.
+	lock := tx.ForKeyShare()
+	if tx.change != nil {
+		lock = ""
+	}
 	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM webhooks
 WHERE `+accountCond+`
   AND EXISTS (SELECT 1 FROM json_texts(?) k WHERE webhooks.events LIKE '%"' || k.value || '"%')
-ORDER BY id`+tx.ForKeyShare(), accountArg, jsonTexts(kinds))
+ORDER BY id`+lock, accountArg, jsonTexts(kinds))
 	if err != nil {
 		return nil, nil, fmt.Errorf("match webhooks: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
@@ -122,7 +123,10 @@ func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
 	}
 	if err := tx.writeFired(ctx, events, logs, reserved, now); err != nil {
 		if len(reserved) > 0 {
-			tx.handoff.h.Abandon(reserved, false)
+			// A change's statement, run outside a transaction block
+			// (ChangeAndFire), may have committed before its answer was
+			// lost; within a transaction nothing is committed yet.
+			tx.handoff.h.Abandon(reserved, tx.change != nil && !isServerError(err))
 		}
 		return nil, err
 	}
@@ -163,34 +167,60 @@ SELECT value ->> 'i', value ->> 'w', CAST(? AS BIGINT) FROM json_rows(?) WHERE v
 SELECT value ->> 'i', value ->> 'a', value ->> 'k', CAST(value ->> 'b' AS BLOB), CAST(? AS BIGINT), value ->> 't'
 FROM json_rows(?)`
 	// PostgreSQL: the events and the logs in data-modifying WITHs, so
-	// events, logs and queue rows cost one round trip. The logs' foreign
-	// key to their event is checked at the end of the statement, when the
-	// events are in. firedPostgres is the WITHs, which both statements
-	// below end with their INSERT of the queue rows.
-	firedPostgres = `WITH ev AS (
-  INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
+	// events, logs and queue rows cost one round trip (firedStatement).
+	// The logs' foreign key to their event is checked at the end of the
+	// statement, when the events are in.
+	insertFiredEventsPostgres = `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
   SELECT value ->> 'i', value ->> 'a', value ->> 'k', decode(value ->> 'b', 'base64'), CAST(? AS BIGINT), value ->> 't'
-  FROM json_rows(?)
-), logs AS (
-` + insertFiredLogs + `
-  RETURNING id, webhook_id, due_at, status
-)`
-	insertFiredPostgres = firedPostgres + `
-INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, due_at FROM logs WHERE status = 'queued'`
-	// insertFiredHandingPostgres is insertFiredPostgres handing logs over
-	// (handoff.go): a queued log whose id is in the handed list is leased
+  FROM json_rows(?)`
+	queueFiredPostgres = `INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, due_at FROM logs WHERE status = 'queued'`
+	// A queued log whose id is in the handed list (handoff.go) is leased
 	// in its queue row as a claim would lease it (lease, lease_until,
 	// claimed_at). Which logs may be handed over is the dispatcher's to
 	// say (its room, and whether the webhook may have an older log
-	// waiting): the statement reads no other row, so no plan it keeps
-	// can cost more than the rows it writes.
-	insertFiredHandingPostgres = firedPostgres + `, queued AS (
-  SELECT id, webhook_id, due_at, id IN (SELECT value FROM json_texts(?)) AS take FROM logs WHERE status = 'queued')
-INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at)
+	// waiting): the statement reads no other row, so no plan it keeps can
+	// cost more than the rows it writes.
+	handedPostgres = `queued AS (
+  SELECT id, webhook_id, due_at, id IN (SELECT value FROM json_texts(?)) AS take FROM logs WHERE status = 'queued')`
+	queueHandedPostgres = `INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at)
 SELECT id, webhook_id, due_at, CASE WHEN take THEN CAST(? AS TEXT) END, CASE WHEN take THEN CAST(? AS BIGINT) END,
   CASE WHEN take THEN due_at END
 FROM queued`
 )
+
+// PostgreSQL's firing statements, plain and handing logs over.
+var (
+	insertFiredPostgres        = firedStatement("", false)
+	insertFiredHandingPostgres = firedStatement("", true)
+)
+
+// firedStatement is PostgreSQL's one statement that writes fired events,
+// their logs and the queued logs' queue rows, handing logs over or not.
+// With a change (ChangeAndFire) the statement makes it first and writes
+// the rest only when it returned a row, and answers with the number of
+// rows it returned; its ? placeholders come first.
+func firedStatement(change string, handing bool) string {
+	var b strings.Builder
+	b.WriteString("WITH ")
+	gate := ""
+	if change != "" {
+		b.WriteString("change AS (\n" + change + "\n), ")
+		gate = "\n  WHERE EXISTS (SELECT 1 FROM change)"
+	}
+	b.WriteString("ev AS (\n  " + insertFiredEventsPostgres + gate + "\n), logs AS (\n" + insertFiredLogs + gate +
+		"\n  RETURNING id, webhook_id, due_at, status\n)")
+	queue := queueFiredPostgres
+	if handing {
+		b.WriteString(", " + handedPostgres)
+		queue = queueHandedPostgres
+	}
+	if change == "" {
+		b.WriteString("\n" + queue)
+		return b.String()
+	}
+	b.WriteString(", queue AS (\n" + queue + "\n)\nSELECT count(*) FROM change")
+	return b.String()
+}
 
 // writeFired inserts events and their logs, each set from one JSON
 // argument, so that the statements' text is the same for any number. The
@@ -219,6 +249,9 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 		return fmt.Errorf("insert event logs: %w", err)
 	}
 	if tx.s.eng.name() == "postgres" {
+		if tx.change != nil {
+			return tx.writeFiredAfterChange(ctx, evArg, logArg, reserved, now)
+		}
 		if len(reserved) > 0 {
 			return tx.writeFiredHanding(ctx, evArg, logArg, reserved, now)
 		}
@@ -246,16 +279,21 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 // to be handed over: the same rows, the reserved logs' queue rows leased.
 func (tx *Tx) writeFiredHanding(ctx context.Context, evArg, logArg string, reserved []Claim, now time.Time) error {
 	t := ms(now)
-	handed := make([]string, len(reserved))
-	for i, c := range reserved {
-		handed[i] = c.LogID
-	}
-	until := ms(tx.handoff.h.LeaseUntil(now))
-	if _, err := tx.Exec(ctx, insertFiredHandingPostgres, t, evArg, t, t, t, t, logArg, jsonTexts(handed), tx.handoff.lease, until); err != nil {
+	if _, err := tx.Exec(ctx, insertFiredHandingPostgres, tx.handing(t, evArg, logArg, reserved, now)...); err != nil {
 		return fmt.Errorf("insert events and logs: %w", err)
 	}
 	tx.handoff.handed = append(tx.handoff.handed, reserved...)
 	return nil
+}
+
+// handing is the arguments of insertFiredHandingPostgres, handing reserved
+// over.
+func (tx *Tx) handing(t int64, evArg, logArg string, reserved []Claim, now time.Time) []any {
+	handed := make([]string, len(reserved))
+	for i, c := range reserved {
+		handed[i] = c.LogID
+	}
+	return []any{t, evArg, t, t, t, t, logArg, jsonTexts(handed), tx.handoff.lease, ms(tx.handoff.h.LeaseUntil(now))}
 }
 
 // nullable stores "" as NULL.

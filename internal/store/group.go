@@ -180,7 +180,7 @@ func (c *committer) commit(group []*groupTx) {
 		return
 	}
 	// One Tx for the group: statements prepared once serve all of it.
-	tx := &Tx{s: c.s, tx: sqltx, detached: true}
+	tx := &Tx{s: c.s, tx: sqltx, run: sqltx, detached: true}
 	results := make([]groupResult, len(live))
 	alone := len(live) == 1
 	var failed error // the group could not go on: every caller gets it

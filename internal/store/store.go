@@ -403,7 +403,8 @@ func (s *Store) prepares() bool { return s.eng.name() == "sqlite" }
 // one, so an event is never lost and never sent for a change that rolled back.
 type Tx struct {
 	s     *Store
-	tx    *sql.Tx
+	tx    *sql.Tx // nil for a change made in one statement (ChangeAndFire)
+	run   runner  // what statements run on: tx, or that change's connection
 	fired bool
 	kinds []event.Kind         // of the events fired, for Options.OnFired
 	stmts map[string]*sql.Stmt // this transaction's handles on the store's prepared statements
@@ -422,6 +423,19 @@ type Tx struct {
 	// handoff, on PostgreSQL with a dispatcher to hand over to, holds the
 	// claims this transaction's firings leased to it (handoff.go).
 	handoff *handoffState
+	// change is the statement a firing makes first and depends on, outside
+	// a transaction block (ChangeAndFire on PostgreSQL); made is whether it
+	// returned a row, and so whether anything was written.
+	change *Change
+	made   bool
+}
+
+// runner is what a Tx runs its statements on: its *sql.Tx, or the
+// *sql.Conn of a change made in one statement (ChangeAndFire).
+type runner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // ctx is the context a statement runs under.
@@ -484,7 +498,7 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 	if err != nil {
 		return s.full(fmt.Errorf("begin: %w", err))
 	}
-	tx := &Tx{s: s, tx: sqltx}
+	tx := &Tx{s: s, tx: sqltx, run: sqltx}
 	if h := s.handoffNow(); h != nil {
 		tx.handoff = &handoffState{h: h}
 		// Whatever ends fn, a panic included, ends its reservations.
@@ -526,7 +540,7 @@ func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (res sql.Resu
 	if st := tx.stmt(ctx, q); st != nil {
 		res, err = st.ExecContext(ctx, args...)
 	} else {
-		res, err = tx.tx.ExecContext(ctx, q, args...)
+		res, err = tx.run.ExecContext(ctx, q, args...)
 	}
 	if err == nil && tx.s.fullness.on.Load() {
 		n, _ := res.RowsAffected()
@@ -543,7 +557,7 @@ func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 	if st := tx.stmt(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return tx.tx.QueryContext(ctx, q, args...)
+	return tx.run.QueryContext(ctx, q, args...)
 }
 
 // QueryRow runs a one-row query written with ? placeholders.
@@ -554,7 +568,7 @@ func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row 
 	if st := tx.stmt(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return tx.tx.QueryRowContext(ctx, q, args...)
+	return tx.run.QueryRowContext(ctx, q, args...)
 }
 
 // ForUpdate is the engine's row-lock suffix for a SELECT in this transaction.
@@ -591,6 +605,9 @@ func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Ro
 
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.now() }
+
+// ForKeyShare is Tx.ForKeyShare, for the text of a Change (ChangeAndFire).
+func (s *Store) ForKeyShare() string { return s.eng.keyShare() }
 
 // Wait returns a channel closed the next time this process commits an event
 // or another process notifies that logs are due. Every caller until then

@@ -29,6 +29,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		fn      func(*testing.T, *bundle)
 	}{
 		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
+		{"AChangeAndItsEventAreOneWrite", 1, testAChangeAndItsEventAreOneWrite},
 		{"ClaimTakesDueLogsUnderALease", 1, testClaimTakesDueLogsUnderALease},
 		{"ClaimCapsEachWebhookAndPassesOverExcluded", 1, testClaimCapsEachWebhook},
 		{"ExpiredLeaseIsTakenOverAndStaleOutcomeDropped", 2, testExpiredLeaseTakenOver},

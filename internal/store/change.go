@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Change is one statement that makes the change an event reports, for
+// ChangeAndFire: an INSERT, UPDATE or DELETE written with ? placeholders
+// that returns a row (RETURNING) when it changed something and none when
+// it did not (ON CONFLICT DO NOTHING, a WHERE that matched nothing).
+type Change struct {
+	SQL  string
+	Args []any
+}
+
+// ChangeAndFire makes change and, when it returned a row, fires f (as Fire
+// would), all or nothing, and says whether the change was made. When it was
+// not, nothing is written and nothing fired.
+//
+// On PostgreSQL the change, the event, its logs and their queue rows are
+// one statement run outside any transaction block (decision 0108): a
+// change and its event cost the read of the subscribed webhooks and that
+// statement, where a transaction costs a BEGIN, each statement and a
+// COMMIT, a round trip each. On SQLite, and for a request that carries an
+// idempotency key (whose record joins the transaction), it is InTx running
+// the change, then Fire.
+func (s *Store) ChangeAndFire(ctx context.Context, change Change, f Firing) (bool, error) {
+	if s.eng.name() != "postgres" || claimFrom(ctx) != nil {
+		var made bool
+		err := s.InTx(ctx, func(tx *Tx) error {
+			rows, err := tx.Query(ctx, change.SQL, change.Args...)
+			if err != nil {
+				return err
+			}
+			made = rows.Next()
+			rows.Close()
+			if err := rows.Err(); err != nil || !made {
+				return err
+			}
+			_, err = tx.fireAll(ctx, []Firing{f})
+			return err
+		})
+		return made && err == nil, err
+	}
+	// A webhook deleted between the read of the subscribed webhooks and
+	// the statement fails it on the logs' foreign key, having written
+	// nothing: read again, it is left out.
+	for tries := 1; ; tries++ {
+		made, err := s.changeAndFire(ctx, change, f)
+		if err != nil && tries < 3 && isForeignKeyViolation(err) {
+			continue
+		}
+		return made, s.full(err)
+	}
+}
+
+// changeAndFire is ChangeAndFire's one try on PostgreSQL.
+func (s *Store) changeAndFire(ctx context.Context, change Change, f Firing) (bool, error) {
+	conn, err := s.writerFor(ctx).Conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close()
+	tx := &Tx{s: s, run: conn, change: &change}
+	if h := s.handoffNow(); h != nil {
+		tx.handoff = &handoffState{h: h}
+		defer tx.endHandoff(false, false) // a panic's
+	}
+	if _, err := tx.fireAll(ctx, []Firing{f}); err != nil {
+		return false, err
+	}
+	tx.endHandoff(tx.made, false)
+	if !tx.made {
+		return false, nil
+	}
+	s.wrote()
+	s.firedKinds(tx.kinds)
+	if tx.fired {
+		s.wake()
+		s.eng.announce()
+	}
+	return true, nil
+}
+
+// writeFiredAfterChange is writeFired's statement for ChangeAndFire on
+// PostgreSQL: the change, then the events, logs and queue rows if it
+// returned a row. It sets tx.made to whether it did.
+func (tx *Tx) writeFiredAfterChange(ctx context.Context, evArg, logArg string, reserved []Claim, now time.Time) error {
+	t := ms(now)
+	args := append([]any{}, tx.change.Args...)
+	if len(reserved) > 0 {
+		args = append(args, tx.handing(t, evArg, logArg, reserved, now)...)
+	} else {
+		args = append(args, t, evArg, t, t, t, t, logArg)
+	}
+	var n int
+	if err := tx.QueryRow(ctx, afterChange(tx.change.SQL, len(reserved) > 0), args...).Scan(&n); err != nil {
+		return fmt.Errorf("change and insert events and logs: %w", err)
+	}
+	tx.made = n > 0
+	switch {
+	case len(reserved) == 0:
+	case tx.made:
+		tx.handoff.handed = append(tx.handoff.handed, reserved...)
+	default: // nothing written
+		tx.handoff.h.Abandon(reserved, false)
+	}
+	return nil
+}
+
+// afterChanges holds firedStatement's text for each change and handing.
+var afterChanges sync.Map // afterKey -> string
+
+type afterKey struct {
+	change  string
+	handing bool
+}
+
+// afterChange is firedStatement(change, handing), built once.
+func afterChange(change string, handing bool) string {
+	k := afterKey{change, handing}
+	if v, ok := afterChanges.Load(k); ok {
+		return v.(string)
+	}
+	q := firedStatement(change, handing)
+	afterChanges.Store(k, q)
+	return q
+}
+
+// isForeignKeyViolation says whether err is PostgreSQL's SQLSTATE 23503.
+func isForeignKeyViolation(err error) bool {
+	var pg interface{ SQLState() string }
+	return errors.As(err, &pg) && pg.SQLState() == "23503"
+}
+
+// isServerError says whether err is an error PostgreSQL answered, after
+// which the statement that got it has not committed.
+func isServerError(err error) bool {
+	var pg interface{ SQLState() string }
+	return errors.As(err, &pg)
+}
