@@ -214,8 +214,8 @@ var errKeyTaken = ConflictError{"a license with this key already exists in the a
 // has its key, and says whether it did. One statement instead of a look-up
 // each: the key is checked by the unique index (account_id, key) itself,
 // with no plan to choose, and the product and user rows are locked against
-// a concurrent delete as exists locks them. Without an expiry to plan, the
-// license and its event are one change (store.ChangeAndFire: one statement
+// a concurrent delete as exists locks them. The license, the plan of its
+// expiry and its event are one change (store.ChangeAndFire: one statement
 // on PostgreSQL, where a transaction would cost three round trips more).
 func (s *Service) insertLicense(ctx context.Context, accountID string, l License) (bool, error) {
 	change := store.Change{SQL: `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity,
@@ -232,32 +232,14 @@ RETURNING id`,
 		Args: []any{l.ID, accountID, l.ProductID, l.UserID, l.Key, optMS(l.ExpiresAt), l.Validity, l.AllowedActivations,
 			string(l.Metadata), store.MS(l.CreatedAt.Time), store.MS(l.UpdatedAt.Time),
 			accountID, l.ProductID, l.UserID, accountID, l.UserID}}
-	created := store.Firing{AccountID: accountID, Kind: event.LicenseCreated, Data: l}
-	if l.ExpiresAt == nil {
-		made, err := s.store.ChangeAndFire(ctx, change, created)
-		if err != nil {
-			return false, fmt.Errorf("insert license: %w", err)
-		}
-		return made, nil
+	if l.ExpiresAt != nil {
+		change.Expiry = &store.ExpiryPlan{AccountID: accountID, LicenseID: l.ID, ExpiresAt: l.ExpiresAt.Time}
 	}
-	made := false
-	err := s.store.InTx(ctx, func(tx *store.Tx) error {
-		rows, err := tx.Query(ctx, change.SQL, change.Args...)
-		if err != nil {
-			return fmt.Errorf("insert license: %w", err)
-		}
-		made = rows.Next()
-		rows.Close()
-		if err := rows.Err(); err != nil || !made {
-			return err
-		}
-		if err := tx.PlanExpiry(ctx, accountID, l.ID, &l.ExpiresAt.Time); err != nil {
-			return err
-		}
-		_, err = tx.FireBatch(ctx, []store.Firing{created})
-		return err
-	})
-	return made && err == nil, err
+	made, err := s.store.ChangeAndFire(ctx, change, store.Firing{AccountID: accountID, Kind: event.LicenseCreated, Data: l})
+	if err != nil {
+		return false, fmt.Errorf("insert license: %w", err)
+	}
+	return made, nil
 }
 
 // refusedLicense says which of l's product and user is not the account's,

@@ -15,6 +15,17 @@ import (
 type Change struct {
 	SQL  string
 	Args []any
+	// Expiry, when set, plans a license's expiry events with the change,
+	// as Tx.PlanExpiry would, when the change returned a row. The caller
+	// tells the runner once it is made (ExpiriesChanged).
+	Expiry *ExpiryPlan
+}
+
+// ExpiryPlan is what Tx.PlanExpiry is given: a license of an account and
+// its expiresAt.
+type ExpiryPlan struct {
+	AccountID, LicenseID string
+	ExpiresAt            time.Time
 }
 
 // ChangeAndFire makes change and, when it returned a row, fires f (as Fire
@@ -40,6 +51,11 @@ func (s *Store) ChangeAndFire(ctx context.Context, change Change, f Firing) (boo
 			rows.Close()
 			if err := rows.Err(); err != nil || !made {
 				return err
+			}
+			if e := change.Expiry; e != nil {
+				if err := tx.PlanExpiry(ctx, e.AccountID, e.LicenseID, &e.ExpiresAt); err != nil {
+					return err
+				}
 			}
 			_, err = tx.fireAll(ctx, []Firing{f})
 			return err
@@ -92,13 +108,16 @@ func (s *Store) changeAndFire(ctx context.Context, change Change, f Firing) (boo
 func (tx *Tx) writeFiredAfterChange(ctx context.Context, evArg, logArg string, reserved []Claim, now time.Time) error {
 	t := ms(now)
 	args := append([]any{}, tx.change.Args...)
+	if e := tx.change.Expiry; e != nil {
+		args = append(args, e.LicenseID, e.AccountID, ms(e.ExpiresAt))
+	}
 	if len(reserved) > 0 {
 		args = append(args, tx.handing(t, evArg, logArg, reserved, now)...)
 	} else {
 		args = append(args, t, evArg, t, t, t, t, logArg)
 	}
 	var n int
-	if err := tx.QueryRow(ctx, afterChange(tx.change.SQL, len(reserved) > 0), args...).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, afterChange(tx.change, len(reserved) > 0), args...).Scan(&n); err != nil {
 		return fmt.Errorf("change and insert events and logs: %w", err)
 	}
 	tx.made = n > 0
@@ -116,17 +135,22 @@ func (tx *Tx) writeFiredAfterChange(ctx context.Context, evArg, logArg string, r
 var afterChanges sync.Map // afterKey -> string
 
 type afterKey struct {
-	change  string
-	handing bool
+	change          string
+	expiry, handing bool
 }
 
-// afterChange is firedStatement(change, handing), built once.
-func afterChange(change string, handing bool) string {
-	k := afterKey{change, handing}
+// afterChange is firedStatement over c, built once: the change, and the
+// plan of its expiry if it has one, are its first WITHs.
+func afterChange(c *Change, handing bool) string {
+	k := afterKey{c.SQL, c.Expiry != nil, handing}
 	if v, ok := afterChanges.Load(k); ok {
 		return v.(string)
 	}
-	q := firedStatement(change, handing)
+	withs := "change AS (\n" + c.SQL + "\n)"
+	if c.Expiry != nil {
+		withs += ", expiry AS (\n" + planExpiry(changed) + "\n)"
+	}
+	q := firedStatement(withs, handing)
 	afterChanges.Store(k, q)
 	return q
 }

@@ -194,18 +194,23 @@ var (
 	insertFiredHandingPostgres = firedStatement("", true)
 )
 
+// changed is the condition on which a ChangeAndFire's statement writes
+// anything besides its change: the change returned a row.
+const changed = "EXISTS (SELECT 1 FROM change)"
+
 // firedStatement is PostgreSQL's one statement that writes fired events,
 // their logs and the queued logs' queue rows, handing logs over or not.
-// With a change (ChangeAndFire) the statement makes it first and writes
-// the rest only when it returned a row, and answers with the number of
-// rows it returned; its ? placeholders come first.
+// Given the WITHs of a change (ChangeAndFire: one named change, which
+// returns a row when it was made), the statement makes them first, writes
+// the rest only when the change was made, and answers with the number of
+// rows it returned; their ? placeholders come first.
 func firedStatement(change string, handing bool) string {
 	var b strings.Builder
 	b.WriteString("WITH ")
 	gate := ""
 	if change != "" {
-		b.WriteString("change AS (\n" + change + "\n), ")
-		gate = "\n  WHERE EXISTS (SELECT 1 FROM change)"
+		b.WriteString(change + ", ")
+		gate = "\n  WHERE " + changed
 	}
 	b.WriteString("ev AS (\n  " + insertFiredEventsPostgres + gate + "\n), logs AS (\n" + insertFiredLogs + gate +
 		"\n  RETURNING id, webhook_id, due_at, status\n)")

@@ -14,7 +14,8 @@ import (
 // change that returns its row is written with its event, the event's logs
 // queued or cancelled as Fire writes them and the queued ones in the queue;
 // a change that returns no row writes nothing and fires nothing; a change
-// that fails writes nothing, its event neither.
+// that fails writes nothing, its event neither; a license's expiry planned
+// with it is written exactly when the license is.
 func testAChangeAndItsEventAreOneWrite(t *testing.T, b *bundle) {
 	on := b.webhook(t, "on")
 	off := b.webhook(t, "off")
@@ -73,5 +74,34 @@ ON CONFLICT (id) DO NOTHING RETURNING id`, Args: []any{id, b.account.ID, name}}
 	}
 	if p, e, l, _ := written(); p != 1 || e != 1 || l != 2 {
 		t.Fatalf("after a change not made and a failed one: %d products, %d events, %d logs; want 1, 1, 2 as before", p, e, l)
+	}
+
+	// A license's expiry planned with it: its schedule row is written when
+	// the license is, and not when it is not (its product is another).
+	license := func(id, productID string, expires time.Time) store.Change {
+		return store.Change{SQL: `INSERT INTO licenses (id, account_id, product_id, key, expires_at, created_at, updated_at)
+SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), 1, 1
+WHERE EXISTS (SELECT 1 FROM products WHERE account_id = ? AND id = ?)
+ON CONFLICT (account_id, key) DO NOTHING RETURNING id`, Args: []any{id, b.account.ID, productID, id, expires.UnixMilli(), b.account.ID, productID},
+			Expiry: &store.ExpiryPlan{AccountID: b.account.ID, LicenseID: id, ExpiresAt: expires}}
+	}
+	expires := b.clock.Now().Add(30 * 24 * time.Hour)
+	planned := func(id string) int {
+		return b.count(t, `SELECT COUNT(*) FROM license_expiries WHERE license_id = ? AND expires_at = ? AND due_at < ?`,
+			id, expires.UnixMilli(), expires.UnixMilli())
+	}
+	kept, refused := store.NewID(), store.NewID()
+	if made, err := b.st.ChangeAndFire(b.ctx, license(kept, product, expires), fired); err != nil || !made {
+		t.Fatalf("license with an expiry: made %v, %v; want made", made, err)
+	}
+	if made, err := b.st.ChangeAndFire(b.ctx, license(refused, store.NewID(), expires), fired); err != nil || made {
+		t.Fatalf("license of no product: made %v, %v; want not made", made, err)
+	}
+	if planned(kept) != 1 || b.count(t, `SELECT COUNT(*) FROM license_expiries WHERE license_id = ?`, refused) != 0 {
+		t.Fatalf("schedule rows: %d planned of the license made (want 1, expiring-soon due first), %d of the one not made (want 0)",
+			planned(kept), b.count(t, `SELECT COUNT(*) FROM license_expiries WHERE license_id = ?`, refused))
+	}
+	if _, e, _, _ := written(); e != 2 {
+		t.Fatalf("%d events; want 2: the license made fired, the one not made did not", e)
 	}
 }
