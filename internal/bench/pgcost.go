@@ -22,8 +22,14 @@ import (
 // time counts too; the rows are the scenario's schema's alone. CPU is the
 // server's processes' (from /proc: the server must be on this machine).
 type PGCost struct {
-	WALBytesPerDelivery     float64 `json:"walBytesPerDelivery"`     // pg_current_wal_lsn() after − before
-	CommitsPerDelivery      float64 `json:"commitsPerDelivery"`      // pg_stat_database.xact_commit
+	WALBytesPerDelivery float64 `json:"walBytesPerDelivery"` // pg_current_wal_lsn() after − before
+	CommitsPerDelivery  float64 `json:"commitsPerDelivery"`  // pg_stat_database.xact_commit
+	// WritesPerDelivery counts the transactions that wrote: the
+	// transaction ids assigned (pg_current_snapshot()'s xmax, after −
+	// before), which a transaction takes at its first write. Commits
+	// count read-only transactions too (a statement outside a transaction
+	// block is one), which write no commit record and wait for no flush.
+	WritesPerDelivery       float64 `json:"writeTransactionsPerDelivery"`
 	RowsPerDelivery         float64 `json:"rowsWrittenPerDelivery"`  // inserts + updates + deletes, every table
 	IndexEntriesPerDelivery float64 `json:"indexEntriesPerDelivery"` // estimated, see TableWrites
 	// LogHOTRatio is the share of the updates of webhook_event_logs that
@@ -67,6 +73,7 @@ type pgMeter struct {
 type pgSample struct {
 	lsn     string
 	commits int64
+	nextXID int64
 	tables  map[string]TableWrites
 	cpu     float64 // -1 when not known
 }
@@ -138,8 +145,9 @@ func (m *pgMeter) sample(ctx context.Context) (pgSample, error) {
 		return s, fmt.Errorf("postgres cost: %w", err)
 	}
 	var pid int
-	err := m.conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text, xact_commit, pg_backend_pid()
-FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.lsn, &s.commits, &pid)
+	err := m.conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text, xact_commit, pg_backend_pid(),
+  CAST(CAST(pg_snapshot_xmax(pg_current_snapshot()) AS TEXT) AS BIGINT)
+FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.lsn, &s.commits, &pid, &s.nextXID)
 	if err != nil {
 		return s, fmt.Errorf("postgres cost: %w", err)
 	}
@@ -215,7 +223,8 @@ func (m *pgMeter) cost(ctx context.Context, deliveries int) (*PGCost, error) {
 		}
 		return v / float64(deliveries)
 	}
-	c := &PGCost{WALBytesPerDelivery: per(float64(wal)), CommitsPerDelivery: per(float64(after.commits - m.before.commits)), CPUPer1000: -1}
+	c := &PGCost{WALBytesPerDelivery: per(float64(wal)), CommitsPerDelivery: per(float64(after.commits - m.before.commits)),
+		WritesPerDelivery: per(float64(after.nextXID - m.before.nextXID)), CPUPer1000: -1}
 	var rows, entries int64
 	for name, a := range after.tables {
 		b := m.before.tables[name]

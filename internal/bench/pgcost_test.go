@@ -75,3 +75,63 @@ func TestPGMeterWaitsForHeldBackSetupStatistics(t *testing.T) {
 		t.Errorf("events inserted before the scenario: %d; want the product's 1", got)
 	}
 }
+
+// The meter counts the transactions that wrote apart from every commit: a
+// read outside a transaction block commits and writes nothing. Transaction
+// ids are the server's, which other tests share, so only the writes made
+// here are a bound.
+func TestPGMeterCountsWriteTransactions(t *testing.T) {
+	ctx := context.Background()
+	dbURL := heraldtest.PostgresURL(t)
+	u := mustParse(t, dbURL)
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") { // herald's, not the server's
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	c, err := pgx.Connect(ctx, u.String()) // in the test's schema, as herald's would be
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, q := range []string{`CREATE TABLE accounts (id int)`, `CREATE TABLE products (id int)`, `CREATE TABLE events (id int)`,
+		`CREATE TABLE webhooks (id int)`, `INSERT INTO accounts VALUES (1); INSERT INTO products VALUES (1); INSERT INTO events VALUES (1); INSERT INTO webhooks VALUES (1)`} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := newPGMeter(ctx, dbURL, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	for i := range 3 {
+		if _, err := c.Exec(ctx, `INSERT INTO events VALUES ($1)`, i); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := c.Exec(ctx, `SELECT count(*) FROM events`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.Close(ctx) // an ended connection reports its statistics as it exits
+	cost, err := m.cost(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cost.WritesPerDelivery < 3 || cost.CommitsPerDelivery < 9 {
+		t.Errorf("writes %.0f, commits %.0f; want at least the 3 inserts, and at least them and the 6 reads", cost.WritesPerDelivery, cost.CommitsPerDelivery)
+	}
+}
+
+func mustParse(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

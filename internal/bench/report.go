@@ -182,9 +182,10 @@ func (r *Report) writePostgres(w io.Writer) error {
 	if !any {
 		return nil
 	}
-	fmt.Fprintf(w, "\nPostgreSQL per delivery (WAL and commits are the whole server's and database's: run on a quiet one):\n")
+	fmt.Fprintf(w, "\nPostgreSQL per delivery (WAL, commits and writes are the whole server's and database's: run on a quiet one;\n"+
+		"commits count read-only transactions, writes only those that wrote):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tWAL bytes\tcommits\trows written\tindex entries\tlog updates HOT\tPostgreSQL CPU s/1k\t")
+	fmt.Fprintln(tw, "scenario\tWAL bytes\tcommits\twrites\trows written\tindex entries\tlog updates HOT\tPostgreSQL CPU s/1k\t")
 	for _, x := range r.Results {
 		c := x.Postgres
 		if c == nil {
@@ -194,8 +195,8 @@ func (r *Report) writePostgres(w io.Writer) error {
 		if c.CPUPer1000 >= 0 {
 			cpu = fmt.Sprintf("%.2f", c.CPUPer1000)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.1f\t%.0f%%\t%s\t\n", x.Scenario, c.WALBytesPerDelivery, c.CommitsPerDelivery,
-			c.RowsPerDelivery, c.IndexEntriesPerDelivery, 100*c.LogHOTRatio, cpu)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t%.0f%%\t%s\t\n", x.Scenario, c.WALBytesPerDelivery, c.CommitsPerDelivery,
+			c.WritesPerDelivery, c.RowsPerDelivery, c.IndexEntriesPerDelivery, 100*c.LogHOTRatio, cpu)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
