@@ -248,26 +248,15 @@ RETURNING id`,
 // reports is as of now.
 func refusedLicense(ctx context.Context, q querier, accountID string, l License) error {
 	var v InvalidError
-	missing := func(table, id string) (bool, error) {
-		var got string
-		err := q.QueryRow(ctx, `SELECT id FROM `+table+` WHERE account_id = ? AND id = ?`, accountID, id).Scan(&got)
-		if errors.Is(err, sql.ErrNoRows) {
-			return true, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("look up %s: %w", table, err)
-		}
-		return false, nil
-	}
-	if no, err := missing("products", l.ProductID); err != nil {
+	if ok, err := existsIn(ctx, q, "", "products", accountID, l.ProductID); err != nil {
 		return err
-	} else if no {
+	} else if !ok {
 		v.add("productId", "names no product of this account")
 	}
 	if l.UserID != nil {
-		if no, err := missing("users", *l.UserID); err != nil {
+		if ok, err := existsIn(ctx, q, "", "users", accountID, *l.UserID); err != nil {
 			return err
-		} else if no {
+		} else if !ok {
 			v.add("userId", "names no user of this account")
 		}
 	}

@@ -281,8 +281,13 @@ func (e *InvalidError) email(field, s string) bool {
 // children of one parent are created concurrently. table is one of this
 // package's table names, never input.
 func exists(ctx context.Context, tx *store.Tx, table, accountID, id string) (bool, error) {
+	return existsIn(ctx, tx, tx.ForKeyShare(), table, accountID, id)
+}
+
+// existsIn is exists through q, the row locked by lock ("" for none).
+func existsIn(ctx context.Context, q querier, lock, table, accountID, id string) (bool, error) {
 	var got string
-	err := tx.QueryRow(ctx, `SELECT id FROM `+table+` WHERE account_id = ? AND id = ?`+tx.ForKeyShare(), accountID, id).Scan(&got)
+	err := q.QueryRow(ctx, `SELECT id FROM `+table+` WHERE account_id = ? AND id = ?`+lock, accountID, id).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
