@@ -172,6 +172,12 @@ type Dispatcher struct {
 	// claim must not take their logs while their outcomes wait to be
 	// recorded, so they are renewed before the next claim (renewLapsed).
 	lapsed atomic.Bool
+	// renewedAt is when (on Config.Now, in Unix nanoseconds) the leases
+	// held here were last renewed, or found to be none. Renewals come every
+	// third of a lease; one older than half a lease means the clock moved
+	// past them (the process was paused, its host suspended), and the
+	// leases are renewed before the next claim, as after a full disk.
+	renewedAt atomic.Int64
 }
 
 // New returns a Dispatcher over st (a *store.Store, or any other Store; see
@@ -224,12 +230,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	// attempt in flight into a duplicate after its lease expires.
 	attemptCtx := context.WithoutCancel(ctx)
 	d.startHanding(&handing{ctx: attemptCtx, wg: &wg, outcomes: outcomes})
+	d.renewedAt.Store(d.cfg.Now().UnixNano())
 	for ctx.Err() == nil {
 		wait := d.store.Wait() // before claiming, so no wake-up is missed
-		if d.lapsed.Load() && !d.renewLapsed() {
-			// The disk is still full: a claim would be refused too. Asleep
-			// as after a short claim, so what is due does not wake it at
-			// once.
+		// One reading of the clock for the renewal and the claim: a lease
+		// renewed here ends a lease after the claim's now, however far
+		// the clock moves meanwhile.
+		now := d.cfg.Now()
+		if (d.lapsed.Load() || d.renewOverdue(now)) && !d.renewLapsed(now) {
+			// The disk is still full, or the database unreachable: a claim
+			// would fail too. Asleep as after a short claim, so what is
+			// due does not wake it at once.
 			d.sleep(ctx, wait, false, true)
 			continue
 		}
@@ -237,7 +248,6 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		want := min(free, d.cfg.BatchSize)
 		got := 0
 		if want > 0 {
-			now := d.cfg.Now()
 			perWebhook, room, exclude, perAccount, accountRoom := d.room()
 			claims := d.claim(store.ClaimParams{
 				Now: now, LeaseUntil: now.Add(d.cfg.Lease), Lease: store.NewID(),
@@ -376,12 +386,19 @@ func (d *Dispatcher) renew(done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		at := d.cfg.Now()
 		if held := d.heldNow(); len(held) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), every)
-			if _, err := d.store.RenewLeases(ctx, held, d.cfg.Now().Add(d.cfg.Lease)); err != nil && !d.refusedForFullDisk(err) {
-				d.cfg.Logger.Warn("renew leases", "logs", len(held), "err", err)
+			if _, err := d.store.RenewLeases(ctx, held, at.Add(d.cfg.Lease)); err != nil {
+				if !d.refusedForFullDisk(err) {
+					d.cfg.Logger.Warn("renew leases", "logs", len(held), "err", err)
+				}
+			} else {
+				d.renewedAt.Store(at.UnixNano())
 			}
 			cancel()
+		} else {
+			d.renewedAt.Store(at.UnixNano())
 		}
 		d.releaseOrphans()
 		d.sweep()
@@ -410,23 +427,36 @@ func (d *Dispatcher) refusedForFullDisk(err error) bool {
 	return true
 }
 
-// renewLapsed renews the leases of every log held here, once writes were
-// refused for a full disk, and reports whether it could. While the disk was
-// full no lease could be renewed, and one that ended would let this
-// process's next claim take a log whose attempt was made and whose outcome
-// waits to be recorded: the receiver would get it twice. No claim can have
-// taken such a log meanwhile (claims are writes too), so renewing them all
-// before claiming again keeps each outcome recorded once.
-func (d *Dispatcher) renewLapsed() bool {
+// renewOverdue reports whether, at now, the leases held here were last
+// renewed more than half a lease ago, which the renewer's ticks (a third of
+// a lease apart) never let happen unless the clock moved on without them.
+func (d *Dispatcher) renewOverdue(now time.Time) bool {
+	return now.Sub(time.Unix(0, d.renewedAt.Load())) > d.cfg.Lease/2
+}
+
+// renewLapsed renews the leases of every log held here until a lease after
+// now, once writes were refused for a full disk or renewals fell behind the
+// clock (renewOverdue), and reports whether it could. A lease that ended would
+// let this process's next claim take a log whose attempt was made and
+// whose outcome waits to be recorded: the receiver would get it twice. No
+// claim of this process can have taken such a log meanwhile (a full disk
+// refuses claims too; a jumped clock is seen here before the next claim),
+// so renewing them all before claiming again keeps each outcome recorded
+// once.
+func (d *Dispatcher) renewLapsed(now time.Time) bool {
 	d.lapsed.Store(false) // before the snapshot: a refusal from now on sets it again
 	if held := d.heldNow(); len(held) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 		defer cancel()
-		if _, err := d.store.RenewLeases(ctx, held, d.cfg.Now().Add(d.cfg.Lease)); err != nil {
+		if _, err := d.store.RenewLeases(ctx, held, now.Add(d.cfg.Lease)); err != nil {
+			if !d.refusedForFullDisk(err) {
+				d.cfg.Logger.Warn("renew leases before claiming", "logs", len(held), "err", err)
+			}
 			d.lapsed.Store(true)
 			return false
 		}
 	}
+	d.renewedAt.Store(now.UnixNano())
 	return true
 }
 

@@ -345,3 +345,46 @@ func TestDispatcherRenewsTheLeasesItHolds(t *testing.T) {
 		}
 	})
 }
+
+// A process whose clock jumps past the leases it holds (it was paused, its
+// host suspended, or a test moved its clock) before its renewer's next tick
+// renews them before its next claim: that claim must not take over its own
+// attempt, made and waiting to be recorded, and send it again. The clock
+// jumps on the injected clock alone, so the renewer's ticks (real time, a
+// third of a lease) never come.
+func TestDispatcherRenewsBeforeClaimingWhenItsClockJumps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 30 * time.Minute
+		base := offsetClock()
+		var jumped atomic.Int64
+		clock := func() time.Time { return base().Add(time.Duration(jumped.Load())) }
+		q := newFakeQueue(clock)
+		rcv := newPipeReceiver(t, answer(http.StatusNoContent))
+		q.add(dueLog("1", 0, rcv.URL))
+		letGo := q.holdRecording()
+		defer letGo()
+		cfg := delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), AttemptTimeout: time.Second, Lease: lease, PollInterval: 50 * time.Millisecond}
+		run(t, delivery.New(q, cfg))
+		waitFor(t, "the first attempt", func() bool { return rcv.Count() > 0 })
+		held := q.log("log-1").claim.Lease
+
+		jumped.Store(int64(lease + time.Minute))
+		q.add(dueLog("2", 0, rcv.URL)) // wakes the dispatcher to claim
+		waitFor(t, "the second log's attempt", func() bool { return rcv.Count() > 1 })
+		time.Sleep(time.Second) // polls, each of which could take log-1 over
+
+		if l := q.log("log-1"); l.status != store.Pending || l.claim.Lease != held {
+			t.Errorf("log-1 %s under lease %q; want still pending under the lease it was attempted under, %q", l.status, l.claim.Lease, held)
+		}
+		if ids := rcv.IDs(); !slices.Equal(ids, []string{"evt-1", "evt-2"}) {
+			t.Errorf("sent %v; want evt-1 and evt-2 once each", ids)
+		}
+		letGo()
+		waitFor(t, "both outcomes recorded", func() bool { return len(q.recorded()) == 2 })
+		for _, o := range q.recorded() {
+			if o.LogID == "log-1" && (o.Result != store.Delivered || o.Lease != held) {
+				t.Errorf("log-1 recorded %s under %q; want delivered under %q", o.Result, o.Lease, held)
+			}
+		}
+	})
+}
