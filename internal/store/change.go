@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -63,11 +64,16 @@ func (s *Store) ChangeAndFire(ctx context.Context, change Change, f Firing) (boo
 		return made && err == nil, err
 	}
 	// A webhook deleted between the read of the subscribed webhooks and
-	// the statement fails it on the logs' foreign key, having written
-	// nothing: read again, it is left out.
-	for tries := 1; ; tries++ {
-		made, err := s.changeAndFire(ctx, change, f)
-		if err != nil && tries < 3 && isForeignKeyViolation(err) {
+	// the statement fails it on the logs' foreign key, and a set kept from
+	// an earlier read (webhookset.go) whose webhooks changed since fails it
+	// on their version, having written nothing: read again, the webhooks
+	// are as they are now. The last try reads them afresh and checks no
+	// version, so that webhooks changing without rest cannot fail it.
+	const tries = 3
+	for try := 1; ; try++ {
+		made, err := s.changeAndFire(ctx, change, f, try == tries)
+		if err != nil && try < tries && (isForeignKeyViolation(err) || isWebhooksChanged(err)) {
+			s.webhookSets.forget(f.AccountID)
 			continue
 		}
 		return made, s.full(err)
@@ -75,13 +81,13 @@ func (s *Store) ChangeAndFire(ctx context.Context, change Change, f Firing) (boo
 }
 
 // changeAndFire is ChangeAndFire's one try on PostgreSQL.
-func (s *Store) changeAndFire(ctx context.Context, change Change, f Firing) (bool, error) {
+func (s *Store) changeAndFire(ctx context.Context, change Change, f Firing, uncached bool) (bool, error) {
 	conn, err := s.writerFor(ctx).Conn(ctx)
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
-	tx := &Tx{s: s, run: conn, change: &change}
+	tx := &Tx{s: s, run: conn, change: &change, uncached: uncached}
 	if h := s.handoffNow(); h != nil {
 		tx.handoff = &handoffState{h: h}
 		defer tx.endHandoff(false, false) // a panic's
@@ -111,13 +117,18 @@ func (tx *Tx) writeFiredAfterChange(ctx context.Context, evArg, logArg string, r
 	if e := tx.change.Expiry; e != nil {
 		args = append(args, e.LicenseID, e.AccountID, ms(e.ExpiresAt))
 	}
+	var fired []any
 	if len(reserved) > 0 {
-		args = append(args, tx.handing(t, evArg, logArg, reserved, now)...)
+		fired = tx.handing(t, evArg, logArg, reserved, now)
 	} else {
-		args = append(args, t, evArg, t, t, t, t, logArg)
+		fired = []any{t, evArg, t, t, t, t, logArg}
 	}
+	if tx.seen != nil { // after the events' two placeholders
+		fired = slices.Insert(fired, 2, any(tx.seen.account), any(tx.seen.version))
+	}
+	args = append(args, fired...)
 	var n int
-	if err := tx.QueryRow(ctx, afterChange(tx.change, len(reserved) > 0), args...).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, afterChange(tx.change, len(reserved) > 0, tx.seen != nil), args...).Scan(&n); err != nil {
 		return fmt.Errorf("change and insert events and logs: %w", err)
 	}
 	tx.made = n > 0
@@ -135,14 +146,14 @@ func (tx *Tx) writeFiredAfterChange(ctx context.Context, evArg, logArg string, r
 var afterChanges sync.Map // afterKey -> string
 
 type afterKey struct {
-	change          string
-	expiry, handing bool
+	change                     string
+	expiry, handing, unchanged bool
 }
 
 // afterChange is firedStatement over c, built once: the change, and the
 // plan of its expiry if it has one, are its first WITHs.
-func afterChange(c *Change, handing bool) string {
-	k := afterKey{c.SQL, c.Expiry != nil, handing}
+func afterChange(c *Change, handing, unchanged bool) string {
+	k := afterKey{c.SQL, c.Expiry != nil, handing, unchanged}
 	if v, ok := afterChanges.Load(k); ok {
 		return v.(string)
 	}
@@ -150,7 +161,7 @@ func afterChange(c *Change, handing bool) string {
 	if c.Expiry != nil {
 		withs += ", expiry AS (\n" + planExpiry(changed) + "\n)"
 	}
-	q := firedStatement(withs, handing)
+	q := firedStatement(withs, handing, unchanged)
 	afterChanges.Store(k, q)
 	return q
 }

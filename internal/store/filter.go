@@ -14,6 +14,7 @@ import (
 // target is a webhook that may get a log of an event being fired.
 type target struct {
 	id       string
+	account  string
 	kinds    []event.Kind
 	live     bool   // enabled and not suspended: its log is queued
 	reason   string // else why its log is cancelled
@@ -40,7 +41,10 @@ type target struct {
 // than failing the change on its logs' foreign key. Filters are parsed once
 // per batch and evaluated here, in Go (internal/filter). Where the firing
 // may hand its logs over (handoff.go) the same read also takes what their
-// attempts need of each webhook, and the webhooks are returned by id.
+// attempts need of each webhook, and the webhooks are returned by id. A
+// change and its event on PostgreSQL (ChangeAndFire) read nothing when the
+// process kept the set from an earlier read; its statement checks that the
+// webhooks have not changed since (changeTargets, decision 0109).
 //
 // A stored filter that no longer parses (none should: each is parsed
 // before it is saved) leaves its webhook in, so that a bug can cost a
@@ -80,58 +84,26 @@ func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, b
 	if tx.change != nil {
 		lock = ""
 	}
-	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM webhooks
-WHERE `+accountCond+`
-  AND EXISTS (SELECT 1 FROM json_texts(?) k WHERE webhooks.events LIKE '%"' || k.value || '"%')
-ORDER BY id`+lock, accountArg, jsonTexts(kinds))
+	var all []*target
+	var err error
+	if tx.change != nil && len(accounts) == 1 && !tx.uncached {
+		all, err = tx.changeTargets(ctx, accounts[0], kinds, columns)
+	} else {
+		all, err = tx.readTargets(ctx, accountCond, accountArg, kinds, columns, lock, nil)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("match webhooks: %w", err)
+		return nil, nil, err
 	}
 	hooks := map[string][]*target{}
 	var byID map[string]*target
-	for rows.Next() {
-		t := &target{}
-		var account, events string
-		var enabled bool
-		var text sql.NullString
-		var rate sql.NullInt64
-		dest := []any{&t.id, &account, &events, &enabled, &t.health, &text}
-		if tx.handoff != nil {
-			dest = append(dest, &t.url, &t.sealed, &t.nextSealed, &t.rotationEnds, &t.headers, &t.scheme, &rate)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("match webhooks: %w", err)
-		}
-		t.rate = rate.Int64
+	for _, t := range all {
+		hooks[t.account] = append(hooks[t.account], t)
 		if tx.handoff != nil {
 			if byID == nil {
 				byID = map[string]*target{}
 			}
 			byID[t.id] = t
 		}
-		if err := jsonlimit.Unmarshal([]byte(events), &t.kinds); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("webhook %s events: %w", t.id, err)
-		}
-		switch {
-		case !enabled:
-			t.reason = ReasonDisabled
-		case Health(t.health) == Suspended:
-			t.reason = ReasonSuspended
-		default:
-			t.live = true
-		}
-		if text.Valid {
-			if f, err := filter.Parse([]byte(text.String)); err == nil {
-				t.filter, t.filtered = f, true
-			}
-		}
-		hooks[account] = append(hooks[account], t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("match webhooks: %w", err)
 	}
 	var logs []firedLog
 	for i, f := range firings {
@@ -162,4 +134,86 @@ ORDER BY id`+lock, accountArg, jsonTexts(kinds))
 		}
 	}
 	return logs, byID, nil
+}
+
+// readTargets reads the webhooks of accounts (accountCond, accountArg) that
+// may subscribe to kinds, in id order, with columns and lock. Given version,
+// it also reads the account's webhooks_version into it, in the same
+// statement (one account only).
+func (tx *Tx) readTargets(ctx context.Context, accountCond string, accountArg any, kinds []string, columns, lock string, version *int64) ([]*target, error) {
+	args := []any{accountArg, jsonTexts(kinds)}
+	if version != nil {
+		columns = `(SELECT webhooks_version FROM accounts WHERE id = ?), ` + columns
+		args = append([]any{accountArg}, args...)
+	}
+	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM webhooks
+WHERE `+accountCond+`
+  AND EXISTS (SELECT 1 FROM json_texts(?) k WHERE webhooks.events LIKE '%"' || k.value || '"%')
+ORDER BY id`+lock, args...)
+	if err != nil {
+		return nil, fmt.Errorf("match webhooks: %w", err)
+	}
+	defer rows.Close()
+	var all []*target
+	for rows.Next() {
+		t := &target{}
+		var events string
+		var enabled bool
+		var text sql.NullString
+		var rate sql.NullInt64
+		dest := []any{&t.id, &t.account, &events, &enabled, &t.health, &text}
+		if version != nil {
+			dest = append([]any{version}, dest...)
+		}
+		if tx.handoff != nil {
+			dest = append(dest, &t.url, &t.sealed, &t.nextSealed, &t.rotationEnds, &t.headers, &t.scheme, &rate)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("match webhooks: %w", err)
+		}
+		t.rate = rate.Int64
+		if err := jsonlimit.Unmarshal([]byte(events), &t.kinds); err != nil {
+			return nil, fmt.Errorf("webhook %s events: %w", t.id, err)
+		}
+		switch {
+		case !enabled:
+			t.reason = ReasonDisabled
+		case Health(t.health) == Suspended:
+			t.reason = ReasonSuspended
+		default:
+			t.live = true
+		}
+		if text.Valid {
+			if f, err := filter.Parse([]byte(text.String)); err == nil {
+				t.filter, t.filtered = f, true
+			}
+		}
+		all = append(all, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("match webhooks: %w", err)
+	}
+	return all, nil
+}
+
+// changeTargets is readTargets for a change and its event on PostgreSQL
+// (ChangeAndFire): the set kept from an earlier read of the same account
+// and kinds (webhookset.go), or a fresh read, kept, with the version the
+// change's statement must still find (tx.seen). An account with no such
+// webhook has no version read and nothing kept: its statement checks
+// nothing, as before decision 0109.
+func (tx *Tx) changeTargets(ctx context.Context, account string, kinds []string, columns string) ([]*target, error) {
+	k := newWebhookSetKey(account, kinds, tx.handoff != nil)
+	if set, ok := tx.s.webhookSets.get(k); ok {
+		tx.seen = &webhooksSeen{account: account, version: set.version}
+		return set.targets, nil
+	}
+	var version int64
+	all, err := tx.readTargets(ctx, `account_id = ?`, account, kinds, columns, "", &version)
+	if err != nil || len(all) == 0 {
+		return all, err
+	}
+	tx.s.webhookSets.put(k, webhookSet{version: version, targets: all})
+	tx.seen = &webhooksSeen{account: account, version: version}
+	return all, nil
 }

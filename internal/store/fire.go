@@ -190,8 +190,8 @@ FROM queued`
 
 // PostgreSQL's firing statements, plain and handing logs over.
 var (
-	insertFiredPostgres        = firedStatement("", false)
-	insertFiredHandingPostgres = firedStatement("", true)
+	insertFiredPostgres        = firedStatement("", false, false)
+	insertFiredHandingPostgres = firedStatement("", true, false)
 )
 
 // changed is the condition on which a ChangeAndFire's statement writes
@@ -203,16 +203,24 @@ const changed = "EXISTS (SELECT 1 FROM change)"
 // Given the WITHs of a change (ChangeAndFire: one named change, which
 // returns a row when it was made), the statement makes them first, writes
 // the rest only when the change was made, and answers with the number of
-// rows it returned; their ? placeholders come first.
-func firedStatement(change string, handing bool) string {
+// rows it returned; their ? placeholders come first. With unchanged, the
+// events are written only while the account's webhooks are at the version
+// the firing read them at (two more placeholders, the account and the
+// version, after the events'): otherwise the statement fails whole
+// (decision 0109).
+func firedStatement(change string, handing, unchanged bool) string {
 	var b strings.Builder
 	b.WriteString("WITH ")
-	gate := ""
+	gate, evGate := "", ""
 	if change != "" {
 		b.WriteString(change + ", ")
 		gate = "\n  WHERE " + changed
+		evGate = gate
+		if unchanged {
+			evGate += "\n    AND ((SELECT webhooks_version FROM accounts WHERE id = CAST(? AS TEXT)) = CAST(? AS BIGINT) OR herald_webhooks_stale())"
+		}
 	}
-	b.WriteString("ev AS (\n  " + insertFiredEventsPostgres + gate + "\n), logs AS (\n" + insertFiredLogs + gate +
+	b.WriteString("ev AS (\n  " + insertFiredEventsPostgres + evGate + "\n), logs AS (\n" + insertFiredLogs + gate +
 		"\n  RETURNING id, webhook_id, due_at, status\n)")
 	queue := queueFiredPostgres
 	if handing {

@@ -94,8 +94,11 @@ type Store struct {
 	// deliveryDB is the dispatcher's own pool on PostgreSQL (lane.go); nil
 	// on SQLite, and where pool_max_conns is too small to split.
 	deliveryDB *sql.DB
-	box        *secret.Box
-	now        func() time.Time
+	// webhookSets are the subscribed webhooks ChangeAndFire read, kept
+	// with their version (webhookset.go; PostgreSQL).
+	webhookSets webhookSets
+	box         *secret.Box
+	now         func() time.Time
 	// wallClock is set when now is the wall clock, which makes the ids
 	// that NewID makes (by the wall clock), and those of the events and logs
 	// fired before decision 0100, agree with the times stored beside them.
@@ -428,6 +431,12 @@ type Tx struct {
 	// returned a row, and so whether anything was written.
 	change *Change
 	made   bool
+	// seen is the version of the account's webhooks the change's
+	// statement must still find, when its firing used a set kept from an
+	// earlier read or kept the one it read (webhookset.go); uncached has it
+	// read them afresh and check nothing, as ChangeAndFire's last try does.
+	seen     *webhooksSeen
+	uncached bool
 }
 
 // runner is what a Tx runs its statements on: its *sql.Tx, or the

@@ -30,6 +30,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 	}{
 		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
 		{"AChangeAndItsEventAreOneWrite", 1, testAChangeAndItsEventAreOneWrite},
+		{"AChangeSeesEveryWebhookChangeBeforeIt", 2, testAChangeSeesEveryWebhookChangeBeforeIt},
 		{"ClaimTakesDueLogsUnderALease", 1, testClaimTakesDueLogsUnderALease},
 		{"ClaimCapsEachWebhookAndPassesOverExcluded", 1, testClaimCapsEachWebhook},
 		{"ExpiredLeaseIsTakenOverAndStaleOutcomeDropped", 2, testExpiredLeaseTakenOver},
