@@ -307,15 +307,8 @@ func TestDispatcherReleasesTheLogsOfAFailedClaim(t *testing.T) {
 func TestDispatcherRenewsTheLeasesItHolds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const lease = 3 * time.Second
-		clock := offsetClock()
-		q := newFakeQueue(clock)
-		rcv := newPipeReceiver(t, answer(http.StatusNoContent))
-		q.add(dueLog("1", 0, rcv.URL))
-		letGo := q.holdRecording()
+		q, rcv, cfg, letGo := attemptHeldUp(t, offsetClock(), lease) // process A: sends, then waits to record
 		defer letGo()
-		cfg := delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), AttemptTimeout: time.Second, Lease: lease, PollInterval: 50 * time.Millisecond}
-		run(t, delivery.New(q, cfg)) // process A: sends, then waits to record
-		waitFor(t, "the first attempt", func() bool { return rcv.Count() > 0 })
 		held := q.log("log-1").claim.Lease
 		run(t, delivery.New(q, cfg)) // process B, claiming every 50ms
 		time.Sleep(3*lease + time.Second)
@@ -358,14 +351,8 @@ func TestDispatcherRenewsBeforeClaimingWhenItsClockJumps(t *testing.T) {
 		base := offsetClock()
 		var jumped atomic.Int64
 		clock := func() time.Time { return base().Add(time.Duration(jumped.Load())) }
-		q := newFakeQueue(clock)
-		rcv := newPipeReceiver(t, answer(http.StatusNoContent))
-		q.add(dueLog("1", 0, rcv.URL))
-		letGo := q.holdRecording()
+		q, rcv, _, letGo := attemptHeldUp(t, clock, lease)
 		defer letGo()
-		cfg := delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), AttemptTimeout: time.Second, Lease: lease, PollInterval: 50 * time.Millisecond}
-		run(t, delivery.New(q, cfg))
-		waitFor(t, "the first attempt", func() bool { return rcv.Count() > 0 })
 		held := q.log("log-1").claim.Lease
 
 		jumped.Store(int64(lease + time.Minute))
@@ -387,4 +374,20 @@ func TestDispatcherRenewsBeforeClaimingWhenItsClockJumps(t *testing.T) {
 			}
 		}
 	})
+}
+
+// attemptHeldUp runs a dispatcher (polling every 50ms) over a fake queue
+// holding one due log, and returns once its attempt is made: its outcome's
+// recording is held up until letGo is called.
+func attemptHeldUp(t *testing.T, clock func() time.Time, lease time.Duration) (q *fakeQueue, rcv *pipeReceiver, cfg delivery.Config, letGo func()) {
+	t.Helper()
+	q = newFakeQueue(clock)
+	rcv = newPipeReceiver(t, answer(http.StatusNoContent))
+	q.add(dueLog("1", 0, rcv.URL))
+	letGo = q.holdRecording()
+	cfg = delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), AttemptTimeout: time.Second, Lease: lease, PollInterval: 50 * time.Millisecond}
+	run(t, delivery.New(q, cfg))
+	t.Cleanup(letGo) // before the dispatcher's stop, which waits for the recording
+	waitFor(t, "the first attempt", func() bool { return rcv.Count() > 0 })
+	return q, rcv, cfg, letGo
 }
