@@ -13,11 +13,10 @@ import (
 // webhooks_version read in the same statement, and the next change of that
 // account and kind uses it without a read: its statement checks the version
 // (firedStatement's unchanged; herald_webhooks_stale, migration 0090) and
-// fails whole, having
-// written nothing, when a webhook changed meanwhile, in this process or
-// any other; the change is then made again after a fresh read. A trigger
-// on webhooks moves the version at every change a firing would see, so no
-// path that writes webhooks can leave a stale set in use.
+// fails whole, having written nothing, when a webhook changed meanwhile, in
+// this process or any other; the change is then made again after a fresh
+// read. A trigger on webhooks moves the version at every change a firing
+// would see, so no path that writes webhooks can leave a stale set in use.
 
 // webhookSetKey names a set: an account's webhooks that may subscribe to
 // kinds, with what a handoff needs of each or not.
