@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -39,8 +40,12 @@ func readOnly(method string) bool { return method == http.MethodGet || method ==
 // address's (so that guessing tokens is limited too).
 //
 // Every request looks its token up in the database, with no cache in
-// front: a revoked or expired token is refused by every process at its
-// next request.
+// front, but a request whose work is one statement that checks the token
+// itself (checkedInStatement): that one takes the token as this process
+// last read it, within a second, and answers nothing before the statement,
+// or a read of the token, has found it valid (checkedWriter). Either way a
+// revoked or expired token is refused by every process at its next
+// request.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The scheme is case-insensitive (RFC 9110, section 11.1).
@@ -54,24 +59,26 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 				"send an API token as Authorization: Bearer <token>"))
 			return
 		}
-		hash := auth.HashToken(strings.TrimSpace(token))
-		acct, tok, err := a.store.Authenticate(r.Context(), hash)
-		if errors.Is(err, store.ErrNotFound) {
-			if !a.allow(w, r, a.limits.ByAddress(r), "address") {
+		token = strings.TrimSpace(token)
+		hash := auth.HashToken(token)
+		var acct store.Account
+		var tok store.APIToken
+		var check *store.TokenCheck
+		kept := false
+		if a.checkedInStatement(r) {
+			acct, tok, check, kept = a.store.KeptToken(hash)
+		}
+		if !kept {
+			var err error
+			acct, tok, err = a.store.Authenticate(r.Context(), hash)
+			if errors.Is(err, store.ErrNotFound) {
+				a.refuseToken(w, r, token)
 				return
 			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
-			detail := "the API token is not valid: unknown, revoked or expired"
-			if a.operatorHash != "" && auth.SameToken(a.operatorHash, strings.TrimSpace(token)) {
-				// A valid credential in the wrong place: say which place.
-				detail = "this is the operator token, which authorises the /v3/operator/ calls only; account calls take one of the account's API tokens (printed at first start, or made with POST /v3/operator/accounts)"
+			if err != nil {
+				a.writeError(w, r, err)
+				return
 			}
-			a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", detail))
-			return
-		}
-		if err != nil {
-			a.writeError(w, r, err)
-			return
 		}
 		if !a.allow(w, r, a.limits.ByCredential(hash), "API token") {
 			return
@@ -91,9 +98,100 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		ctx := context.WithValue(context.WithValue(r.Context(), accountKey{}, acct), scopeKey{}, tok.Scope)
+		if check != nil {
+			cw := &checkedWriter{ResponseWriter: w, a: a, r: r, token: token, check: check, header: w.Header().Clone()}
+			r = r.WithContext(store.WithTokenCheck(ctx, check))
+			next.ServeHTTP(cw, r)
+			cw.decide() // a handler that wrote nothing answers too
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// refuseToken answers 401 to a request whose token is not valid.
+func (a *API) refuseToken(w http.ResponseWriter, r *http.Request, token string) {
+	if !a.allow(w, r, a.limits.ByAddress(r), "address") {
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
+	detail := "the API token is not valid: unknown, revoked or expired"
+	if a.operatorHash != "" && auth.SameToken(a.operatorHash, token) {
+		// A valid credential in the wrong place: say which place.
+		detail = "this is the operator token, which authorises the /v3/operator/ calls only; account calls take one of the account's API tokens (printed at first start, or made with POST /v3/operator/accounts)"
+	}
+	a.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", detail))
+}
+
+// checkedInStatement says whether r's work is one statement that checks a
+// kept API token itself (store.KeptToken), so that its token need not be
+// read first: a route listed in statementChecked, without an
+// Idempotency-Key (whose record makes the work a transaction).
+func (a *API) checkedInStatement(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Header.Get("Idempotency-Key") != "" {
+		return false
+	}
+	_, pattern := a.mux.Handler(r)
+	return statementChecked[pattern]
+}
+
+// checkedWriter holds back a request's answer until its kept token has
+// been checked: by the statement that did its work (store.TokenCheck), or
+// else here, by reading the token, when the answer is about to start. A
+// token found not valid turns the answer into the 401 any request with it
+// gets, whatever the handler would have said.
+type checkedWriter struct {
+	http.ResponseWriter
+	a       *API
+	r       *http.Request
+	token   string
+	check   *store.TokenCheck
+	header  http.Header // as it was before the handler set its own
+	decided bool
+	refused bool
+}
+
+// decide checks the token unless a statement has, once, and says whether
+// the handler's answer may go out.
+func (w *checkedWriter) decide() bool {
+	if w.decided {
+		return !w.refused
+	}
+	w.decided = true
+	if w.check.Made() {
+		return true
+	}
+	_, _, err := w.a.store.Authenticate(w.r.Context(), auth.HashToken(w.token))
+	if err == nil {
+		return true
+	}
+	w.refused = true
+	h := w.ResponseWriter.Header()
+	clear(h)
+	maps.Copy(h, w.header)
+	if errors.Is(err, store.ErrNotFound) {
+		w.a.refuseToken(w.ResponseWriter, w.r, w.token)
+	} else {
+		w.a.writeError(w.ResponseWriter, w.r, err)
+	}
+	return false
+}
+
+func (w *checkedWriter) WriteHeader(code int) {
+	if w.decide() {
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w *checkedWriter) Write(b []byte) (int, error) {
+	if w.decide() {
+		return w.ResponseWriter.Write(b)
+	}
+	return len(b), nil
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *checkedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // allow sets the RateLimit headers of the limit's decision d for the
 // request's who (its API token, or its address), and answers 429 when d

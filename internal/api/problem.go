@@ -90,6 +90,10 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(store.FullRetryAfter.Seconds())))
 		p = problem(http.StatusServiceUnavailable, "storage-full", "Service unavailable",
 			"the database's disk is full, so the change was not made; retry later (the server's log tells its operator what to do)")
+	case errors.Is(err, store.ErrAPITokenRefused):
+		// A kept token revoked or expired since its last read (auth.go's
+		// checkedWriter answers as for any token not valid).
+		p = problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", "the API token is not valid: unknown, revoked or expired")
 	case errors.Is(err, delivery.ErrBusy):
 		// Test and Resend take the webhook's slots; none freed in time.
 		w.Header().Set("Retry-After", "1")

@@ -140,3 +140,59 @@ func TestRevokedTokenIsRefusedByEveryProcessAtOnce(t *testing.T) {
 		t.Errorf("revoked at one process, used at the other: %d; want 401", got)
 	}
 }
+
+// A token revoked through one process is refused at once by another that
+// keeps it from a read less than a second before (decision 0110), on the
+// call that checks it in its statement, creating a license: refused by the
+// statement, which writes nothing, whether the license would have been
+// created or not, and, where the call fails before its statement, by a
+// read of the token before the answer. The heralds' clock runs a thousand
+// times slower than the wall's, so that the second the token is kept
+// outlasts the test on any machine.
+func TestKeptTokenRevokedElsewhereIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	slow := func() time.Time { return start.Add(time.Since(start) / 1000) }
+	fleet := startFleet(t, 2, heraldtest.Options{Now: slow})
+	var tok struct{ ID, Token string }
+	fleet[0].Must(201, "POST", "/v3/api-tokens", map[string]any{"name": "shared", "scope": "write"}, &tok)
+	var product struct{ ID string }
+	fleet[0].Must(201, "POST", "/v3/products", map[string]any{"name": "P"}, &product)
+	licenses := func() int {
+		var list struct{ Data []struct{ ID string } }
+		fleet[0].Must(200, "GET", "/v3/licenses?limit=100", nil, &list)
+		return len(list.Data)
+	}
+	if got := fleet[1].DoAs(tok.Token, "POST", "/v3/licenses", map[string]any{"productId": product.ID}, nil); got != http.StatusCreated {
+		t.Fatalf("a license created at the other process: %d; want 201", got)
+	}
+	if got := fleet[1].DoAs(tok.Token, "POST", "/v3/licenses", map[string]any{"productId": product.ID}, nil); got != http.StatusCreated {
+		t.Fatalf("a second license, under the kept token: %d; want 201", got)
+	}
+	fleet[0].Must(204, "DELETE", "/v3/api-tokens/"+tok.ID, nil, nil)
+	for _, c := range []struct {
+		what string
+		body any
+	}{
+		{"a license", map[string]any{"productId": product.ID}},
+		{"a license of another account's product", map[string]any{"productId": store.NewID()}},
+		{"a license with a key already taken", nil},
+		{"a body that is not JSON", "{"},
+		{"a field that is not the license's", map[string]any{"productId": product.ID, "color": "red"}},
+	} {
+		body := c.body
+		if body == nil {
+			var l struct{ Key string }
+			fleet[0].Must(201, "POST", "/v3/licenses", map[string]any{"productId": product.ID}, &l)
+			body = map[string]any{"productId": product.ID, "key": l.Key}
+		}
+		var p struct{ Type, Detail string }
+		if got := fleet[1].DoAs(tok.Token, "POST", "/v3/licenses", body, &p); got != http.StatusUnauthorized ||
+			p.Detail != "the API token is not valid: unknown, revoked or expired" {
+			t.Errorf("%s, revoked at one process, asked of the other: %d %q; want 401 saying the token is not valid", c.what, got, p.Detail)
+		}
+	}
+	if n := licenses(); n != 3 {
+		t.Errorf("%d licenses; want the 2 made before the revocation and the one made to take its key", n)
+	}
+}

@@ -107,9 +107,12 @@ func (s *Store) APITokens(ctx context.Context, accountID string, p Page) (list [
 }
 
 // RevokeAPIToken deletes one of an account's tokens; the next request
-// carrying it, to any process, is refused, since no process keeps tokens in
-// memory. Another account's token, or one already revoked, is ErrNotFound.
+// carrying it, to any process, is refused: a process reads a token at
+// every request, or checks it in the statement that does the request's work
+// (KeptToken). Another account's token, or one already revoked, is
+// ErrNotFound.
 func (s *Store) RevokeAPIToken(ctx context.Context, accountID, id string) error {
+	defer s.keptTokens.forgetID(id)
 	return s.InTx(ctx, func(tx *Tx) error {
 		res, err := tx.Exec(ctx, `DELETE FROM api_tokens WHERE account_id = ? AND id = ?`, accountID, id)
 		if err != nil {
@@ -145,13 +148,20 @@ WHERE t.token_hash = ? AND (t.expires_at IS NULL OR t.expires_at > ?)`, hash, ms
 // records the use, when the recorded one is LastUsedInterval old or more.
 // The UPDATE is conditional, so processes that read the same stale time
 // write it once between them. Failing to record a use does not refuse the
-// request: it is logged, and the next request tries again.
+// request: it is logged, and the next request tries again. On PostgreSQL
+// it keeps the token it found for KeptToken.
 func (s *Store) Authenticate(ctx context.Context, hash string) (Account, APIToken, error) {
+	now := s.now()
 	a, t, err := s.APITokenByHash(ctx, hash)
 	if err != nil {
+		s.keptTokens.forget(hash)
 		return a, t, err
 	}
-	now := s.now()
+	defer func() {
+		if s.eng.name() == "postgres" {
+			s.keptTokens.put(hash, keptToken{account: a, token: t, readAt: now})
+		}
+	}()
 	if t.LastUsedAt != nil && now.Sub(*t.LastUsedAt) < LastUsedInterval {
 		return a, t, nil
 	}

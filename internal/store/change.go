@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -76,6 +77,9 @@ func (s *Store) ChangeAndFire(ctx context.Context, change Change, f Firing) (boo
 			s.webhookSets.forget(f.AccountID)
 			continue
 		}
+		if isAPITokenRefused(err) {
+			return false, ErrAPITokenRefused
+		}
 		return made, s.full(err)
 	}
 }
@@ -87,7 +91,7 @@ func (s *Store) changeAndFire(ctx context.Context, change Change, f Firing, unca
 		return false, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
-	tx := &Tx{s: s, run: conn, change: &change, uncached: uncached}
+	tx := &Tx{s: s, run: conn, change: &change, uncached: uncached, token: tokenCheckFrom(ctx)}
 	if h := s.handoffNow(); h != nil {
 		tx.handoff = &handoffState{h: h}
 		defer tx.endHandoff(false, false) // a panic's
@@ -96,6 +100,9 @@ func (s *Store) changeAndFire(ctx context.Context, change Change, f Firing, unca
 		return false, err
 	}
 	tx.endHandoff(tx.made, false)
+	if tx.token != nil {
+		tx.token.made.Store(true)
+	}
 	if !tx.made {
 		return false, nil
 	}
@@ -127,8 +134,12 @@ func (tx *Tx) writeFiredAfterChange(ctx context.Context, evArg, logArg string, r
 		fired = slices.Insert(fired, 2, any(tx.seen.account), any(tx.seen.version))
 	}
 	args = append(args, fired...)
+	if c := tx.token; c != nil {
+		args = append(args, c.tokenID, c.accountID, t)
+	}
 	var n int
-	if err := tx.QueryRow(ctx, afterChange(tx.change, len(reserved) > 0, tx.seen != nil), args...).Scan(&n); err != nil {
+	q := afterChange(tx.change, len(reserved) > 0, tx.seen != nil, tx.token != nil)
+	if err := tx.QueryRow(ctx, q, args...).Scan(&n); err != nil {
 		return fmt.Errorf("change and insert events and logs: %w", err)
 	}
 	tx.made = n > 0
@@ -146,14 +157,14 @@ func (tx *Tx) writeFiredAfterChange(ctx context.Context, evArg, logArg string, r
 var afterChanges sync.Map // afterKey -> string
 
 type afterKey struct {
-	change                     string
-	expiry, handing, unchanged bool
+	change                            string
+	expiry, handing, unchanged, token bool
 }
 
 // afterChange is firedStatement over c, built once: the change, and the
 // plan of its expiry if it has one, are its first WITHs.
-func afterChange(c *Change, handing, unchanged bool) string {
-	k := afterKey{c.SQL, c.Expiry != nil, handing, unchanged}
+func afterChange(c *Change, handing, unchanged, token bool) string {
+	k := afterKey{c.SQL, c.Expiry != nil, handing, unchanged, token}
 	if v, ok := afterChanges.Load(k); ok {
 		return v.(string)
 	}
@@ -162,6 +173,9 @@ func afterChange(c *Change, handing, unchanged bool) string {
 		withs += ", expiry AS (\n" + planExpiry(changed) + "\n)"
 	}
 	q := firedStatement(withs, handing, unchanged)
+	if token {
+		q = strings.TrimSuffix(q, changeCount) + tokenCheckedCount
+	}
 	afterChanges.Store(k, q)
 	return q
 }

@@ -231,9 +231,23 @@ func firedStatement(change string, handing, unchanged bool) string {
 		b.WriteString("\n" + queue)
 		return b.String()
 	}
-	b.WriteString(", queue AS (\n" + queue + "\n)\nSELECT count(*) FROM change")
+	b.WriteString(", queue AS (\n" + queue + "\n)\n" + changeCount)
 	return b.String()
 }
+
+// changeCount ends a statement that makes a change first: how many rows
+// the change returned.
+const changeCount = "SELECT count(*) FROM change"
+
+// tokenCheckedCount is changeCount checking a kept API token too
+// (kepttoken.go): the check is in the result's one row, which is computed
+// whatever the change did, so that a refused token learns nothing, not
+// even whether a license's key was taken. CASE evaluates its second
+// condition only when the first is false: herald_api_token_refused
+// (migration 0091) then fails the statement, nothing written.
+const tokenCheckedCount = `SELECT (SELECT count(*) FROM change) + CASE WHEN EXISTS (SELECT 1 FROM api_tokens
+  WHERE id = CAST(? AS TEXT) AND account_id = CAST(? AS TEXT) AND (expires_at IS NULL OR expires_at > CAST(? AS BIGINT)))
+  THEN 0 WHEN herald_api_token_refused() THEN 0 END`
 
 // writeFired inserts events and their logs, each set from one JSON
 // argument, so that the statements' text is the same for any number. The

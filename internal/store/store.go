@@ -97,8 +97,11 @@ type Store struct {
 	// webhookSets are the subscribed webhooks ChangeAndFire read, kept
 	// with their version (webhookset.go; PostgreSQL).
 	webhookSets webhookSets
-	box         *secret.Box
-	now         func() time.Time
+	// keptTokens are the API tokens Authenticate found valid, kept a
+	// second (kepttoken.go; PostgreSQL).
+	keptTokens keptTokens
+	box        *secret.Box
+	now        func() time.Time
 	// wallClock is set when now is the wall clock, which makes the ids
 	// that NewID makes (by the wall clock), and those of the events and logs
 	// fired before decision 0100, agree with the times stored beside them.
@@ -437,6 +440,9 @@ type Tx struct {
 	// read them afresh and check nothing, as ChangeAndFire's last try does.
 	seen     *webhooksSeen
 	uncached bool
+	// token is the kept API token the change's statement checks
+	// (kepttoken.go); nil when the request's token was read.
+	token *TokenCheck
 }
 
 // runner is what a Tx runs its statements on: its *sql.Tx, or the

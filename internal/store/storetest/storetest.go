@@ -31,6 +31,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
 		{"AChangeAndItsEventAreOneWrite", 1, testAChangeAndItsEventAreOneWrite},
 		{"AChangeSeesEveryWebhookChangeBeforeIt", 2, testAChangeSeesEveryWebhookChangeBeforeIt},
+		{"AKeptTokenIsCheckedInItsStatement", 2, testAKeptTokenIsCheckedInItsStatement},
 		{"ClaimTakesDueLogsUnderALease", 1, testClaimTakesDueLogsUnderALease},
 		{"ClaimCapsEachWebhookAndPassesOverExcluded", 1, testClaimCapsEachWebhook},
 		{"ExpiredLeaseIsTakenOverAndStaleOutcomeDropped", 2, testExpiredLeaseTakenOver},
