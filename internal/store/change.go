@@ -137,6 +137,9 @@ func (tx *Tx) writeFiredAfterChange(ctx context.Context, evArg, logArg string, r
 	if c := tx.token; c != nil {
 		args = append(args, c.tokenID, c.accountID, t)
 	}
+	if h := tx.s.beforeChange; h != nil {
+		h()
+	}
 	var n int
 	q := afterChange(tx.change, len(reserved) > 0, tx.seen != nil, tx.token != nil)
 	if err := tx.QueryRow(ctx, q, args...).Scan(&n); err != nil {

@@ -118,3 +118,69 @@ END $$`,
 		t.Fatalf("taken %d, open %d; want the remaining webhook's log handed over, the deleted one's given back", len(h.taken), h.open())
 	}
 }
+
+// Webhooks that change between every read and its statement cannot fail a
+// change (decision 0109): the first try uses the set kept from the last
+// change and the second a fresh read, and each finds the account's
+// webhooks_version moved and writes nothing; the third reads afresh and
+// checks no version, and its event gets its logs from that read.
+func TestAChangeIsMadeThoughItsWebhooksChangeAtEveryTry(t *testing.T) {
+	t.Parallel()
+	heraldtest.PostgresHandles(t, 2)
+	url := heraldtest.PostgresURL(t)
+	ctx := context.Background()
+	st := openPG(t, url, nil)
+	other := openPG(t, url, nil) // another process
+	acct, hook := accountWithWebhook(t, st)
+	db := heraldtest.OpenDB(t, url)
+	product := func() store.Change {
+		return store.Change{SQL: `INSERT INTO products (id, account_id, name, created_at, updated_at)
+SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Args: []any{store.NewID(), acct.ID}}
+	}
+	fired := store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"id": "lic"}}
+	if made, err := st.ChangeAndFire(ctx, product(), fired); err != nil || !made {
+		t.Fatalf("first change: made %v, %v", made, err)
+	}
+
+	// Before every try's statement the other process flips the webhook
+	// between enabled and disabled: the try before the third sees it
+	// disabled, the third's read enabled.
+	enabled, tries := true, 0
+	store.SetBeforeChange(st, func() {
+		tries++
+		enabled = !enabled
+		if _, err := other.UpdateWebhook(ctx, acct.ID, hook.ID, store.WebhookPatch{Enabled: &enabled}); err != nil {
+			t.Error(err)
+		}
+	})
+	made, err := st.ChangeAndFire(ctx, product(), fired)
+	store.SetBeforeChange(st, nil)
+	if err != nil || !made {
+		t.Fatalf("a change whose webhooks changed before each of its statements: made %v, %v; want made at the third try", made, err)
+	}
+	if tries != 3 {
+		t.Errorf("%d tries; want 3", tries)
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM products WHERE account_id = ?`, acct.ID); n != 2 {
+		t.Errorf("%d products; want 2, each change made once", n)
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM events WHERE kind = ?`, string(event.LicenseCreated)); n != 2 {
+		t.Errorf("%d events; want 2", n)
+	}
+	var statuses []string
+	rows, err := db.SQL().QueryContext(ctx, `SELECT status FROM webhook_event_logs WHERE webhook_id = $1 ORDER BY id`, hook.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		statuses = append(statuses, s)
+	}
+	if len(statuses) != 2 || statuses[1] != string(store.Queued) {
+		t.Errorf("the webhook's logs: %v; want two, the second queued as the third try's read found it enabled", statuses)
+	}
+}

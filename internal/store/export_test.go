@@ -14,3 +14,8 @@ func OnDelivery(ctx context.Context) context.Context { return onDelivery(ctx) }
 
 // IDRange is idRange, for its unit test.
 var IDRange = idRange
+
+// SetBeforeChange has fn run between ChangeAndFire's read of the webhooks
+// and its statement, at every try, so that a test can change the webhooks
+// there.
+func SetBeforeChange(st *Store, fn func()) { st.beforeChange = fn }

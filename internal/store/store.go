@@ -100,8 +100,11 @@ type Store struct {
 	// keptTokens are the API tokens Authenticate found valid, kept a
 	// second (kepttoken.go; PostgreSQL).
 	keptTokens keptTokens
-	box        *secret.Box
-	now        func() time.Time
+	// beforeChange, set by a test only, runs between ChangeAndFire's read
+	// of the webhooks and its statement, at every try (PostgreSQL).
+	beforeChange func()
+	box          *secret.Box
+	now          func() time.Time
 	// wallClock is set when now is the wall clock, which makes the ids
 	// that NewID makes (by the wall clock), and those of the events and logs
 	// fired before decision 0100, agree with the times stored beside them.
