@@ -68,7 +68,13 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		if a.checkedInStatement(r) {
 			acct, tok, check, kept = a.store.KeptToken(hash)
 		}
-		if !kept {
+		if kept {
+			// From here every answer, a refusal by a rate limit or the
+			// scope's included, waits for a check.
+			cw := &checkedWriter{ResponseWriter: w, a: a, r: r, token: token, check: check, header: w.Header().Clone()}
+			defer cw.decide() // a handler that wrote nothing answers too
+			w = cw
+		} else {
 			var err error
 			acct, tok, err = a.store.Authenticate(r.Context(), hash)
 			if errors.Is(err, store.ErrNotFound) {
@@ -98,12 +104,8 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		ctx := context.WithValue(context.WithValue(r.Context(), accountKey{}, acct), scopeKey{}, tok.Scope)
-		if check != nil {
-			cw := &checkedWriter{ResponseWriter: w, a: a, r: r, token: token, check: check, header: w.Header().Clone()}
-			r = r.WithContext(store.WithTokenCheck(ctx, check))
-			next.ServeHTTP(cw, r)
-			cw.decide() // a handler that wrote nothing answers too
-			return
+		if kept {
+			ctx = store.WithTokenCheck(ctx, check)
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

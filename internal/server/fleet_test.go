@@ -146,9 +146,9 @@ func TestRevokedTokenIsRefusedByEveryProcessAtOnce(t *testing.T) {
 // call that checks it in its statement, creating a license: refused by the
 // statement, which writes nothing, whether the license would have been
 // created or not, and, where the call fails before its statement, by a
-// read of the token before the answer. The heralds' clock runs a thousand
-// times slower than the wall's, so that the second the token is kept
-// outlasts the test on any machine.
+// read of the token before the answer, as is a refusal by its scope. The
+// heralds' clock runs a thousand times slower than the wall's, so that the
+// second the token is kept outlasts the test on any machine.
 func TestKeptTokenRevokedElsewhereIsRefusedAtOnce(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
@@ -194,5 +194,17 @@ func TestKeptTokenRevokedElsewhereIsRefusedAtOnce(t *testing.T) {
 	}
 	if n := licenses(); n != 3 {
 		t.Errorf("%d licenses; want the 2 made before the revocation and the one made to take its key", n)
+	}
+
+	// A read token kept from a refused call is refused as not valid once
+	// revoked, not as read-only: no answer under a kept token says more.
+	var read struct{ ID, Token string }
+	fleet[0].Must(201, "POST", "/v3/api-tokens", map[string]any{"name": "reader", "scope": "read"}, &read)
+	if got := fleet[1].DoAs(read.Token, "POST", "/v3/licenses", map[string]any{"productId": product.ID}, nil); got != http.StatusForbidden {
+		t.Fatalf("a read token creating a license: %d; want 403", got)
+	}
+	fleet[0].Must(204, "DELETE", "/v3/api-tokens/"+read.ID, nil, nil)
+	if got := fleet[1].DoAs(read.Token, "POST", "/v3/licenses", map[string]any{"productId": product.ID}, nil); got != http.StatusUnauthorized {
+		t.Errorf("a kept read token, revoked elsewhere, creating a license: %d; want 401", got)
 	}
 }
