@@ -100,9 +100,6 @@ func (s *Store) changeAndFire(ctx context.Context, change Change, f Firing, unca
 		return false, err
 	}
 	tx.endHandoff(tx.made, false)
-	if tx.token != nil {
-		tx.token.made.Store(true)
-	}
 	if !tx.made {
 		return false, nil
 	}
@@ -144,6 +141,9 @@ func (tx *Tx) writeFiredAfterChange(ctx context.Context, evArg, logArg string, r
 	q := afterChange(tx.change, len(reserved) > 0, tx.seen != nil, tx.token != nil)
 	if err := tx.QueryRow(ctx, q, args...).Scan(&n); err != nil {
 		return fmt.Errorf("change and insert events and logs: %w", err)
+	}
+	if tx.token != nil { // the statement found it valid
+		tx.token.made.Store(true)
 	}
 	tx.made = n > 0
 	switch {
