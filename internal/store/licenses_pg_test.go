@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -60,5 +61,76 @@ func TestCreatingALicenseLeavesItsAccountRowAlone(t *testing.T) {
 	var left int
 	if err := st.QueryRow(ctx, `SELECT COUNT(*) FROM licenses WHERE account_id = ?`, accountID).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("%d licenses left after their account's deletion (%v); want none", left, err)
+	}
+}
+
+// A license's statement reads its product and user without locking them:
+// the licenses' foreign keys lock them at the statement's end. A product
+// or user deleted by a transaction that commits while the statement waits
+// on that lock fails it on the key, having written nothing; the change is
+// made again (ChangeAndFire), finds the row gone, and the license is
+// refused as naming none, not failed.
+func TestALicenseWhoseProductOrUserIsDeletedMeanwhileIsRefused(t *testing.T) {
+	t.Parallel()
+	heraldtest.PostgresHandles(t, 3)
+	url := heraldtest.PostgresURL(t)
+	st := openPG(t, url, nil)
+	ctx := context.Background()
+	db, holder := heraldtest.OpenDB(t, url), heraldtest.OpenDB(t, url)
+	for _, tc := range []struct{ field, table string }{{"productId", "products"}, {"userId", "users"}} {
+		t.Run(tc.table, func(t *testing.T) {
+			acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: tc.table + "@example.com", PasswordHash: "x", TokenHash: tc.table})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lic := licensing.New(st)
+			p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := lic.CreateUser(ctx, acct.ID, licensing.UserInput{Email: licensing.Optional[string]{Set: true, Value: ptrTo("u@example.com")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gone := map[string]string{"products": p.ID, "users": u.ID}[tc.table]
+			hold, err := holder.SQL().BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Rollback()
+			if _, err := hold.ExecContext(ctx, `DELETE FROM `+tc.table+` WHERE id = $1`, gone); err != nil {
+				t.Fatal(err)
+			}
+			created := make(chan error, 1)
+			go func() {
+				_, err := lic.CreateLicense(ctx, acct.ID, licensing.LicenseInput{
+					ProductID: licensing.Optional[string]{Set: true, Value: &p.ID},
+					UserID:    licensing.Optional[string]{Set: true, Value: &u.ID}})
+				created <- err
+			}()
+			// The statement has read the row (the delete is not committed)
+			// and waits to lock it for its key.
+			for deadline := time.Now().Add(30 * time.Second); db.Int(`SELECT COUNT(*) FROM pg_stat_activity
+WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO licenses%'`) == 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("the license's statement never waited for the deleted row's lock")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := hold.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			err = <-created
+			var invalid licensing.InvalidError
+			if !errors.As(err, &invalid) || len(invalid) != 1 || invalid[0].Field != tc.field {
+				t.Fatalf("create a license: %v; want it refused as naming no %s (%s)", err, tc.table, tc.field)
+			}
+			if n := db.Int(`SELECT COUNT(*) FROM licenses WHERE account_id = $1`, acct.ID); n != 0 {
+				t.Errorf("%d licenses written; want none", n)
+			}
+			if n := db.Int(`SELECT COUNT(*) FROM events WHERE account_id = $1 AND kind = 'license.created'`, acct.ID); n != 0 {
+				t.Errorf("%d license.created events written; want none", n)
+			}
+		})
 	}
 }

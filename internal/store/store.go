@@ -624,9 +624,6 @@ func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Ro
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.now() }
 
-// ForKeyShare is Tx.ForKeyShare, for the text of a Change (ChangeAndFire).
-func (s *Store) ForKeyShare() string { return s.eng.keyShare() }
-
 // Wait returns a channel closed the next time this process commits an event
 // or another process notifies that logs are due. Every caller until then
 // shares one channel, so waiting costs nothing however often it is asked.
