@@ -239,12 +239,35 @@ RETURNING id`,
 	if l.ExpiresAt != nil {
 		change.Expiry = &store.ExpiryPlan{AccountID: accountID, LicenseID: l.ID, ExpiresAt: l.ExpiresAt.Time}
 	}
+	change.Batch = &store.ChangeBatch{SQL: insertLicenses, Columns: licenseRowColumns, Key: l.ID, Row: map[string]any{
+		"id": l.ID, "account_id": accountID, "product_id": l.ProductID, "user_id": l.UserID, "key": l.Key,
+		"expires_at": optMS(l.ExpiresAt), "validity": l.Validity, "allowed_activations": l.AllowedActivations,
+		"metadata": string(l.Metadata), "created_at": store.MS(l.CreatedAt.Time), "updated_at": store.MS(l.UpdatedAt.Time)}}
 	made, err := s.store.ChangeAndFire(ctx, change, store.Firing{AccountID: accountID, Kind: event.LicenseCreated, Data: l})
 	if err != nil {
 		return false, fmt.Errorf("insert license: %w", err)
 	}
 	return made, nil
 }
+
+// insertLicenses is insertLicense's statement over a set of licenses
+// (licenseRowColumns), for the licenses created at once on PostgreSQL
+// (store.ChangeBatch, decision 0112): each is made or not as it would be
+// alone, and of two with the same key only the first.
+const (
+	insertLicenses = `INSERT INTO licenses (id, account_id, product_id, user_id, key, expires_at, validity,
+allowed_activations, metadata, created_at, updated_at)
+SELECT r.id, r.account_id, r.product_id, r.user_id, r.key, r.expires_at, r.validity,
+  r.allowed_activations, r.metadata, r.created_at, r.updated_at
+FROM changes r
+WHERE EXISTS (SELECT 1 FROM products p WHERE p.account_id = r.account_id AND p.id = r.product_id)
+  AND (r.user_id IS NULL OR EXISTS (SELECT 1 FROM users u WHERE u.account_id = r.account_id AND u.id = r.user_id))
+ORDER BY r.herald_item
+ON CONFLICT (account_id, key) DO NOTHING
+RETURNING id`
+	licenseRowColumns = `id TEXT, account_id TEXT, product_id TEXT, user_id TEXT, key TEXT, expires_at BIGINT,
+validity BIGINT, allowed_activations BIGINT, metadata TEXT, created_at BIGINT, updated_at BIGINT`
+)
 
 // refusedLicense says which of l's product and user is not the account's,
 // naming the fields; nil when both are (its key was taken). It reads

@@ -21,6 +21,10 @@ type Change struct {
 	// as Tx.PlanExpiry would, when the change returned a row. The caller
 	// tells the runner once it is made (ExpiriesChanged).
 	Expiry *ExpiryPlan
+	// Batch, when set, is the same change written over a set, which
+	// PostgreSQL may make in one statement with the changes of other
+	// calls (changebatch.go).
+	Batch *ChangeBatch
 }
 
 // ExpiryPlan is what Tx.PlanExpiry is given: a license of an account and
@@ -63,6 +67,12 @@ func (s *Store) ChangeAndFire(ctx context.Context, change Change, f Firing) (boo
 			return err
 		})
 		return made && err == nil, err
+	}
+	if change.Batch != nil {
+		made, alone, err := s.changeInBatch(ctx, change, f)
+		if !alone {
+			return made, err
+		}
 	}
 	// A webhook deleted between the read of the subscribed webhooks and
 	// the statement fails it on the logs' foreign key (as a row the change

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,5 +184,209 @@ SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Arg
 	}
 	if len(statuses) != 2 || statuses[1] != string(store.Queued) {
 		t.Errorf("the webhook's logs: %v; want two, the second queued as the third try's read found it enabled", statuses)
+	}
+}
+
+// batchedProduct is a product's creation as a change that may share its
+// statement (store.ChangeBatch): alone by Change.SQL, over a set by
+// Batch.SQL.
+func batchedProduct(accountID, id string) store.Change {
+	return store.Change{
+		SQL: `INSERT INTO products (id, account_id, name, created_at, updated_at)
+SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true ON CONFLICT (id) DO NOTHING RETURNING id`,
+		Args: []any{id, accountID},
+		Batch: &store.ChangeBatch{SQL: `INSERT INTO products (id, account_id, name, created_at, updated_at)
+SELECT r.id, r.account_id, 'p', 1, 1 FROM changes r ORDER BY r.herald_item ON CONFLICT (id) DO NOTHING RETURNING id`,
+			Columns: `id TEXT, account_id TEXT`, Row: map[string]any{"id": id, "account_id": accountID}, Key: id},
+	}
+}
+
+// holdBatches has st run one shared statement at a time and holds its
+// first statement, before it runs, until release is closed; held is closed
+// once it is held. fn, if given, runs before each later statement (the
+// n-th, from 2).
+func holdBatches(t *testing.T, st *store.Store, fn func(n int)) (held, release chan struct{}) {
+	t.Helper()
+	store.SetChangeBatchesAtOnce(st, 1)
+	held, release = make(chan struct{}), make(chan struct{})
+	var n atomic.Int32
+	store.SetBeforeChange(st, func() {
+		switch i := int(n.Add(1)); i {
+		case 1:
+			close(held)
+			<-release
+		default:
+			if fn != nil {
+				fn(i)
+			}
+		}
+	})
+	t.Cleanup(func() { store.SetBeforeChange(st, nil) })
+	return held, release
+}
+
+// waitForBatched waits until n changes wait for st's next shared statement.
+func waitForBatched(t *testing.T, st *store.Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, waiting := store.ChangeBatches(st); waiting == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			_, waiting := store.ChangeBatches(st)
+			t.Fatalf("%d changes wait for a statement; want %d", waiting, n)
+		}
+	}
+}
+
+type batchedResult struct {
+	id   string
+	made bool
+	err  error
+}
+
+// Changes that wait while a shared statement runs are made together by
+// the next (decision 0112), each as it would be alone: a change under an
+// API token revoked since it was kept is refused, a change with the key of
+// one waiting waits for the statement after and is not made there, and
+// every change made has its one event and its log.
+func TestChangesWaitingShareOneStatement(t *testing.T) {
+	t.Parallel()
+	heraldtest.PostgresHandles(t, 2)
+	url := heraldtest.PostgresURL(t)
+	ctx := context.Background()
+	st := openPG(t, url, nil)
+	acct, hook := accountWithWebhook(t, st)
+	db := heraldtest.OpenDB(t, url)
+	tok, err := st.CreateAPIToken(ctx, acct.ID, store.NewAPIToken{Name: "kept", Scope: store.ScopeWrite, Hash: "hash-batched"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Authenticate(ctx, "hash-batched"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, revoked, ok := st.KeptToken("hash-batched")
+	if !ok {
+		t.Fatal("the token read is not kept")
+	}
+	if _, err := db.SQL().ExecContext(ctx, `DELETE FROM api_tokens WHERE id = $1`, tok.ID); err != nil {
+		t.Fatal(err) // as another process revokes it
+	}
+
+	results := make(chan batchedResult, 16)
+	change := func(ctx context.Context, id string) {
+		made, err := st.ChangeAndFire(ctx, batchedProduct(acct.ID, id),
+			store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"product": id}})
+		results <- batchedResult{id, made, err}
+	}
+	held, release := holdBatches(t, st, nil)
+	first := store.NewID()
+	go change(ctx, first)
+	<-held
+	var ids []string
+	for range 6 {
+		ids = append(ids, store.NewID())
+	}
+	for _, id := range ids {
+		go change(ctx, id)
+	}
+	waitForBatched(t, st, 6)
+	go change(ctx, ids[2])                                       // the key of a change waiting: it waits for the statement after
+	go change(store.WithTokenCheck(ctx, revoked), store.NewID()) // refused
+	waitForBatched(t, st, 8)
+	close(release)
+
+	made := map[string]int{}
+	refused := 0
+	for range 9 {
+		r := <-results
+		switch {
+		case errors.Is(r.err, store.ErrAPITokenRefused):
+			refused++
+		case r.err != nil:
+			t.Errorf("change %s: %v", r.id, r.err)
+		case r.made:
+			made[r.id]++
+		}
+	}
+	if ran, _ := store.ChangeBatches(st); ran != 3 {
+		t.Errorf("%d shared statements; want 3: the held one, the seven that waited, the one whose key was among them", ran)
+	}
+	if refused != 1 {
+		t.Errorf("%d changes refused; want the revoked token's", refused)
+	}
+	for _, id := range append([]string{first}, ids...) {
+		if made[id] != 1 {
+			t.Errorf("product %s made %d times; want once", id, made[id])
+		}
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM products WHERE account_id = ?`, acct.ID); n != 7 {
+		t.Errorf("%d products; want 7", n)
+	}
+	for _, id := range append([]string{first}, ids...) {
+		if n := db.Int(`SELECT COUNT(*) FROM events WHERE kind = ? AND convert_from(body, 'UTF8') LIKE ?`,
+			string(event.LicenseCreated), "%"+id+"%"); n != 1 {
+			t.Errorf("product %s: %d events; want 1", id, n)
+		}
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM webhook_event_logs l JOIN delivery_queue q ON q.log_id = l.id
+WHERE l.webhook_id = ? AND l.status = 'queued'`, hook.ID); n != 7 {
+		t.Errorf("%d logs queued; want one for each of the 7 events", n)
+	}
+}
+
+// A shared statement that fails writes nothing, and each of its changes is
+// made again by itself, reading what failed it: here the account's webhook
+// disabled after the statement's changes read it, which fails the statement
+// on the webhooks' version (decision 0109); each change alone then reads
+// the webhook disabled and cancels its log.
+func TestASharedStatementThatFailsMakesEachChangeAlone(t *testing.T) {
+	t.Parallel()
+	heraldtest.PostgresHandles(t, 2)
+	url := heraldtest.PostgresURL(t)
+	ctx := context.Background()
+	st := openPG(t, url, nil)
+	other := openPG(t, url, nil) // another process
+	acct, hook := accountWithWebhook(t, st)
+	db := heraldtest.OpenDB(t, url)
+
+	results := make(chan batchedResult, 16)
+	change := func(id string) {
+		made, err := st.ChangeAndFire(ctx, batchedProduct(acct.ID, id),
+			store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"product": id}})
+		results <- batchedResult{id, made, err}
+	}
+	off := false
+	held, release := holdBatches(t, st, func(n int) {
+		if n == 2 { // the second shared statement, its changes prepared
+			if _, err := other.UpdateWebhook(ctx, acct.ID, hook.ID, store.WebhookPatch{Enabled: &off}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	go change(store.NewID())
+	<-held
+	for range 5 {
+		go change(store.NewID())
+	}
+	waitForBatched(t, st, 5)
+	close(release)
+	for range 6 {
+		if r := <-results; r.err != nil || !r.made {
+			t.Errorf("change %s: made %v, %v; want made", r.id, r.made, r.err)
+		}
+	}
+	if ran, _ := store.ChangeBatches(st); ran != 2 {
+		t.Errorf("%d shared statements; want 2", ran)
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM products WHERE account_id = ?`, acct.ID); n != 6 {
+		t.Errorf("%d products; want 6", n)
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM webhook_event_logs WHERE webhook_id = ? AND status = 'queued'`, hook.ID); n != 1 {
+		t.Errorf("%d logs queued; want the first change's alone", n)
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM webhook_event_logs WHERE webhook_id = ? AND status = 'cancelled' AND retry_reason = ?`,
+		hook.ID, store.ReasonDisabled); n != 5 {
+		t.Errorf("%d logs cancelled as disabled; want the five changes made alone after the webhook was disabled", n)
 	}
 }

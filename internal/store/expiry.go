@@ -70,9 +70,15 @@ func (tx *Tx) PlanExpiry(ctx context.Context, accountID, licenseID string, expir
 // ChangeAndFire makes it one of its WITHs, on the change's row); its
 // arguments are the license, the account and expires_at.
 func planExpiry(cond string) string {
+	return planExpiries(`(SELECT CAST(? AS TEXT) AS license_id, CAST(? AS TEXT) AS account_id, CAST(? AS BIGINT) AS expires_at) AS v`, cond)
+}
+
+// planExpiries is planExpiry over the licenses of from, a FROM item named v
+// with the columns license_id, account_id and expires_at, where cond holds.
+func planExpiries(from, cond string) string {
 	return `INSERT INTO license_expiries (license_id, account_id, expires_at, due_at)
 SELECT v.license_id, v.account_id, v.expires_at, ` + planOver("v.expires_at", "v.account_id", "NULL", "NULL") + `
-FROM (SELECT CAST(? AS TEXT) AS license_id, CAST(? AS TEXT) AS account_id, CAST(? AS BIGINT) AS expires_at) AS v WHERE ` + cond + `
+FROM ` + from + ` WHERE ` + cond + `
 ON CONFLICT (license_id) DO UPDATE SET expires_at = excluded.expires_at,
   due_at = ` + planOver("excluded.expires_at", "license_expiries.account_id", "license_expiries.soon_fired_for", "license_expiries.expired_fired_for")
 }

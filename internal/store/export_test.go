@@ -19,3 +19,19 @@ var IDRange = idRange
 // and its statement, at every try, so that a test can change the webhooks
 // there.
 func SetBeforeChange(st *Store, fn func()) { st.beforeChange = fn }
+
+// SetChangeBatchesAtOnce sets how many shared statements of changes run at
+// once (changebatch.go).
+func SetChangeBatchesAtOnce(st *Store, n int) {
+	st.changeBatches.mu.Lock()
+	defer st.changeBatches.mu.Unlock()
+	st.changeBatches.atOnce = n
+}
+
+// ChangeBatches says how many shared statements of changes have run and
+// how many changes wait for one.
+func ChangeBatches(st *Store) (ran, waiting int) {
+	st.changeBatches.mu.Lock()
+	defer st.changeBatches.mu.Unlock()
+	return st.changeBatches.ran, len(st.changeBatches.waiting)
+}

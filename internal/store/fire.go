@@ -64,6 +64,12 @@ type firedEvent struct {
 	Kind        string  `json:"k"`
 	Body        string  `json:"b"` // the exact bytes: as text on SQLite, base64 on PostgreSQL (see writeFired)
 	TraceParent *string `json:"t"`
+	// In a batch of changes (changebatch.go): the key of the change the
+	// event reports, and the account and version of the webhooks its
+	// logs were decided from, which the statement must still find.
+	Change      string `json:"c,omitempty"`
+	SeenAccount string `json:"va,omitempty"`
+	SeenVersion *int64 `json:"vv,omitempty"`
 }
 
 // firedLog is an event log row as writeFired inserts it: queued (due now)
@@ -80,6 +86,9 @@ type firedLog struct {
 	// webhook is suspended, which counts as undelivered (undelivered_at,
 	// migration 0060); nil for any other.
 	Undelivered *int64 `json:"u"`
+	// Change is the key of the change the log's event reports, in a batch
+	// of changes (changebatch.go).
+	Change string `json:"c,omitempty"`
 }
 
 // fireAll builds each event's body, decides its logs from the subscribed
@@ -88,7 +97,37 @@ func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
 	if len(firings) == 0 {
 		return nil, nil
 	}
-	now := tx.Now()
+	p, err := tx.prepareFired(ctx, firings, tx.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.writeFired(ctx, p.events, p.logs, p.reserved, p.now); err != nil {
+		if len(p.reserved) > 0 {
+			// A change's statement, run outside a transaction block
+			// (ChangeAndFire), may have committed before its answer was
+			// lost; within a transaction nothing is committed yet.
+			tx.handoff.h.Abandon(p.reserved, tx.change != nil && !isServerError(err))
+		}
+		return nil, err
+	}
+	tx.written(firings, p)
+	return p.ids, nil
+}
+
+// prepared is what firing writes, decided and not yet written: the events
+// (ids in the firings' order), their logs, and the logs reserved to hand
+// over.
+type prepared struct {
+	now      time.Time
+	ids      []string
+	events   []firedEvent
+	logs     []firedLog
+	reserved []Claim
+}
+
+// prepareFired builds each event's body at now and decides its logs from
+// the subscribed webhooks (fireTargets), reserving those to hand over.
+func (tx *Tx) prepareFired(ctx context.Context, firings []Firing, now time.Time) (prepared, error) {
 	traceParent := nullable(tracing.TraceParent(ctx))
 	ids := make([]string, len(firings))
 	bodies := make([][]byte, len(firings))
@@ -97,7 +136,7 @@ func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
 		ids[i] = NewIDAt(now)
 		body, err := event.Build(ids[i], f.Kind, f.Data, now)
 		if err != nil {
-			return nil, err
+			return prepared{}, err
 		}
 		bodies[i] = body
 		events[i] = firedEvent{ID: ids[i], AccountID: f.AccountID, Kind: string(f.Kind), TraceParent: traceParent}
@@ -109,7 +148,7 @@ func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
 	}
 	logs, targets, err := tx.fireTargets(ctx, firings, ids, bodies, now)
 	if err != nil {
-		return nil, err
+		return prepared{}, err
 	}
 	var reserved []Claim
 	if targets != nil {
@@ -118,33 +157,28 @@ func (tx *Tx) fireAll(ctx context.Context, firings []Firing) ([]string, error) {
 			byEvent[id] = bodies[i]
 		}
 		if reserved, err = tx.reserve(logs, targets, byEvent, traceParent, now); err != nil {
-			return nil, err
+			return prepared{}, err
 		}
 	}
-	if err := tx.writeFired(ctx, events, logs, reserved, now); err != nil {
-		if len(reserved) > 0 {
-			// A change's statement, run outside a transaction block
-			// (ChangeAndFire), may have committed before its answer was
-			// lost; within a transaction nothing is committed yet.
-			tx.handoff.h.Abandon(reserved, tx.change != nil && !isServerError(err))
-		}
-		return nil, err
-	}
+	return prepared{now: now, ids: ids, events: events, logs: logs, reserved: reserved}, nil
+}
+
+// written notes what p's firings wrote: their kinds, and whether a log
+// is left in the queue to claim (a log handed over needs no claim: only
+// those left wake this process's dispatcher and the others').
+func (tx *Tx) written(firings []Firing, p prepared) {
 	for _, f := range firings {
 		tx.kinds = append(tx.kinds, f.Kind)
 	}
-	// A log handed over needs no claim: only those left in the queue wake
-	// this process's dispatcher and the others'.
 	queued := 0
-	for _, l := range logs {
+	for _, l := range p.logs {
 		if l.Status == string(Queued) {
 			queued++
 		}
 	}
-	if queued > len(reserved) {
+	if queued > len(p.reserved) {
 		tx.fired = true
 	}
-	return ids, nil
 }
 
 // Statements that write fired events and their logs. A queued log is due
@@ -266,11 +300,7 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 		logs = []firedLog{}
 	}
 	t := ms(now)
-	for i, l := range logs {
-		if l.Reason != nil && undeliveredReason(*l.Reason) {
-			logs[i].Undelivered = &t
-		}
-	}
+	markUndelivered(logs, t)
 	logArg, err := jsonRows(logs)
 	if err != nil {
 		return fmt.Errorf("insert event logs: %w", err)
@@ -300,6 +330,16 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 		return fmt.Errorf("queue event logs: %w", err)
 	}
 	return nil
+}
+
+// markUndelivered gives each log cancelled in a way that counts as
+// undelivered the firing's time t.
+func markUndelivered(logs []firedLog, t int64) {
+	for i, l := range logs {
+		if l.Reason != nil && undeliveredReason(*l.Reason) {
+			logs[i].Undelivered = &t
+		}
+	}
 }
 
 // writeFiredHanding is writeFired's statement on PostgreSQL when logs are

@@ -100,6 +100,9 @@ type Store struct {
 	// keptTokens are the API tokens Authenticate found valid, kept a
 	// second (kepttoken.go; PostgreSQL).
 	keptTokens keptTokens
+	// changeBatches gathers the changes of concurrent ChangeAndFire calls
+	// into shared statements (changebatch.go; PostgreSQL).
+	changeBatches changeBatcher
 	// beforeChange, set by a test only, runs between ChangeAndFire's read
 	// of the webhooks and its statement, at every try (PostgreSQL).
 	beforeChange func()
@@ -184,6 +187,7 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 		return nil, err
 	}
 	s := &Store{box: box, now: opts.Now, log: opts.Logger, onFired: opts.OnFired, onEmail: opts.OnEmail}
+	s.changeBatches.atOnce = changeBatchesAtOnce
 	if s.now == nil {
 		s.now, s.wallClock = time.Now, true
 	}

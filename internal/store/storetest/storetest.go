@@ -30,6 +30,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 	}{
 		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
 		{"AChangeAndItsEventAreOneWrite", 1, testAChangeAndItsEventAreOneWrite},
+		{"ChangesMadeAtOnceAreEachMadeAsAlone", 1, testChangesMadeAtOnceAreEachMadeAsAlone},
 		{"AChangeSeesEveryWebhookChangeBeforeIt", 2, testAChangeSeesEveryWebhookChangeBeforeIt},
 		{"AKeptTokenIsCheckedInItsStatement", 2, testAKeptTokenIsCheckedInItsStatement},
 		{"ClaimTakesDueLogsUnderALease", 1, testClaimTakesDueLogsUnderALease},
