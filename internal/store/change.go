@@ -74,14 +74,21 @@ func (s *Store) ChangeAndFire(ctx context.Context, change Change, f Firing) (boo
 			return made, err
 		}
 	}
-	// A webhook deleted between the read of the subscribed webhooks and
-	// the statement fails it on the logs' foreign key (as a row the change
-	// read without a lock and that was deleted since fails it on the
-	// change's own: a license's product, decision 0111), and a set kept
-	// from an earlier read (webhookset.go) whose webhooks changed since
-	// fails it on their version, having written nothing: read again, the
-	// webhooks are as they are now. The last try reads them afresh and checks no
-	// version, so that webhooks changing without rest cannot fail it.
+	return s.changeAlone(ctx, change, f)
+}
+
+// changeAlone is ChangeAndFire on PostgreSQL by the change's own
+// statement.
+//
+// A webhook deleted between the read of the subscribed webhooks and the
+// statement fails it on the logs' foreign key (as a row the change read
+// without a lock and that was deleted since fails it on the change's own:
+// a license's product, decision 0111), and a set kept from an earlier read
+// (webhookset.go) whose webhooks changed since fails it on their version,
+// having written nothing: read again, the webhooks are as they are now.
+// The last try reads them afresh and checks no version, so that webhooks
+// changing without rest cannot fail it.
+func (s *Store) changeAlone(ctx context.Context, change Change, f Firing) (bool, error) {
 	const tries = 3
 	for try := 1; ; try++ {
 		made, err := s.changeAndFire(ctx, change, f, try == tries)

@@ -41,7 +41,7 @@ type changeBatcher struct {
 	running int
 	// atOnce is changeBatchesAtOnce, which a test may lower.
 	atOnce int
-	// ran counts the shared statements run (for tests).
+	// ran counts the rounds run, a lone change's included (for tests).
 	ran int
 }
 
@@ -77,7 +77,9 @@ func (s *Store) changeInBatch(ctx context.Context, change Change, f Firing) (mad
 	}
 	b.mu.Unlock()
 	if lead {
-		go s.leadBatches()
+		// This caller runs the first round itself: a change alone goes
+		// from its request to its statement with no other goroutine.
+		s.leadRound()
 	}
 	// The shared statement runs under its own deadline, whatever this
 	// caller's context does: it carries others' changes, and this one's
@@ -86,7 +88,31 @@ func (s *Store) changeInBatch(ctx context.Context, change Change, f Firing) (mad
 	return r.made, r.alone, r.err
 }
 
-// leadBatches runs shared statements while changes wait.
+// leadRound runs one round on the caller's goroutine, holding a place
+// among the statements at once, and hands the place on to leadBatches
+// while changes wait, or gives it back.
+func (s *Store) leadRound() {
+	b := &s.changeBatches
+	b.mu.Lock()
+	if len(b.waiting) == 0 { // taken meanwhile by a round already running
+		b.running--
+		b.mu.Unlock()
+		return
+	}
+	take := b.takeLocked()
+	b.mu.Unlock()
+	s.runBatch(take)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.waiting) > 0 {
+		go s.leadBatches()
+		return
+	}
+	b.running--
+}
+
+// leadBatches runs rounds while changes wait, holding a place among the
+// statements at once, and gives it back.
 func (s *Store) leadBatches() {
 	b := &s.changeBatches
 	for {
@@ -96,27 +122,32 @@ func (s *Store) leadBatches() {
 			b.mu.Unlock()
 			return
 		}
-		// One statement per change SQL, with or without expiries: the
-		// first waiting change's, with every waiting change of the same,
-		// up to the cap. A change whose
-		// key one taken already has waits for the next: the statement
-		// tells its changes apart by their keys.
-		k := batchKeyOf(b.waiting[0].change)
-		var take, rest []*batchedChange
-		keys := map[string]bool{}
-		for _, c := range b.waiting {
-			if batchKeyOf(c.change) == k && len(take) < changeBatchMax && !keys[c.change.Batch.Key] {
-				take = append(take, c)
-				keys[c.change.Batch.Key] = true
-			} else {
-				rest = append(rest, c)
-			}
-		}
-		b.waiting = rest
-		b.ran++
+		take := b.takeLocked()
 		b.mu.Unlock()
 		s.runBatch(take)
 	}
+}
+
+// takeLocked takes the changes of the next round from those waiting, of
+// which there is one at least, b.mu held: the first waiting change's SQL
+// (with or without expiries), with every waiting change of the same up to
+// the cap. A change whose key one taken already has waits for the next:
+// the statement tells its changes apart by their keys.
+func (b *changeBatcher) takeLocked() []*batchedChange {
+	k := batchKeyOf(b.waiting[0].change)
+	var take, rest []*batchedChange
+	keys := map[string]bool{}
+	for _, c := range b.waiting {
+		if batchKeyOf(c.change) == k && len(take) < changeBatchMax && !keys[c.change.Batch.Key] {
+			take = append(take, c)
+			keys[c.change.Batch.Key] = true
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	b.waiting = rest
+	b.ran++
+	return take
 }
 
 // batchItem is a batched change as its statement is built: its Tx (its
@@ -128,7 +159,16 @@ type batchItem struct {
 }
 
 // runBatch makes the changes of take in one statement and answers each.
+// A change that found none waiting beside it is made alone, by the
+// statement written for one, which costs PostgreSQL less than a set of
+// one; it holds its place among the statements at once all the same.
 func (s *Store) runBatch(take []*batchedChange) {
+	if len(take) == 1 {
+		c := take[0]
+		made, err := s.changeAlone(c.ctx, c.change, c.f)
+		c.done <- batchResult{made: made, err: err}
+		return
+	}
 	now := s.now()
 	t := ms(now)
 	h := s.handoffNow()
