@@ -68,7 +68,7 @@ func (s *Store) ChangeAndFire(ctx context.Context, change Change, f Firing) (boo
 		})
 		return made && err == nil, err
 	}
-	if change.Batch != nil {
+	if change.Batch != nil && s.changeDB != nil {
 		made, alone, err := s.changeInBatch(ctx, change, f)
 		if !alone {
 			return made, err

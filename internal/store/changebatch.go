@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -162,10 +163,21 @@ type batchItem struct {
 // A change that found none waiting beside it is made alone, by the
 // statement written for one, which costs PostgreSQL less than a set of
 // one; it holds its place among the statements at once all the same.
+//
+// Both run on the shared statements' own connections, whose statements
+// give up a wait for a lock after changeLockTimeout, writing nothing: a
+// change that waits on a row another transaction holds (a product being
+// deleted with its many licenses, say) is then made alone by its caller,
+// on the API's connections, outside the places, and waits there, while
+// the other accounts' changes go on.
 func (s *Store) runBatch(take []*batchedChange) {
 	if len(take) == 1 {
 		c := take[0]
-		made, err := s.changeAlone(c.ctx, c.change, c.f)
+		made, err := s.changeAlone(context.WithValue(c.ctx, changeLane{}, true), c.change, c.f)
+		if isLockTimeout(err) {
+			c.done <- batchResult{alone: true}
+			return
+		}
 		c.done <- batchResult{made: made, err: err}
 		return
 	}
@@ -310,7 +322,7 @@ func (s *Store) writeBatch(items []batchItem, t int64) (made, ok []bool, err err
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	q := batchStatement(batchKeyOf(items[0].c.change))
-	res, err := s.writer.QueryContext(ctx, s.q(q), t, string(rowArg), t, evArg, t, t, t, t, logArg, string(handArg))
+	res, err := s.changeDB.QueryContext(ctx, s.q(q), t, string(rowArg), t, evArg, t, t, t, t, logArg, string(handArg))
 	if err != nil {
 		return nil, nil, fmt.Errorf("change and insert events and logs: %w", err)
 	}
@@ -335,6 +347,21 @@ func (s *Store) writeBatch(items []batchItem, t int64) (made, ok []bool, err err
 // batchTimeout bounds a shared statement, which no one caller's context
 // may cancel.
 const batchTimeout = 30 * time.Second
+
+// changeLockTimeout is how long a statement on the shared statements'
+// connections waits for a lock (lock_timeout) before it gives up, writing
+// nothing, and its changes are made alone: far beyond what one takes
+// (a shared statement of 64 licenses runs in about 10 ms), and short
+// enough that a change held up by one account's long transaction does not
+// hold up the others'.
+const changeLockTimeout = 100 * time.Millisecond
+
+// isLockTimeout says whether err is PostgreSQL's lock_not_available
+// (SQLSTATE 55P03), which lock_timeout raises.
+func isLockTimeout(err error) bool {
+	var pg interface{ SQLState() string }
+	return errors.As(err, &pg) && pg.SQLState() == "55P03"
+}
 
 // batchStatements holds batchStatement's text for each batchKey.
 var batchStatements sync.Map // batchKey -> string

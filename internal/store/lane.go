@@ -32,7 +32,24 @@ func (s *Store) writerFor(ctx context.Context) *sql.DB {
 	if s.deliveryDB != nil && ctx.Value(deliveryLane{}) != nil {
 		return s.deliveryDB
 	}
+	if s.changeDB != nil && ctx.Value(changeLane{}) != nil {
+		return s.changeDB
+	}
 	return s.writer
+}
+
+// changeLane marks a context whose change runs on the shared statements'
+// pool (changebatch.go).
+type changeLane struct{}
+
+// changePoolSize is how many of the connections left to the API the
+// shared statements of changes keep for themselves (changebatch.go): one
+// for each that runs at once, where that leaves two at least to the rest.
+func changePoolSize(main int) int {
+	if main < changeBatchesAtOnce+2 {
+		return 0
+	}
+	return changeBatchesAtOnce
 }
 
 // Delivery is the store as the dispatcher uses it: the same store, whose

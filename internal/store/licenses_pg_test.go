@@ -134,3 +134,88 @@ WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO licenses%'`) == 0; {
 		})
 	}
 }
+
+// Licenses created at once share statements on a few connections of their
+// own (decision 0112), whose statements give up a wait for a lock after a
+// short time: licenses held up by one account's long transaction (here its
+// product's deletion, left uncommitted) are made alone and wait by
+// themselves, and another account's licenses are created meanwhile.
+func TestALicenseHeldUpByALockHoldsUpNoOtherAccount(t *testing.T) {
+	t.Parallel()
+	heraldtest.PostgresHandles(t, 3)
+	url := heraldtest.PostgresURL(t)
+	st := openPG(t, url, nil)
+	ctx := context.Background()
+	db, holder := heraldtest.OpenDB(t, url), heraldtest.OpenDB(t, url)
+	lic := licensing.New(st)
+	product := func(name string) (string, string) {
+		t.Helper()
+		acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: name, OwnerEmail: name + "@example.com", PasswordHash: "x", TokenHash: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acct.ID, p.ID
+	}
+	heldAccount, heldProduct := product("held")
+	otherAccount, otherProduct := product("other")
+	hold, err := holder.SQL().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback()
+	if _, err := hold.ExecContext(ctx, `DELETE FROM products WHERE id = $1`, heldProduct); err != nil {
+		t.Fatal(err)
+	}
+	create := func(accountID, productID string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := lic.CreateLicense(ctx, accountID, licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &productID}})
+			done <- err
+		}()
+		return done
+	}
+	var held []<-chan error
+	for range 3 { // more than the shared statements at once
+		held = append(held, create(heldAccount, heldProduct))
+	}
+	for deadline := time.Now().Add(30 * time.Second); db.Int(`SELECT COUNT(*) FROM pg_stat_activity
+WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO licenses%'`) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the held account's licenses never waited for its product's lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := range 5 {
+		select {
+		case err := <-create(otherAccount, otherProduct):
+			if err != nil {
+				t.Fatalf("the other account's license %d: %v", i, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the other account's license %d waited for the held account's lock", i)
+		}
+	}
+	for i, done := range held {
+		select {
+		case err := <-done:
+			t.Fatalf("held license %d answered (%v) while its product's deletion is uncommitted", i, err)
+		default:
+		}
+	}
+	if err := hold.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for i, done := range held {
+		var invalid licensing.InvalidError
+		if err := <-done; !errors.As(err, &invalid) || len(invalid) != 1 || invalid[0].Field != "productId" {
+			t.Errorf("held license %d: %v; want it refused as naming no product", i, err)
+		}
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM licenses WHERE account_id = $1`, otherAccount); n != 5 {
+		t.Errorf("%d licenses of the other account; want 5", n)
+	}
+}

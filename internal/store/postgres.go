@@ -22,8 +22,10 @@ type postgresEngine struct {
 	db *sql.DB
 	// deliveryDB is the dispatcher's pool (lane.go), or nil.
 	deliveryDB *sql.DB
-	listener   *listener
-	announcer  *announcer
+	// changeDB is the shared statements' pool (changebatch.go), or nil.
+	changeDB  *sql.DB
+	listener  *listener
+	announcer *announcer
 	// expiries announces planned expiry instants (expiryChannel).
 	expiries *announcer
 	// cachesPlans is set when the main pool's statements are prepared and
@@ -73,7 +75,8 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 		cfg.ConnectTimeout = 10 * time.Second
 	}
 	deliverySize := deliveryPoolSize(poolSize)
-	db := openPool(*cfg, poolSize-deliverySize)
+	changeSize := changePoolSize(poolSize - deliverySize)
+	db := openPool(*cfg, poolSize-deliverySize-changeSize)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return fmt.Errorf("open postgres: %w", err)
@@ -84,9 +87,12 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 	if deliverySize > 0 {
 		e.deliveryDB = openPool(planEachTime(*cfg), deliverySize)
 	}
+	if changeSize > 0 {
+		e.changeDB = openPool(lockTimeout(*cfg, changeLockTimeout), changeSize)
+	}
 	e.listener = startListener(cfg, map[string]func(){notifyChannel: s.wake, expiryChannel: s.wakeExpiries}, own, s.log)
 	s.eng = e
-	s.db, s.writer, s.deliveryDB, s.where = db, db, e.deliveryDB, "postgres"
+	s.db, s.writer, s.deliveryDB, s.changeDB, s.where = db, db, e.deliveryDB, e.changeDB, "postgres"
 	return nil
 }
 
@@ -122,6 +128,19 @@ func planEachTime(cfg pgx.ConnConfig) pgx.ConnConfig {
 		params[k] = v
 	}
 	params["enable_seqscan"] = "off"
+	cfg.RuntimeParams = params
+	return cfg
+}
+
+// lockTimeout has every statement of cfg's connections give up a wait for
+// a lock after d (PostgreSQL's lock_timeout: SQLSTATE 55P03, nothing of the
+// statement written).
+func lockTimeout(cfg pgx.ConnConfig, d time.Duration) pgx.ConnConfig {
+	params := make(map[string]string, len(cfg.RuntimeParams)+1)
+	for k, v := range cfg.RuntimeParams {
+		params[k] = v
+	}
+	params["lock_timeout"] = strconv.FormatInt(d.Milliseconds(), 10)
 	cfg.RuntimeParams = params
 	return cfg
 }
@@ -210,6 +229,9 @@ func (e *postgresEngine) close() error {
 	e.listener.stop()
 	e.announcer.stop()
 	e.expiries.stop()
+	if e.changeDB != nil {
+		e.changeDB.Close()
+	}
 	if e.deliveryDB != nil {
 		e.deliveryDB.Close()
 	}

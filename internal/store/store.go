@@ -101,8 +101,11 @@ type Store struct {
 	// second (kepttoken.go; PostgreSQL).
 	keptTokens keptTokens
 	// changeBatches gathers the changes of concurrent ChangeAndFire calls
-	// into shared statements (changebatch.go; PostgreSQL).
+	// into shared statements, run on changeDB, their own connections
+	// (changebatch.go; PostgreSQL; nil where the pool is too small to
+	// split, and then nothing is shared).
 	changeBatches changeBatcher
+	changeDB      *sql.DB
 	// beforeChange, set by a test only, runs between ChangeAndFire's read
 	// of the webhooks and its statement, at every try (PostgreSQL).
 	beforeChange func()
