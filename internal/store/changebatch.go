@@ -205,7 +205,7 @@ func (s *Store) runBatch(take []*batchedChange) {
 	for i, it := range items {
 		tx, reserved := it.tx, it.p.reserved
 		switch {
-		case err != nil && isServerError(err):
+		case err != nil && (isServerError(err) || errors.As(err, new(notSent))):
 			// Nothing committed: each change is made again by itself,
 			// which reads what failed this one (a webhook or product
 			// deleted, webhooks changed) as it does alone.
@@ -299,22 +299,22 @@ func (s *Store) writeBatch(items []batchItem, t int64) (made, ok []bool, err err
 	}
 	rowArg, err := json.Marshal(rows)
 	if err != nil {
-		return nil, nil, fmt.Errorf("batch changes: %w", err)
+		return nil, nil, notSent{fmt.Errorf("batch changes: %w", err)}
 	}
 	evArg, err := jsonRows(events)
 	if err != nil {
-		return nil, nil, fmt.Errorf("insert events: %w", err)
+		return nil, nil, notSent{fmt.Errorf("insert events: %w", err)}
 	}
 	if logs == nil {
 		logs = []firedLog{}
 	}
 	logArg, err := jsonRows(logs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("insert event logs: %w", err)
+		return nil, nil, notSent{fmt.Errorf("insert event logs: %w", err)}
 	}
 	handArg, err := json.Marshal(hand)
 	if err != nil {
-		return nil, nil, fmt.Errorf("hand over logs: %w", err)
+		return nil, nil, notSent{fmt.Errorf("hand over logs: %w", err)}
 	}
 	if h := s.beforeChange; h != nil {
 		h()
@@ -343,6 +343,13 @@ func (s *Store) writeBatch(items []batchItem, t int64) (made, ok []bool, err err
 	}
 	return made, ok, nil
 }
+
+// notSent is an error met before a shared statement was sent: nothing of
+// it can have been written.
+type notSent struct{ err error }
+
+func (e notSent) Error() string { return e.err.Error() }
+func (e notSent) Unwrap() error { return e.err }
 
 // batchTimeout bounds a shared statement, which no one caller's context
 // may cancel.
