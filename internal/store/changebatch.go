@@ -173,7 +173,9 @@ type batchItem struct {
 func (s *Store) runBatch(take []*batchedChange) {
 	if len(take) == 1 {
 		c := take[0]
-		made, err := s.changeAlone(context.WithValue(c.ctx, changeLane{}, true), c.change, c.f)
+		ctx, cancel := context.WithTimeout(context.WithValue(c.ctx, changeLane{}, true), batchTimeout)
+		made, err := s.changeAlone(ctx, c.change, c.f)
+		cancel()
 		if isLockTimeout(err) {
 			c.done <- batchResult{alone: true}
 			return
@@ -351,8 +353,8 @@ type notSent struct{ err error }
 func (e notSent) Error() string { return e.err.Error() }
 func (e notSent) Unwrap() error { return e.err }
 
-// batchTimeout bounds a shared statement, which no one caller's context
-// may cancel.
+// batchTimeout bounds a statement that holds a place among those at once,
+// which no one caller's context may cancel.
 const batchTimeout = 30 * time.Second
 
 // changeLockTimeout is how long a statement on the shared statements'
