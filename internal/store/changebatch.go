@@ -90,43 +90,35 @@ func (s *Store) changeInBatch(ctx context.Context, change Change, f Firing) (mad
 }
 
 // leadRound runs one round on the caller's goroutine, holding a place
-// among the statements at once, and hands the place on to leadBatches
-// while changes wait, or gives it back.
+// among the statements at once, and hands the place on to leadBatches.
 func (s *Store) leadRound() {
-	b := &s.changeBatches
-	b.mu.Lock()
-	if len(b.waiting) == 0 { // taken meanwhile by a round already running
-		b.running--
-		b.mu.Unlock()
-		return
-	}
-	take := b.takeLocked()
-	b.mu.Unlock()
-	s.runBatch(take)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.waiting) > 0 {
+	if s.round() {
 		go s.leadBatches()
-		return
 	}
-	b.running--
 }
 
 // leadBatches runs rounds while changes wait, holding a place among the
 // statements at once, and gives it back.
 func (s *Store) leadBatches() {
-	b := &s.changeBatches
-	for {
-		b.mu.Lock()
-		if len(b.waiting) == 0 {
-			b.running--
-			b.mu.Unlock()
-			return
-		}
-		take := b.takeLocked()
-		b.mu.Unlock()
-		s.runBatch(take)
+	for s.round() {
 	}
+}
+
+// round runs the next round, holding a place among the statements at
+// once; with no change waiting (taken meanwhile by a round already
+// running) it gives the place back and says so.
+func (s *Store) round() bool {
+	b := &s.changeBatches
+	b.mu.Lock()
+	if len(b.waiting) == 0 {
+		b.running--
+		b.mu.Unlock()
+		return false
+	}
+	take := b.takeLocked()
+	b.mu.Unlock()
+	s.runBatch(take)
+	return true
 }
 
 // takeLocked takes the changes of the next round from those waiting, of
