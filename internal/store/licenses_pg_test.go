@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/licensing"
 	"github.com/heraldhq/herald/internal/store"
@@ -217,5 +218,65 @@ WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO licenses%'`) < 2; {
 	}
 	if n := db.Int(`SELECT COUNT(*) FROM licenses WHERE account_id = $1`, otherAccount); n != 5 {
 		t.Errorf("%d licenses of the other account; want 5", n)
+	}
+}
+
+// Licenses with an expiresAt created at once share a statement too
+// (decision 0112), and each gets its expiry's schedule row, planned for
+// its own instant, as a license made alone does.
+func TestLicensesWithExpiriesShareAStatementAndPlanEach(t *testing.T) {
+	t.Parallel()
+	heraldtest.PostgresHandles(t, 2)
+	url := heraldtest.PostgresURL(t)
+	st := openPG(t, url, nil)
+	ctx := context.Background()
+	db := heraldtest.OpenDB(t, url)
+	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "expiries"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lic := licensing.New(st)
+	p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type created struct {
+		l       licensing.License
+		expires time.Time
+		err     error
+	}
+	results := make(chan created, 8)
+	create := func(expires time.Time) {
+		l, err := lic.CreateLicense(ctx, acct.ID, licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &p.ID},
+			ExpiresAt: licensing.Optional[string]{Set: true, Value: ptrTo(expires.Format(event.TimeFormat))}})
+		results <- created{l, expires, err}
+	}
+	base := time.Now().Add(48 * time.Hour).Truncate(time.Second)
+	held, release := holdBatches(t, st, nil)
+	go create(base)
+	<-held
+	for i := 1; i <= 5; i++ {
+		go create(base.Add(time.Duration(i) * time.Hour))
+	}
+	waitForBatched(t, st, 5)
+	close(release)
+	for range 6 {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("create a license expiring at %s: %v", r.expires, r.err)
+		}
+		var expiresAt, dueAt int64
+		if err := st.QueryRow(ctx, `SELECT expires_at, due_at FROM license_expiries WHERE license_id = ?`, r.l.ID).Scan(&expiresAt, &dueAt); err != nil {
+			t.Fatalf("license %s: its expiry's schedule row: %v", r.l.ID, err)
+		}
+		if expiresAt != r.expires.UnixMilli() || dueAt >= expiresAt {
+			t.Errorf("license %s: expires_at %d, due_at %d; want %d, due before it (expiring soon)", r.l.ID, expiresAt, dueAt, r.expires.UnixMilli())
+		}
+	}
+	if ran, _ := store.ChangeBatches(st); ran != 2 {
+		t.Errorf("%d rounds; want 2, the held license and the five that waited", ran)
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM license_expiries e JOIN licenses l ON l.id = e.license_id WHERE l.account_id = ?`, acct.ID); n != 6 {
+		t.Errorf("%d schedule rows; want 6", n)
 	}
 }
