@@ -80,15 +80,7 @@ func TestALicenseWhoseProductOrUserIsDeletedMeanwhileIsRefused(t *testing.T) {
 	db, holder := heraldtest.OpenDB(t, url), heraldtest.OpenDB(t, url)
 	for _, tc := range []struct{ field, table string }{{"productId", "products"}, {"userId", "users"}} {
 		t.Run(tc.table, func(t *testing.T) {
-			acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: tc.table + "@example.com", PasswordHash: "x", TokenHash: tc.table})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lic := licensing.New(st)
-			p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			lic, acct, p := accountWithProduct(t, st, tc.table)
 			u, err := lic.CreateUser(ctx, acct.ID, licensing.UserInput{Email: licensing.Optional[string]{Set: true, Value: ptrTo("u@example.com")}})
 			if err != nil {
 				t.Fatal(err)
@@ -111,13 +103,7 @@ func TestALicenseWhoseProductOrUserIsDeletedMeanwhileIsRefused(t *testing.T) {
 			}()
 			// The statement has read the row (the delete is not committed)
 			// and waits to lock it for its key.
-			for deadline := time.Now().Add(30 * time.Second); db.Int(`SELECT COUNT(*) FROM pg_stat_activity
-WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO licenses%'`) == 0; {
-				if time.Now().After(deadline) {
-					t.Fatal("the license's statement never waited for the deleted row's lock")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitForLicenseLockWaits(t, db, 1, "the license's statement never waited for the deleted row's lock")
 			if err := hold.Commit(); err != nil {
 				t.Fatal(err)
 			}
@@ -148,21 +134,10 @@ func TestALicenseHeldUpByALockHoldsUpNoOtherAccount(t *testing.T) {
 	st := openPG(t, url, nil)
 	ctx := context.Background()
 	db, holder := heraldtest.OpenDB(t, url), heraldtest.OpenDB(t, url)
-	lic := licensing.New(st)
-	product := func(name string) (string, string) {
-		t.Helper()
-		acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: name, OwnerEmail: name + "@example.com", PasswordHash: "x", TokenHash: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return acct.ID, p.ID
-	}
-	heldAccount, heldProduct := product("held")
-	otherAccount, otherProduct := product("other")
+	lic, heldAcct, heldP := accountWithProduct(t, st, "held")
+	_, otherAcct, otherP := accountWithProduct(t, st, "other")
+	heldAccount, heldProduct := heldAcct.ID, heldP.ID
+	otherAccount, otherProduct := otherAcct.ID, otherP.ID
 	hold, err := holder.SQL().BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -183,13 +158,7 @@ func TestALicenseHeldUpByALockHoldsUpNoOtherAccount(t *testing.T) {
 	for range 3 { // more than the shared statements at once
 		held = append(held, create(heldAccount, heldProduct))
 	}
-	for deadline := time.Now().Add(30 * time.Second); db.Int(`SELECT COUNT(*) FROM pg_stat_activity
-WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO licenses%'`) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("the held account's licenses never waited for its product's lock")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitForLicenseLockWaits(t, db, 2, "the held account's licenses never waited for its product's lock")
 	for i := range 5 {
 		select {
 		case err := <-create(otherAccount, otherProduct):
@@ -231,15 +200,7 @@ func TestLicensesWithExpiriesShareAStatementAndPlanEach(t *testing.T) {
 	st := openPG(t, url, nil)
 	ctx := context.Background()
 	db := heraldtest.OpenDB(t, url)
-	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "expiries"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lic := licensing.New(st)
-	p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lic, acct, p := accountWithProduct(t, st, "expiries")
 	type created struct {
 		l       licensing.License
 		expires time.Time
@@ -278,5 +239,36 @@ func TestLicensesWithExpiriesShareAStatementAndPlanEach(t *testing.T) {
 	}
 	if n := db.Int(`SELECT COUNT(*) FROM license_expiries e JOIN licenses l ON l.id = e.license_id WHERE l.account_id = ?`, acct.ID); n != 6 {
 		t.Errorf("%d schedule rows; want 6", n)
+	}
+}
+
+// accountWithProduct creates an account named name (its owner's email and
+// token made from it, so that a test's accounts differ) and a product of
+// it, through the licensing service it returns.
+func accountWithProduct(t *testing.T, st *store.Store, name string) (*licensing.Service, store.Account, licensing.Product) {
+	t.Helper()
+	ctx := context.Background()
+	acct, err := st.CreateAccount(ctx, store.Bootstrap{AccountName: name, OwnerEmail: name + "@example.com", PasswordHash: "x", TokenHash: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lic := licensing.New(st)
+	p, err := lic.CreateProduct(ctx, acct.ID, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptrTo("P")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lic, acct, p
+}
+
+// waitForLicenseLockWaits waits until n statements inserting licenses wait
+// for a lock, and fails with never if they do not within 30 s.
+func waitForLicenseLockWaits(t *testing.T, db *heraldtest.DB, n int, never string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); db.Int(`SELECT COUNT(*) FROM pg_stat_activity
+WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO licenses%'`) < n; {
+		if time.Now().After(deadline) {
+			t.Fatal(never)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
