@@ -41,3 +41,30 @@ func TestSQLiteReadersAreKeptBetweenRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLiteWriterJournalsInMemory: the writer's statement journals stay
+// in memory once the store is open (the group committer's savepoints
+// otherwise spill them to a temporary file at each group); the readers,
+// which may sort a large history, keep SQLite's default.
+func TestSQLiteWriterJournalsInMemory(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"), Options{Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const memory, byDefault = 2, 0
+	for _, c := range []struct {
+		name string
+		db   *sql.DB
+		want int
+	}{{"writer", s.writer, memory}, {"reader", s.db, byDefault}} {
+		var got int
+		if err := c.db.QueryRowContext(ctx, `PRAGMA temp_store`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%s: temp_store = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -231,6 +231,10 @@ func open(ctx context.Context, url string, opts Options, upTo int) (*Store, erro
 		s.eventLogIDs = true
 	}
 	if s.eng.name() == "sqlite" {
+		if err := journalInMemory(ctx, s.writer); err != nil {
+			s.Close()
+			return nil, err
+		}
 		s.group = newCommitter(s)
 	}
 	if upTo == 0 || upTo >= 70 {
