@@ -197,6 +197,14 @@ SELECT value ->> 'i', value ->> 'a', value ->> 'w', value ->> 'e', value ->> 'k'
 FROM json_rows(?)`
 	queueFiredLogsSQLite = `INSERT INTO delivery_queue (log_id, webhook_id, due_at)
 SELECT value ->> 'i', value ->> 'w', CAST(? AS BIGINT) FROM json_rows(?) WHERE value ->> 's' = 'queued'`
+	// queueHandedSQLite is queueFiredLogsSQLite leasing the logs handed
+	// over, as queueHandedPostgres does.
+	queueHandedSQLite = `INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at)
+SELECT log_id, webhook_id, due_at, CASE WHEN take THEN CAST(? AS TEXT) END, CASE WHEN take THEN CAST(? AS BIGINT) END,
+  CASE WHEN take THEN due_at END
+FROM (SELECT l.value ->> 'i' AS log_id, l.value ->> 'w' AS webhook_id, CAST(? AS BIGINT) AS due_at,
+  l.value ->> 'i' IN (SELECT value FROM json_texts(?)) AS take
+  FROM json_rows(?) l WHERE l.value ->> 's' = 'queued')`
 	insertFiredEventsSQLite = `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
 SELECT value ->> 'i', value ->> 'a', value ->> 'k', CAST(value ->> 'b' AS BLOB), CAST(? AS BIGINT), value ->> 't'
 FROM json_rows(?)`
@@ -289,8 +297,7 @@ const tokenCheckedCount = `SELECT (SELECT count(*) FROM change) + CASE WHEN EXIS
 // and as base64 on PostgreSQL (decoded to the same bytes whatever the
 // server's encoding).
 //
-// reserved are the claims of logs to hand over (PostgreSQL only), which it
-// leases.
+// reserved are the claims of logs to hand over, which it leases.
 func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedLog, reserved []Claim, now time.Time) error {
 	evArg, err := jsonRows(events)
 	if err != nil {
@@ -326,9 +333,20 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 	if _, err := tx.Exec(ctx, insertFiredLogs, t, t, t, t, logArg); err != nil {
 		return fmt.Errorf("insert event logs: %w", err)
 	}
-	if _, err := tx.Exec(ctx, queueFiredLogsSQLite, t, logArg); err != nil {
+	if len(reserved) == 0 {
+		if _, err := tx.Exec(ctx, queueFiredLogsSQLite, t, logArg); err != nil {
+			return fmt.Errorf("queue event logs: %w", err)
+		}
+		return nil
+	}
+	handed := make([]string, len(reserved))
+	for i, c := range reserved {
+		handed[i] = c.LogID
+	}
+	if _, err := tx.Exec(ctx, queueHandedSQLite, tx.handoff.lease, ms(tx.handoff.h.LeaseUntil(now)), t, jsonTexts(handed), logArg); err != nil {
 		return fmt.Errorf("queue event logs: %w", err)
 	}
+	tx.handoff.handed = append(tx.handoff.handed, reserved...)
 	return nil
 }
 

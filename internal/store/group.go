@@ -182,6 +182,17 @@ func (c *committer) commit(group []*groupTx) {
 	// One Tx for the group: statements prepared once serve all of it.
 	tx := &Tx{s: c.s, tx: sqltx, run: sqltx, detached: true}
 	results := make([]groupResult, len(live))
+	// Each caller's logs handed over (handoff.go) are its own: given back
+	// when its savepoint is rolled back, taken once the group commits.
+	h := c.s.handoffNow()
+	handoffs := make([]*handoffState, len(live))
+	defer func() {
+		for _, st := range handoffs {
+			if st != nil && len(st.handed) > 0 {
+				st.h.Abandon(st.handed, false) // not taken: the group did not commit
+			}
+		}
+	}()
 	alone := len(live) == 1
 	var failed error // the group could not go on: every caller gets it
 	for i, g := range live {
@@ -191,9 +202,17 @@ func (c *committer) commit(group []*groupTx) {
 				break
 			}
 		}
-		tx.fired, tx.kinds = false, nil
+		tx.fired, tx.kinds, tx.handoff = false, nil, nil
+		if h != nil {
+			tx.handoff = &handoffState{h: h}
+			handoffs[i] = tx.handoff
+		}
 		r := run(g, tx)
 		if r.err != nil || r.hasPanic {
+			if st := handoffs[i]; st != nil {
+				st.h.Abandon(st.handed, false)
+				handoffs[i] = nil
+			}
 			if alone {
 				results[i] = r
 				break
@@ -230,6 +249,14 @@ func (c *committer) commit(group []*groupTx) {
 			failed = fmt.Errorf("commit: %w", err)
 		} else if tx.changed {
 			c.s.wrote()
+		}
+	}
+	if failed == nil {
+		for i, st := range handoffs {
+			if st != nil {
+				st.h.Take(st.handed)
+				handoffs[i] = nil
+			}
 		}
 	}
 	// The dispatcher is woken before any caller hears its commit went

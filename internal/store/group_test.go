@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/internal/event"
 )
 
 // openGrouped opens a SQLite store (the engine that commits in groups) with
@@ -288,5 +290,109 @@ func TestGroupCommitRunsPrecedenceQueuedAtClose(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the transaction with precedence queued at close never ran")
+	}
+}
+
+// groupHandoff is a Handoff that grants every reservation and notes, at
+// each Take, whether the logs taken are committed and leased as handed.
+type groupHandoff struct {
+	s         *Store
+	mu        sync.Mutex
+	reserved  int
+	taken     []Claim
+	committed int // of the logs taken, those a reader saw leased at Take
+	abandoned []Claim
+}
+
+func (h *groupHandoff) Reserve(accountID, webhookID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.reserved++
+	return true
+}
+
+func (h *groupHandoff) Take(claims []Claim) {
+	seen := 0
+	for _, c := range claims {
+		var n int
+		err := h.s.db.QueryRow(`SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND lease = ?`, c.LogID, c.Lease).Scan(&n)
+		if err == nil {
+			seen += n
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.taken = append(h.taken, claims...)
+	h.committed += seen
+}
+
+func (h *groupHandoff) Abandon(claims []Claim, maybeCommitted bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.abandoned = append(h.abandoned, claims...)
+}
+
+func (h *groupHandoff) LeaseUntil(now time.Time) time.Time { return now.Add(time.Minute) }
+
+// In a group commit each transaction hands its own logs over: those of a
+// transaction rolled back to its savepoint are given back, the others' are
+// taken once the group has committed (a reader sees them leased), each
+// under its transaction's own lease.
+func TestGroupCommitHandsEachTransactionsLogsOverApart(t *testing.T) {
+	t.Parallel()
+	s := openGrouped(t)
+	ctx := context.Background()
+	a, err := s.CreateAccount(ctx, Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: NewID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateWebhook(ctx, a.ID, NewWebhook{Name: "w", URL: "https://example.com/w", Events: []event.Kind{event.LicenseCreated},
+		Enabled: true, Token: "whsec_0123456789abcdef"}); err != nil {
+		t.Fatal(err)
+	}
+	h := &groupHandoff{s: s}
+	s.SetHandoff(h)
+	errRefused := errors.New("refused after firing")
+	const n = 6
+	events := make([]string, n)
+	var fns []func(*Tx) error
+	for i := range n {
+		fns = append(fns, func(tx *Tx) error {
+			id, err := tx.Fire(ctx, a.ID, event.LicenseCreated, map[string]any{"n": i})
+			if err != nil {
+				return err
+			}
+			events[i] = id
+			if i%2 == 1 {
+				return errRefused
+			}
+			return nil
+		})
+	}
+	errs := queueGroup(t, s, fns)
+	logOf := map[string]Claim{}
+	for _, c := range h.taken {
+		logOf[c.EventID] = c
+	}
+	gaveBack := map[string]bool{}
+	for _, c := range h.abandoned {
+		gaveBack[c.EventID] = true
+	}
+	leases := map[string]bool{}
+	for i := range n {
+		c, taken := logOf[events[i]]
+		if want := i%2 == 0; taken != want || gaveBack[events[i]] == want || (errs[i] == nil) != want {
+			t.Errorf("transaction %d (%v): taken %v, given back %v; want taken %v", i, errs[i], taken, gaveBack[events[i]], want)
+		}
+		if taken {
+			leases[c.Lease] = true
+		}
+	}
+	if h.reserved != n || len(h.taken)+len(h.abandoned) != n {
+		t.Errorf("reserved %d, taken %d, given back %d; want each of %d reservations ended once", h.reserved, len(h.taken), len(h.abandoned), n)
+	}
+	if h.committed != len(h.taken) || len(leases) != len(h.taken) {
+		t.Errorf("of %d logs taken, %d were committed and leased when taken, under %d leases; want all, each its transaction's own",
+			len(h.taken), h.committed, len(leases))
 	}
 }

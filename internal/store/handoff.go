@@ -7,7 +7,7 @@ import (
 	"github.com/heraldhq/herald/internal/event"
 )
 
-// Handing over at firing (decision 0105). On PostgreSQL a transaction that
+// Handing over at firing (decisions 0105 and 0113). A transaction that
 // fires events leases the first attempts of its queued logs to the
 // dispatcher of its own process, in the statement that queues them, when
 // that dispatcher grants them (it has room, and the webhook has nothing
@@ -16,7 +16,9 @@ import (
 // spent on them. A log handed over is leased as a claim leases one (lease,
 // lease_until, claimed_at on its queue row), so a process that dies with it
 // in flight leaves it to be taken over when its lease ends, as it leaves a
-// claimed one.
+// claimed one. On SQLite each transaction of a group commit (group.go)
+// holds its own: given back if its savepoint is rolled back, taken once the
+// group has committed.
 
 // Handoff is a dispatcher that takes the first attempts of what its process
 // fires. Every reservation ends in Take (its transaction committed) or
@@ -44,13 +46,8 @@ type Handoff interface {
 type handoffBox struct{ h Handoff }
 
 // SetHandoff has the transactions that fire events hand their first
-// attempts to h. Only on PostgreSQL: on SQLite, whose firing transactions
-// share one commit (the group committer) and whose dispatcher keeps pace
-// already, it does nothing. A nil h stops handing over.
+// attempts to h. A nil h stops handing over.
 func (s *Store) SetHandoff(h Handoff) {
-	if s.eng.name() != "postgres" {
-		return
-	}
 	if h == nil {
 		s.handoff.Store(nil)
 		return

@@ -440,8 +440,9 @@ type Tx struct {
 	// ran counts the statements run, so that a test can hold a path to a
 	// fixed number of them (fire_test.go: a batch costs what one event does).
 	ran int
-	// handoff, on PostgreSQL with a dispatcher to hand over to, holds the
-	// claims this transaction's firings leased to it (handoff.go).
+	// handoff, with a dispatcher to hand over to, holds the claims this
+	// transaction's firings leased to it (handoff.go); on SQLite, those of
+	// the group's transaction running now.
 	handoff *handoffState
 	// change is the statement a firing makes first and depends on, outside
 	// a transaction block (ChangeAndFire on PostgreSQL); made is whether it
