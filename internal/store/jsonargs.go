@@ -14,7 +14,9 @@ import "encoding/json"
 //	json_texts(?)  a JSON array of strings; one row per element, its text in column value
 //	json_rows(?)   a JSON array of objects; one row per element, fields read as value ->> 'key'
 //
-// SQLite spells both json_each(?); PostgreSQL jsonb_array_elements_text and
+// SQLite spells them json_each(?) and jsonb_each(?), which parses the array
+// once and hands each object out as JSONB, read by ->> without parsing it
+// again (decision 0113); PostgreSQL jsonb_array_elements_text and
 // jsonb_array_elements over CAST(? AS jsonb). Fields come back as text
 // (PostgreSQL) or their JSON type (SQLite), so numbers are CAST in the SQL.
 

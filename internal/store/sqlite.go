@@ -128,8 +128,10 @@ func (sqliteEngine) cached(args []any) []any { return args }
 func (sqliteEngine) name() string           { return "sqlite" }
 func (sqliteEngine) rebind(q string) string { return sqliteJSON.Replace(q) }
 
-// sqliteJSON spells the portable JSON row sources (see jsonRows) in SQLite.
-var sqliteJSON = strings.NewReplacer("json_rows(?)", "json_each(?)", "json_texts(?)", "json_each(?)")
+// sqliteJSON spells the portable JSON row sources (see jsonRows) in SQLite:
+// rows as jsonb_each, whose objects ->> reads without parsing each again
+// (json_each's are text, parsed at every ->>: twice the CPU).
+var sqliteJSON = strings.NewReplacer("json_rows(?)", "jsonb_each(?)", "json_texts(?)", "json_each(?)")
 
 func (sqliteEngine) forUpdate() string  { return "" }
 func (sqliteEngine) skipLocked() string { return "" }
