@@ -7,7 +7,7 @@ import (
 	"github.com/heraldhq/herald/internal/event"
 )
 
-// Handing over at firing (decisions 0105 and 0113). A transaction that
+// Handing over at firing (decisions 0105 and 0114). A transaction that
 // fires events leases the first attempts of its queued logs to the
 // dispatcher of its own process, in the statement that queues them, when
 // that dispatcher grants them (it has room, and the webhook has nothing
