@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,15 +15,11 @@ import (
 // a table of the test's own.
 func openGrouped(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "herald.db"), Options{Key: make([]byte, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openSQLiteStore(t)
 	if s.group == nil {
 		t.Fatal("SQLite store without a group committer")
 	}
-	err = s.InTx(context.Background(), func(tx *Tx) error {
+	err := s.InTx(context.Background(), func(tx *Tx) error {
 		_, err := tx.Exec(context.Background(), `CREATE TABLE grouped (k TEXT PRIMARY KEY)`)
 		return err
 	})

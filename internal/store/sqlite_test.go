@@ -7,17 +7,24 @@ import (
 	"testing"
 )
 
+// openSQLiteStore opens a store on a SQLite file of the test's own.
+func openSQLiteStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "herald.db"), Options{Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestSQLiteReadersAreKeptBetweenRequests: a burst of concurrent reads
 // leaves its connections open for the next one. A reader closed and opened
 // again pays SQLite's pragmas and every statement's preparation anew, which
 // under a busy API was a fifth of herald's CPU.
 func TestSQLiteReadersAreKeptBetweenRequests(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"), Options{Key: make([]byte, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openSQLiteStore(t)
 	for burst := range 3 {
 		conns := make([]*sql.Conn, 0, sqliteReaders)
 		for range sqliteReaders {
@@ -48,11 +55,7 @@ func TestSQLiteReadersAreKeptBetweenRequests(t *testing.T) {
 // which may sort a large history, keep SQLite's default.
 func TestSQLiteWriterJournalsInMemory(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "herald.db"), Options{Key: make([]byte, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openSQLiteStore(t)
 	const memory, byDefault = 2, 0
 	for _, c := range []struct {
 		name string
