@@ -390,3 +390,64 @@ func TestASharedStatementThatFailsMakesEachChangeAlone(t *testing.T) {
 		t.Errorf("%d logs cancelled as disabled; want the five changes made alone after the webhook was disabled", n)
 	}
 }
+
+// A panic in a shared statement's round (none is expected) answers every
+// change the round took with an error instead of leaving its caller
+// waiting, and the round's place is not lost: with one statement at once,
+// a change made afterwards runs.
+func TestAPanicInASharedStatementAnswersItsChanges(t *testing.T) {
+	t.Parallel()
+	heraldtest.PostgresHandles(t, 2)
+	url := heraldtest.PostgresURL(t)
+	ctx := context.Background()
+	st := openPG(t, url, nil)
+	acct, _ := accountWithWebhook(t, st)
+	db := heraldtest.OpenDB(t, url)
+
+	results := make(chan batchedResult, 16)
+	change := func(id string) {
+		made, err := st.ChangeAndFire(ctx, batchedProduct(acct.ID, id),
+			store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"product": id}})
+		results <- batchedResult{id, made, err}
+	}
+	result := func() batchedResult {
+		t.Helper()
+		select {
+		case r := <-results:
+			return r
+		case <-time.After(time.Minute):
+			t.Fatal("a change was not answered")
+			return batchedResult{}
+		}
+	}
+	held, release := holdBatches(t, st, func(n int) {
+		if n == 2 { // the second shared statement, its changes prepared
+			panic("the shared statement's round panics")
+		}
+	})
+	first := store.NewID()
+	go change(first)
+	<-held
+	for range 5 {
+		go change(store.NewID())
+	}
+	waitForBatched(t, st, 5)
+	close(release)
+	for range 6 {
+		r := result()
+		switch {
+		case r.id == first && (r.err != nil || !r.made):
+			t.Errorf("the first change: made %v, %v; want made", r.made, r.err)
+		case r.id != first && r.err == nil:
+			t.Errorf("change %s in the panicking round: made %v; want an error", r.id, r.made)
+		}
+	}
+	last := store.NewID()
+	go change(last)
+	if r := result(); r.err != nil || !r.made {
+		t.Errorf("a change after the panic: made %v, %v; want made", r.made, r.err)
+	}
+	if n := db.Int(`SELECT COUNT(*) FROM products WHERE account_id = ?`, acct.ID); n != 2 {
+		t.Errorf("%d products; want the first change's and the last's", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +54,17 @@ type batchedChange struct {
 	f      Firing
 	token  *TokenCheck
 	done   chan batchResult
+	// answered is set once done has its answer; only the round that took
+	// the change reads or sets it.
+	answered bool
+}
+
+// answer gives the change's caller its answer, once.
+func (c *batchedChange) answer(r batchResult) {
+	if !c.answered {
+		c.answered = true
+		c.done <- r
+	}
 }
 
 // batchResult is a batched change's answer: made, or an error, or alone
@@ -117,8 +129,25 @@ func (s *Store) round() bool {
 	}
 	take := b.takeLocked()
 	b.mu.Unlock()
-	s.runBatch(take)
+	s.runRound(take)
 	return true
+}
+
+// runRound runs a round's statement. A panic in it (none is expected)
+// answers the round's changes not yet answered with an error, rather than
+// leaving their callers waiting for ever, and the round's place goes on to
+// the next round, rather than being lost with the goroutine that held it.
+func (s *Store) runRound(take []*batchedChange) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("shared statement panicked; its changes not yet answered fail (they may have been made)",
+				"panic", p, "stack", string(debug.Stack()))
+			for _, c := range take {
+				c.answer(batchResult{err: fmt.Errorf("shared statement: panic: %v", p)})
+			}
+		}
+	}()
+	s.runBatch(take)
 }
 
 // takeLocked takes the changes of the next round from those waiting, of
@@ -169,10 +198,10 @@ func (s *Store) runBatch(take []*batchedChange) {
 		made, err := s.changeAlone(ctx, c.change, c.f)
 		cancel()
 		if isLockTimeout(err) {
-			c.done <- batchResult{alone: true}
+			c.answer(batchResult{alone: true})
 			return
 		}
-		c.done <- batchResult{made: made, err: err}
+		c.answer(batchResult{made: made, err: err})
 		return
 	}
 	now := s.now()
@@ -186,7 +215,7 @@ func (s *Store) runBatch(take []*batchedChange) {
 		}
 		p, err := tx.prepareFired(c.ctx, []Firing{c.f}, now)
 		if err != nil {
-			c.done <- batchResult{alone: true}
+			c.answer(batchResult{alone: true})
 			continue
 		}
 		items = append(items, batchItem{c: c, tx: tx, p: p})
@@ -206,13 +235,13 @@ func (s *Store) runBatch(take []*batchedChange) {
 			if len(reserved) > 0 {
 				tx.handoff.h.Abandon(reserved, false)
 			}
-			it.c.done <- batchResult{alone: true}
+			it.c.answer(batchResult{alone: true})
 			continue
 		case err != nil:
 			if len(reserved) > 0 {
 				tx.handoff.h.Abandon(reserved, true)
 			}
-			it.c.done <- batchResult{err: s.full(err)}
+			it.c.answer(batchResult{err: s.full(err)})
 			continue
 		}
 		if tx.token != nil && ok[i] {
@@ -223,9 +252,9 @@ func (s *Store) runBatch(take []*batchedChange) {
 				tx.handoff.h.Abandon(reserved, false)
 			}
 			if !ok[i] {
-				it.c.done <- batchResult{err: ErrAPITokenRefused}
+				it.c.answer(batchResult{err: ErrAPITokenRefused})
 			} else {
-				it.c.done <- batchResult{}
+				it.c.answer(batchResult{})
 			}
 			continue
 		}
@@ -240,7 +269,7 @@ func (s *Store) runBatch(take []*batchedChange) {
 			s.wake()
 			s.eng.announce()
 		}
-		it.c.done <- batchResult{made: true}
+		it.c.answer(batchResult{made: true})
 	}
 	if wrote {
 		s.wrote()
