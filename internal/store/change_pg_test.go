@@ -201,6 +201,19 @@ SELECT r.id, r.account_id, 'p', 1, 1 FROM changes r ORDER BY r.herald_item ON CO
 	}
 }
 
+// batchedChanges returns change, which makes a product of the account
+// with id (batchedProduct) and fires its event, sending its result to
+// results.
+func batchedChanges(st *store.Store, accountID string) (change func(ctx context.Context, id string), results chan batchedResult) {
+	results = make(chan batchedResult, 16)
+	change = func(ctx context.Context, id string) {
+		made, err := st.ChangeAndFire(ctx, batchedProduct(accountID, id),
+			store.Firing{AccountID: accountID, Kind: event.LicenseCreated, Data: map[string]any{"product": id}})
+		results <- batchedResult{id, made, err}
+	}
+	return change, results
+}
+
 // holdBatches has st run one shared statement at a time and holds its
 // first statement, before it runs, until release is closed; held is closed
 // once it is held. fn, if given, runs before each later statement (the
@@ -273,12 +286,7 @@ func TestChangesWaitingShareOneStatement(t *testing.T) {
 		t.Fatal(err) // as another process revokes it
 	}
 
-	results := make(chan batchedResult, 16)
-	change := func(ctx context.Context, id string) {
-		made, err := st.ChangeAndFire(ctx, batchedProduct(acct.ID, id),
-			store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"product": id}})
-		results <- batchedResult{id, made, err}
-	}
+	change, results := batchedChanges(st, acct.ID)
 	held, release := holdBatches(t, st, nil)
 	first := store.NewID()
 	go change(ctx, first)
@@ -350,12 +358,7 @@ func TestASharedStatementThatFailsMakesEachChangeAlone(t *testing.T) {
 	acct, hook := accountWithWebhook(t, st)
 	db := heraldtest.OpenDB(t, url)
 
-	results := make(chan batchedResult, 16)
-	change := func(id string) {
-		made, err := st.ChangeAndFire(ctx, batchedProduct(acct.ID, id),
-			store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"product": id}})
-		results <- batchedResult{id, made, err}
-	}
+	change, results := batchedChanges(st, acct.ID)
 	off := false
 	held, release := holdBatches(t, st, func(n int) {
 		if n == 2 { // the second shared statement, its changes prepared
@@ -364,10 +367,10 @@ func TestASharedStatementThatFailsMakesEachChangeAlone(t *testing.T) {
 			}
 		}
 	})
-	go change(store.NewID())
+	go change(ctx, store.NewID())
 	<-held
 	for range 5 {
-		go change(store.NewID())
+		go change(ctx, store.NewID())
 	}
 	waitForBatched(t, st, 5)
 	close(release)
@@ -404,12 +407,7 @@ func TestAPanicInASharedStatementAnswersItsChanges(t *testing.T) {
 	acct, _ := accountWithWebhook(t, st)
 	db := heraldtest.OpenDB(t, url)
 
-	results := make(chan batchedResult, 16)
-	change := func(id string) {
-		made, err := st.ChangeAndFire(ctx, batchedProduct(acct.ID, id),
-			store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"product": id}})
-		results <- batchedResult{id, made, err}
-	}
+	change, results := batchedChanges(st, acct.ID)
 	result := func() batchedResult {
 		t.Helper()
 		select {
@@ -426,10 +424,10 @@ func TestAPanicInASharedStatementAnswersItsChanges(t *testing.T) {
 		}
 	})
 	first := store.NewID()
-	go change(first)
+	go change(ctx, first)
 	<-held
 	for range 5 {
-		go change(store.NewID())
+		go change(ctx, store.NewID())
 	}
 	waitForBatched(t, st, 5)
 	close(release)
@@ -443,7 +441,7 @@ func TestAPanicInASharedStatementAnswersItsChanges(t *testing.T) {
 		}
 	}
 	last := store.NewID()
-	go change(last)
+	go change(ctx, last)
 	if r := result(); r.err != nil || !r.made {
 		t.Errorf("a change after the panic: made %v, %v; want made", r.made, r.err)
 	}
