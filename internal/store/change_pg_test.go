@@ -128,13 +128,9 @@ END $$`,
 // checks no version, and its event gets its logs from that read.
 func TestAChangeIsMadeThoughItsWebhooksChangeAtEveryTry(t *testing.T) {
 	t.Parallel()
-	heraldtest.PostgresHandles(t, 2)
-	url := heraldtest.PostgresURL(t)
+	url, st, acct, hook, db := pgWithWebhook(t)
 	ctx := context.Background()
-	st := openPG(t, url, nil)
 	other := openPG(t, url, nil) // another process
-	acct, hook := accountWithWebhook(t, st)
-	db := heraldtest.OpenDB(t, url)
 	product := func() store.Change {
 		return store.Change{SQL: `INSERT INTO products (id, account_id, name, created_at, updated_at)
 SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Args: []any{store.NewID(), acct.ID}}
@@ -201,6 +197,18 @@ SELECT r.id, r.account_id, 'p', 1, 1 FROM changes r ORDER BY r.herald_item ON CO
 	}
 }
 
+// pgWithWebhook opens a PostgreSQL store of the test's own (two of the
+// server's connections its share) with an account and its webhook, and a
+// handle on its database to look in.
+func pgWithWebhook(t *testing.T) (url string, st *store.Store, acct store.Account, hook store.Webhook, db *heraldtest.DB) {
+	t.Helper()
+	heraldtest.PostgresHandles(t, 2)
+	url = heraldtest.PostgresURL(t)
+	st = openPG(t, url, nil)
+	acct, hook = accountWithWebhook(t, st)
+	return url, st, acct, hook, heraldtest.OpenDB(t, url)
+}
+
 // batchedChanges returns change, which makes a product of the account
 // with id (batchedProduct) and fires its event, sending its result to
 // results.
@@ -265,12 +273,8 @@ type batchedResult struct {
 // every change made has its one event and its log.
 func TestChangesWaitingShareOneStatement(t *testing.T) {
 	t.Parallel()
-	heraldtest.PostgresHandles(t, 2)
-	url := heraldtest.PostgresURL(t)
+	_, st, acct, hook, db := pgWithWebhook(t)
 	ctx := context.Background()
-	st := openPG(t, url, nil)
-	acct, hook := accountWithWebhook(t, st)
-	db := heraldtest.OpenDB(t, url)
 	tok, err := st.CreateAPIToken(ctx, acct.ID, store.NewAPIToken{Name: "kept", Scope: store.ScopeWrite, Hash: "hash-batched"})
 	if err != nil {
 		t.Fatal(err)
@@ -350,13 +354,9 @@ WHERE l.webhook_id = ? AND l.status = 'queued'`, hook.ID); n != 7 {
 // the webhook disabled and cancels its log.
 func TestASharedStatementThatFailsMakesEachChangeAlone(t *testing.T) {
 	t.Parallel()
-	heraldtest.PostgresHandles(t, 2)
-	url := heraldtest.PostgresURL(t)
+	url, st, acct, hook, db := pgWithWebhook(t)
 	ctx := context.Background()
-	st := openPG(t, url, nil)
 	other := openPG(t, url, nil) // another process
-	acct, hook := accountWithWebhook(t, st)
-	db := heraldtest.OpenDB(t, url)
 
 	change, results := batchedChanges(st, acct.ID)
 	off := false
@@ -400,12 +400,8 @@ func TestASharedStatementThatFailsMakesEachChangeAlone(t *testing.T) {
 // a change made afterwards runs.
 func TestAPanicInASharedStatementAnswersItsChanges(t *testing.T) {
 	t.Parallel()
-	heraldtest.PostgresHandles(t, 2)
-	url := heraldtest.PostgresURL(t)
+	_, st, acct, _, db := pgWithWebhook(t)
 	ctx := context.Background()
-	st := openPG(t, url, nil)
-	acct, _ := accountWithWebhook(t, st)
-	db := heraldtest.OpenDB(t, url)
 
 	change, results := batchedChanges(st, acct.ID)
 	result := func() batchedResult {
