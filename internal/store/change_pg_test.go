@@ -209,6 +209,21 @@ func pgWithWebhook(t *testing.T) (url string, st *store.Store, acct store.Accoun
 	return url, st, acct, hook, heraldtest.OpenDB(t, url)
 }
 
+// fiveBehindOne starts the change first, whose statement holdBatches holds
+// (held, release), then five more, which wait for the next statement, and
+// lets the first go.
+func fiveBehindOne(t *testing.T, st *store.Store, held, release chan struct{}, change func(context.Context, string), first string) {
+	t.Helper()
+	ctx := context.Background()
+	go change(ctx, first)
+	<-held
+	for range 5 {
+		go change(ctx, store.NewID())
+	}
+	waitForBatched(t, st, 5)
+	close(release)
+}
+
 // batchedChanges returns change, which makes a product of the account
 // with id (batchedProduct) and fires its event, sending its result to
 // results.
@@ -367,13 +382,7 @@ func TestASharedStatementThatFailsMakesEachChangeAlone(t *testing.T) {
 			}
 		}
 	})
-	go change(ctx, store.NewID())
-	<-held
-	for range 5 {
-		go change(ctx, store.NewID())
-	}
-	waitForBatched(t, st, 5)
-	close(release)
+	fiveBehindOne(t, st, held, release, change, store.NewID())
 	for range 6 {
 		if r := <-results; r.err != nil || !r.made {
 			t.Errorf("change %s: made %v, %v; want made", r.id, r.made, r.err)
@@ -420,13 +429,7 @@ func TestAPanicInASharedStatementAnswersItsChanges(t *testing.T) {
 		}
 	})
 	first := store.NewID()
-	go change(ctx, first)
-	<-held
-	for range 5 {
-		go change(ctx, store.NewID())
-	}
-	waitForBatched(t, st, 5)
-	close(release)
+	fiveBehindOne(t, st, held, release, change, first)
 	for range 6 {
 		r := result()
 		switch {
