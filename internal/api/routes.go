@@ -72,6 +72,9 @@ func New(c Config) http.Handler {
 	a := &API{store: c.Store, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits}
 	if c.Dispatcher != nil {
 		a.delivery = c.Dispatcher
+		// A client's changes wait while what they fired falls behind
+		// (decision 0115).
+		a.licensing = a.licensing.PacedBy(c.Dispatcher)
 	}
 	if a.log == nil {
 		a.log = slog.Default()

@@ -69,6 +69,12 @@ type Config struct {
 	// them with come from one clock. Waiting (timers, tickers) is left to
 	// the time package, which testing/synctest fakes.
 	Now func() time.Time
+	// Busy reports whether the process is short of CPU, which paces the
+	// changes that fire events (pace.go). nil: the Go scheduler's
+	// latencies tell.
+	Busy func() bool
+	// PaceWait bounds how long one change waits in Pace (1s).
+	PaceWait time.Duration
 }
 
 // MaxAttemptTimeout bounds AttemptTimeout: it keeps the lease derived from
@@ -127,6 +133,7 @@ func (c Config) withDefaults() Config {
 		c.Lease = 2*c.AttemptTimeout + 10*time.Second
 	}
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
+	c.PaceWait = cmp.Or(c.PaceWait, time.Second)
 	c.UserAgent = cmp.Or(c.UserAgent, "herald")
 	c.ResponseBodyLimit = max(-1, min(cmp.Or(c.ResponseBodyLimit, DefaultResponseBodyLimit), store.MaxResponseBody))
 	if c.Logger == nil {
@@ -167,6 +174,13 @@ type Dispatcher struct {
 	handing  *handing
 	caughtUp bool
 	waiting  map[string]*waitCount // webhook id → its logs known to wait in the queue
+	// owed and paced pace the changes that fire events (pace.go): what
+	// each account's changes left in the queue while the process was
+	// short of CPU (cpuShort), in half-logs, and a channel closed when a
+	// debt falls.
+	owed     map[string]int
+	paced    chan struct{}
+	cpuShort atomic.Bool
 	// lapsed is set when a write was refused for a full disk: the leases
 	// held here may have ended meanwhile (renewing is a write too), and a
 	// claim must not take their logs while their outcomes wait to be
@@ -198,6 +212,8 @@ func New(st Store, cfg Config) *Dispatcher {
 		freed:    make(chan struct{}, 1),
 		held:     map[store.Held]struct{}{},
 		waiting:  map[string]*waitCount{},
+		owed:     map[string]int{},
+		paced:    make(chan struct{}),
 		orphans:  map[string]time.Time{},
 	}
 }
@@ -230,6 +246,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	// attempt in flight into a duplicate after its lease expires.
 	attemptCtx := context.WithoutCancel(ctx)
 	d.startHanding(&handing{ctx: attemptCtx, wg: &wg, outcomes: outcomes})
+	go d.watchCPU(ctx)
 	d.renewedAt.Store(d.cfg.Now().UnixNano())
 	for ctx.Err() == nil {
 		wait := d.store.Wait() // before claiming, so no wake-up is missed

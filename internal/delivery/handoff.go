@@ -68,6 +68,7 @@ func (d *Dispatcher) stopHanding() {
 	}
 	d.mu.Lock()
 	d.handing = nil
+	d.forgive() // no claim will repay a debt now
 	d.mu.Unlock()
 }
 
@@ -102,6 +103,7 @@ func (d *Dispatcher) Reserve(accountID, webhookID string) bool {
 		// Its log waits in the queue: the next of the webhook's must not
 		// pass it.
 		d.wait(webhookID, accountID)
+		d.owe(accountID, st)
 		d.forget(webhookID, st, d.cfg.Now())
 		return false
 	}
@@ -242,6 +244,7 @@ func (d *Dispatcher) noteClaim(p store.ClaimParams, claims []store.Claim) {
 			delete(d.waiting, id)
 		}
 	}
+	d.repay(accounts)
 }
 
 // waitCount is what a process knows of one webhook's logs waiting in the

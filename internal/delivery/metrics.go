@@ -33,6 +33,11 @@ type Metrics struct {
 	throttleWait      prometheus.Histogram
 	throttleNow       prometheus.Gauge
 	throttleGivenBack prometheus.Counter
+	// How long changes that fire events waited for this process's
+	// deliveries to catch up (pace.go), of those that waited, and how many
+	// wait now.
+	paceWait prometheus.Histogram
+	paceNow  prometheus.Gauge
 }
 
 // NewMetrics registers the delivery metrics with reg.
@@ -78,6 +83,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		throttleGivenBack: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_delivery_throttle_deferred_total", Help: "Deliveries to rate-limited webhooks given back to the queue to wait for a later send slot (not attempts).",
 		}),
+		paceWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "herald_delivery_pace_wait_seconds", Help: "Time a change that fires events waited, before its transaction, for this process's deliveries to catch up (only changes that waited).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 9),
+		}),
+		paceNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_delivery_pace_waiting", Help: "Changes that fire events waiting now for this process's deliveries to catch up.",
+		}),
 	}
 	for _, r := range []string{"succeeded", "failed"} {
 		m.attempts.WithLabelValues(r)
@@ -86,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.responses.WithLabelValues(c)
 	}
 	reg.MustRegister(m.attempts, m.responses, m.failures, m.duration, m.claims, m.handed, m.queries, m.records, m.takeovers,
-		m.claimTime, m.recordTime, m.batchSize, m.throttleWait, m.throttleNow, m.throttleGivenBack)
+		m.claimTime, m.recordTime, m.batchSize, m.throttleWait, m.throttleNow, m.throttleGivenBack, m.paceWait, m.paceNow)
 	return m
 }
 
@@ -160,5 +172,17 @@ func (m *Metrics) throttleWaiting(n int) {
 func (m *Metrics) throttleDeferred() {
 	if m != nil {
 		m.throttleGivenBack.Inc()
+	}
+}
+
+func (m *Metrics) paced(d time.Duration) {
+	if m != nil {
+		m.paceWait.Observe(max(0, d.Seconds()))
+	}
+}
+
+func (m *Metrics) pacing(n int) {
+	if m != nil {
+		m.paceNow.Add(float64(n))
 	}
 }

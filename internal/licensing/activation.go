@@ -98,7 +98,7 @@ func (s *Service) CreateActivation(ctx context.Context, accountID string, in Act
 	}
 	key, fingerprint := *in.LicenseKey.Value, *in.Fingerprint.Value
 	var a Activation
-	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+	err := s.change(ctx, accountID, func(tx *store.Tx) error {
 		// The lock serialises activations of one license, so the limit
 		// holds when several machines activate at once.
 		l, err := scanLicense(tx.QueryRow(ctx, `SELECT `+licenseColumns+` FROM licenses WHERE account_id = ? AND key = ?`+tx.ForUpdate(), accountID, key))
@@ -170,7 +170,7 @@ func (s *Service) Activations(ctx context.Context, accountID string, f Activatio
 // license event. Only this direct deletion fires it: activations deleted
 // with their license fire nothing.
 func (s *Service) DeleteActivation(ctx context.Context, accountID, id string) error {
-	return s.store.InTx(ctx, func(tx *store.Tx) error {
+	return s.change(ctx, accountID, func(tx *store.Tx) error {
 		// Lock the license before the activation, in the order that
 		// CreateActivation and DeleteLicense take them, so that concurrent
 		// calls on PostgreSQL wait for each other instead of deadlocking.

@@ -168,6 +168,9 @@ func (s *Service) CreateLicense(ctx context.Context, accountID string, in Licens
 	if err := v.err(); err != nil {
 		return License{}, err
 	}
+	if err := s.pace(ctx, accountID); err != nil {
+		return License{}, err
+	}
 	now := fromMS(store.MS(s.store.Now()))
 	l := License{ProductID: productID, UserID: userID, ExpiresAt: expires,
 		Validity: in.Validity.Value, AllowedActivations: in.AllowedActivations.Value, Metadata: meta, CreatedAt: now, UpdatedAt: now}
@@ -318,7 +321,7 @@ func (s *Service) changeLicense(ctx context.Context, accountID, id string, kind 
 	change func(tx *store.Tx, l *License, now time.Time) error) (License, error) {
 	var l License
 	moved := false
-	err := s.store.InTx(ctx, func(tx *store.Tx) (err error) {
+	err := s.change(ctx, accountID, func(tx *store.Tx) (err error) {
 		if l, err = getLicense(ctx, tx, accountID, id, tx.ForUpdate()); err != nil {
 			return err
 		}
@@ -449,7 +452,7 @@ func (s *Service) SetLicenseExpiresAt(ctx context.Context, accountID, id string,
 // DeleteLicense deletes a license and fires license.deleted with the
 // license as it was. Its activations go with it by cascade, firing nothing.
 func (s *Service) DeleteLicense(ctx context.Context, accountID, id string) error {
-	return s.store.InTx(ctx, func(tx *store.Tx) error {
+	return s.change(ctx, accountID, func(tx *store.Tx) error {
 		l, err := getLicense(ctx, tx, accountID, id, tx.ForUpdate())
 		if err != nil {
 			return err

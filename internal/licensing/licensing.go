@@ -39,10 +39,49 @@ import (
 
 // Service changes an account's licensing resources. Every method takes the
 // account id and reads or writes that account's rows only.
-type Service struct{ store *store.Store }
+type Service struct {
+	store *store.Store
+	pacer Pacer
+}
 
 // New returns a Service over st.
 func New(st *store.Store) *Service { return &Service{store: st} }
+
+// Pacer holds back an account's next change while what its changes fired
+// waits to be delivered faster than it is (delivery.Dispatcher.Pace,
+// decision 0115).
+type Pacer interface {
+	Pace(ctx context.Context, accountID string) error
+}
+
+// PacedBy returns a copy of s whose changes that fire events first wait for
+// p. The API's are paced; the expiry workers' are not: they fire what the
+// clock makes due, a batch at a time, and no client waits on them.
+func (s *Service) PacedBy(p Pacer) *Service {
+	c := *s
+	c.pacer = p
+	return &c
+}
+
+// pace waits for the pacer, if any, before a change of the account.
+func (s *Service) pace(ctx context.Context, accountID string) error {
+	if s.pacer == nil {
+		return nil
+	}
+	if err := s.pacer.Pace(ctx, accountID); err != nil {
+		return fmt.Errorf("wait for deliveries to catch up: %w", err)
+	}
+	return nil
+}
+
+// change runs fn in a transaction once the pacer lets the account's change
+// go ahead.
+func (s *Service) change(ctx context.Context, accountID string, fn func(*store.Tx) error) error {
+	if err := s.pace(ctx, accountID); err != nil {
+		return err
+	}
+	return s.store.InTx(ctx, fn)
+}
 
 // FieldError is bad input in one field.
 type FieldError struct{ Field, Detail string }

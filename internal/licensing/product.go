@@ -87,7 +87,7 @@ func (s *Service) CreateProduct(ctx context.Context, accountID string, in Produc
 		return Product{}, err
 	}
 	var p Product
-	err = s.store.InTx(ctx, func(tx *store.Tx) error {
+	err = s.change(ctx, accountID, func(tx *store.Tx) error {
 		now := fromMS(store.MS(tx.Now()))
 		p = Product{ID: store.NewID(), Name: *in.Name.Value, Metadata: meta, CreatedAt: now, UpdatedAt: now}
 		testData := in.TestData.Value != nil && *in.TestData.Value
@@ -120,7 +120,7 @@ func (s *Service) Products(ctx context.Context, accountID string, p store.Page) 
 // and fires product.updated.
 func (s *Service) UpdateProduct(ctx context.Context, accountID, id string, in ProductInput) (Product, error) {
 	var p Product
-	err := s.store.InTx(ctx, func(tx *store.Tx) (err error) {
+	err := s.change(ctx, accountID, func(tx *store.Tx) (err error) {
 		if p, err = getProduct(ctx, tx, accountID, id, tx.ForUpdate()); err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ func (s *Service) UpdateProduct(ctx context.Context, accountID, id string, in Pr
 // product as it was. Its licenses (with their activations), releases (with
 // their files) and trial activations go with it by cascade, firing nothing.
 func (s *Service) DeleteProduct(ctx context.Context, accountID, id string) error {
-	return s.store.InTx(ctx, func(tx *store.Tx) error {
+	return s.change(ctx, accountID, func(tx *store.Tx) error {
 		p, err := getProduct(ctx, tx, accountID, id, tx.ForUpdate())
 		if err != nil {
 			return err

@@ -144,7 +144,7 @@ func (s *Service) CreateRelease(ctx context.Context, accountID string, in Releas
 		return Release{}, err
 	}
 	var r Release
-	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+	err := s.change(ctx, accountID, func(tx *store.Tx) error {
 		if ok, err := exists(ctx, tx, "products", accountID, productID); err != nil {
 			return err
 		} else if !ok {
@@ -195,7 +195,7 @@ func (s *Service) Releases(ctx context.Context, accountID string, f ReleaseFilte
 // release as it was, files included. The files go with it by cascade,
 // firing nothing.
 func (s *Service) DeleteRelease(ctx context.Context, accountID, id string) error {
-	return s.store.InTx(ctx, func(tx *store.Tx) error {
+	return s.change(ctx, accountID, func(tx *store.Tx) error {
 		r, err := getRelease(ctx, tx, accountID, id, tx.ForUpdate())
 		if err != nil {
 			return err

@@ -79,7 +79,7 @@ func (s *Service) CreateTrialActivation(ctx context.Context, accountID string, i
 		return TrialActivation{}, err
 	}
 	var t TrialActivation
-	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+	err := s.change(ctx, accountID, func(tx *store.Tx) error {
 		if ok, err := exists(ctx, tx, "products", accountID, productID); err != nil {
 			return err
 		} else if !ok {
@@ -128,7 +128,7 @@ func (s *Service) TrialActivations(ctx context.Context, accountID string, f Tria
 // trial-activation.deleted with it as it was; the machine may then start a
 // new trial.
 func (s *Service) DeleteTrialActivation(ctx context.Context, accountID, id string) error {
-	return s.store.InTx(ctx, func(tx *store.Tx) error {
+	return s.change(ctx, accountID, func(tx *store.Tx) error {
 		t, err := getTrial(ctx, tx, accountID, id, tx.ForUpdate())
 		if err != nil {
 			return err

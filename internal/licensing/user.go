@@ -102,7 +102,7 @@ func (s *Service) CreateUser(ctx context.Context, accountID string, in UserInput
 		return User{}, err
 	}
 	var u User
-	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+	err := s.change(ctx, accountID, func(tx *store.Tx) error {
 		if err := checkEmail(ctx, tx, accountID, *in.Email.Value, ""); err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (s *Service) Users(ctx context.Context, accountID string, p store.Page) ([]
 // fires user.updated.
 func (s *Service) UpdateUser(ctx context.Context, accountID, id string, in UserInput) (User, error) {
 	var u User
-	err := s.store.InTx(ctx, func(tx *store.Tx) (err error) {
+	err := s.change(ctx, accountID, func(tx *store.Tx) (err error) {
 		if u, err = getUser(ctx, tx, accountID, id, tx.ForUpdate()); err != nil {
 			return err
 		}
@@ -171,7 +171,7 @@ func (s *Service) UpdateUser(ctx context.Context, accountID, id string, in UserI
 // one event of the change, and a receiver that tracks assignments learns of
 // it there.
 func (s *Service) DeleteUser(ctx context.Context, accountID, id string) error {
-	return s.store.InTx(ctx, func(tx *store.Tx) error {
+	return s.change(ctx, accountID, func(tx *store.Tx) error {
 		u, err := getUser(ctx, tx, accountID, id, tx.ForUpdate())
 		if err != nil {
 			return err
