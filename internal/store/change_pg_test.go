@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -405,12 +406,15 @@ func TestASharedStatementThatFailsMakesEachChangeAlone(t *testing.T) {
 
 // A panic in a shared statement's round (none is expected) answers every
 // change the round took with an error instead of leaving its caller
-// waiting, and the round's place is not lost: with one statement at once,
-// a change made afterwards runs.
+// waiting, gives the dispatcher back the room its firings reserved (their
+// logs released, in case it committed), and the round's place is not
+// lost: with one statement at once, a change made afterwards runs.
 func TestAPanicInASharedStatementAnswersItsChanges(t *testing.T) {
 	t.Parallel()
 	_, st, acct, _, db := pgWithWebhook(t)
 	ctx := context.Background()
+	h := &endingHandoff{}
+	st.SetHandoff(h)
 
 	change, results := batchedChanges(st, acct.ID)
 	result := func() batchedResult {
@@ -447,4 +451,40 @@ func TestAPanicInASharedStatementAnswersItsChanges(t *testing.T) {
 	if n := db.Int(`SELECT COUNT(*) FROM products WHERE account_id = ?`, acct.ID); n != 2 {
 		t.Errorf("%d products; want the first change's and the last's", n)
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.reserved != 7 || h.taken != 2 || h.abandoned != 5 || h.maybeCommitted != 5 {
+		t.Errorf("%d reservations, %d taken, %d given back (%d maybe committed); want 7: the two made taken, "+
+			"the panicking round's five given back as maybe committed", h.reserved, h.taken, h.abandoned, h.maybeCommitted)
+	}
 }
+
+// endingHandoff grants every reservation and counts how they end.
+type endingHandoff struct {
+	mu                                         sync.Mutex
+	reserved, taken, abandoned, maybeCommitted int
+}
+
+func (h *endingHandoff) Reserve(accountID, webhookID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.reserved++
+	return true
+}
+
+func (h *endingHandoff) Take(claims []store.Claim) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.taken += len(claims)
+}
+
+func (h *endingHandoff) Abandon(claims []store.Claim, maybeCommitted bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.abandoned += len(claims)
+	if maybeCommitted {
+		h.maybeCommitted += len(claims)
+	}
+}
+
+func (h *endingHandoff) LeaseUntil(now time.Time) time.Time { return now.Add(time.Minute) }

@@ -175,9 +175,10 @@ func (b *changeBatcher) takeLocked() []*batchedChange {
 // batchItem is a batched change as its statement is built: its Tx (its
 // handoff, its webhooks' version) and what its firing writes.
 type batchItem struct {
-	c  *batchedChange
-	tx *Tx
-	p  prepared
+	c       *batchedChange
+	tx      *Tx
+	p       prepared
+	settled bool // its reservations taken or given back
 }
 
 // runBatch makes the changes of take in one statement and answers each.
@@ -223,9 +224,24 @@ func (s *Store) runBatch(take []*batchedChange) {
 	if len(items) == 0 {
 		return
 	}
+	// A panic (none is expected) leaves the reservations not yet taken or
+	// given back to the dispatcher, whose slots they hold: they are given
+	// back, their logs released in case the statement committed, before
+	// runRound answers the changes.
+	defer func() {
+		if p := recover(); p != nil {
+			for _, it := range items {
+				if !it.settled && len(it.p.reserved) > 0 {
+					it.tx.handoff.h.Abandon(it.p.reserved, true)
+				}
+			}
+			panic(p)
+		}
+	}()
 	made, ok, err := s.writeBatch(items, t)
 	wrote := false
-	for i, it := range items {
+	for i := range items {
+		it := &items[i]
 		tx, reserved := it.tx, it.p.reserved
 		switch {
 		case err != nil && (isServerError(err) || errors.As(err, new(notSent))):
@@ -235,12 +251,14 @@ func (s *Store) runBatch(take []*batchedChange) {
 			if len(reserved) > 0 {
 				tx.handoff.h.Abandon(reserved, false)
 			}
+			it.settled = true
 			it.c.answer(batchResult{alone: true})
 			continue
 		case err != nil:
 			if len(reserved) > 0 {
 				tx.handoff.h.Abandon(reserved, true)
 			}
+			it.settled = true
 			it.c.answer(batchResult{err: s.full(err)})
 			continue
 		}
@@ -251,6 +269,7 @@ func (s *Store) runBatch(take []*batchedChange) {
 			if len(reserved) > 0 {
 				tx.handoff.h.Abandon(reserved, false)
 			}
+			it.settled = true
 			if !ok[i] {
 				it.c.answer(batchResult{err: ErrAPITokenRefused})
 			} else {
@@ -264,6 +283,7 @@ func (s *Store) runBatch(take []*batchedChange) {
 		wrote = true
 		tx.written([]Firing{it.c.f}, it.p)
 		tx.endHandoff(true, false)
+		it.settled = true
 		s.firedKinds(tx.kinds)
 		if tx.fired {
 			s.wake()
