@@ -404,6 +404,38 @@ func (r *pipeReceiver) IDs() []string {
 	return slices.Clone(r.ids)
 }
 
+// holdingReceiver is a receiver that holds each request whose webhook-id
+// held names until release, and answers the others 204 at once. The hold
+// is let go when the test ends, before the receiver closes (closing waits
+// for the requests it holds).
+func holdingReceiver(t *testing.T, held func(id string) bool) (rcv *pipeReceiver, release func()) {
+	hold := make(chan struct{})
+	rcv = newPipeReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		if held(r.Header.Get("webhook-id")) {
+			<-hold
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	release = sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release)
+	return rcv, release
+}
+
+// sentOnce fails the test for each delivery the receiver got more than
+// once.
+func (r *pipeReceiver) sentOnce(t *testing.T) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, id := range r.IDs() {
+		seen[id]++
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s sent %d times; want once", id, n)
+		}
+	}
+}
+
 // Accept, Close and Addr make the receiver its server's net.Listener.
 func (r *pipeReceiver) Accept() (net.Conn, error) {
 	select {

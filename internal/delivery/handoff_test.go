@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -40,15 +39,7 @@ func TestDispatcherTakesWhatIsFiredWhenNothingOlderWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clock := offsetClock()
 		q := newFakeQueue(clock)
-		hold := make(chan struct{})
-		rcv := newPipeReceiver(t, func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("webhook-id") == "evt-held" {
-				<-hold
-			}
-			w.WriteHeader(http.StatusNoContent)
-		})
-		release := sync.OnceFunc(func() { close(hold) })
-		t.Cleanup(release) // before the receiver's, which waits for the held request
+		rcv, release := holdingReceiver(t, func(id string) bool { return id == "evt-held" })
 		d := delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), PerWebhook: 1, PollInterval: time.Minute})
 		if d.Reserve("acct", "hook") {
 			t.Fatal("a dispatcher not running reserved room")
@@ -112,15 +103,7 @@ func TestDispatcherTakesWhatIsFiredWhenNothingOlderWaits(t *testing.T) {
 		}
 		waitFor(t, "after-2 recorded", func() bool { return len(q.recorded()) == 9 })
 		synctest.Wait()
-		seen := map[string]int{}
-		for _, id := range rcv.IDs() {
-			seen[id]++
-		}
-		for id, n := range seen {
-			if n != 1 {
-				t.Errorf("%s sent %d times; want once", id, n)
-			}
-		}
+		rcv.sentOnce(t)
 	})
 }
 

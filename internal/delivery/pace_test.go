@@ -2,9 +2,7 @@ package delivery_test
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -23,15 +21,7 @@ func TestPaceHoldsAnAccountUntilTheClaimsTakeItsLogs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clock := offsetClock()
 		q := newFakeQueue(clock)
-		hold := make(chan struct{})
-		rcv := newPipeReceiver(t, func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.Header.Get("webhook-id"), "evt-held") {
-				<-hold
-			}
-			w.WriteHeader(http.StatusNoContent)
-		})
-		release := sync.OnceFunc(func() { close(hold) })
-		t.Cleanup(release) // before the receiver's, which waits for the held requests
+		rcv, release := holdingReceiver(t, func(id string) bool { return strings.HasPrefix(id, "evt-held") })
 		var short atomic.Bool
 		d := delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), PerWebhook: 2, BatchSize: 2,
 			PollInterval: time.Minute, PaceWait: time.Hour, Busy: short.Load})
@@ -124,14 +114,6 @@ func TestPaceHoldsAnAccountUntilTheClaimsTakeItsLogs(t *testing.T) {
 		}
 		waitFor(t, "every log recorded", func() bool { return len(q.recorded()) == logs })
 		synctest.Wait()
-		seen := map[string]int{}
-		for _, id := range rcv.IDs() {
-			seen[id]++
-		}
-		for id, n := range seen {
-			if n != 1 {
-				t.Errorf("%s sent %d times; want once", id, n)
-			}
-		}
+		rcv.sentOnce(t)
 	})
 }
