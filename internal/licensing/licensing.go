@@ -47,9 +47,9 @@ type Service struct {
 // New returns a Service over st.
 func New(st *store.Store) *Service { return &Service{store: st} }
 
-// Pacer holds back an account's next change while what its changes fired
-// waits to be delivered faster than it is (delivery.Dispatcher.Pace,
-// decision 0115).
+// Pacer holds back an account's next change while the deliveries its
+// changes fired wait in the queue of a process short of CPU
+// (delivery.Dispatcher.Pace, decision 0115).
 type Pacer interface {
 	Pace(ctx context.Context, accountID string) error
 }
