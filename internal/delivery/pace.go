@@ -190,8 +190,11 @@ func (d *Dispatcher) wakePaced() {
 func (d *Dispatcher) Pace(ctx context.Context, accountID string) error {
 	var timer *time.Timer
 	for {
+		if !d.busy() { // the common case: no lock on the API's path
+			break
+		}
 		d.mu.Lock()
-		if d.owed[accountID] <= 0 || !d.busy() {
+		if d.owed[accountID] <= 0 {
 			d.mu.Unlock()
 			break
 		}
