@@ -50,6 +50,9 @@ func TestBenchQuickLosesNothing(t *testing.T) {
 					t.Errorf("%s: lost %d, duplicated %d, bad signatures %d, API calls refused %d %q",
 						r.Scenario, r.Lost, r.Duplicated, r.BadSignatures, r.Refused, r.RefusedFor)
 				}
+				if m := r.Machine; m == nil || m.Busy <= 0 || m.Busy+m.Idle+m.Stolen <= 0 {
+					t.Errorf("%s: the machine's CPU not read: %+v", r.Scenario, m)
+				}
 			}
 			for _, want := range bench.AllScenarios {
 				if !seen[want] {

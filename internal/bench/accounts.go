@@ -103,6 +103,7 @@ func fairShare(ctx context.Context, o Options, rcv *receiver, loaded bool) (Resu
 		defer s.pg.close()
 	}
 	s.cpu0, _ = c.usage()
+	s.machine0 = readCPUTimes()
 	fired := s.fire(ctx, firing{rate: fairRate, duration: o.Duration}, 1)
 	s.drain(ctx, 15*time.Second, 5*time.Minute)
 	r := s.result(name, title, fired, s.fireStart, 0)

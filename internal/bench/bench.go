@@ -94,6 +94,8 @@ type Result struct {
 	Processes []ProcessResult `json:"processes,omitempty"`
 	// Postgres is what PostgreSQL spent per delivery, on PostgreSQL.
 	Postgres *PGCost `json:"postgres,omitempty"`
+	// Machine is where the machine's CPU went over the scenario.
+	Machine *MachineCPU `json:"machine,omitempty"`
 }
 
 // ProcessResult is one process's share of a fleet's figures. Deliveries,

@@ -67,6 +67,7 @@ func expiries(ctx context.Context, o Options, rcv *receiver) ([]Result, error) {
 	s := &session{c: c, rcv: rcv, hooks: 1, accepted: n}
 	cpu0, _ := c.usage()
 	s.cpu0 = cpu0
+	s.machine0 = readCPUTimes()
 	// Wait out the spread, then drain.
 	select {
 	case <-ctx.Done():

@@ -62,6 +62,7 @@ func measurePeer(ctx context.Context, o Options, rcv *receiver, su setup, f firi
 		return Result{}, fmt.Errorf("peer: %w", err)
 	}
 	fmt.Fprintf(o.Log, "bench: %s: %s, on the peer (%s at %s)\n", name, title, o.Peer.Kind, o.Peer.URL)
+	s.machine0 = readCPUTimes() // the peer's CPU is the machine's rest
 	fired := s.fire(ctx, f, o.Clients)
 	s.drain(ctx, 15*time.Second, 5*time.Minute)
 	r := s.result(name, title, fired, s.fireStart, 0)

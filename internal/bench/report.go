@@ -46,6 +46,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := r.writePostgres(w); err != nil {
 		return err
 	}
+	if err := r.writeMachine(w); err != nil {
+		return err
+	}
 	if err := r.writeHistory(w); err != nil {
 		return err
 	}
@@ -171,6 +174,42 @@ func (r *Report) writeProcesses(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeMachine writes where the machine's CPU went in each scenario: what
+// herald, PostgreSQL and the bench's own driver and receivers took of it,
+// the rest of the machine (a peer's included), and what no one used.
+func (r *Report) writeMachine(w io.Writer) error {
+	any := false
+	for _, x := range r.Results {
+		any = any || x.Machine != nil
+	}
+	if !any {
+		return nil
+	}
+	fmt.Fprintf(w, "\nthe machine's CPU, s/1k deliveries (its %d cores from the first call to the last receipt; bench: its API clients and receivers):\n", r.CPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tsender\therald\tPostgreSQL\tbench\tthe rest\tidle\tof it I/O wait\tstolen\tbusy\t")
+	for _, x := range r.Results {
+		m := x.Machine
+		if m == nil {
+			continue
+		}
+		rest := m.Busy - m.Bench
+		herald, pg := "—", "—"
+		if x.Sender != "peer" {
+			herald, rest = fmt.Sprintf("%.2f", x.CPUPer1000), rest-x.CPUPer1000
+		}
+		if c := x.Postgres; c != nil && c.CPUPer1000 >= 0 {
+			pg, rest = fmt.Sprintf("%.2f", c.CPUPer1000), rest-c.CPUPer1000
+		}
+		busy := 0.0
+		if all := m.Busy + m.Idle + m.Stolen; all > 0 {
+			busy = m.Busy / all
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f%%\t\n", x.Scenario, x.Sender, herald, pg, m.Bench, rest, m.Idle, m.IOWait, m.Stolen, 100*busy)
+	}
+	return tw.Flush()
 }
 
 // writePostgres writes what PostgreSQL spent per delivery in each scenario.

@@ -83,6 +83,7 @@ type session struct {
 	refused    int      // API calls answered with an error, or not answered
 	reasons    []string // the first few distinct reasons they were refused
 	cpu0       float64
+	machine0   cpuTimes // the machine's CPU when cpu0 was read
 	fireStart  time.Time
 }
 
@@ -131,6 +132,7 @@ func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) 
 		}
 	}
 	ss.cpu0, _ = ss.usage()
+	ss.machine0 = readCPUTimes()
 	for _, p := range ss.procs {
 		cpu, _ := p.usage()
 		ss.cpu0s = append(ss.cpu0s, cpu)
@@ -306,6 +308,7 @@ func (s *session) expected() int {
 func (s *session) result(name, title string, fired time.Duration, since time.Time, apiFrom int) Result {
 	unique, dup, bad := s.rcv.counts(s.live)
 	cpu, rss := s.usage()
+	machine := readCPUTimes().since(s.machine0, unique)
 	lat := sortedCopy(s.rcv.latencySample())
 	s.mu.Lock()
 	api := sortedCopy(s.api[min(apiFrom, len(s.api)):])
@@ -314,7 +317,7 @@ func (s *session) result(name, title string, fired time.Duration, since time.Tim
 	r := Result{Scenario: name, Title: title, Webhooks: s.hooks, Events: accepted, Refused: refused, RefusedFor: reasons, Deliveries: unique,
 		P50MS: percentile(lat, 0.50), P95MS: percentile(lat, 0.95), P99MS: percentile(lat, 0.99),
 		APIP99MS: percentile(api, 0.99), PeakRSSMB: float64(rss) / (1 << 20),
-		Lost: max(0, s.expected()-unique), Duplicated: dup, BadSignatures: bad}
+		Lost: max(0, s.expected()-unique), Duplicated: dup, BadSignatures: bad, Machine: machine}
 	if fired > 0 {
 		r.EventsPerSec = float64(accepted) / fired.Seconds()
 	}
