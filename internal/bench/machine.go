@@ -24,7 +24,7 @@ type MachineCPU struct {
 // the bench process's own.
 type cpuTimes struct {
 	busy, idle, iowait, stolen, bench float64
-	ok                        bool
+	ok                                bool
 }
 
 // readCPUTimes reads the first line of /proc/stat (user, nice, system,
