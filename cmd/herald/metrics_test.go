@@ -139,6 +139,12 @@ func TestMetricsShowWhatHappened(t *testing.T) {
 	if value(fams, "herald_db_connections_max", nil) < 1 {
 		t.Error("no database pool figures")
 	}
+	// SQLite's one writer ran at least the webhooks' and the license's
+	// transactions, in as many commits or fewer.
+	if txs, commits := value(fams, "herald_db_writer_transactions_total", nil), value(fams, "herald_db_writer_commits_total", nil); txs < 3 || commits < 1 || commits > txs ||
+		value(fams, "herald_db_writer_busy_seconds_total", nil) <= 0 {
+		t.Errorf("the writer's figures: %v transactions in %v commits, busy %v s", txs, commits, value(fams, "herald_db_writer_busy_seconds_total", nil))
+	}
 	// Scrapes and probes are not requests an operator wants counted.
 	if value(fams, "herald_http_requests_total", map[string]string{"route": "GET /metrics"}) != -1 {
 		t.Error("scrapes of /metrics are counted as requests")

@@ -133,6 +133,7 @@ type database struct {
 
 	up, backlog, due, oldestDue, webhooks, emails, oldestEmail *prometheus.Desc
 	conns, maxConns, waits, waited                             *prometheus.Desc
+	writerBusy, writerCommits, writerTxs                       *prometheus.Desc
 }
 
 func newDatabase(st *store.Store, log *slog.Logger) *database {
@@ -140,22 +141,25 @@ func newDatabase(st *store.Store, log *slog.Logger) *database {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &database{st: st, log: log,
-		up:          d("herald_database_up", "1 when the last scrape read the database's figures, 0 when it could not."),
-		backlog:     d("herald_backlog_event_logs", "Event logs not yet completed, by status: queued, retrying, pending (an attempt in flight).", "status"),
-		due:         d("herald_backlog_due_event_logs", "Event logs whose attempt is due now and not in flight."),
-		oldestDue:   d("herald_backlog_oldest_due_seconds", "How long the event log due longest has waited past its due time; 0 when none is due."),
-		webhooks:    d("herald_webhooks", "Webhooks by status (Healthy, Unhealthy, Suspended) and whether they are enabled.", "status", "enabled"),
-		emails:      d("herald_email_outbox_unsent", "Notification emails waiting in the outbox."),
-		oldestEmail: d("herald_email_outbox_oldest_seconds", "Age of the oldest email waiting in the outbox; 0 when none waits."),
-		conns:       d("herald_db_connections", "Database connections of this process's pools by pool (main, or delivery: the dispatcher's own on PostgreSQL) and state: in_use or idle.", "pool", "state"),
-		maxConns:    d("herald_db_connections_max", "The most connections each of this process's pools may open.", "pool"),
-		waits:       d("herald_db_connection_waits_total", "Times a query waited for a free connection, by pool.", "pool"),
-		waited:      d("herald_db_connection_wait_seconds_total", "Time spent waiting for a free connection, by pool.", "pool"),
+		up:            d("herald_database_up", "1 when the last scrape read the database's figures, 0 when it could not."),
+		backlog:       d("herald_backlog_event_logs", "Event logs not yet completed, by status: queued, retrying, pending (an attempt in flight).", "status"),
+		due:           d("herald_backlog_due_event_logs", "Event logs whose attempt is due now and not in flight."),
+		oldestDue:     d("herald_backlog_oldest_due_seconds", "How long the event log due longest has waited past its due time; 0 when none is due."),
+		webhooks:      d("herald_webhooks", "Webhooks by status (Healthy, Unhealthy, Suspended) and whether they are enabled.", "status", "enabled"),
+		emails:        d("herald_email_outbox_unsent", "Notification emails waiting in the outbox."),
+		oldestEmail:   d("herald_email_outbox_oldest_seconds", "Age of the oldest email waiting in the outbox; 0 when none waits."),
+		conns:         d("herald_db_connections", "Database connections of this process's pools by pool (main, or delivery: the dispatcher's own on PostgreSQL) and state: in_use or idle.", "pool", "state"),
+		maxConns:      d("herald_db_connections_max", "The most connections each of this process's pools may open.", "pool"),
+		waits:         d("herald_db_connection_waits_total", "Times a query waited for a free connection, by pool.", "pool"),
+		waited:        d("herald_db_connection_wait_seconds_total", "Time spent waiting for a free connection, by pool.", "pool"),
+		writerBusy:    d("herald_db_writer_busy_seconds_total", "SQLite: time its one writer spent running and committing transactions; a rate near 1 means writes queue for it."),
+		writerCommits: d("herald_db_writer_commits_total", "SQLite: commits its one writer made, each covering a group of transactions."),
+		writerTxs:     d("herald_db_writer_transactions_total", "SQLite: write transactions its one writer ran, in all its commits."),
 	}
 }
 
 func (d *database) Describe(ch chan<- *prometheus.Desc) {
-	for _, x := range []*prometheus.Desc{d.up, d.backlog, d.due, d.oldestDue, d.webhooks, d.emails, d.oldestEmail, d.conns, d.maxConns, d.waits, d.waited} {
+	for _, x := range []*prometheus.Desc{d.up, d.backlog, d.due, d.oldestDue, d.webhooks, d.emails, d.oldestEmail, d.conns, d.maxConns, d.waits, d.waited, d.writerBusy, d.writerCommits, d.writerTxs} {
 		ch <- x
 	}
 }
@@ -177,6 +181,11 @@ func (d *database) Collect(ch chan<- prometheus.Metric) {
 		gauge(d.maxConns, float64(st.MaxOpenConnections), pool)
 		ch <- prometheus.MustNewConstMetric(d.waits, prometheus.CounterValue, float64(st.WaitCount), pool)
 		ch <- prometheus.MustNewConstMetric(d.waited, prometheus.CounterValue, st.WaitDuration.Seconds(), pool)
+	}
+	if w := g.Writer; w != nil {
+		ch <- prometheus.MustNewConstMetric(d.writerBusy, prometheus.CounterValue, w.Busy.Seconds())
+		ch <- prometheus.MustNewConstMetric(d.writerCommits, prometheus.CounterValue, float64(w.Commits))
+		ch <- prometheus.MustNewConstMetric(d.writerTxs, prometheus.CounterValue, float64(w.Transactions))
 	}
 	if err != nil {
 		d.log.Warn("metrics: read the database's figures", "err", err)

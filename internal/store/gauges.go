@@ -30,6 +30,8 @@ type Gauges struct {
 	// DeliveryDB is the dispatcher's own pool's (lane.go), zero where there
 	// is none.
 	DeliveryDB sql.DBStats
+	// Writer is SQLite's one writer's work (group.go); nil on PostgreSQL.
+	Writer *WriterStats
 }
 
 // WebhookCount is how many webhooks have one status and enabled setting.
@@ -45,6 +47,10 @@ func (s *Store) Gauges(ctx context.Context) (Gauges, error) {
 	g := Gauges{Backlog: map[LogStatus]int{Queued: 0, Retrying: 0, Pending: 0}, DB: s.db.Stats()}
 	if s.deliveryDB != nil {
 		g.DeliveryDB = s.deliveryDB.Stats()
+	}
+	if s.group != nil {
+		w := s.group.stats()
+		g.Writer = &w
 	}
 	// The backlog is delivery_queue: a leased row is pending, an unleased
 	// one queued until its first attempt and retrying after.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/heraldhq/herald/internal/event"
 )
@@ -53,6 +55,24 @@ type committer struct {
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
+
+	// What the writer has done, for Gauges: its groups, the transactions
+	// in them, and the time it spent on them (nanoseconds).
+	groups, txs, busy atomic.Int64
+}
+
+// WriterStats is what SQLite's one writer has done since the store opened:
+// the commits it made (each a group of transactions), the transactions
+// they carried, and the time it spent on them. Busy growing by nearly a
+// second a second means writes queue for the writer: it, not the
+// machine's cores, bounds the process (BENCHMARKS.md, docs/scaling.md).
+type WriterStats struct {
+	Commits, Transactions int64
+	Busy                  time.Duration
+}
+
+func (c *committer) stats() WriterStats {
+	return WriterStats{Commits: c.groups.Load(), Transactions: c.txs.Load(), Busy: time.Duration(c.busy.Load())}
 }
 
 func newCommitter(s *Store) *committer {
@@ -107,6 +127,7 @@ func (c *committer) run() {
 		if !ok {
 			return
 		}
+		began := time.Now()
 		group := []*groupTx{first}
 		c.fill(&group, c.urgent)
 		c.fill(&group, c.queue)
@@ -114,6 +135,9 @@ func (c *committer) run() {
 		// Between transactions the writer's connection is free: prepare
 		// for good the statements the group used unprepared.
 		c.s.writeStmts.prepareWanted(context.Background(), c.s.writer)
+		c.groups.Add(1)
+		c.txs.Add(int64(len(group)))
+		c.busy.Add(int64(time.Since(began)))
 	}
 }
 

@@ -450,3 +450,47 @@ func testGauges(t *testing.T, b *bundle) {
 		t.Errorf("outbox: %d unsent, oldest %s; want the suspension email, a minute old", g.EmailsUnsent, g.OldestEmail)
 	}
 }
+
+// testWriterStats reads what SQLite's one writer has done: the transactions
+// concurrent callers ran, in as many commits or fewer (groups), and the
+// time it spent on them. PostgreSQL has no one writer and says nothing.
+func testWriterStats(t *testing.T, b *bundle) {
+	gauges := func() store.Gauges {
+		t.Helper()
+		g, err := b.st.Gauges(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	before := gauges()
+	if b.st.Engine() != "sqlite" {
+		if before.Writer != nil {
+			t.Errorf("writer figures on %s: %+v", b.st.Engine(), *before.Writer)
+		}
+		return
+	}
+	if before.Writer == nil {
+		t.Fatal("no writer figures on SQLite")
+	}
+	b.webhook(t, "one")
+	before = gauges()
+	const n = 16
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+				_, err := tx.Fire(b.ctx, b.account.ID, event.LicenseCreated, map[string]any{})
+				return err
+			}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	w0, w := *before.Writer, *gauges().Writer
+	txs, commits := w.Transactions-w0.Transactions, w.Commits-w0.Commits
+	if txs != n || commits < 1 || commits > txs || w.Busy <= w0.Busy {
+		t.Errorf("%d firings made %d transactions in %d commits, busy %s more", n, txs, commits, w.Busy-w0.Busy)
+	}
+}

@@ -60,6 +60,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"RateCountsAddUpAcrossProcesses", 2, testRateCountsAddUp},
 		{"SignInLimitsCountEveryKeyAndRefuseWhenFull", 1, testSignInLimits},
 		{"GaugesCountTheBacklogWebhooksAndOutbox", 1, testGauges},
+		{"WriterSaysWhatItDid", 1, testWriterStats},
 		{"IdempotencyKeysReplayRefuseAndExpire", 1, testIdempotencyKeys},
 		{"IdempotencyKeyOfACrashedTryIsFreedOnlyIfUnapplied", 2, testIdempotencyAfterACrash},
 		{"ConcurrentIdempotentClaimsClaimOnce", 3, testConcurrentIdempotentClaims},
