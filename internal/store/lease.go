@@ -21,7 +21,9 @@ type Held struct {
 // (attempts waiting, in flight or waiting to be recorded) well before they
 // end, so that only a dead process's leases expire: an attempt slowed by a
 // busy machine is never taken over by another process and sent twice. A log
-// whose lease was already taken over carries another lease and is left alone.
+// whose lease was already taken over carries another lease and is left alone,
+// and on PostgreSQL so is one another transaction has locked (it returns
+// without waiting for it; see below).
 func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (int64, error) {
 	var total int64
 	for len(held) > 0 {
@@ -37,9 +39,22 @@ func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (
 				leases = append(leases, h.Lease)
 			}
 		}
-		res, err := s.writerFor(ctx).ExecContext(ctx, s.q(`UPDATE delivery_queue SET lease_until = ?
-WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?))`),
-			ms(until), jsonTexts(ids), jsonTexts(leases))
+		q := `UPDATE delivery_queue SET lease_until = ?
+WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?))`
+		if s.eng.name() == "postgres" {
+			// A row another transaction holds is being recorded, released
+			// or taken over: its lease is that transaction's to settle, and
+			// the next renewal (a third of a lease later) renews it if it is
+			// still held. Waiting for it instead deadlocked with the
+			// recordings, which lock their rows in another order: each
+			// recording then waited a second for PostgreSQL to tell, the
+			// process's slots stayed full, and its deliveries stopped
+			// (BENCHMARKS.md, "A renewal that waited for the recordings").
+			q = `UPDATE delivery_queue SET lease_until = ?
+WHERE log_id IN (SELECT log_id FROM delivery_queue
+  WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?))` + s.eng.forUpdate() + ` SKIP LOCKED)`
+		}
+		res, err := s.writerFor(ctx).ExecContext(ctx, s.q(q), ms(until), jsonTexts(ids), jsonTexts(leases))
 		if err != nil {
 			return total, s.full(fmt.Errorf("renew leases: %w", err))
 		}

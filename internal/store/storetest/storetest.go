@@ -38,6 +38,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ExpiredLeaseIsTakenOverAndStaleOutcomeDropped", 2, testExpiredLeaseTakenOver},
 		{"ConcurrentClaimsTakeEachLogOnce", 3, testConcurrentClaims},
 		{"LeasesAreRenewedAndReleased", 2, testLeasesRenewAndRelease},
+		{"RenewalWaitsForNoRowLock", 1, testRenewalWaitsForNoRowLock},
 		{"ClaimGivesEachWebhookItsRoom", 1, testClaimGivesEachWebhookItsRoom},
 		{"ClaimPassesOverExcludedBeforeItsWindow", 1, testClaimPassesOverExcludedBeforeItsWindow},
 		{"ClaimSharesBetweenWebhooksBehindOneBacklog", 1, testClaimSharesBehindOneBacklog},
