@@ -49,7 +49,7 @@ WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FRO
 			// recordings, which lock their rows in another order: each
 			// recording then waited a second for PostgreSQL to tell, the
 			// process's slots stayed full, and its deliveries stopped
-			// (BENCHMARKS.md, "A renewal that waited for the recordings").
+			// (decision 0116).
 			q = `UPDATE delivery_queue SET lease_until = ?
 WHERE log_id IN (SELECT log_id FROM delivery_queue
   WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?))` + s.eng.forUpdate() + ` SKIP LOCKED)`
