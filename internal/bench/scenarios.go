@@ -309,6 +309,9 @@ func (s *session) result(name, title string, fired time.Duration, since time.Tim
 	unique, dup, bad := s.rcv.counts(s.live)
 	cpu, rss := s.usage()
 	machine := readCPUTimes().since(s.machine0, unique)
+	if s.pg != nil {
+		s.pg.ended()
+	}
 	lat := sortedCopy(s.rcv.latencySample())
 	s.mu.Lock()
 	api := sortedCopy(s.api[min(apiFrom, len(s.api)):])
