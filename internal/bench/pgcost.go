@@ -40,8 +40,8 @@ type PGCost struct {
 	// scenario's own time: from its first call to its last receipt, as
 	// herald's and the machine's are. Not after: herald's connections
 	// closing at its exit and the bench's reads of the statistics are no
-	// delivery's cost, and at 200 deliveries a second they made a third of
-	// the figure. -1 when /proc did not show the server.
+	// delivery's cost (3–5% of the figure at 200 deliveries a second). -1
+	// when /proc did not show the server.
 	CPUPer1000 float64       `json:"cpuSecondsPer1000Deliveries"`
 	Tables     []TableWrites `json:"tables"`
 }
