@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -180,11 +181,7 @@ func (r *Report) writeProcesses(w io.Writer) error {
 // herald, PostgreSQL and the bench's own driver and receivers took of it,
 // the rest of the machine (a peer's included), and what no one used.
 func (r *Report) writeMachine(w io.Writer) error {
-	any := false
-	for _, x := range r.Results {
-		any = any || x.Machine != nil
-	}
-	if !any {
+	if !slices.ContainsFunc(r.Results, func(x Result) bool { return x.Machine != nil }) {
 		return nil
 	}
 	fmt.Fprintf(w, "\nthe machine's CPU, s/1k deliveries (its %d cores from the first call to the last receipt; bench: its API clients and receivers):\n", r.CPUs)
@@ -214,11 +211,7 @@ func (r *Report) writeMachine(w io.Writer) error {
 
 // writePostgres writes what PostgreSQL spent per delivery in each scenario.
 func (r *Report) writePostgres(w io.Writer) error {
-	any := false
-	for _, x := range r.Results {
-		any = any || x.Postgres != nil
-	}
-	if !any {
+	if !slices.ContainsFunc(r.Results, func(x Result) bool { return x.Postgres != nil }) {
 		return nil
 	}
 	fmt.Fprintf(w, "\nPostgreSQL per delivery (WAL, commits and writes are the whole server's and database's: run on a quiet one;\n"+

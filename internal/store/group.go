@@ -62,8 +62,9 @@ type committer struct {
 }
 
 // WriterStats is what SQLite's one writer has done since the store opened:
-// the commits it made (each a group of transactions), the transactions
-// they carried, and the time it spent on them. Busy growing by nearly a
+// the commits it made (each a group of transactions; a group that failed
+// counts too), the transactions they carried, and the time it spent on
+// them. Busy growing by nearly a
 // second a second means writes queue for the writer: it, not the
 // machine's cores, bounds the process (BENCHMARKS.md, docs/scaling.md).
 type WriterStats struct {
@@ -131,13 +132,12 @@ func (c *committer) run() {
 		group := []*groupTx{first}
 		c.fill(&group, c.urgent)
 		c.fill(&group, c.queue)
-		c.commit(group)
+		c.commit(group, began)
 		// Between transactions the writer's connection is free: prepare
 		// for good the statements the group used unprepared.
+		prepared := time.Now()
 		c.s.writeStmts.prepareWanted(context.Background(), c.s.writer)
-		c.groups.Add(1)
-		c.txs.Add(int64(len(group)))
-		c.busy.Add(int64(time.Since(began)))
+		c.busy.Add(int64(time.Since(prepared)))
 	}
 }
 
@@ -183,8 +183,9 @@ func (c *committer) fill(group *[]*groupTx, ch chan *groupTx) {
 	}
 }
 
-// commit runs a group as one transaction and answers each of its callers.
-func (c *committer) commit(group []*groupTx) {
+// commit runs a group as one transaction, begun at began, and answers each
+// of its callers; the writer's figures count it before any caller hears.
+func (c *committer) commit(group []*groupTx, began time.Time) {
 	live := group[:0]
 	for _, g := range group {
 		if err := g.ctx.Err(); err != nil { // its caller gave up before it began
@@ -301,6 +302,9 @@ func (c *committer) commit(group []*groupTx) {
 		c.s.wake()
 		c.s.eng.announce()
 	}
+	c.groups.Add(1)
+	c.txs.Add(int64(len(live)))
+	c.busy.Add(int64(time.Since(began)))
 	for i, g := range live {
 		g.done <- results[i]
 	}

@@ -357,10 +357,7 @@ func testResendOfAWaitingLog(t *testing.T, b *bundle) {
 	logID := b.logs(t, store.LogFilter{})[0].ID
 	backlog := func() int {
 		t.Helper()
-		g, err := b.st.Gauges(b.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := b.gauges(t)
 		return g.Backlog[store.Queued] + g.Backlog[store.Retrying] + g.Backlog[store.Pending]
 	}
 	resend := func(ok bool) {

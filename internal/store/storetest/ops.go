@@ -399,25 +399,27 @@ func (b *bundle) fireOn(t testing.TB, st *store.Store) {
 	}
 }
 
+// gauges reads the store's gauges.
+func (b *bundle) gauges(t testing.TB) store.Gauges {
+	t.Helper()
+	g, err := b.st.Gauges(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // testGauges reads what an operator watches: the backlog by status, how
 // long the oldest due log has waited, webhooks by status, and the outbox.
 func testGauges(t *testing.T, b *bundle) {
-	gauges := func() store.Gauges {
-		t.Helper()
-		g, err := b.st.Gauges(b.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
-	if g := gauges(); g.Due != 0 || g.OldestDue != 0 || len(g.Webhooks) != 0 || g.EmailsUnsent != 0 || g.Backlog[store.Queued] != 0 {
+	if g := b.gauges(t); g.Due != 0 || g.OldestDue != 0 || len(g.Webhooks) != 0 || g.EmailsUnsent != 0 || g.Backlog[store.Queued] != 0 {
 		t.Fatalf("an empty database: %+v", g)
 	}
 	w1 := b.webhook(t, "one")
 	b.webhook(t, "two")
 	b.fire(t, b.st, 3) // 3 logs for each webhook
 	b.clock.Add(10 * time.Second)
-	g := gauges()
+	g := b.gauges(t)
 	if g.Backlog[store.Queued] != 6 || g.Backlog[store.Pending] != 0 || g.Due != 6 || g.OldestDue != 10*time.Second {
 		t.Errorf("6 queued logs due for 10s: backlog %v, due %d, oldest %s", g.Backlog, g.Due, g.OldestDue)
 	}
@@ -428,7 +430,7 @@ func testGauges(t *testing.T, b *bundle) {
 	// Two claimed: in flight, not due. Then one webhook fails until it is
 	// suspended, which queues an email.
 	cs := b.claim(t, b.st, 0, time.Minute, 2, 1)
-	if g := gauges(); g.Backlog[store.Pending] != 2 || g.Backlog[store.Queued] != 4 || g.Due != 4 {
+	if g := b.gauges(t); g.Backlog[store.Pending] != 2 || g.Backlog[store.Queued] != 4 || g.Due != 4 {
 		t.Errorf("after claiming 2: backlog %v, due %d", g.Backlog, g.Due)
 	}
 	var outs []store.Outcome
@@ -441,7 +443,7 @@ func testGauges(t *testing.T, b *bundle) {
 		t.Fatalf("%d suspensions; want webhook one's", len(sp))
 	}
 	b.clock.Add(time.Minute)
-	g = gauges()
+	g = b.gauges(t)
 	want := []store.WebhookCount{{Status: store.Healthy, Enabled: true, N: 1}, {Status: store.Suspended, Enabled: true, N: 1}}
 	if len(g.Webhooks) != 2 || g.Webhooks[0] != want[0] || g.Webhooks[1] != want[1] {
 		t.Errorf("webhooks %+v; want %+v", g.Webhooks, want)
@@ -455,15 +457,7 @@ func testGauges(t *testing.T, b *bundle) {
 // concurrent callers ran, in as many commits or fewer (groups), and the
 // time it spent on them. PostgreSQL has no one writer and says nothing.
 func testWriterStats(t *testing.T, b *bundle) {
-	gauges := func() store.Gauges {
-		t.Helper()
-		g, err := b.st.Gauges(b.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
-	before := gauges()
+	before := b.gauges(t)
 	if b.st.Engine() != "sqlite" {
 		if before.Writer != nil {
 			t.Errorf("writer figures on %s: %+v", b.st.Engine(), *before.Writer)
@@ -474,7 +468,7 @@ func testWriterStats(t *testing.T, b *bundle) {
 		t.Fatal("no writer figures on SQLite")
 	}
 	b.webhook(t, "one")
-	before = gauges()
+	before = b.gauges(t)
 	const n = 16
 	var wg sync.WaitGroup
 	for range n {
@@ -488,9 +482,10 @@ func testWriterStats(t *testing.T, b *bundle) {
 		})
 	}
 	wg.Wait()
-	w0, w := *before.Writer, *gauges().Writer
+	w0, w := *before.Writer, *b.gauges(t).Writer
 	txs, commits := w.Transactions-w0.Transactions, w.Commits-w0.Commits
-	if txs != n || commits < 1 || commits > txs || w.Busy <= w0.Busy {
+	// At least the firings: the store's own upkeep may write meanwhile.
+	if txs < n || commits < 1 || commits > txs || w.Busy <= w0.Busy {
 		t.Errorf("%d firings made %d transactions in %d commits, busy %s more", n, txs, commits, w.Busy-w0.Busy)
 	}
 }
