@@ -65,12 +65,13 @@ type TableWrites struct {
 
 // pgMeter reads PostgreSQL's counters for one scenario's schema.
 type pgMeter struct {
-	conn   *pgx.Conn
-	schema string
-	name   string // herald's connections' application_name
-	before pgSample
-	pid    int     // the meter's backend, by which the server is found
-	cpuEnd float64 // the server's CPU at the scenario's last receipt; -1 unread
+	conn     *pgx.Conn
+	schema   string
+	name     string // herald's connections' application_name
+	before   pgSample
+	pid      int     // the meter's backend, by which the server is found
+	cpuStart float64 // the server's CPU once before was taken; -1 when not known
+	cpuEnd   float64 // the server's CPU at the scenario's last receipt; -1 unread
 	// unsettled is why before is not known to hold all of the setup's
 	// writes, and so the cost is not given.
 	unsettled error
@@ -81,7 +82,6 @@ type pgSample struct {
 	commits int64
 	nextXID int64
 	tables  map[string]TableWrites
-	cpu     float64 // -1 when not known
 }
 
 // newPGMeter connects to the database of dbURL (a URL whose search_path is
@@ -92,7 +92,7 @@ func newPGMeter(ctx context.Context, dbURL string, hooks int) (*pgMeter, error) 
 	if err != nil {
 		return nil, err
 	}
-	m := &pgMeter{schema: u.Query().Get("search_path"), name: u.Query().Get("application_name"), cpuEnd: -1}
+	m := &pgMeter{schema: u.Query().Get("search_path"), name: u.Query().Get("application_name"), cpuStart: -1, cpuEnd: -1}
 	conn, err := pgx.Connect(ctx, adminURL(u))
 	if err != nil {
 		return nil, fmt.Errorf("postgres cost: %w", err)
@@ -116,6 +116,7 @@ func newPGMeter(ctx context.Context, dbURL string, hooks int) (*pgMeter, error) 
 		written := t["webhooks"].Inserts >= int64(hooks) && t["accounts"].Inserts >= 1 &&
 			t["products"].Inserts >= 1 && t["events"].Inserts >= 1
 		if written && maps.Equal(t, last) {
+			m.cpuStart = serverCPU(m.pid)
 			return m, nil
 		}
 		if time.Now().After(deadline) { // the scenario runs; its cost is not given
@@ -183,7 +184,6 @@ FROM pg_stat_user_tables t WHERE t.schemaname = $1`, m.schema)
 	if err := rows.Err(); err != nil {
 		return s, fmt.Errorf("postgres cost: %w", err)
 	}
-	s.cpu = serverCPU(pid)
 	return s, nil
 }
 
@@ -259,8 +259,8 @@ func (m *pgMeter) cost(ctx context.Context, deliveries int) (*PGCost, error) {
 	}
 	slices.SortFunc(c.Tables, func(x, y TableWrites) int { return strings.Compare(x.Table, y.Table) })
 	c.RowsPerDelivery, c.IndexEntriesPerDelivery = per(float64(rows)), per(float64(entries))
-	if m.before.cpu >= 0 && m.cpuEnd >= 0 {
-		c.CPUPer1000 = per(m.cpuEnd-m.before.cpu) * 1000
+	if m.cpuStart >= 0 && m.cpuEnd >= 0 {
+		c.CPUPer1000 = per(m.cpuEnd-m.cpuStart) * 1000
 	}
 	return c, nil
 }
