@@ -186,6 +186,11 @@ type Dispatcher struct {
 	// claim must not take their logs while their outcomes wait to be
 	// recorded, so they are renewed before the next claim (renewLapsed).
 	lapsed atomic.Bool
+	// process names this dispatcher's beats (Queue.Beat); contact is
+	// whether they land, which a claim asks before it takes over a lease
+	// that ended (contact.go).
+	process string
+	contact contact
 	// renewedAt is when (on Config.Now, in Unix nanoseconds) the leases
 	// held here were last renewed, or found to be none. Renewals come every
 	// third of a lease; one older than half a lease means the clock moved
@@ -215,6 +220,7 @@ func New(st Store, cfg Config) *Dispatcher {
 		owed:     map[string]int{},
 		paced:    make(chan struct{}),
 		orphans:  map[string]time.Time{},
+		process:  store.NewID(),
 	}
 }
 
@@ -270,6 +276,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				Now: now, LeaseUntil: now.Add(d.cfg.Lease), Lease: store.NewID(),
 				Limit: want, PerWebhook: perWebhook, Room: room, Exclude: exclude,
 				PerAccount: perAccount, AccountRoom: accountRoom,
+				NoTakeover: !d.contact.sure(now, d.contactGap()),
 			})
 			claimed := d.cfg.Now()
 			got = len(claims)
@@ -315,6 +322,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	<-recorded
 	<-renewed
 	d.releaseOrphans()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	d.store.EndBeats(ctx, d.process, d.cfg.Now().Add(-24*time.Hour)) // a crashed process's row is forgotten a day on
 }
 
 // claimTimeout bounds one claim. A claim does not end with Run's context: one
@@ -387,15 +397,18 @@ func (d *Dispatcher) releaseOrphans() {
 	d.mu.Unlock()
 }
 
-// renew extends, every third of a lease, the leases of the logs held here
-// (waiting for their gate, in flight, or waiting to be recorded), in one
-// statement, until done. Only a process that stopped renewing (it died, or
-// lost the database for longer than a lease) lets a lease end, so a busy
-// machine's slow attempt is never taken over by another process and sent
-// twice. It also retries releasing the logs of failed claims.
+// renew beats and extends the leases of the logs held here (waiting for
+// their gate, in flight, or waiting to be recorded) every third of a lease,
+// until done; a second after one that failed or was slow, so that a live
+// process renews soon after a stalled database answers again, well before
+// any other process is sure enough of the database to take its leases over
+// (contact.go). Only a process that stopped renewing (it died, or lost the
+// database while others did not) lets a lease end, so a busy machine's slow
+// attempt is never taken over by another process and sent twice. It also
+// retries releasing the logs of failed claims.
 func (d *Dispatcher) renew(done <-chan struct{}) {
 	every := d.cfg.Lease / 3
-	t := time.NewTicker(every)
+	t := time.NewTimer(0) // a beat at once: contact is counted from the start
 	defer t.Stop()
 	for {
 		select {
@@ -403,23 +416,48 @@ func (d *Dispatcher) renew(done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		at := d.cfg.Now()
-		if held := d.heldNow(); len(held) > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), every)
-			if _, err := d.store.RenewLeases(ctx, held, at.Add(d.cfg.Lease)); err != nil {
-				if !d.refusedForFullDisk(err) {
-					d.cfg.Logger.Warn("renew leases", "logs", len(held), "err", err)
-				}
-			} else {
-				d.renewedAt.Store(at.UnixNano())
-			}
-			cancel()
-		} else {
-			d.renewedAt.Store(at.UnixNano())
+		next := every
+		if !d.keep(d.cfg.Now()) {
+			next = min(every, keepRetry)
 		}
 		d.releaseOrphans()
 		d.sweep()
+		t.Reset(next)
 	}
+}
+
+// keepRetry is how soon the lease keeper tries again after a beat or a
+// renewal that failed or was slow.
+const keepRetry = time.Second
+
+// contactGap is how long this process's beats must have landed without a
+// break before a claim takes over a lease that ended, and how far apart two
+// beats of one run may be: a beat interval and a quarter (contact.go).
+func (d *Dispatcher) contactGap() time.Duration { return d.cfg.Lease / 3 * 5 / 4 }
+
+// keep beats and renews the leases held here until a lease after at, on
+// the store's lease keeper's connection, and notes in contact whether it
+// landed promptly (within a sixth of a lease: half the time between two
+// beats). It reports whether it did.
+func (d *Dispatcher) keep(at time.Time) bool {
+	every := d.cfg.Lease / 3
+	ctx, cancel := context.WithTimeout(context.Background(), every)
+	defer cancel()
+	held := d.heldNow()
+	err := d.store.Beat(ctx, d.process, at)
+	if err == nil && len(held) > 0 {
+		_, err = d.store.RenewLeases(ctx, held, at.Add(d.cfg.Lease))
+	}
+	took := d.cfg.Now().Sub(at)
+	d.contact.beat(at, took, err == nil, every/2, d.contactGap())
+	if err != nil {
+		if !d.refusedForFullDisk(err) {
+			d.cfg.Logger.Warn("renew leases", "logs", len(held), "err", err)
+		}
+		return false
+	}
+	d.renewedAt.Store(at.UnixNano())
+	return took <= every/2
 }
 
 // heldNow lists the logs held here.
@@ -461,19 +499,11 @@ func (d *Dispatcher) renewOverdue(now time.Time) bool {
 // so renewing them all before claiming again keeps each outcome recorded
 // once.
 func (d *Dispatcher) renewLapsed(now time.Time) bool {
-	d.lapsed.Store(false) // before the snapshot: a refusal from now on sets it again
-	if held := d.heldNow(); len(held) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
-		defer cancel()
-		if _, err := d.store.RenewLeases(ctx, held, now.Add(d.cfg.Lease)); err != nil {
-			if !d.refusedForFullDisk(err) {
-				d.cfg.Logger.Warn("renew leases before claiming", "logs", len(held), "err", err)
-			}
-			d.lapsed.Store(true)
-			return false
-		}
+	d.lapsed.Store(false) // before the renewal: a refusal from now on sets it again
+	if !d.keep(now) {
+		d.lapsed.Store(true)
+		return false
 	}
-	d.renewedAt.Store(now.UnixNano())
 	return true
 }
 
@@ -939,8 +969,14 @@ func (d *Dispatcher) complete(batch []store.Outcome) {
 			}
 			return
 		}
+		// Past the lease, an outcome is given up (its log is attempted
+		// again) only when stopping, or for an error a retry will not
+		// mend: while the database is unavailable or its disk full, the
+		// logs stay held here, their leases renewed, and no other process
+		// takes them over (contact.go), so the outcome is recorded once
+		// the database answers.
 		full := d.refusedForFullDisk(err)
-		if d.cfg.Now().After(deadline) && (!full || d.stopping.Load()) {
+		if d.cfg.Now().After(deadline) && ((!full && !store.Unavailable(err)) || d.stopping.Load()) {
 			d.cfg.Logger.Error("record outcomes: giving up; the logs will be attempted again", "logs", len(batch), "err", err)
 			return
 		}

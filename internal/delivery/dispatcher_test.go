@@ -391,3 +391,46 @@ func attemptHeldUp(t *testing.T, clock func() time.Time, lease time.Duration) (q
 	waitFor(t, "the first attempt", func() bool { return rcv.Count() > 0 })
 	return q, rcv, cfg, letGo
 }
+
+// A dispatcher whose beats do not land (the database stalled for every
+// process, decision 0117) takes over no lease that ended: the log of
+// another process, pending under a lease that ended, stays with it however
+// long the beats fail, while a log never leased is delivered all the same.
+// Once the beats land again, the log is taken over, but only after a run
+// of them a beat interval and a quarter long (Lease/3 × 5/4 = 5 s here).
+func TestDispatcherUnsureOfItsWritesTakesNoLeaseOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := offsetClock()
+		q := newFakeQueue(clock)
+		rcv := newPipeReceiver(t, answer(http.StatusNoContent))
+		orphan := dueLog("orphan", 0, rcv.URL)
+		q.add(orphan)
+		q.mu.Lock()
+		l := q.find(orphan.LogID)
+		l.status, l.due, l.claim.Lease = store.Pending, clock().Add(-time.Second), "another-process"
+		q.beatsFail = true
+		q.mu.Unlock()
+
+		run(t, delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), AttemptTimeout: time.Second,
+			Lease: 12 * time.Second, PollInterval: 100 * time.Millisecond}))
+		q.add(dueLog("fresh", 0, rcv.URL))
+		waitFor(t, "the fresh log's delivery", func() bool { return len(q.recorded()) == 1 })
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := q.log(orphan.LogID); got.claim.Lease != "another-process" {
+			t.Fatalf("the log of an ended lease was taken over while the beats failed (lease %q); want it left", got.claim.Lease)
+		}
+
+		q.mu.Lock()
+		q.beatsFail = false
+		q.mu.Unlock()
+		back := clock()
+		waitFor(t, "the ended lease to be taken over", func() bool { return len(q.recorded()) == 2 })
+		if waited := clock().Sub(back); waited < 5*time.Second {
+			t.Errorf("taken over %s after the beats landed again; want a run of 5s of them first", waited)
+		}
+		if o := q.recorded()[1]; o.LogID != orphan.LogID || o.Result != store.Delivered {
+			t.Errorf("second outcome %s of %s; want the orphan delivered", o.Result, o.LogID)
+		}
+	})
+}

@@ -44,6 +44,8 @@ type fakeQueue struct {
 	// the most there have been at once.
 	completing, mostCompleting int
 	claims                     int    // Claim calls made
+	beats                      int    // Beat calls that landed
+	beatsFail                  bool   // while set, every Beat fails
 	loseNext                   bool   // the next claim takes its logs and reports an error
 	lost                       string // the lease of the claim that did
 }
@@ -153,7 +155,7 @@ func (q *fakeQueue) Claim(ctx context.Context, p store.ClaimParams) ([]store.Cla
 		if len(out) >= p.Limit {
 			break
 		}
-		due := (l.status == store.Queued || l.status == store.Retrying || l.status == store.Pending) && !l.due.After(p.Now)
+		due := (l.status == store.Queued || l.status == store.Retrying || (l.status == store.Pending && !p.NoTakeover)) && !l.due.After(p.Now)
 		hook, account := l.claim.WebhookID, l.claim.AccountID
 		if !due || slices.Contains(p.Exclude, hook) || perHook[hook] >= bound(p.Room, hook, p.PerWebhook) ||
 			(p.PerAccount > 0 && perAccount[account] >= bound(p.AccountRoom, account, p.PerAccount)) {
@@ -195,6 +197,18 @@ func (q *fakeQueue) RenewLeases(ctx context.Context, held []store.Held, until ti
 	q.renewals = append(q.renewals, renewal{at: q.now(), until: until, n: n})
 	return n, nil
 }
+
+func (q *fakeQueue) Beat(ctx context.Context, process string, now time.Time) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.beatsFail {
+		return errors.New("beat: connection refused")
+	}
+	q.beats++
+	return nil
+}
+
+func (q *fakeQueue) EndBeats(ctx context.Context, process string, before time.Time) error { return nil }
 
 func (q *fakeQueue) Complete(ctx context.Context, outs []store.Outcome, suspendAfter int) ([]store.Suspension, error) {
 	q.mu.Lock()

@@ -27,12 +27,19 @@ import (
 type Queue interface {
 	// Claim takes due logs within p's bounds under the lease p.Lease until
 	// p.LeaseUntil, and returns them; a log whose lease ended (its process
-	// died mid-attempt) is due again.
+	// died mid-attempt) is due again, unless p.NoTakeover.
 	Claim(ctx context.Context, p store.ClaimParams) ([]store.Claim, error)
 	// RenewLeases extends to until the leases of the held logs still held
 	// under them, and reports how many; a log whose lease another claim took
 	// over is left alone.
 	RenewLeases(ctx context.Context, held []store.Held, until time.Time) (int64, error)
+	// Beat records that the process named process is running at now, a
+	// committed write: whether it lands tells the dispatcher whether its
+	// writes reach the database (contact.go).
+	Beat(ctx context.Context, process string, now time.Time) error
+	// EndBeats forgets a stopping process, and the processes silent since
+	// before.
+	EndBeats(ctx context.Context, process string, before time.Time) error
 	// Complete records outcomes (attempts, the logs' new states, webhooks'
 	// health) all or nothing, and returns the webhooks it suspended. An
 	// automatic outcome whose lease was taken over is dropped.

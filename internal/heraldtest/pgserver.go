@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -106,5 +107,31 @@ func (p *PostgresServer) run(t testing.TB, program string, args ...string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(p.dir, "server.log"))
 		t.Fatalf("%s: %v\n%s\n%s", program, err, out, log)
+	}
+}
+
+// Pause stops every process of the server (SIGSTOP) until Resume: a
+// database that stalls for everyone at once, as a disk that stops
+// flushing or a paused machine makes it. Connections stay open and
+// statements wait; nothing is refused.
+func (p *PostgresServer) Pause(t testing.TB) { p.signal(t, "STOP") }
+
+// Resume lets a paused server go on.
+func (p *PostgresServer) Resume(t testing.TB) { p.signal(t, "CONT") }
+
+// signal sends sig to the server's postmaster and its children.
+func (p *PostgresServer) signal(t testing.TB, sig string) {
+	t.Helper()
+	pidFile, err := os.ReadFile(filepath.Join(p.data(), "postmaster.pid"))
+	if err != nil {
+		t.Fatalf("read the server's pid: %v", err)
+	}
+	pid := strings.SplitN(string(pidFile), "\n", 2)[0]
+	// The children first: a postmaster stopped first cannot notice them go.
+	if out, err := exec.Command("pkill", "-"+sig, "-P", pid).CombinedOutput(); err != nil {
+		t.Fatalf("signal the server's processes %s: %v %s", sig, err, out)
+	}
+	if out, err := exec.Command("kill", "-"+sig, pid).CombinedOutput(); err != nil {
+		t.Fatalf("signal the server %s: %v %s", sig, err, out)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/notify/smtptest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // startFleet starts n heralds on one new PostgreSQL schema, sharing key and
@@ -23,6 +24,16 @@ func startFleet(t *testing.T, n int, o heraldtest.Options) []*heraldtest.Herald 
 	heraldtest.SkipShort(t, "a fleet of heralds on one PostgreSQL")
 	heraldtest.PostgresHandles(t, n+1) // the heralds, and a store a test may open beside them
 	o.DatabaseURL = heraldtest.PostgresURL(t)
+	return startFleetOn(t, n, o)
+}
+
+// startFleetOn starts n heralds on o.DatabaseURL (PostgreSQL), sharing a
+// key and a token. While they run, the database's statements that run for
+// two seconds or more are sampled, and logged if the test fails
+// (testdb.WatchStalls).
+func startFleetOn(t *testing.T, n int, o heraldtest.Options) []*heraldtest.Herald {
+	t.Helper()
+	testdb.WatchStalls(t, o.DatabaseURL)
 	o.Key = make([]byte, 32)
 	rand.Read(o.Key)
 	o.Token = auth.NewAPIToken()

@@ -26,6 +26,23 @@ type ClaimParams struct {
 	// take at most, unless AccountRoom says otherwise (0: no account bound).
 	PerAccount  int
 	AccountRoom map[string]int
+	// NoTakeover leaves every leased log alone, even one whose lease ended:
+	// the claiming process is not sure its own writes reach the database
+	// (its beats did not land, decision 0117), so a lease that ended may
+	// have ended only because the database stalled for everyone, its
+	// holder alive and about to renew it.
+	NoTakeover bool
+}
+
+// takeoverBefore is the instant a lease must have ended by for the claim to
+// take its log over: now, or the epoch (no lease ends before it) when the
+// claim takes none over. A log never leased, or released, has no lease end
+// and is taken either way.
+func (p ClaimParams) takeoverBefore() int64 {
+	if p.NoTakeover {
+		return 0
+	}
+	return ms(p.Now)
 }
 
 // Order of a claim. When more is due than a claim may take, what it takes

@@ -27,8 +27,34 @@ func (s *Store) reader(ctx context.Context) *sql.DB {
 	return s.db
 }
 
+// leaseLane marks a context whose statements run on the lease keeper's own
+// connection (PostgreSQL): the beats and renewals that keep a live
+// process's leases from ending. On the dispatcher's pool a renewal waited
+// for a connection behind claims and send-slot reservations held up by a
+// locked row, and the leases of a live process ended (decision 0117).
+type leaseLane struct{}
+
+// leaseLockTimeout bounds how long a statement on the lease keeper's
+// connection waits for a lock. Its renewals pass over locked rows (SKIP
+// LOCKED) and its beat writes a row no one else writes, so only a table's
+// lock can hold them: the statement gives up rather than queue behind it,
+// and the keeper tries again a second later.
+const leaseLockTimeout = 2 * time.Second
+
+// leasePoolSize is how many of a process's pool_max_conns the lease keeper
+// keeps for itself: one, where there are four or more to share.
+func leasePoolSize(total int) int {
+	if total < 4 {
+		return 0
+	}
+	return 1
+}
+
 // writerFor is the pool a write under ctx runs on.
 func (s *Store) writerFor(ctx context.Context) *sql.DB {
+	if s.leaseDB != nil && ctx.Value(leaseLane{}) != nil {
+		return s.leaseDB
+	}
 	if s.deliveryDB != nil && ctx.Value(deliveryLane{}) != nil {
 		return s.deliveryDB
 	}
@@ -53,9 +79,10 @@ func changePoolSize(main int) int {
 }
 
 // Delivery is the store as the dispatcher uses it: the same store, whose
-// queue statements (Claim, Complete, RenewLeases, ReleaseHeld, NextDue,
-// ReserveSends, StillHeld) run on the dispatcher's own connections where the
-// engine has them. Everything else is the Store's, on its pool.
+// queue statements (Claim, Complete, ReleaseHeld, NextDue, ReserveSends,
+// StillHeld) run on the dispatcher's own connections where the engine has
+// them, and its beats and renewals (Beat, RenewLeases) on the lease
+// keeper's. Everything else is the Store's, on its pool.
 type Delivery struct{ *Store }
 
 // ForDelivery returns the store as the dispatcher uses it (see Delivery).
@@ -74,7 +101,19 @@ func (d Delivery) Complete(ctx context.Context, outs []Outcome, suspendAfter int
 }
 
 func (d Delivery) RenewLeases(ctx context.Context, held []Held, until time.Time) (int64, error) {
-	return d.Store.RenewLeases(onDelivery(ctx), held, until)
+	return d.Store.RenewLeases(onLease(ctx), held, until)
+}
+
+func (d Delivery) Beat(ctx context.Context, process string, now time.Time) error {
+	return d.Store.Beat(onLease(ctx), process, now)
+}
+
+func (d Delivery) EndBeats(ctx context.Context, process string, before time.Time) error {
+	return d.Store.EndBeats(onLease(ctx), process, before)
+}
+
+func onLease(ctx context.Context) context.Context {
+	return context.WithValue(ctx, leaseLane{}, true)
 }
 
 func (d Delivery) ReleaseHeld(ctx context.Context, leases []string) (int64, error) {

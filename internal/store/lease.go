@@ -67,6 +67,35 @@ WHERE log_id IN (SELECT log_id FROM delivery_queue
 	return total, nil
 }
 
+// Beat records that the dispatcher process named process is running at now:
+// one committed write of its own row of delivery_processes, on the lease
+// keeper's connection. The dispatcher beats every third of a lease, beside
+// its renewal, and takes over leases that other processes let end only
+// while its beats land promptly: a beat that does not land says the
+// database may be stalled for every process, the leases' holders included,
+// and a lease that ended then may belong to a live process (decision
+// 0117). A write, not a read, since a stalled commit (its log not flushed)
+// holds back renewals as much as a stalled statement.
+func (s *Store) Beat(ctx context.Context, process string, now time.Time) error {
+	_, err := s.writerFor(ctx).ExecContext(ctx, s.q(`INSERT INTO delivery_processes (id, beat_at) VALUES (?, ?)
+ON CONFLICT (id) DO UPDATE SET beat_at = excluded.beat_at`), process, ms(now))
+	if err != nil {
+		return s.full(fmt.Errorf("beat: %w", err))
+	}
+	return nil
+}
+
+// EndBeats removes a stopping process's row of delivery_processes, and the
+// rows of processes silent since before (those that died without
+// stopping).
+func (s *Store) EndBeats(ctx context.Context, process string, before time.Time) error {
+	_, err := s.writerFor(ctx).ExecContext(ctx, s.q(`DELETE FROM delivery_processes WHERE id = ? OR beat_at < ?`), process, ms(before))
+	if err != nil {
+		return fmt.Errorf("end beats: %w", err)
+	}
+	return nil
+}
+
 // ReleaseHeld makes every log still pending under one of leases due now and
 // unleased, queued again (or retrying, once attempted), as a Release outcome
 // does. A stopping dispatcher calls it with the leases it took, once its
@@ -115,24 +144,27 @@ func (s *Store) QueueChurn() int64 { return s.queueChurn.Load() }
 // itself. Every completed delivery leaves a dead queue row, and herald does
 // not count on autovacuum (some operators run without it): without this the
 // table would only grow, and its claim index with it. SKIP_LOCKED: when
-// another process is vacuuming it, this one passes.
+// another process is vacuuming it, this one passes. It never gives the
+// table's empty end back to the file system (TRUNCATE false): that takes
+// the table's exclusive lock, and while it holds it (a truncation waits for
+// its log to be flushed, and the disk may be slow) every claim, recording
+// and renewal of every process queues behind it (decision 0117). The space
+// stays the table's, for its next rows.
 func (s *Store) VacuumQueue(ctx context.Context) error {
 	if s.eng.name() != "postgres" {
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, `VACUUM (SKIP_LOCKED, ANALYZE) delivery_queue`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `VACUUM (SKIP_LOCKED, TRUNCATE false, ANALYZE) delivery_queue`); err != nil {
 		return fmt.Errorf("vacuum the delivery queue: %w", err)
 	}
 	return nil
 }
 
 // ReclaimQueue reclaims delivery_queue's dead row versions and does nothing
-// else, on PostgreSQL: no ANALYZE, and no truncation of the empty pages at
-// the table's end, which VacuumQueue does. The truncation takes the table's
-// exclusive lock, trying for up to seconds, and every claim and firing waits
-// while it holds it: run by churn (every second or so at thousands of
-// deliveries a second), VACUUM took 250-400 ms a call with it and 2-7 ms
-// without (decision 0103). The space stays the table's, for its next rows.
+// else, on PostgreSQL: no ANALYZE, which VacuumQueue adds, and, like it, no
+// truncation of the empty pages at the table's end. Run by churn (every
+// second or so at thousands of deliveries a second), VACUUM took 250-400 ms
+// a call with the truncation and 2-7 ms without (decision 0103).
 func (s *Store) ReclaimQueue(ctx context.Context) error {
 	if s.eng.name() != "postgres" {
 		return nil

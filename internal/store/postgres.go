@@ -22,6 +22,8 @@ type postgresEngine struct {
 	db *sql.DB
 	// deliveryDB is the dispatcher's pool (lane.go), or nil.
 	deliveryDB *sql.DB
+	// leaseDB is the lease keeper's connection (lane.go), or nil.
+	leaseDB *sql.DB
 	// changeDB is the shared statements' pool (changebatch.go), or nil.
 	changeDB  *sql.DB
 	listener  *listener
@@ -46,8 +48,8 @@ const expiryChannel = "herald_expiry"
 
 // defaultPoolSize is how many connections one herald process opens at most
 // unless the URL says otherwise with pool_max_conns (pgxpool's name for it):
-// 8 of them the dispatcher's, 16 everyone else's (lane.go).
-const defaultPoolSize = 24
+// one the lease keeper's, 8 the dispatcher's, 16 everyone else's (lane.go).
+const defaultPoolSize = 25
 
 func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 	dbURL, poolSize, err := poolMaxConns(dbURL)
@@ -69,14 +71,26 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 		}
 		cfg.RuntimeParams["jit"] = "off"
 	}
+	// Named, so that an operator reading pg_stat_activity, and a stall
+	// report, tell herald's connections from others'; unless the URL names
+	// them.
+	cfg.RuntimeParams = withParam(cfg.RuntimeParams, "application_name", "herald")
 	if cfg.ConnectTimeout == 0 {
 		// Without it a connect to an unreachable address waits as long as
 		// the operating system lets it; /readyz and reconnects need an answer.
 		cfg.ConnectTimeout = 10 * time.Second
 	}
-	deliverySize := deliveryPoolSize(poolSize)
-	changeSize := changePoolSize(poolSize - deliverySize)
-	db := openPool(*cfg, poolSize-deliverySize-changeSize)
+	// Every pool's statements that time out are cancelled on the server
+	// and reported (pgstall.go).
+	// Not the listener's, whose wait for a notification ends by its
+	// deadline every listenIdleCheck, by design.
+	listenCfg := cfg.Copy()
+	stalls := newStallReporter(*cfg, s.log)
+	*cfg = stalls.watch(*cfg)
+	leaseSize := leasePoolSize(poolSize)
+	deliverySize := deliveryPoolSize(poolSize - leaseSize)
+	changeSize := changePoolSize(poolSize - leaseSize - deliverySize)
+	db := openPool(*cfg, poolSize-leaseSize-deliverySize-changeSize)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return fmt.Errorf("open postgres: %w", err)
@@ -90,9 +104,12 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 	if changeSize > 0 {
 		e.changeDB = openPool(lockTimeout(*cfg, changeLockTimeout), changeSize)
 	}
-	e.listener = startListener(cfg, map[string]func(){notifyChannel: s.wake, expiryChannel: s.wakeExpiries}, own, s.log)
+	if leaseSize > 0 {
+		e.leaseDB = openPool(lockTimeout(*cfg, leaseLockTimeout), leaseSize)
+	}
+	e.listener = startListener(listenCfg, map[string]func(){notifyChannel: s.wake, expiryChannel: s.wakeExpiries}, own, s.log)
 	s.eng = e
-	s.db, s.writer, s.deliveryDB, s.changeDB, s.where = db, db, e.deliveryDB, e.changeDB, "postgres"
+	s.db, s.writer, s.deliveryDB, s.changeDB, s.leaseDB, s.where = db, db, e.deliveryDB, e.changeDB, e.leaseDB, "postgres"
 	return nil
 }
 
@@ -235,6 +252,9 @@ func (e *postgresEngine) close() error {
 	if e.deliveryDB != nil {
 		e.deliveryDB.Close()
 	}
+	if e.leaseDB != nil {
+		e.leaseDB.Close()
+	}
 	return e.db.Close()
 }
 
@@ -273,7 +293,8 @@ func (*postgresEngine) lockMigrations(ctx context.Context, tx *sql.Tx) error {
 // leased (claimable again only when its lease ends) is not taken twice.
 //
 // A row that was leased (its lease ended: its process died mid-attempt) is
-// reported as taken over.
+// reported as taken over; a claim that may take none over (NoTakeover)
+// passes over every leased row.
 //
 // The lease's end is a column of its own, lease_until, which no index
 // holds (decision 0099): the claim's update changes no indexed column, so
@@ -304,7 +325,7 @@ func (e *postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]
 		exclude = []string{}
 	}
 	args := e.cached([]any{p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit * 4, p.PerWebhook, p.Limit,
-		roomJSON(p.Room), roomJSON(p.AccountRoom), p.accountBound()})
+		roomJSON(p.Room), roomJSON(p.AccountRoom), p.accountBound(), p.takeoverBefore()})
 	rows, err := s.writerFor(ctx).QueryContext(ctx, `
 WITH hooks AS (
   SELECT w.id, w.account_id, COALESCE(($9::jsonb ->> w.id)::int, $7) AS room
@@ -313,7 +334,7 @@ due AS (
   SELECT d.log_id, h.account_id, d.due_at, d.lease IS NOT NULL AS was, d.attempts > 0 AS retry
   FROM hooks h CROSS JOIN LATERAL (
     SELECT log_id, due_at, lease, attempts FROM delivery_queue
-    WHERE webhook_id = h.id AND due_at <= $4 AND COALESCE(lease_until, 0) <= $4 AND COALESCE(resend_until, 0) <= $4
+    WHERE webhook_id = h.id AND due_at <= $4 AND COALESCE(lease_until, 0) <= $12 AND COALESCE(resend_until, 0) <= $4
     ORDER BY due_at
     LIMIT LEAST(h.room, $6, 4 * COALESCE(($10::jsonb ->> h.account_id)::int, $11))
     FOR NO KEY UPDATE SKIP LOCKED) d

@@ -94,6 +94,9 @@ type Store struct {
 	// deliveryDB is the dispatcher's own pool on PostgreSQL (lane.go); nil
 	// on SQLite, and where pool_max_conns is too small to split.
 	deliveryDB *sql.DB
+	// leaseDB is the lease keeper's own connection on PostgreSQL (lane.go);
+	// nil on SQLite, and where pool_max_conns is too small to split.
+	leaseDB *sql.DB
 	// webhookSets are the subscribed webhooks ChangeAndFire read, kept
 	// with their version (webhookset.go; PostgreSQL).
 	webhookSets webhookSets

@@ -136,3 +136,82 @@ func testRenewalWaitsForNoRowLock(t *testing.T, b *bundle) {
 		t.Fatalf("%d leases renewed; want 3", got)
 	}
 }
+
+// testNoTakeover: a claim made with NoTakeover (its process not sure that
+// its writes reach the database, decision 0117) passes over a log whose
+// lease ended, and takes every log never leased or released; the same
+// claim without it takes the ended lease over.
+func testNoTakeover(t *testing.T, b *bundle) {
+	b.webhook(t, "w")
+	b.fire(t, b.st, 2)
+	other := b.open(t) // another process
+	mine := b.claim(t, b.st, 0, 5*time.Second, 1, 10)
+	if len(mine) != 1 {
+		t.Fatalf("claimed %d; want 1", len(mine))
+	}
+	now := b.clock.Now().Add(6 * time.Second) // the lease has ended
+	claim := func(noTakeover bool) []store.Claim {
+		t.Helper()
+		cs, err := other.Claim(b.ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(5 * time.Second), Lease: store.NewID(),
+			Limit: 10, PerWebhook: 10, NoTakeover: noTakeover})
+		if err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		return cs
+	}
+	if cs := claim(true); len(cs) != 1 || cs[0].LogID == mine[0].LogID || cs[0].TakenOver {
+		t.Fatalf("a claim unsure of its writes took %d logs (%v); want only the one never leased", len(cs), cs)
+	}
+	if cs := claim(true); len(cs) != 0 {
+		t.Fatalf("a second claim unsure of its writes took %d logs; want none: the ended lease is left to its holder", len(cs))
+	}
+	if n, err := b.st.RenewLeases(b.ctx, []store.Held{{LogID: mine[0].LogID, Lease: mine[0].Lease}}, now.Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("its holder renewed %d, %v, once its writes landed again; want its lease renewed", n, err)
+	}
+	if cs := claim(false); len(cs) != 0 {
+		t.Fatalf("a claim sure of its writes took %d logs of a renewed lease; want none", len(cs))
+	}
+	now = now.Add(2 * time.Minute) // the renewed lease has ended too, and no one renewed it
+	took := false
+	for _, c := range claim(false) {
+		if c.LogID == mine[0].LogID {
+			took = true
+			if other.Engine() == "postgres" && !c.TakenOver {
+				t.Errorf("the log taken over is not reported so")
+			}
+		}
+	}
+	if !took {
+		t.Fatalf("a claim sure of its writes did not take the log whose lease ended")
+	}
+}
+
+// testBeats: each process's beat is a row of its own, written again at
+// each beat; EndBeats removes the stopping process's row and those of
+// processes silent since the time it is given.
+func testBeats(t *testing.T, b *bundle) {
+	now := b.clock.Now()
+	for _, p := range []string{"a", "b", "c"} {
+		if err := b.st.Beat(b.ctx, p, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.st.Beat(b.ctx, "a", now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM delivery_processes`); n != 3 {
+		t.Fatalf("%d rows after four beats of three processes; want 3", n)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM delivery_processes WHERE id = 'a' AND beat_at = ?`, now.Add(time.Hour).UnixMilli()); n != 1 {
+		t.Fatalf("a's row does not hold its latest beat")
+	}
+	if err := b.st.EndBeats(b.ctx, "b", now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM delivery_processes WHERE id = 'a'`); n != 1 {
+		t.Fatalf("EndBeats removed a, which beat since; want only b and the silent c gone (%d rows left)", b.count(t, `SELECT COUNT(*) FROM delivery_processes`))
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM delivery_processes`); n != 1 {
+		t.Fatalf("%d rows after b stopped and c fell silent; want 1", n)
+	}
+}

@@ -39,6 +39,8 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ConcurrentClaimsTakeEachLogOnce", 3, testConcurrentClaims},
 		{"LeasesAreRenewedAndReleased", 2, testLeasesRenewAndRelease},
 		{"RenewalWaitsForNoRowLock", 1, testRenewalWaitsForNoRowLock},
+		{"AClaimUnsureOfItsWritesTakesNoLeaseOver", 2, testNoTakeover},
+		{"BeatsAreEachProcessOwn", 1, testBeats},
 		{"ClaimGivesEachWebhookItsRoom", 1, testClaimGivesEachWebhookItsRoom},
 		{"ClaimPassesOverExcludedBeforeItsWindow", 1, testClaimPassesOverExcludedBeforeItsWindow},
 		{"ClaimSharesBetweenWebhooksBehindOneBacklog", 1, testClaimSharesBehindOneBacklog},
