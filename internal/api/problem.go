@@ -65,6 +65,10 @@ func notFound(what string) *Problem {
 // handler is an HTTP handler that returns its error; serve renders it.
 type handler func(w http.ResponseWriter, r *http.Request) error
 
+// UnavailableRetryAfter is the Retry-After of an answer refused because the
+// database did not answer: a restart or a failover takes seconds.
+const UnavailableRetryAfter = 2 * time.Second
+
 // writeError renders err as a problem document. Errors that are not problems
 // are logged with the request id and answered without their text, which may
 // hold internals a client must not see: 503 with Retry-After while the
@@ -90,6 +94,17 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(store.FullRetryAfter.Seconds())))
 		p = problem(http.StatusServiceUnavailable, "storage-full", "Service unavailable",
 			"the database's disk is full, so the change was not made; retry later (the server's log tells its operator what to do)")
+	case store.Unavailable(err):
+		// A connection refused or reset, a terminated backend, a statement
+		// timed out, a lock or a serializable snapshot not had: nothing of
+		// the change was written (a transaction is all or nothing), and a
+		// retry a moment later works. Logged, without its words in the
+		// answer.
+		id := w.Header().Get(RequestIDHeader)
+		a.log.Warn("api request refused: the database is unavailable", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(int(UnavailableRetryAfter.Seconds())))
+		p = problem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
+			"the database did not answer in time or dropped the connection, so nothing was changed; retry shortly (request id "+id+")")
 	case errors.Is(err, store.ErrAPITokenRefused):
 		// A kept token revoked or expired since its last read (auth.go's
 		// checkedWriter answers as for any token not valid).
@@ -104,7 +119,7 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
 		defer cancel()
 		if a.store.Ping(ctx) != nil {
-			w.Header().Set("Retry-After", "5")
+			w.Header().Set("Retry-After", strconv.Itoa(int(UnavailableRetryAfter.Seconds())))
 			p = problem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
 				"the database is not answering; retry shortly (request id "+id+")")
 			break

@@ -60,7 +60,8 @@ func formError(err error) error {
 
 // serve runs fn and renders its error as a page: the status and message of
 // an httpError, 404 for store.ErrNotFound, 503 with Retry-After for
-// store.ErrStorageFull, and otherwise a 500 whose cause is logged and not
+// store.ErrStorageFull and while the database is unavailable
+// (store.Unavailable), and otherwise a 500 whose cause is logged and not
 // shown.
 func (h *handler) serve(fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -97,6 +98,13 @@ func (h *handler) serve(fn handlerFunc) http.Handler {
 			w.Header().Set("Retry-After", strconv.Itoa(int(store.FullRetryAfter.Seconds())))
 			he = &httpError{Code: http.StatusServiceUnavailable,
 				Msg: "herald's database disk is full, so nothing was changed. Try again in a few minutes: whoever runs herald must free space, and its log says so."}
+		case store.Unavailable(err):
+			// Nothing was changed (a transaction is all or nothing); a retry
+			// a moment later works.
+			h.log.Warn("portal request refused: the database is unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+			w.Header().Set("Retry-After", "2")
+			he = &httpError{Code: http.StatusServiceUnavailable,
+				Msg: "herald's database did not answer in time, so nothing was changed. Try again in a moment."}
 		default:
 			h.log.Error("portal request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			he = &httpError{Code: http.StatusInternalServerError, Msg: "Something went wrong on our side; the server log has the details."}
