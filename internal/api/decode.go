@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/admission"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/openapi"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
 )
@@ -151,6 +152,44 @@ func checkURL(r *http.Request) error {
 		}
 	}
 	return v.Err()
+}
+
+// checkQuery refuses, 422 naming each, the query parameters that the call
+// does not take, as the API reference lists them (openapi.UnknownQuery): a
+// typo (?webhook= for ?webhookId=) would otherwise be ignored, and a list
+// answer everything, unfiltered.
+func checkQuery(r *http.Request) error {
+	unknown, call, takes := openapi.UnknownQuery(r.Method, r.URL.Path, r.URL.RawQuery)
+	if len(unknown) == 0 {
+		return nil
+	}
+	what := "takes no query parameters"
+	if len(takes) > 0 {
+		what = "takes only " + strings.Join(takes, ", ")
+	}
+	var v Invalid
+	for _, name := range unknown {
+		v.Add(name, "is not a query parameter of "+call+", which "+what)
+	}
+	return v.Err()
+}
+
+// KnownQuery serves next, but answers 422 (a problem naming each) to a
+// request with query parameters the reference's call does not take: for
+// the operational calls outside /v3 (/healthz, /readyz, /metrics), which
+// the API's own handlers check for themselves.
+func KnownQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r); err != nil {
+			var p *Problem
+			errors.As(err, &p)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(p.Status)
+			json.NewEncoder(w).Encode(p)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // page reads ?limit= and ?cursor=.

@@ -156,7 +156,7 @@ func New(c Config) http.Handler {
 	// The API reference, and each event kind's payload schema from it, need
 	// no token; everything else does.
 	root := http.NewServeMux()
-	root.HandleFunc("GET /v3/openapi.json", serveOpenAPI)
+	root.HandleFunc("GET /v3/openapi.json", a.serve(func(w http.ResponseWriter, r *http.Request) error { serveOpenAPI(w, r); return nil }))
 	root.HandleFunc("GET /v3/event-types/{kind}/schema", a.serve(a.getEventTypeSchema))
 	root.Handle("/v3/operator/", a.operator())
 	root.Handle("/", a.authenticate(mux))
@@ -186,6 +186,9 @@ func (a *API) serve(fn handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		accesslog.SetRoute(r)
 		err := checkURL(r)
+		if err == nil {
+			err = checkQuery(r)
+		}
 		if err == nil {
 			err = fn(w, r)
 		}

@@ -289,6 +289,13 @@ func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getWebhookToken(w http.ResponseWriter, r *http.Request) error {
+	// With a webhook's token anyone can sign deliveries its receiver
+	// accepts: a read token reads what herald did, never what lets one act
+	// as herald.
+	if !writeScope(r) {
+		return problem(http.StatusForbidden, "read-only-token", "Forbidden",
+			"this API token's scope is read: a webhook's signing tokens are shown to write tokens only")
+	}
 	tokens, err := a.store.WebhookTokens(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")

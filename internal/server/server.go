@@ -407,9 +407,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		OperatorToken: cfg.OperatorToken, PublicURL: cfg.PublicURL}))
 	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, EmailsKept: cfg.SMTPURL == "",
 		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey, PublicURL: cfg.PublicURL, Now: st.Now}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	mux.HandleFunc("GET /readyz", s.ready)
-	if scrape := promhttp.HandlerFor(reg, promhttp.HandlerOpts{}); cfg.MetricsListener != nil {
+	// Like every call of the reference, these refuse query parameters they
+	// do not take.
+	mux.Handle("GET /healthz", api.KnownQuery(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })))
+	mux.Handle("GET /readyz", api.KnownQuery(http.HandlerFunc(s.ready)))
+	if scrape := api.KnownQuery(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})); cfg.MetricsListener != nil {
 		// Without this the portal's catch-all would answer for /metrics.
 		mux.Handle("/metrics", http.NotFoundHandler())
 		alone := http.NewServeMux()

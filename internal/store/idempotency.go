@@ -168,11 +168,12 @@ func (c *IdempotencyClaim) decide(ctx context.Context, tx *Tx, r IdempotentReque
 		lockID, contentType, loc     sql.NullString
 		lockedUntil, status          sql.NullInt64
 		body                         []byte
+		sealed                       int
 	)
 	err = tx.QueryRow(ctx, `SELECT method, path, request_hash, state, applied, lock_id, locked_until,
-  status, content_type, location, body
+  status, content_type, location, body, sealed
 FROM idempotency_keys WHERE account_id = ? AND key = ?`+tx.ForUpdate(), r.AccountID, r.Key).
-		Scan(&method, &path, &reqHash, &state, &applied, &lockID, &lockedUntil, &status, &contentType, &loc, &body)
+		Scan(&method, &path, &reqHash, &state, &applied, &lockID, &lockedUntil, &status, &contentType, &loc, &body, &sealed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -183,6 +184,11 @@ FROM idempotency_keys WHERE account_id = ? AND key = ?`+tx.ForUpdate(), r.Accoun
 	case method != r.Method || path != r.Path || reqHash != hash:
 		c.Outcome = KeyMismatch
 	case state == "done":
+		if sealed != 0 && body != nil {
+			if body, err = tx.s.box.Open(body, answerContext(r.AccountID, r.Key)); err != nil {
+				return false, fmt.Errorf("open the kept answer of idempotency key %q: %w", r.Key, err)
+			}
+		}
 		c.Outcome = KeyDone
 		c.Answer = IdempotentAnswer{Status: int(status.Int64), ContentType: contentType.String, Location: loc.String, Body: body}
 	case lockedUntil.Valid && lockedUntil.Int64 > ms(now):
@@ -206,9 +212,9 @@ WHERE account_id = ? AND key = ?`, c.lockID, ms(now.Add(IdempotencyLock)), r.Acc
 func (s *Store) RecordIdempotentAnswer(ctx context.Context, c IdempotencyClaim, a IdempotentAnswer) error {
 	err := s.InTx(withoutClaim(ctx), func(tx *Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE idempotency_keys SET state = 'done', status = ?, content_type = ?,
-  location = ?, body = ?, lock_id = NULL, locked_until = NULL
+  location = ?, body = ?, sealed = 1, lock_id = NULL, locked_until = NULL
 WHERE account_id = ? AND key = ? AND lock_id = ?`,
-			a.Status, a.ContentType, a.Location, a.Body, c.accountID, c.key, c.lockID)
+			a.Status, a.ContentType, a.Location, s.sealAnswer(c.accountID, c.key, a.Body), c.accountID, c.key, c.lockID)
 		return err
 	})
 	if err != nil {
@@ -285,9 +291,9 @@ func (s *Store) SettleIdempotencyKey(ctx context.Context, c IdempotencyClaim, a 
 	var kept int64
 	err := s.InTx(withoutClaim(ctx), func(tx *Tx) error {
 		res, err := tx.Exec(ctx, `UPDATE idempotency_keys SET state = 'done', status = ?, content_type = ?,
-  location = ?, body = ?, lock_id = NULL, locked_until = NULL
+  location = ?, body = ?, sealed = 1, lock_id = NULL, locked_until = NULL
 WHERE account_id = ? AND key = ? AND lock_id = ? AND applied = 1`,
-			a.Status, a.ContentType, a.Location, a.Body, c.accountID, c.key, c.lockID)
+			a.Status, a.ContentType, a.Location, s.sealAnswer(c.accountID, c.key, a.Body), c.accountID, c.key, c.lockID)
 		if err != nil {
 			return err
 		}
@@ -302,4 +308,64 @@ WHERE account_id = ? AND key = ? AND lock_id = ? AND applied = 0`, c.accountID, 
 		return false, fmt.Errorf("settle idempotency key: %w", err)
 	}
 	return kept == 1, nil
+}
+
+// A kept answer's body is sealed with the server key, bound to its account
+// and key: the answer of a webhook's creation holds the webhook's signing
+// token, which is never in the database in plain text (decision 0118).
+
+// sealAnswer seals a kept answer's body; nil stays nil.
+func (s *Store) sealAnswer(accountID, key string, body []byte) []byte {
+	if body == nil {
+		return nil
+	}
+	return s.box.Seal(body, answerContext(accountID, key))
+}
+
+// answerContext binds a sealed answer to its row.
+func answerContext(accountID, key string) []byte {
+	return []byte("idempotent answer\x00" + accountID + "\x00" + key)
+}
+
+// sealKeptAnswers is migration 0094's step: it seals the bodies kept in
+// plain text before it. It first checks the server key as Open does, since
+// it runs before that check: a body sealed under the wrong key would never
+// open again.
+func sealKeptAnswers(ctx context.Context, s *Store, tx *sql.Tx) error {
+	var stored string
+	err := tx.QueryRowContext(ctx, s.q(`SELECT value FROM settings WHERE name = 'key_check'`)).Scan(&stored)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read key check: %w", err)
+	}
+	if err == nil && stored != s.box.Check() {
+		return errors.New("open store: the secret key is not the one this database was created with")
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT account_id, key, body FROM idempotency_keys WHERE body IS NOT NULL AND sealed = 0`)
+	if err != nil {
+		return fmt.Errorf("read kept answers: %w", err)
+	}
+	type kept struct {
+		account, key string
+		body         []byte
+	}
+	var all []kept
+	for rows.Next() {
+		var k kept
+		if err := rows.Scan(&k.account, &k.key, &k.body); err != nil {
+			rows.Close()
+			return fmt.Errorf("read kept answers: %w", err)
+		}
+		all = append(all, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read kept answers: %w", err)
+	}
+	for _, k := range all {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE idempotency_keys SET body = ?, sealed = 1 WHERE account_id = ? AND key = ?`),
+			s.sealAnswer(k.account, k.key, k.body), k.account, k.key); err != nil {
+			return fmt.Errorf("seal kept answers: %w", err)
+		}
+	}
+	return nil
 }

@@ -46,9 +46,11 @@ func (s *Store) migrate(ctx context.Context, upTo int) error {
 
 // migrationSteps are the parts of migrations written in Go, run in the
 // migration's transaction after its SQL: what needs values that only Go
-// computes (the day bounds of partitions, partition.go).
-var migrationSteps = map[string]map[int]func(context.Context, *sql.Tx) error{
-	"postgres": {70: partitionHistory},
+// computes (the day bounds of partitions, partition.go) or the server key
+// (sealing, idempotency.go).
+var migrationSteps = map[string]map[int]func(context.Context, *Store, *sql.Tx) error{
+	"postgres": {70: func(ctx context.Context, _ *Store, tx *sql.Tx) error { return partitionHistory(ctx, tx) }, 94: sealKeptAnswers},
+	"sqlite":   {94: sealKeptAnswers},
 }
 
 func (s *Store) applyMigration(ctx context.Context, version int, text string) error {
@@ -76,7 +78,7 @@ func (s *Store) applyMigration(ctx context.Context, version int, text string) er
 		return err
 	}
 	if step := migrationSteps[s.eng.name()][version]; step != nil {
-		if err := step(ctx, tx); err != nil {
+		if err := step(ctx, s, tx); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"sync/atomic"
@@ -47,7 +48,10 @@ func testIdempotencyKeys(t *testing.T, b *bundle) {
 	if err := b.fireUnder(b.st, first); err != nil {
 		t.Fatalf("change under the claim: %v", err)
 	}
-	answer := store.IdempotentAnswer{Status: 201, ContentType: "application/json; charset=utf-8", Location: "/v3/licenses/x", Body: []byte("{\"id\":\"x\"}\n")}
+	// The answer of a webhook's creation holds its signing token: kept
+	// sealed, never in plain text (decision 0118).
+	answer := store.IdempotentAnswer{Status: 201, ContentType: "application/json; charset=utf-8", Location: "/v3/webhooks/x",
+		Body: []byte("{\"id\":\"x\",\"token\":\"whsec_kept_answer_secret_0123456789\"}\n")}
 
 	steps := []struct {
 		name string
@@ -66,6 +70,13 @@ func testIdempotencyKeys(t *testing.T, b *bundle) {
 		{"same key once answered", func() {
 			if err := b.st.RecordIdempotentAnswer(b.ctx, first, answer); err != nil {
 				t.Fatal(err)
+			}
+			var kept []byte
+			if err := b.st.QueryRow(b.ctx, `SELECT body FROM idempotency_keys WHERE account_id = ? AND key = 'k1'`, b.account.ID).Scan(&kept); err != nil {
+				t.Fatal(err)
+			}
+			if len(kept) == 0 || bytes.Contains(kept, []byte("whsec_kept_answer_secret")) || bytes.Contains(kept, []byte(`"id"`)) {
+				t.Errorf("the kept answer is stored as %q; want it sealed", kept)
 			}
 		}, idemRequest(b.account.ID, "k1", `{"a":1}`), store.KeyDone},
 		{"same key just before 24 h", func() { b.clock.Add(store.IdempotencyTTL - time.Millisecond) },
