@@ -14,7 +14,16 @@ type APIToken struct {
 	ExpiresAt  *time.Time `json:"expiresAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 	CreatedAt  time.Time  `json:"createdAt"`
-	Secret     string     `json:"token,omitempty"`
+	// CreatedBy is the person who made the token; nil when not recorded.
+	// Removing the person from the account revokes it.
+	CreatedBy *Person `json:"createdBy"`
+	Secret    string  `json:"token,omitempty"`
+}
+
+// Person is a person who signs in to the account's portal.
+type Person struct {
+	ID    string `json:"id"`
+	Email string `json:"email"`
 }
 
 // APITokenCreate is a new token; ExpiresAt nil lasts until revoked.

@@ -116,7 +116,7 @@ func printLog(w io.Writer, l client.EventLog) {
 }
 
 var apiTokensNoun = noun{name: "api-tokens", about: "The account's API tokens: each program's credentials for the API.", verbs: []verb{
-	{name: "list", about: "list the tokens: name, scope, last use and expiry, never a secret", setup: apiTokensList},
+	{name: "list", about: "list the tokens: name, scope, who made it, last use and expiry, never a secret", setup: apiTokensList},
 	{name: "create", about: "make a token; prints its secret, the one time it is shown", setup: apiTokenCreate},
 	{name: "revoke", args: []string{"ID"}, about: "revoke a token: it answers 401 from then on", setup: apiTokenRevoke},
 }}
@@ -130,9 +130,13 @@ func apiTokensList(e *envFlags) func(x *call) error {
 			return err
 		}
 		err = x.show(func(tw *tabwriter.Writer) {
-			fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tCREATED\tLAST USED\tEXPIRES")
+			fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tMADE BY\tCREATED\tLAST USED\tEXPIRES")
 			for _, t := range p.Data {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Scope, t.CreatedAt.Format(time.RFC3339), when(t.LastUsedAt), when(t.ExpiresAt))
+				by := "(not recorded)"
+				if t.CreatedBy != nil {
+					by = t.CreatedBy.Email
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Scope, by, t.CreatedAt.Format(time.RFC3339), when(t.LastUsedAt), when(t.ExpiresAt))
 			}
 		})
 		x.more(p.NextCursor, "herald api-tokens list")

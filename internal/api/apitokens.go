@@ -17,14 +17,28 @@ type apiTokenJSON struct {
 	ExpiresAt  *string     `json:"expiresAt"`
 	LastUsedAt *string     `json:"lastUsedAt"`
 	CreatedAt  string      `json:"createdAt"`
+	// CreatedBy is the person who made it (through the portal, or through
+	// the API with a token they made); null when not recorded (a token
+	// made before herald recorded it). Removing the person revokes it.
+	CreatedBy *personJSON `json:"createdBy"`
 	// Token is the secret, in the create answer only: herald keeps its
 	// hash, so nothing can show it again.
 	Token string `json:"token,omitempty"`
 }
 
+// personJSON names a person of the account: a portal user.
+type personJSON struct {
+	ID    string `json:"id"`
+	Email string `json:"email"`
+}
+
 func toAPITokenJSON(t store.APIToken) apiTokenJSON {
-	return apiTokenJSON{ID: t.ID, Name: t.Name, Scope: t.Scope, ExpiresAt: optTS(t.ExpiresAt),
+	out := apiTokenJSON{ID: t.ID, Name: t.Name, Scope: t.Scope, ExpiresAt: optTS(t.ExpiresAt),
 		LastUsedAt: optTS(t.LastUsedAt), CreatedAt: ts(t.CreatedAt)}
+	if t.CreatedBy != "" {
+		out.CreatedBy = &personJSON{ID: t.CreatedBy, Email: t.CreatedByEmail}
+	}
+	return out
 }
 
 func (a *API) createAPIToken(w http.ResponseWriter, r *http.Request) error {
@@ -70,7 +84,7 @@ func (a *API) createAPIToken(w http.ResponseWriter, r *http.Request) error {
 	}
 	secret := auth.NewAPIToken()
 	tok, err := a.store.CreateAPIToken(r.Context(), accountID(r), store.NewAPIToken{
-		Name: *in.Name, Scope: store.Scope(*in.Scope), Hash: auth.HashToken(secret), ExpiresAt: expires})
+		Name: *in.Name, Scope: store.Scope(*in.Scope), Hash: auth.HashToken(secret), ExpiresAt: expires, CreatedBy: tokenMaker(r)})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,16 @@ type accountKey struct{}
 
 type scopeKey struct{}
 
+// makerKey holds the person who made the request's token ("": not known):
+// a token it makes is theirs too, and goes when they leave the account.
+type makerKey struct{}
+
+// tokenMaker returns the person who made the request's token.
+func tokenMaker(r *http.Request) string {
+	by, _ := r.Context().Value(makerKey{}).(string)
+	return by
+}
+
 // accountID returns the account the request's token belongs to.
 func accountID(r *http.Request) string {
 	return r.Context().Value(accountKey{}).(store.Account).ID
@@ -103,7 +113,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 				"this API token's scope is read: it may make GET calls only; use a write token to make changes"))
 			return
 		}
-		ctx := context.WithValue(context.WithValue(r.Context(), accountKey{}, acct), scopeKey{}, tok.Scope)
+		ctx := context.WithValue(context.WithValue(context.WithValue(r.Context(), accountKey{}, acct), scopeKey{}, tok.Scope), makerKey{}, tok.CreatedBy)
 		if kept {
 			ctx = store.WithTokenCheck(ctx, check)
 		}

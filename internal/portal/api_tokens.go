@@ -73,7 +73,7 @@ func (h *handler) createAPIToken(w http.ResponseWriter, r *http.Request, s store
 	}
 	secret := auth.NewAPIToken()
 	tok, err := h.store.CreateAPIToken(r.Context(), s.AccountID, store.NewAPIToken{
-		Name: d.Name, Scope: store.Scope(d.Scope), Hash: auth.HashToken(secret), ExpiresAt: expires})
+		Name: d.Name, Scope: store.Scope(d.Scope), Hash: auth.HashToken(secret), ExpiresAt: expires, CreatedBy: s.OwnerID})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package portal
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -116,7 +117,16 @@ func (h *handler) removeUser(w http.ResponseWriter, r *http.Request, s store.Ses
 	if err := ownersOnly(s); err != nil {
 		return err
 	}
-	return h.peopleChanged(w, r, h.store.RemoveUser(r.Context(), s.AccountID, r.PathValue("id")), "Removed from the account, and signed out everywhere.")
+	revoked, err := h.store.RemoveUser(r.Context(), s.AccountID, r.PathValue("id"))
+	done := "Removed from the account, and signed out everywhere."
+	switch revoked {
+	case 0:
+	case 1:
+		done += " The API token they made is revoked."
+	default:
+		done += fmt.Sprintf(" The %d API tokens they made are revoked.", revoked)
+	}
+	return h.peopleChanged(w, r, err, done)
 }
 
 // revokeInvitation withdraws an invitation before it is used.

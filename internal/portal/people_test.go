@@ -333,3 +333,70 @@ func TestPeopleFormsActOnceAndSurviveAnEndedSession(t *testing.T) {
 		t.Error("the password change sent after the session ended was acted on")
 	}
 }
+
+// A person who leaves takes their API tokens with them: a member makes a
+// write token in the portal and another through the API with it; the
+// owner's token list names who made each; removing the member says it
+// revoked the two, and both answer 401 from then on, while the owner's
+// token still works.
+func TestRemovingAPersonRevokesTheTokensTheyMade(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	owner := mustSignIn(t, h)
+	owner.get("/account/members")
+	_, _, body := owner.submit("/account/members", url.Values{"email": {"m@example.com"}, "role": {"member"}})
+	m := inviteLink.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no invitation link\n%s", body)
+	}
+	link, _ := url.Parse(html.UnescapeString(m[1]))
+	member := newBrowser(t, h)
+	member.get(link.RequestURI())
+	const password = "the member's own passphrase"
+	if code, loc, _ := member.post("/invitation", url.Values{"token": {link.Query().Get("token")}, "password": {password}, "confirm": {password}}); code != http.StatusSeeOther || loc != "/webhooks" {
+		t.Fatalf("accept: %d to %q", code, loc)
+	}
+	member.get("/account/api-tokens")
+	_, _, body = member.submit("/account/api-tokens", url.Values{"name": {"member's"}, "scope": {"write"}, "expires": {""}})
+	tm := newTokenValue.FindStringSubmatch(body)
+	if tm == nil {
+		t.Fatalf("the member's token was not shown\n%s", body)
+	}
+	viaPortal := tm[1]
+	made, err := client.New(h.URL, viaPortal, nil).CreateAPIToken(context.Background(), client.APITokenCreate{Name: "made with it", Scope: "read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaAPI := made.Secret
+
+	list, err := h.API.ListAPITokens(context.Background(), client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	makers := map[string]string{}
+	for _, tok := range list.Data {
+		if tok.CreatedBy != nil {
+			makers[tok.Name] = tok.CreatedBy.Email
+		}
+	}
+	if makers["member's"] != "m@example.com" || makers["made with it"] != "m@example.com" || makers["First token"] != h.Email {
+		t.Errorf("the tokens' makers %v; want the member's two and the owner's first", makers)
+	}
+	if _, _, body := owner.get("/account/api-tokens"); !strings.Contains(body, `data-label="Made by">m@example.com<`) {
+		t.Errorf("the portal's token list does not say the member made theirs\n%s", body)
+	}
+
+	ids := userIDs(t, owner)
+	code, _, body := owner.submit("/account/members/"+ids["m@example.com"]+"/remove", url.Values{})
+	if code != http.StatusOK || !strings.Contains(body, "The 2 API tokens they made are revoked.") {
+		t.Errorf("removing the member: %d; want the people page saying their 2 tokens are revoked\n%s", code, body)
+	}
+	for what, tok := range map[string]string{"made in the portal": viaPortal, "made through the API": viaAPI} {
+		if got := h.DoAs(tok, "GET", "/v3/api-tokens", nil, nil); got != http.StatusUnauthorized {
+			t.Errorf("the removed member's token %s: %d; want 401", what, got)
+		}
+	}
+	if got := h.Do("GET", "/v3/api-tokens", nil, nil); got != http.StatusOK {
+		t.Errorf("the owner's token after the member left: %d; want 200", got)
+	}
+}

@@ -116,11 +116,12 @@ func (tx *Tx) CreateAccount(ctx context.Context, b Bootstrap) (Account, error) {
 		a.ID, a.Name, a.NotificationEmail, ms(now), ms(now)); err != nil {
 		return Account{}, fmt.Errorf("insert account: %w", err)
 	}
+	owner := NewID()
 	if _, err := tx.Exec(ctx, `INSERT INTO owners (id, account_id, email, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		NewID(), a.ID, b.OwnerEmail, b.PasswordHash, string(RoleOwner), ms(now)); err != nil {
+		owner, a.ID, b.OwnerEmail, b.PasswordHash, string(RoleOwner), ms(now)); err != nil {
 		return Account{}, fmt.Errorf("insert owner: %w", err)
 	}
-	if _, err := tx.insertAPIToken(ctx, a.ID, NewAPIToken{Name: FirstTokenName, Scope: ScopeWrite, Hash: b.TokenHash}); err != nil {
+	if _, err := tx.insertAPIToken(ctx, a.ID, NewAPIToken{Name: FirstTokenName, Scope: ScopeWrite, Hash: b.TokenHash, CreatedBy: owner}); err != nil {
 		return Account{}, err
 	}
 	return a, nil

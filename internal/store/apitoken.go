@@ -39,6 +39,10 @@ type APIToken struct {
 	CreatedAt  time.Time
 	ExpiresAt  *time.Time // nil: never
 	LastUsedAt *time.Time // nil: never used; otherwise at most LastUsedInterval stale
+	// CreatedBy is the person who made the token ("": not recorded, a
+	// token made before herald recorded it); CreatedByEmail their address,
+	// read by APITokens only.
+	CreatedBy, CreatedByEmail string
 }
 
 // NewAPIToken is a token to create.
@@ -47,21 +51,29 @@ type NewAPIToken struct {
 	Scope     Scope
 	Hash      string     // auth.HashToken of the secret, which only the caller sees
 	ExpiresAt *time.Time // nil: never
+	// CreatedBy is the person who made it: the one signed in to the portal,
+	// or the maker of the API token that made it ("": not known). Removing
+	// that person revokes it.
+	CreatedBy string
 }
 
-const apiTokenColumns = `id, account_id, name, scope, created_at, expires_at, last_used_at`
+const apiTokenColumns = `id, account_id, name, scope, created_at, expires_at, last_used_at, created_by`
 
 // insertAPIToken adds a token to an account in tx.
 func (tx *Tx) insertAPIToken(ctx context.Context, accountID string, n NewAPIToken) (APIToken, error) {
 	now := tx.Now()
-	t := APIToken{ID: NewID(), AccountID: accountID, Name: n.Name, Scope: n.Scope, CreatedAt: fromMS(ms(now))}
+	t := APIToken{ID: NewID(), AccountID: accountID, Name: n.Name, Scope: n.Scope, CreatedAt: fromMS(ms(now)), CreatedBy: n.CreatedBy}
 	var exp sql.NullInt64
 	if n.ExpiresAt != nil {
 		exp = sql.NullInt64{Int64: ms(*n.ExpiresAt), Valid: true}
 		t.ExpiresAt = optTime(exp)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, account_id, name, scope, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, accountID, n.Name, string(n.Scope), n.Hash, ms(now), exp); err != nil {
+	var by sql.NullString
+	if n.CreatedBy != "" {
+		by = sql.NullString{String: n.CreatedBy, Valid: true}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, account_id, name, scope, token_hash, created_at, expires_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, accountID, n.Name, string(n.Scope), n.Hash, ms(now), exp, by); err != nil {
 		return APIToken{}, fmt.Errorf("insert api token: %w", err)
 	}
 	return t, nil
@@ -86,17 +98,20 @@ func (s *Store) CreateAPIToken(ctx context.Context, accountID string, n NewAPITo
 
 // APITokens lists an account's tokens, expired ones included, newest first.
 func (s *Store) APITokens(ctx context.Context, accountID string, p Page) (list []APIToken, next string, err error) {
-	q, args := p.apply(`SELECT `+apiTokenColumns+` FROM api_tokens WHERE account_id = ?`, []any{accountID})
+	q, args := p.apply(`SELECT `+apiTokenColumns+`, (SELECT email FROM owners o WHERE o.id = api_tokens.created_by)
+FROM api_tokens WHERE account_id = ?`, []any{accountID})
 	rows, err := s.Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list api tokens: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		t, err := scanAPIToken(rows)
+		var email sql.NullString
+		t, err := scanAPIToken(prefixScanner{row: rows, suffix: []any{&email}})
 		if err != nil {
 			return nil, "", fmt.Errorf("list api tokens: %w", err)
 		}
+		t.CreatedByEmail = email.String
 		list = append(list, t)
 	}
 	if err := rows.Err(); err != nil {
@@ -130,10 +145,10 @@ func (s *Store) APITokenByHash(ctx context.Context, hash string) (Account, APITo
 	fields, done := accountFields(&a)
 	row := s.QueryRow(ctx, `SELECT a.id, a.name, a.notification_email, a.created_at, a.updated_at, a.max_webhooks, a.api_requests_per_second,
 a.expiring_soon_lead_seconds,
-t.id, t.account_id, t.name, t.scope, t.created_at, t.expires_at, t.last_used_at
+t.id, t.account_id, t.name, t.scope, t.created_at, t.expires_at, t.last_used_at, t.created_by
 FROM api_tokens t JOIN accounts a ON a.id = t.account_id
 WHERE t.token_hash = ? AND (t.expires_at IS NULL OR t.expires_at > ?)`, hash, ms(s.now()))
-	t, err := scanAPIToken(prefixScanner{row, fields})
+	t, err := scanAPIToken(prefixScanner{row: row, prefix: fields})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Account{}, APIToken{}, ErrNotFound
 	}
@@ -190,22 +205,26 @@ func (s *Store) AccountByTokenHash(ctx context.Context, hash string) (Account, e
 
 type scanner interface{ Scan(dest ...any) error }
 
-// prefixScanner scans columns before a token's own into prefix.
+// prefixScanner scans columns before a token's own into prefix, and those
+// after them into suffix.
 type prefixScanner struct {
-	row    scanner
-	prefix []any
+	row            scanner
+	prefix, suffix []any
 }
 
-func (p prefixScanner) Scan(dest ...any) error { return p.row.Scan(append(p.prefix, dest...)...) }
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.row.Scan(append(append(p.prefix, dest...), p.suffix...)...)
+}
 
 func scanAPIToken(row scanner) (APIToken, error) {
 	var t APIToken
 	var scope string
 	var created int64
 	var exp, used sql.NullInt64
-	if err := row.Scan(&t.ID, &t.AccountID, &t.Name, &scope, &created, &exp, &used); err != nil {
+	var by sql.NullString
+	if err := row.Scan(&t.ID, &t.AccountID, &t.Name, &scope, &created, &exp, &used, &by); err != nil {
 		return APIToken{}, err
 	}
-	t.Scope, t.CreatedAt, t.ExpiresAt, t.LastUsedAt = Scope(scope), fromMS(created), optTime(exp), optTime(used)
+	t.Scope, t.CreatedAt, t.ExpiresAt, t.LastUsedAt, t.CreatedBy = Scope(scope), fromMS(created), optTime(exp), optTime(used), by.String
 	return t, nil
 }

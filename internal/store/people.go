@@ -140,15 +140,35 @@ func (s *Store) SetRole(ctx context.Context, accountID, userID string, role Role
 	})
 }
 
-// RemoveUser removes a user and their sessions; removing the last owner is
-// ErrLastOwner.
-func (s *Store) RemoveUser(ctx context.Context, accountID, userID string) error {
-	return s.InTx(ctx, func(tx *Tx) error {
+// RemoveUser removes a user, their sessions and the API tokens they made
+// (a token made through the API is its maker's maker's), and reports how
+// many tokens it revoked; removing the last owner is ErrLastOwner. A
+// person who leaves keeps no way in: every process refuses the tokens
+// from the next request on, as after RevokeAPIToken.
+func (s *Store) RemoveUser(ctx context.Context, accountID, userID string) (revoked int, err error) {
+	var ids []string
+	err = s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.lockAccount(ctx, accountID); err != nil {
 			return err
 		}
 		if err := tx.keepsAnOwner(ctx, accountID, userID); err != nil {
 			return err
+		}
+		rows, err := tx.Query(ctx, `DELETE FROM api_tokens WHERE account_id = ? AND created_by = ? RETURNING id`, accountID, userID)
+		if err != nil {
+			return fmt.Errorf("revoke the user's api tokens: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("revoke the user's api tokens: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("revoke the user's api tokens: %w", err)
 		}
 		res, err := tx.Exec(ctx, `DELETE FROM owners WHERE account_id = ? AND id = ?`, accountID, userID)
 		if err != nil {
@@ -156,6 +176,13 @@ func (s *Store) RemoveUser(ctx context.Context, accountID, userID string) error 
 		}
 		return mustAffect(res)
 	})
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		s.keptTokens.forgetID(id)
+	}
+	return len(ids), nil
 }
 
 // LinkKind says what a sign-in link does.

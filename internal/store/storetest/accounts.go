@@ -162,13 +162,13 @@ func testPeopleAndLinks(t *testing.T, b *bundle) {
 		want error
 	}{
 		{"demote the last owner", func() error { return b.st.SetRole(b.ctx, b.account.ID, owner.ID, store.RoleMember) }, store.ErrLastOwner},
-		{"remove the last owner", func() error { return b.st.RemoveUser(b.ctx, b.account.ID, owner.ID) }, store.ErrLastOwner},
+		{"remove the last owner", func() error { _, err := b.st.RemoveUser(b.ctx, b.account.ID, owner.ID); return err }, store.ErrLastOwner},
 		{"another account promotes the member", func() error { return b.st.SetRole(b.ctx, other.ID, member.ID, store.RoleOwner) }, store.ErrNotFound},
-		{"another account removes the member", func() error { return b.st.RemoveUser(b.ctx, other.ID, member.ID) }, store.ErrNotFound},
+		{"another account removes the member", func() error { _, err := b.st.RemoveUser(b.ctx, other.ID, member.ID); return err }, store.ErrNotFound},
 		{"promote the member", func() error { return b.st.SetRole(b.ctx, b.account.ID, member.ID, store.RoleOwner) }, nil},
 		{"demote the first owner, one owner left", func() error { return b.st.SetRole(b.ctx, b.account.ID, owner.ID, store.RoleMember) }, nil},
-		{"remove the other, now last, owner", func() error { return b.st.RemoveUser(b.ctx, b.account.ID, member.ID) }, store.ErrLastOwner},
-		{"remove the first user, a member now", func() error { return b.st.RemoveUser(b.ctx, b.account.ID, owner.ID) }, nil},
+		{"remove the other, now last, owner", func() error { _, err := b.st.RemoveUser(b.ctx, b.account.ID, member.ID); return err }, store.ErrLastOwner},
+		{"remove the first user, a member now", func() error { _, err := b.st.RemoveUser(b.ctx, b.account.ID, owner.ID); return err }, nil},
 	} {
 		if err := tc.do(); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v; want %v", tc.name, err, tc.want)

@@ -139,3 +139,64 @@ func (b *bundle) tokens(t testing.TB, accountID string) []store.APIToken {
 	}
 	return list
 }
+
+// testRemovingAPersonRevokesTheirTokens: each token names who made it, and
+// removing a person revokes the tokens they made, and only those, saying
+// how many; the first token of an account is its owner's.
+func testRemovingAPersonRevokesTheirTokens(t *testing.T, b *bundle) {
+	owner, err := b.st.OwnerByEmail(b.ctx, "a@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.CreateLink(b.ctx, b.account.ID, store.NewLink{Kind: store.LinkInvitation, Email: "m@example.com", Role: store.RoleMember,
+		Hash: "invite", ExpiresAt: b.clock.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	member, err := b.st.AcceptInvitation(b.ctx, "invite", "member-hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := func(name, by string) store.APIToken {
+		t.Helper()
+		tok, err := b.st.CreateAPIToken(b.ctx, b.account.ID, store.NewAPIToken{Name: name, Scope: store.ScopeWrite, Hash: "hash-" + name, CreatedBy: by})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	made("member's", member.ID)
+	made("member's too", member.ID)
+	mine := made("owner's", owner.ID)
+	made("unknown maker's", "")
+	list, _, err := b.st.APITokens(b.ctx, b.account.ID, store.Page{Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	makers := map[string]string{}
+	for _, tok := range list {
+		makers[tok.Name] = tok.CreatedByEmail
+	}
+	want := map[string]string{store.FirstTokenName: "a@example.com", "member's": "m@example.com", "member's too": "m@example.com",
+		"owner's": "a@example.com", "unknown maker's": ""}
+	for name, email := range want {
+		if got, ok := makers[name]; !ok || got != email {
+			t.Errorf("token %q made by %q (listed: %v); want %q", name, got, ok, email)
+		}
+	}
+	revoked, err := b.st.RemoveUser(b.ctx, b.account.ID, member.ID)
+	if err != nil || revoked != 2 {
+		t.Fatalf("removing the member revoked %d, %v; want the 2 tokens they made", revoked, err)
+	}
+	for _, h := range []string{"hash-member's", "hash-member's too"} {
+		if _, _, err := b.st.APITokenByHash(b.ctx, h); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a token the removed member made still works: %v", err)
+		}
+	}
+	for _, h := range []string{"hash-owner's", "hash-unknown maker's"} {
+		if _, tok, err := b.st.APITokenByHash(b.ctx, h); err != nil {
+			t.Errorf("%s: %v; want it kept", h, err)
+		} else if h == "hash-owner's" && tok.CreatedBy != owner.ID {
+			t.Errorf("the owner's token names %q as its maker; want %q", tok.CreatedBy, mine.CreatedBy)
+		}
+	}
+}

@@ -41,6 +41,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"RenewalWaitsForNoRowLock", 1, testRenewalWaitsForNoRowLock},
 		{"AClaimUnsureOfItsWritesTakesNoLeaseOver", 2, testNoTakeover},
 		{"BeatsAreEachProcessOwn", 1, testBeats},
+		{"RemovingAPersonRevokesTheTokensTheyMade", 1, testRemovingAPersonRevokesTheirTokens},
 		{"ClaimGivesEachWebhookItsRoom", 1, testClaimGivesEachWebhookItsRoom},
 		{"ClaimPassesOverExcludedBeforeItsWindow", 1, testClaimPassesOverExcludedBeforeItsWindow},
 		{"ClaimSharesBetweenWebhooksBehindOneBacklog", 1, testClaimSharesBehindOneBacklog},
