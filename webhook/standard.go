@@ -19,9 +19,11 @@ import (
 // "v1,<base64(HMAC-SHA256(key, id + "." + timestamp + "." + body))>", two
 // during a token rotation (the old token's and the next one's).
 //
-// The key is the webhook's token as UTF-8 bytes, as in herald's scheme. The
-// Standard Webhooks libraries read a secret "whsec_<base64 key>"; give them
-// [StandardSecret] of the token (or the token in their "raw" format).
+// The secret herald shows for such a webhook is the Standard Webhooks form,
+// "whsec_" and the base64 of the key, which every Standard Webhooks library
+// takes as it is: the key is the decoded bytes ([StandardKey]). A secret of
+// any other form (a herald token from before herald showed this form)
+// signs with its own bytes, as it did then.
 
 // TimestampHeader carries a Standard Webhooks delivery's time, in Unix
 // seconds.
@@ -37,10 +39,40 @@ var (
 	ErrTimestamp      = errors.New("webhook: webhook-timestamp is not within 5 minutes of now")
 )
 
-// StandardSecret returns the secret the Standard Webhooks libraries take for
-// a herald token: "whsec_" and the base64 of the token's bytes.
+// StandardPrefix starts a Standard Webhooks secret.
+const StandardPrefix = "whsec_"
+
+// StandardKey returns the key a Standard Webhooks secret stands for: the
+// bytes whose standard base64 follows "whsec_", as the Standard Webhooks
+// libraries read it. ok is false for a secret of any other form.
+func StandardKey(secret string) (key []byte, ok bool) {
+	if !strings.HasPrefix(secret, StandardPrefix) || len(secret) == len(StandardPrefix) {
+		return nil, false
+	}
+	rest := secret[len(StandardPrefix):]
+	key, err := base64.StdEncoding.Strict().DecodeString(rest)
+	if err != nil || len(key) == 0 {
+		return nil, false
+	}
+	return key, true
+}
+
+// StandardSecret returns the Standard Webhooks form of a secret whose key
+// is token's own bytes: "whsec_" and their base64. A herald token from
+// before herald showed the standard form signed with its own bytes; this
+// is the secret that verifies it in a Standard Webhooks library.
 func StandardSecret(token string) string {
-	return "whsec_" + base64.StdEncoding.EncodeToString([]byte(token))
+	return StandardPrefix + base64.StdEncoding.EncodeToString([]byte(token))
+}
+
+// StandardSigningKey is the key a Standard Webhooks delivery is signed with
+// under secret: [StandardKey] of it, or its own bytes for a secret of
+// another form.
+func StandardSigningKey(secret string) []byte {
+	if key, ok := StandardKey(secret); ok {
+		return key
+	}
+	return []byte(secret)
 }
 
 // SignStandard returns the Standard Webhooks signature ("v1,<base64>") of
@@ -50,7 +82,7 @@ func SignStandard(token, id string, timestamp int64, body []byte) string {
 }
 
 func standardMAC(token, id, timestamp string, body []byte) []byte {
-	h := hmac.New(sha256.New, []byte(token))
+	h := hmac.New(sha256.New, StandardSigningKey(token))
 	h.Write([]byte(id))
 	h.Write([]byte{'.'})
 	h.Write([]byte(timestamp))

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
@@ -60,7 +61,37 @@ func TestStandardWebhooks(t *testing.T) {
 // this package's signature.
 func TestStandardDocExample(t *testing.T) {
 	body := `{"id":"0f8fad5b-d9cb-469f-a165-70867728950e","event":"license.created","data":{"key":"HRLD-7Q4M-2KX9","name":"Zoë – 日本語 – 🚀"},"triggeredAt":"2026-11-21T08:07:13.120Z"}`
-	if got := webhook.SignStandard("whsec_example", "0f8fad5b-d9cb-469f-a165-70867728950e", 1795000000, []byte(body)); got != "v1,8d3wE2V7r/ILpRJTTIHneiwob6xtQTnHffSQE2OnYbI=" {
+	if got := webhook.SignStandard("whsec_ZXhhbXBsZSBrZXkgb2YgMjQgYnl0ZXMh", "0f8fad5b-d9cb-469f-a165-70867728950e", 1795000000, []byte(body)); got != "v1,xf+qETBaqXon8l3/3ilF8v4KTS3UyUb4OuLEA29aJig=" {
 		t.Errorf("SignStandard = %s; want the docs' example", got)
+	}
+}
+
+// TestStandardKey: a secret in the Standard Webhooks form stands for the
+// bytes its base64 encodes; a secret of another form (a herald token from
+// before herald showed the standard form) signs with its own bytes, which
+// is what its StandardSecret stands for, so both verify the same
+// deliveries.
+func TestStandardKey(t *testing.T) {
+	for _, tt := range []struct {
+		secret string
+		ok     bool
+		key    string
+	}{
+		{"whsec_" + base64.StdEncoding.EncodeToString([]byte("twenty-four bytes of key")), true, "twenty-four bytes of key"},
+		{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", true, ""},
+		{"whsec_herald-made_token_0123456789-_abc", false, ""},
+		{"whsec_", false, ""},
+		{"no prefix at all", false, ""},
+		{"whsec_c2hvcnQ", false, ""}, // unpadded
+	} {
+		key, ok := webhook.StandardKey(tt.secret)
+		if ok != tt.ok || (tt.key != "" && string(key) != tt.key) {
+			t.Errorf("StandardKey(%q) = %q, %v; want ok %v", tt.secret, key, ok, tt.ok)
+		}
+	}
+	old := "whsec_herald-made_token_0123456789-_abc"
+	body := []byte(`{"id":"x"}`)
+	if webhook.SignStandard(old, "x", 1795000000, body) != webhook.SignStandard(webhook.StandardSecret(old), "x", 1795000000, body) {
+		t.Error("a token of the old form and its StandardSecret sign differently; want the same key")
 	}
 }

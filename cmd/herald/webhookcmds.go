@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/heraldhq/herald/internal/validator"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -84,7 +85,7 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	name := e.fs.String("name", "", "the webhook's name (required)")
 	u := e.fs.String("url", "", "the receiver's URL (required)")
 	events := e.fs.String("events", "", "comma-separated event kinds (required)")
-	token := e.fs.String("token", "", "the signing token, whsec_ and 10 to 100 letters, digits, _ or - (default: herald makes one)")
+	token := e.fs.String("token", "", "the signing token: "+validator.TokenRule+"; with --signature-scheme standard-webhooks, "+validator.StandardTokenRule+" (default: herald makes one)")
 	disabled := e.fs.Bool("disabled", false, "create it disabled")
 	again := e.fs.Bool("again", false, "create it even when a webhook has this name and URL already")
 	filter := e.fs.String("filter", "", `a JSON filter on the payload, e.g. '{"data.metadata.plan": "pro"}' (default: none)`)

@@ -64,7 +64,7 @@ func FuzzAPIBody(f *testing.F) {
 			`{"productId":"{product}","allowedActivations":9223372036854775808}`},
 		9:  {`{"userId":null,"validity":null}`, `{"metadata":{"k":"\u2028"}}`, `{}`},
 		10: {``, `{}`},
-		11: {`{"expiresAt":"2031-02-03T04:05:06.789Z"}`, `{"expiresAt":null}`, `{"expiresAt":"yesterday"}`, `{"expiresAt":"9999-12-31T23:59:59.999Z"}`},
+		11: {`{"expiresAt":"2031-02-03T04:05:06.789Z"}`, `{"expiresAt":null}`, `{"expiresAt":"yesterday"}`, `{"expiresAt":"2199-12-31T23:59:59.999Z"}`, `{"expiresAt":"9999-12-31T23:59:59.999Z"}`},
 		12: {`{"licenseKey":"{licenseKey}","fingerprint":"fp-1","hostname":"h","os":"linux"}`, `{"licenseKey":"nope","fingerprint":""}`},
 		13: {`{"productId":"{product}","version":"1.2.3"}`, `{"productId":"{product}","version":""}`},
 		14: {`{"filename":"app.zip","size":1024,"sha256":"` + strings.Repeat("ab", 32) + `"}`, `{"filename":"x","size":-1,"sha256":"XYZ"}`},

@@ -67,6 +67,9 @@ func TestAccountLimits(t *testing.T) {
 				t.Errorf("PATCH %s: %d %s; want 422 naming limits.webhooks", body, status, out)
 			}
 		}
+		if status, out := patch(t, h.URL+"/v3/operator/accounts/"+id, `{"limits": {"bogus": 1}}`); status != 422 || !strings.Contains(out, `"limits.bogus"`) {
+			t.Errorf("PATCH an unknown limit: %d %s; want 422 naming limits.bogus", status, out)
+		}
 		if status, out := patch(t, h.URL+"/v3/operator/accounts/"+id, `{"limits": {"webhooks": 9, "apiRequestsPerSecond": 0}}`); status != 422 ||
 			!strings.Contains(out, `"limits.apiRequestsPerSecond"`) {
 			t.Errorf("PATCH a bad rate: %d %s; want 422 naming limits.apiRequestsPerSecond", status, out)

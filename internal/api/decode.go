@@ -62,12 +62,17 @@ func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error 
 	if !utf8.Valid(body) {
 		return unsupported("the body is not valid UTF-8; send it as UTF-8 JSON")
 	}
-	if err := checkTokens(body); err != nil {
+	if err := checkBody(body); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			if path := unknownFieldPath(body, v); path != "" {
+				return Invalid{{path, "is not a known field"}}.Err()
+			}
+		}
 		return jsonProblem(err)
 	}
 	// More() is false before a stray } or ], so ask for one more value.

@@ -107,7 +107,16 @@ func (f *frame) child() (root string, done bool) {
 //
 // body must be UTF-8 (decode checks it first): a key's bytes are its value
 // unless it holds an escape.
-func checkTokens(body []byte) error {
+func checkTokens(body []byte) error { return scanBody(body, false) }
+
+// checkBody is checkTokens that also refuses, 422 naming the field, a
+// string holding a lone surrogate escape (see scanStringLone): decode's
+// check. checkTokens alone is the token walk's equal, which its fuzz test
+// holds it to; the walk reads a lone surrogate as U+FFFD and cannot tell.
+func checkBody(body []byte) error { return scanBody(body, true) }
+
+// scanBody is checkTokens, refusing lone surrogates when lone is set.
+func scanBody(body []byte, refuseLone bool) error {
 	var stack []frame
 	i := 0
 	for {
@@ -174,9 +183,16 @@ func checkTokens(body []byte) error {
 			}
 			i++
 		case '"':
-			end, control, escaped, ok := scanString(body, i)
+			end, control, escaped, lone, ok := scanStringLone(body, i)
 			if !ok {
 				return nil
+			}
+			if lone && refuseLone {
+				field := path(stack)
+				if state == objectStart || state == objectKey {
+					field = "body"
+				}
+				return Invalid{{field, "holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff without its pair), which is no character; send the text as UTF-8, or escape both halves of the pair"}}.Err()
 			}
 			if state == objectStart || state == objectKey {
 				key := string(body[i+1 : end-1])
@@ -234,20 +250,27 @@ func checkTokens(body []byte) error {
 // isSpace is JSON's whitespace.
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// scanString reads the JSON string that starts at b[i] (a quote) and
+// scanStringLone reads the JSON string that starts at b[i] (a quote) and
 // returns the index just past its closing quote, whether its value holds a
 // control character (C0, DEL or C1, as validator.SingleLine sees them:
 // raw, or escaped as \n or \u0085), whether it holds an escape, and
+// whether it holds a lone surrogate escape (\ud800 to \udbff not followed
+// at once by \udc00 to \udfff, or the latter alone: encoding/json reads
+// one as U+FFFD, so the text stored would not be the text sent), and
 // whether it is a valid string at all. A raw byte below 0x20, an escape
 // JSON has not, or a missing closing quote make it invalid, as they do
 // for encoding/json.
-func scanString(b []byte, i int) (end int, control, escaped, ok bool) {
+func scanStringLone(b []byte, i int) (end int, control, escaped, lone, ok bool) {
+	high := false // the last escape was a high surrogate; a low one must follow
 	for j := i + 1; j < len(b); j++ {
+		if high && (b[j] != '\\' || j+1 >= len(b) || b[j+1] != 'u') {
+			lone, high = true, false
+		}
 		switch c := b[j]; {
 		case c == '"':
-			return j + 1, control, escaped, true
+			return j + 1, control, escaped, lone, true
 		case c < 0x20:
-			return 0, false, false, false
+			return 0, false, false, false, false
 		case c == 0x7f:
 			control = true
 		case c == 0xc2:
@@ -258,7 +281,7 @@ func scanString(b []byte, i int) (end int, control, escaped, ok bool) {
 		case c == '\\':
 			escaped = true
 			if j+1 == len(b) {
-				return 0, false, false, false
+				return 0, false, false, false, false
 			}
 			j++
 			switch b[j] {
@@ -267,7 +290,7 @@ func scanString(b []byte, i int) (end int, control, escaped, ok bool) {
 				control = true
 			case 'u':
 				if j+4 >= len(b) {
-					return 0, false, false, false
+					return 0, false, false, false, false
 				}
 				r := rune(0)
 				for _, h := range b[j+1 : j+5] {
@@ -279,7 +302,7 @@ func scanString(b []byte, i int) (end int, control, escaped, ok bool) {
 					case 'A' <= h && h <= 'F':
 						h -= 'A' - 10
 					default:
-						return 0, false, false, false
+						return 0, false, false, false, false
 					}
 					r = r<<4 | rune(h)
 				}
@@ -288,13 +311,30 @@ func scanString(b []byte, i int) (end int, control, escaped, ok bool) {
 				if r < 0x20 || 0x7f <= r && r <= 0x9f {
 					control = true
 				}
+				switch {
+				case 0xd800 <= r && r <= 0xdbff:
+					if high {
+						lone = true
+					}
+					high = true
+				case 0xdc00 <= r && r <= 0xdfff:
+					if !high {
+						lone = true
+					}
+					high = false
+				default:
+					if high {
+						lone = true
+					}
+					high = false
+				}
 				j += 4
 			default:
-				return 0, false, false, false
+				return 0, false, false, false, false
 			}
 		}
 	}
-	return 0, false, false, false
+	return 0, false, false, false, false
 }
 
 // scanScalar reads the number, true, false or null that starts at b[i]

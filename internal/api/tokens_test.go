@@ -57,8 +57,17 @@ func TestCheckTokens(t *testing.T) {
 		{deep(jsonlimit.MaxDepth, `{"x":1,"x":2}`), 400, "", "JSON nesting deeper than 64 levels is refused"},
 		{strings.Repeat("[", 65) + strings.Repeat("]", 65), 400, "", "JSON nesting deeper than 64 levels is refused"},
 		{`{"a":1,"a":` + strings.Repeat("[", 100), 400, "a", "a appears more than once in its object"},
+		// A lone surrogate escape is no character: refused, in metadata too;
+		// a pair is one.
+		{`{"name":"\ud800"}`, 422, "name", "name: holds a lone UTF-16 surrogate escape"},
+		{`{"name":"a\udc00b"}`, 422, "name", "name: holds a lone UTF-16 surrogate escape"},
+		{`{"name":"\ud83d\ud83d\ude80"}`, 422, "name", "name: holds a lone UTF-16 surrogate escape"},
+		{`{"name":"\ud83dx"}`, 422, "name", "name: holds a lone UTF-16 surrogate escape"},
+		{`{"metadata":{"n":"\ud800"}}`, 422, "metadata.n", "metadata.n: holds a lone UTF-16 surrogate escape"},
+		{`{"\ud800":1}`, 422, "body", "body: holds a lone UTF-16 surrogate escape"},
+		{`{"name":"\ud83d\ude80 \u00e9"}`, 0, "", ""},
 	} {
-		err := checkTokens([]byte(tc.body))
+		err := checkBody([]byte(tc.body))
 		var p *Problem
 		switch {
 		case tc.status == 0 && err != nil:
@@ -66,7 +75,7 @@ func TestCheckTokens(t *testing.T) {
 		case tc.status == 0:
 		case !errors.As(err, &p):
 			t.Errorf("%.80s: %v; want a %d problem", tc.body, err, tc.status)
-		case p.Status != tc.status || p.Detail != tc.detail || fieldOf(p) != tc.field:
+		case p.Status != tc.status || !strings.HasPrefix(p.Detail, tc.detail) || fieldOf(p) != tc.field:
 			t.Errorf("%.80s: %d %q naming %q; want %d %q naming %q", tc.body, p.Status, p.Detail, fieldOf(p), tc.status, tc.detail, tc.field)
 		}
 	}
@@ -222,7 +231,7 @@ func TestCheckTokensScan(t *testing.T) {
 		case tc.status == 0:
 		case !errors.As(err, &p):
 			t.Errorf("%.80q: %v; want a %d problem", tc.body, err, tc.status)
-		case p.Status != tc.status || p.Detail != tc.detail || fieldOf(p) != tc.field:
+		case p.Status != tc.status || !strings.HasPrefix(p.Detail, tc.detail) || fieldOf(p) != tc.field:
 			t.Errorf("%.80q: %d %q naming %q; want %d %q naming %q", tc.body, p.Status, p.Detail, fieldOf(p), tc.status, tc.detail, tc.field)
 		}
 		if want := tokenWalk([]byte(tc.body)); !reflect.DeepEqual(err, want) {

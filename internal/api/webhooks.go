@@ -136,12 +136,13 @@ func (in *webhookInput) headers(v *Invalid, old map[string]string) *map[string]s
 }
 
 // validate checks the fields present with the rules the portal shares;
-// create requires name, url and events.
-func (a *API) validate(in *webhookInput, create bool) error {
+// create requires name, url and events. scheme is the webhook's signature
+// scheme before the change ("" for a new one).
+func (a *API) validate(in *webhookInput, create bool, scheme string) error {
 	var v Invalid
 	var rate *int
 	in.rate, rate = in.rateLimit(&v)
-	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token, SignatureScheme: in.SignatureScheme, RateLimit: rate}
+	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token, SignatureScheme: in.SignatureScheme, CurrentScheme: scheme, RateLimit: rate}
 	if in.Filter != nil {
 		w.Filter = &in.Filter
 	}
@@ -157,7 +158,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in, false); err != nil {
 		return err
 	}
-	if err := a.validate(&in, true); err != nil {
+	if err := a.validate(&in, true, ""); err != nil {
 		return err
 	}
 	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Token: auth.NewWebhookToken(), Filter: in.Filter}
@@ -243,7 +244,10 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit"}}.Err()
 	}
 	sentFilter := in.Filter != nil
-	if in.Headers != nil {
+	var scheme string
+	// A token is checked for the scheme it will sign in, and headers
+	// against the ones they replace: both need the webhook as it is.
+	if in.Headers != nil || (in.Token != nil && in.SignatureScheme == nil) {
 		hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("webhook")
@@ -251,9 +255,9 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		in.oldHeaders = hook.Headers
+		in.oldHeaders, scheme = hook.Headers, hook.SignatureScheme
 	}
-	if err := a.validate(&in, false); err != nil {
+	if err := a.validate(&in, false, scheme); err != nil {
 		return err
 	}
 	p := store.WebhookPatch{Name: in.Name, URL: in.URL, Enabled: in.Enabled, Token: in.Token}
@@ -262,6 +266,11 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Headers = in.checked
 	p.SignatureScheme = in.SignatureScheme
+	if in.SignatureScheme != nil && *in.SignatureScheme == store.SchemeStandardWebhooks {
+		// Its tokens shown in the Standard Webhooks form, with the same
+		// key (decision 0118).
+		p.RecodeTokens = validator.StandardForm
+	}
 	p.RateLimit = in.rate
 	if in.Events != nil {
 		p.Events = *in.Events

@@ -25,8 +25,20 @@ const WebhookTokenPrefix = "whsec_"
 // NewAPIToken returns a new random API token.
 func NewAPIToken() string { return APITokenPrefix + randomString(32) }
 
-// NewWebhookToken returns a new random webhook signing token.
-func NewWebhookToken() string { return WebhookTokenPrefix + randomString(32) }
+// WebhookKeySize is how many random bytes a generated webhook token holds.
+const WebhookKeySize = 24
+
+// NewWebhookToken returns a new random webhook signing token in the
+// Standard Webhooks form, "whsec_" and the standard base64 of 24 random
+// bytes: a standard-webhooks webhook's libraries take it as it is, and a
+// herald-scheme webhook signs with its characters, as the specification
+// says. The same form for both lets a webhook change scheme and keep its
+// token.
+func NewWebhookToken() string {
+	b := make([]byte, WebhookKeySize)
+	rand.Read(b)
+	return WebhookTokenPrefix + base64.StdEncoding.EncodeToString(b)
+}
 
 // NewPassword returns a random password for a first start that was given none.
 func NewPassword() string { return randomString(18) }

@@ -425,7 +425,7 @@ func (s *Service) RenewLicense(ctx context.Context, accountID, id string) (Licen
 		}
 		next := from.Add(time.Duration(*l.Validity) * time.Second)
 		if next.After(maxTime) {
-			return invalid("validity", "renewing would move expiresAt past 9999-12-31")
+			return invalid("validity", "renewing would move expiresAt past 2199-12-31, the latest expiry herald keeps")
 		}
 		l.ExpiresAt = &Time{next}
 		return nil

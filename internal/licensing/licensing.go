@@ -210,8 +210,17 @@ const (
 	maxValidity = 3155760000
 )
 
-// maxTime is the latest expiry herald keeps: RFC 3339 has four-digit years.
-var maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+// minTime and maxTime bound an expiry: from the Unix epoch (an expiry in the
+// past is a license that has expired, but year 0001 is a mistake) to the
+// end of 2199 (a license that never expires has none: null). Both ends are
+// far inside what RFC 3339, the engines and a receiver's date type hold.
+var (
+	minTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(2199, 12, 31, 23, 59, 59, 999e6, time.UTC)
+)
+
+// timeRule says what an expiry may be, in every refusal's words.
+const timeRule = "must be from 1970-01-01T00:00:00Z to 2199-12-31T23:59:59.999Z (null for a license that never expires)"
 
 // text checks a string's length in characters (what JSON Schema counts).
 func (e *InvalidError) text(field, s string, min, max int) bool {
@@ -255,6 +264,10 @@ func (e *InvalidError) when(field, s string) *Time {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		e.add(field, "must be an RFC 3339 time such as 2027-11-21T08:07:13.120Z")
+		return nil
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		e.add(field, timeRule)
 		return nil
 	}
 	return &Time{store.FromMS(store.MS(t))}

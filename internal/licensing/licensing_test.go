@@ -59,6 +59,15 @@ func TestValidationHelpers(t *testing.T) {
 	if tm := v.when("t", "2030-06-01T12:00:00.123456+02:00"); tm == nil || tm.UTC().Format("2006-01-02T15:04:05.000000Z") != "2030-06-01T10:00:00.123000Z" {
 		t.Errorf("when: %v; want UTC truncated to milliseconds", tm)
 	}
+	// An expiry is from the epoch to the end of 2199: year 0001 and year
+	// 9999 are mistakes (a license that never expires has none).
+	for s, ok := range map[string]bool{"0001-01-01T00:00:00Z": false, "1969-12-31T23:59:59.999Z": false, "1970-01-01T00:00:00Z": true,
+		"2199-12-31T23:59:59.999Z": true, "2200-01-01T00:00:00Z": false, "9999-12-31T23:59:59.999Z": false} {
+		var w InvalidError
+		if got := w.when("expiresAt", s); (got != nil) != ok || (len(w) == 1 && w[0].Field != "expiresAt") {
+			t.Errorf("when(%q) = %v, %v; want accepted %v (naming expiresAt otherwise)", s, got, w, ok)
+		}
+	}
 	raw := json.RawMessage(" {\"b\": 12345678901234567890 ,\n \"a\" : \"Zoë\"} ")
 	if got := v.metadata(Optional[json.RawMessage]{Set: true, Value: &raw}); string(got) != `{"b":12345678901234567890,"a":"Zoë"}` {
 		t.Errorf("metadata %s; want it compacted, order and digits kept", got)

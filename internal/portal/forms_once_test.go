@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -186,7 +187,7 @@ func TestResultsAndConfirmationsAreShownOnce(t *testing.T) {
 			url.Values{"name": {"CRM 2"}, "url": {rcv.URL}, "events": {"license.created"}, "enabled": {"on"}}, "/webhooks/" + hook.ID, "Webhook saved."},
 		{"test", "/webhooks/" + hook.ID + "/test", "/webhooks/" + hook.ID + "/test",
 			url.Values{"event": {"license.created"}}, "/webhooks/" + hook.ID + "/test", `id="test-result"`},
-		{"reveal", "/webhooks/" + hook.ID, "/webhooks/" + hook.ID + "/token", url.Values{}, "/webhooks/" + hook.ID, tok.Token},
+		{"reveal", "/webhooks/" + hook.ID, "/webhooks/" + hook.ID + "/token", url.Values{}, "/webhooks/" + hook.ID, template.HTMLEscapeString(tok.Token)},
 		{"disable", "/webhooks", "/webhooks/" + hook.ID + "/enabled", url.Values{"enabled": {"false"}, "next": {"/webhooks?q=CRM"}}, "/webhooks?q=CRM", "Webhook disabled."},
 		{"settings", "/account", "/account", url.Values{"name": {"Acme"}, "notificationEmail": {"ops@example.com"}}, "/account", "Settings saved."},
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"github.com/heraldhq/herald/internal/validator"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -162,6 +163,9 @@ func funcs(static *staticFiles) template.FuncMap {
 			return n
 		},
 		"fieldError": func(id string, errs fieldErrors) fieldErrorArgs { return fieldErrorArgs{ID: id, Msg: errs[id]} },
+		// A webhook token's rules, in the words of the API's 422 and the CLI's help.
+		"tokenRule":         func() string { return validator.TokenRule },
+		"standardTokenRule": func() string { return validator.StandardTokenRule },
 		// logTable passes logs to the log-table partial; oneWebhook leaves
 		// out the webhook column on a page that is about one webhook.
 		"logTable": func(rows []logRow, oneWebhook bool) logTableArgs {

@@ -139,7 +139,7 @@ func TestBrowserSignatureCheckStandardWebhooks(t *testing.T) {
 	h.CreateLicense(map[string]any{"owner": "Zoë Ångström 🚀"})
 	heraldtest.Eventually(t, 30*time.Second, "the delivery", func() bool { return rcv.Count() == 1 })
 	got := rcv.Requests()[0]
-	lib, err := standardwebhooks.NewWebhook(webhook.StandardSecret(token))
+	lib, err := standardwebhooks.NewWebhook(token) // the token as herald shows it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,6 +213,9 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
 	}
+	if d.Form.SignatureScheme == store.SchemeStandardWebhooks {
+		p.RecodeTokens = validator.StandardForm // the same key, in that scheme's form
+	}
 	if _, err := h.store.UpdateWebhook(r.Context(), s.AccountID, id, p); err != nil {
 		return err
 	}

@@ -46,11 +46,15 @@ func testReadTokenReadsAndIsRefusedEveryChange(t *testing.T, db string) {
 	hook := h.CreateWebhook("mine", rcv.URL, "license.created")
 	read := newToken(t, h, "dashboard", "read")
 
-	for _, path := range []string{"/v3/account", "/v3/webhooks", "/v3/webhooks/" + hook.ID, "/v3/webhooks/" + hook.ID + "/token",
+	for _, path := range []string{"/v3/account", "/v3/webhooks", "/v3/webhooks/" + hook.ID,
 		"/v3/webhook-event-logs", "/v3/api-tokens", "/v3/products", "/v3/licenses"} {
 		if got := h.DoAs(read.Token, "GET", path, nil, nil); got != http.StatusOK {
 			t.Errorf("read token: GET %s = %d; want 200", path, got)
 		}
+	}
+	// A webhook's signing token is a secret: write tokens only.
+	if got := h.DoAs(read.Token, "GET", "/v3/webhooks/"+hook.ID+"/token", nil, nil); got != http.StatusForbidden {
+		t.Errorf("read token: GET the webhook's token = %d; want 403", got)
 	}
 	for _, c := range []struct {
 		method, path string

@@ -26,7 +26,7 @@ type account struct {
 	ids map[string]string
 	// secrets are every secret value made, by what it is: each must
 	// never appear in an answer to a read token.
-	secrets map[string]string
+	secrets     map[string]string
 	write, read string // API tokens
 }
 

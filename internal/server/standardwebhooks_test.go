@@ -19,9 +19,10 @@ import (
 
 // TestStandardWebhooksLibrariesVerifyDeliveries: a webhook signed the
 // Standard Webhooks way is verified by the official libraries (Go's, and
-// npm standardwebhooks and svix under node), not by herald's own code:
-// a delivery, a Test, and during a token rotation a delivery carrying both
-// signatures, which each token verifies alone. A tampered body fails all.
+// npm standardwebhooks and svix under node), not by herald's own code,
+// each given the secret exactly as herald shows it: a delivery, a Test,
+// and during a token rotation a delivery carrying both signatures, which
+// each token verifies alone. A tampered body fails all.
 func TestStandardWebhooksLibrariesVerifyDeliveries(t *testing.T) {
 	t.Parallel()
 	heraldtest.SkipShort(t, "installs npm packages and runs node")
@@ -37,6 +38,9 @@ func TestStandardWebhooksLibrariesVerifyDeliveries(t *testing.T) {
 		t.Fatalf("signatureScheme %q; want standard-webhooks", hook.SignatureScheme)
 	}
 	old := hook.Token
+	if key, ok := webhook.StandardKey(old); !ok || len(key) < 24 || len(key) > 64 {
+		t.Fatalf("the token %q is not in the Standard Webhooks form (whsec_ and the base64 of 24 to 64 bytes)", old)
+	}
 
 	h.CreateLicense(map[string]any{"name": "Zoë – 日本語 – 🚀"})
 	heraldtest.Eventually(t, 10*time.Second, "the delivery", func() bool { return rcv.Count() == 1 })
@@ -81,15 +85,16 @@ func TestStandardWebhooksLibrariesVerifyDeliveries(t *testing.T) {
 
 	// Go: github.com/standard-webhooks/standard-webhooks/libraries.
 	for _, c := range checks {
-		wh, err := standardwebhooks.NewWebhook(webhook.StandardSecret(c.token))
+		wh, err := standardwebhooks.NewWebhook(c.token) // as herald shows it
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the Go library refuses the secret %q: %v", c.token, err)
 		}
-		raw, _ := standardwebhooks.NewWebhookRaw([]byte(c.token))
-		for lib, w := range map[string]*standardwebhooks.Webhook{"whsec_ secret": wh, "raw secret": raw} {
-			if err := w.Verify(c.body, c.header); (err == nil) != c.want {
-				t.Errorf("Go library (%s), %s: verify = %v; want ok %v", lib, c.name, err, c.want)
-			}
+		if err := wh.Verify(c.body, c.header); (err == nil) != c.want {
+			t.Errorf("Go library, %s: verify = %v; want ok %v", c.name, err, c.want)
+		}
+		// And herald's own module, as a receiver uses it.
+		if err := webhook.VerifyRequest([]string{c.token}, c.header, c.body, time.Now()); (err == nil) != c.want {
+			t.Errorf("herald's webhook module, %s: verify = %v; want ok %v", c.name, err, c.want)
 		}
 	}
 
@@ -123,7 +128,7 @@ func TestStandardWebhooksLibrariesVerifyDeliveries(t *testing.T) {
 		for _, name := range []string{webhook.IDHeader, webhook.TimestampHeader, webhook.SignatureHeader} {
 			headers[name] = c.header.Get(name)
 		}
-		cases = append(cases, nodeCase{webhook.StandardSecret(c.token), headers, string(c.body)})
+		cases = append(cases, nodeCase{c.token, headers, string(c.body)})
 	}
 	in, _ := json.Marshal(cases)
 	file := filepath.Join(dir, "cases.json")
@@ -144,5 +149,68 @@ func TestStandardWebhooksLibrariesVerifyDeliveries(t *testing.T) {
 		if verdicts[i].StandardWebhooks != c.want || verdicts[i].Svix != c.want {
 			t.Errorf("%s: npm standardwebhooks %v, svix %v; want %v", c.name, verdicts[i].StandardWebhooks, verdicts[i].Svix, c.want)
 		}
+	}
+}
+
+// A token given for a standard-webhooks webhook must be in the form its
+// libraries read, "whsec_" and the base64 of 24 to 64 bytes: anything else
+// is refused naming token, on create, on a token-only change and on a
+// change of scheme; a herald webhook moved to standard-webhooks keeps its
+// key and shows it in that form, which the Go library takes as it is.
+func TestStandardWebhooksTokensAreInTheLibrariesForm(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	ctx := context.Background()
+	rcv := heraldtest.NewReceiver(t)
+	for _, tok := range []string{"whsec_not base64!", "my-own-token-of-enough-length", "whsec_" + "c2hvcnQ=", // 5 bytes
+		webhook.StandardSecret(string(make([]byte, 65)))} {
+		code := h.Do("POST", "/v3/webhooks", map[string]any{"name": "w", "url": rcv.URL, "events": []string{"license.created"},
+			"signatureScheme": "standard-webhooks", "token": tok}, nil)
+		if code != 422 {
+			t.Errorf("create with token %q: %d; want 422", tok, code)
+		}
+	}
+	good := webhook.StandardSecret("0123456789abcdef0123456789abcdef")
+	sw, err := h.API.CreateWebhook(ctx, client.WebhookCreate{Name: "sw", URL: rcv.URL, Events: []string{"license.created"},
+		SignatureScheme: "standard-webhooks", Token: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ Errors []struct{ Field string } }
+	if code := h.Do("PATCH", "/v3/webhooks/"+sw.ID, map[string]any{"token": "my-own-token-of-enough-length"}, &p); code != 422 || len(p.Errors) != 1 || p.Errors[0].Field != "token" {
+		t.Errorf("a token-only change in another form: %d %+v; want 422 naming token", code, p)
+	}
+
+	// A herald webhook with a token of its own, moved to standard-webhooks.
+	const mine = "my-own-token-of-enough-length"
+	hw, err := h.API.CreateWebhook(ctx, client.WebhookCreate{Name: "hw", URL: rcv.URL, Events: []string{"license.created"}, Token: mine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := "standard-webhooks"
+	if _, err := h.API.UpdateWebhook(ctx, hw.ID, client.WebhookUpdate{SignatureScheme: &scheme}); err != nil {
+		t.Fatal(err)
+	}
+	shown, err := h.API.WebhookToken(ctx, hw.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown != webhook.StandardSecret(mine) {
+		t.Fatalf("the moved webhook's token %q; want %q, the same key in the Standard Webhooks form", shown, webhook.StandardSecret(mine))
+	}
+	h.CreateLicense(nil)
+	heraldtest.Eventually(t, 10*time.Second, "the two deliveries", func() bool { return rcv.Count() == 2 })
+	lib, err := standardwebhooks.NewWebhook(shown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verified := 0
+	for _, r := range rcv.Requests() {
+		if lib.Verify(r.Body, r.Header) == nil {
+			verified++
+		}
+	}
+	if verified != 1 {
+		t.Errorf("the Go library verified %d deliveries with the moved webhook's shown token; want its one", verified)
 	}
 }

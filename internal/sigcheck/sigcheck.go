@@ -21,6 +21,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
+	"github.com/heraldhq/herald/webhook"
 	"hash"
 	"io"
 	"slices"
@@ -140,9 +141,13 @@ type key struct {
 // keys lists the token and the ways a receiver commonly ends up with
 // another key.
 func keys(in Input) []key {
-	out := []key{{bytes: []byte(in.Token)}}
+	own := []byte(in.Token)
+	if in.Standard != nil {
+		own = webhook.StandardSigningKey(in.Token) // the key its whsec_ secret encodes
+	}
+	out := []key{{bytes: own}}
 	add := func(b []byte, summary, fix string) {
-		if len(b) == 0 || bytes.Equal(b, []byte(in.Token)) {
+		if len(b) == 0 || bytes.Equal(b, own) {
 			return
 		}
 		out = append(out, key{bytes: b, cause: &Cause{Categories: []Category{WrongToken}, Summary: summary, Fix: fix}})
@@ -161,18 +166,22 @@ func keys(in Input) []key {
 		"Trim the token where it is read.")
 	add([]byte(" "+in.Token), "The receiver's token starts with a space.", "Trim the token where it is read.")
 	add([]byte(in.Token+" "), "The receiver's token ends with a space.", "Trim the token where it is read.")
+	if in.Standard != nil {
+		add([]byte(in.Token), "The receiver signs with the secret's text as the key (a Standard Webhooks library given it in its raw format, or an HMAC of its own), while herald signs with the key the whsec_ secret encodes.",
+			"Give the library the secret exactly as herald shows it, whsec_ included: it reads what follows whsec_ as base64, as herald does.")
+		if rest, ok := strings.CutPrefix(in.Token, "whsec_"); ok {
+			add([]byte(rest), "The receiver signs with the secret's base64 text, without its whsec_ prefix, as the key.",
+				"Give the library the secret exactly as herald shows it, whsec_ included.")
+		}
+		return out
+	}
 	if rest, ok := strings.CutPrefix(in.Token, "whsec_"); ok {
 		add([]byte(rest), "The receiver signs with the token without its whsec_ prefix.",
 			"Use the whole token, whsec_ included, as the HMAC key.")
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 			if b, err := enc.DecodeString(rest); err == nil {
-				if in.Standard != nil {
-					add(b, "The receiver gives the token itself to a Standard Webhooks library as its secret: the library reads what follows whsec_ as base64 and signs with those bytes, while herald's key is the token's text.",
-						"Give the library \"whsec_\" followed by the base64 of the whole token (Go: webhook.StandardSecret(token)), or the token in the library's raw format.")
-				} else {
-					add(b, "The receiver Base64-decodes the token before using it as the key (as Standard Webhooks libraries do).",
-						"Use the token's text as the key, unchanged: herald's signature is not the Standard Webhooks scheme.")
-				}
+				add(b, "The receiver Base64-decodes the token before using it as the key (as Standard Webhooks libraries do).",
+					"Use the token's text as the key, unchanged: herald's signature is not the Standard Webhooks scheme.")
 				break
 			}
 		}

@@ -57,7 +57,7 @@ func TestCauses(t *testing.T) {
 	tok, prev, next := auth.NewWebhookToken(), auth.NewWebhookToken(), auth.NewWebhookToken()
 	b := body(t)
 	raw := strings.TrimPrefix(tok, "whsec_")
-	decoded, err := base64.RawURLEncoding.DecodeString(raw)
+	decoded, err := base64.StdEncoding.DecodeString(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

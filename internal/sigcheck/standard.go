@@ -60,11 +60,11 @@ func (s *Standard) sign(token string, body []byte) string {
 	if ts, err := strconv.ParseInt(s.Timestamp, 10, 64); err == nil && strconv.FormatInt(ts, 10) == s.Timestamp {
 		return webhook.SignStandard(token, s.ID, ts, body) // the very code that signs a delivery
 	}
-	return "v1," + base64.StdEncoding.EncodeToString(mac(token, s.prefix(), body))
+	return "v1," + base64.StdEncoding.EncodeToString(mac(webhook.StandardSigningKey(token), s.prefix(), body))
 }
 
-func mac(key string, parts ...[]byte) []byte {
-	h := hmac.New(sha256.New, []byte(key))
+func mac(key []byte, parts ...[]byte) []byte {
+	h := hmac.New(sha256.New, key)
 	for _, p := range parts {
 		h.Write(p)
 	}
@@ -159,13 +159,13 @@ func standardCauses(in Input, macs [][]byte) []Cause {
 		bodies = append(bodies, in.Sent)
 	}
 	for _, b := range bodies {
-		if found(mac(in.Token, b)) {
+		if found(mac([]byte(in.Token), b)) || found(mac(webhook.StandardSigningKey(in.Token), b)) { // herald's scheme keys with the token's text
 			out = append(out, Cause{Categories: []Category{Scheme}, Summary: "The receiver computes herald's own signature, an HMAC of the body alone, but this webhook signs the Standard Webhooks way: over webhook-id, webhook-timestamp and the body.",
-				Fix: "Verify with a Standard Webhooks library (given \"whsec_\" and the base64 of the token), or set the webhook's signature scheme to herald."})
+				Fix: "Verify with a Standard Webhooks library, given the secret exactly as herald shows it, or set the webhook's signature scheme to herald."})
 			break
 		}
 	}
-	if id := BodyID(in.Body); id != "" && id != s.ID && found(mac(in.Token, []byte(id+"."+s.Timestamp+"."), in.Body)) {
+	if id := BodyID(in.Body); id != "" && id != s.ID && found(mac(webhook.StandardSigningKey(in.Token), []byte(id+"."+s.Timestamp+"."), in.Body)) {
 		out = append(out, Cause{Categories: []Category{Header}, Summary: "The signature is over webhook-id " + id + ", the body's own id, not the webhook-id given here.",
 			Fix: "Check with the webhook-id header the request carried: herald sends the event's id."})
 	}
@@ -174,7 +174,7 @@ func standardCauses(in Input, macs [][]byte) []Cause {
 			continue
 		}
 		for _, b := range bodies {
-			if found(mac(in.Token, []byte(s.ID+"."+ts+"."), b)) {
+			if found(mac(webhook.StandardSigningKey(in.Token), []byte(s.ID+"."+ts+"."), b)) {
 				out = append(out, Cause{Categories: []Category{Header}, Summary: fmt.Sprintf("The signature was made with webhook-timestamp %s, which herald sent with attempt %d of this event; the webhook-timestamp given here is another. A request whose timestamp was changed after signing (a replay) fails verification, as it must.", ts, i+1),
 					Fix: "Check with the webhook-timestamp header the request carried, unchanged."})
 				return out

@@ -21,15 +21,13 @@ import (
 // the check computes the signature the official library computes, accepts
 // the library's own signature (alone or beside a rotation's second one),
 // and traces each way a receiver or a request goes wrong to its cause: a
-// tampered body, a changed timestamp, the token given to the library as
-// its secret, herald's own scheme, the form of the signature.
+// tampered body, a changed timestamp, the secret given to the library in
+// its raw format, herald's own scheme, the form of the signature.
 func TestStandardWebhooks(t *testing.T) {
 	t.Parallel()
+	// herald's tokens are in the Standard Webhooks form, which the library
+	// takes as they are.
 	tok, other := auth.NewWebhookToken(), auth.NewWebhookToken()
-	// A token whose tail is standard Base64, which a library given the
-	// token as its secret reads (herald's own tokens are URL-safe Base64,
-	// which the Go library refuses outright).
-	b64tok := "whsec_" + base64.StdEncoding.EncodeToString([]byte("twenty-four bytes of key"))
 	b := body(t)
 	id := "01937a60-0a1b-7c2d-8e3f-4a5b6c7d8e00"
 	at := time.Unix(1795000000, 0)
@@ -46,7 +44,15 @@ func TestStandardWebhooks(t *testing.T) {
 		}
 		return sig
 	}
-	official := libSign(webhook.StandardSecret(tok), id, at, b)
+	official := libSign(tok, id, at, b)
+	rawLib, err := standardwebhooks.NewWebhookRaw([]byte(tok)) // the secret's text as the key
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawSig, err := rawLib.Sign(id, at, b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tampered := []byte(strings.Replace(string(b), `"event":"license.created"`, `"event":"license.deleted"`, 1))
 	if string(tampered) == string(b) {
 		t.Fatal("the body has no event to tamper with")
@@ -67,7 +73,7 @@ func TestStandardWebhooks(t *testing.T) {
 		summary   string
 	}{
 		{name: "the official library's signature", body: b, signature: official, std: sigcheck.Standard{ID: id, Timestamp: ts}, match: true},
-		{name: "beside a rotation's other signature", body: b, signature: libSign(webhook.StandardSecret(other), id, at, b) + " " + official,
+		{name: "beside a rotation's other signature", body: b, signature: libSign(other, id, at, b) + " " + official,
 			std: sigcheck.Standard{ID: id, Timestamp: ts}, match: true},
 		{name: "a tampered body, the event known", body: tampered, signature: official, std: sigcheck.Standard{ID: id, Timestamp: ts}, sent: b, matchSent: true},
 		{name: "a tampered body", body: tampered, signature: official, std: sigcheck.Standard{ID: id, Timestamp: ts}},
@@ -75,22 +81,22 @@ func TestStandardWebhooks(t *testing.T) {
 			want: []sigcheck.Category{sigcheck.Header}, summary: "made with webhook-timestamp 1795000000, which herald sent with attempt 1"},
 		{name: "another webhook-id than the body's", body: b, signature: official, std: sigcheck.Standard{ID: "msg_other", Timestamp: ts},
 			want: []sigcheck.Category{sigcheck.Header}, summary: "the body's own id"},
-		{name: "the token given to the library as its secret", token: b64tok, body: b, signature: libSign(b64tok, id, at, b), std: sigcheck.Standard{ID: id, Timestamp: ts},
-			want: []sigcheck.Category{sigcheck.WrongToken}, summary: "gives the token itself to a Standard Webhooks library"},
+		{name: "the secret given to the library in its raw format", body: b, signature: rawSig, std: sigcheck.Standard{ID: id, Timestamp: ts},
+			want: []sigcheck.Category{sigcheck.WrongToken}, summary: "signs with the secret's text as the key"},
 		{name: "herald's own scheme", body: b, signature: webhook.Sign(tok, b), std: sigcheck.Standard{ID: id, Timestamp: ts},
 			want: []sigcheck.Category{sigcheck.Scheme}, summary: "herald's own signature"},
 		{name: "without v1,", body: b, signature: bare, std: sigcheck.Standard{ID: id, Timestamp: ts},
 			want: []sigcheck.Category{sigcheck.Format}, summary: "lacks the v1,"},
 		{name: "hex", body: b, signature: "v1," + hex.EncodeToString(raw), std: sigcheck.Standard{ID: id, Timestamp: ts},
 			want: []sigcheck.Category{sigcheck.Format}, summary: "hexadecimal"},
-		{name: "another token", body: b, signature: libSign(webhook.StandardSecret(other), id, at, b), std: sigcheck.Standard{ID: id, Timestamp: ts}},
+		{name: "another token", body: b, signature: libSign(other, id, at, b), std: sigcheck.Standard{ID: id, Timestamp: ts}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			std, token := tt.std, cmp.Or(tt.token, tok)
 			r := sigcheck.Check(sigcheck.Input{Body: tt.body, Signature: tt.signature, Token: token, Sent: tt.sent, Standard: &std})
-			if want := libSign(webhook.StandardSecret(token), std.ID, time.Unix(mustInt(t, std.Timestamp), 0), tt.body); r.Signature != want || !r.Standard {
+			if want := libSign(token, std.ID, time.Unix(mustInt(t, std.Timestamp), 0), tt.body); r.Signature != want || !r.Standard {
 				t.Errorf("herald's signature %q (standard %v); want the library's %q", r.Signature, r.Standard, want)
 			}
 			if r.Match != tt.match || r.MatchesSent != tt.matchSent {

@@ -72,8 +72,12 @@ func (tx *Tx) insertAPIToken(ctx context.Context, accountID string, n NewAPIToke
 	if n.CreatedBy != "" {
 		by = sql.NullString{String: n.CreatedBy, Valid: true}
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, account_id, name, scope, token_hash, created_at, expires_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, accountID, n.Name, string(n.Scope), n.Hash, ms(now), exp, by); err != nil {
+	q, args := `INSERT INTO api_tokens (id, account_id, name, scope, token_hash, created_at, expires_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		[]any{t.ID, accountID, n.Name, string(n.Scope), n.Hash, ms(now), exp, by}
+	if !tx.s.has(95) { // an older schema, which a migration test writes
+		q, args = `INSERT INTO api_tokens (id, account_id, name, scope, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, args[:7]
+	}
+	if _, err := tx.Exec(ctx, q, args...); err != nil {
 		return APIToken{}, fmt.Errorf("insert api token: %w", err)
 	}
 	return t, nil
@@ -87,8 +91,10 @@ func (s *Store) CreateAPIToken(ctx context.Context, accountID string, n NewAPITo
 	}
 	var t APIToken
 	err := s.InTx(ctx, func(tx *Tx) (err error) {
-		t, err = tx.insertAPIToken(ctx, accountID, n)
-		return err
+		if t, err = tx.insertAPIToken(ctx, accountID, n); err != nil || n.CreatedBy == "" {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT email FROM owners WHERE id = ? AND account_id = ?`, n.CreatedBy, accountID).Scan(&t.CreatedByEmail)
 	})
 	if IsUniqueViolation(err) {
 		return APIToken{}, fmt.Errorf("create api token: %w", ErrConflict)

@@ -49,8 +49,8 @@ func (s *Store) migrate(ctx context.Context, upTo int) error {
 // computes (the day bounds of partitions, partition.go) or the server key
 // (sealing, idempotency.go).
 var migrationSteps = map[string]map[int]func(context.Context, *Store, *sql.Tx) error{
-	"postgres": {70: func(ctx context.Context, _ *Store, tx *sql.Tx) error { return partitionHistory(ctx, tx) }, 94: sealKeptAnswers},
-	"sqlite":   {94: sealKeptAnswers},
+	"postgres": {70: func(ctx context.Context, _ *Store, tx *sql.Tx) error { return partitionHistory(ctx, tx) }, 94: sealKeptAnswers, 96: standardSecrets},
+	"sqlite":   {94: sealKeptAnswers, 96: standardSecrets},
 }
 
 func (s *Store) applyMigration(ctx context.Context, version int, text string) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"strings"
 	"testing"
 	"time"
 
@@ -88,7 +87,7 @@ func TestADeliveryWritesItsLogOnceAndHOT(t *testing.T) {
 	}
 	st.Close() // its backends flush their counts as they exit
 
-	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1))
+	raw, err := sql.Open("pgx", rawURL(t, url))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +27,7 @@ func pgRace(t *testing.T) (*store.Store, *sql.DB, string, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1)) // same schema (search_path in URL)
+	raw, err := sql.Open("pgx", rawURL(t, url)) // same schema (search_path in URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -108,7 +107,7 @@ func newWALBench(b *testing.B, hooks int) *walBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	raw, err := sql.Open("pgx", strings.Replace(url, "pool_max_conns=8&", "", 1))
+	raw, err := sql.Open("pgx", rawURL(b, url))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/health"
 	"github.com/heraldhq/herald/internal/jsonlimit"
+	"github.com/heraldhq/herald/webhook"
 )
 
 // Health is a webhook's operational state.
@@ -324,6 +325,11 @@ type WebhookPatch struct {
 	// RateLimit, when set, replaces the rate limit: a pointer to 0 removes
 	// it.
 	RateLimit *int
+	// RecodeTokens, when set, rewrites the webhook's token and next token
+	// (those kept, or Token) into another form of the same key, in the
+	// same transaction: a webhook moved to the Standard Webhooks scheme
+	// shows its secret in that scheme's form (the caller's rule).
+	RecodeTokens func(token string) string
 }
 
 // rateLimitArg stores a rate limit, 0 (none) as NULL.
@@ -372,15 +378,23 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID, id string, p Webho
 		rate = rateLimitArg(*p.RateLimit)
 	}
 	err := s.InTx(ctx, func(tx *Tx) error {
+		sealed := sealed
+		var nextSealed []byte
+		if p.RecodeTokens != nil {
+			var err error
+			if sealed, nextSealed, err = s.recodeTokens(ctx, tx, accountID, id, p); err != nil {
+				return err
+			}
+		}
 		res, err := tx.Exec(ctx, `UPDATE webhooks SET name = COALESCE(?, name), url = COALESCE(?, url), events = COALESCE(?, events),
 enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed), signature_scheme = COALESCE(?, signature_scheme),
 filter = CASE WHEN ? THEN ? ELSE filter END, headers_sealed = CASE WHEN ? THEN ? ELSE headers_sealed END,
 rate_limit = CASE WHEN ? THEN ? ELSE rate_limit END,
-next_token_sealed = CASE WHEN ? THEN NULL ELSE next_token_sealed END,
+next_token_sealed = CASE WHEN ? THEN NULL ELSE COALESCE(?, next_token_sealed) END,
 rotation_started_at = CASE WHEN ? THEN NULL ELSE rotation_started_at END,
 rotation_ends_at = CASE WHEN ? THEN NULL ELSE rotation_ends_at END,
 updated_at = ? WHERE account_id = ? AND id = ?`,
-			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, p.RateLimit != nil, rate, replaced, replaced, replaced, ms(s.now()), accountID, id)
+			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, p.RateLimit != nil, rate, replaced, nextSealed, replaced, replaced, ms(s.now()), accountID, id)
 		if err != nil {
 			return fmt.Errorf("update webhook: %w", err)
 		}
@@ -390,6 +404,40 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 		return Webhook{}, err
 	}
 	return s.Webhook(ctx, accountID, id)
+}
+
+// recodeTokens reads a webhook's tokens in tx, locked, and returns them
+// sealed again after p.RecodeTokens: the current one (p.Token's when it
+// replaces it) and the next one of a rotation under way (nil when none, or
+// when p.Token ends the rotation).
+func (s *Store) recodeTokens(ctx context.Context, tx *Tx, accountID, id string, p WebhookPatch) (current, next []byte, err error) {
+	var tok, nextTok []byte
+	err = tx.QueryRow(ctx, `SELECT token_sealed, next_token_sealed FROM webhooks WHERE account_id = ? AND id = ?`+tx.ForUpdate(), accountID, id).Scan(&tok, &nextTok)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read webhook tokens: %w", err)
+	}
+	recode := func(sealed []byte) ([]byte, error) {
+		plain, err := s.openToken(id, sealed)
+		if err != nil {
+			return nil, err
+		}
+		return s.box.Seal([]byte(p.RecodeTokens(plain)), []byte(id)), nil
+	}
+	if p.Token != nil {
+		return s.box.Seal([]byte(p.RecodeTokens(*p.Token)), []byte(id)), nil, nil
+	}
+	if current, err = recode(tok); err != nil {
+		return nil, nil, err
+	}
+	if nextTok != nil {
+		if next, err = recode(nextTok); err != nil {
+			return nil, nil, err
+		}
+	}
+	return current, next, nil
 }
 
 // DeleteWebhook removes a webhook and its event logs.
@@ -423,4 +471,60 @@ func (s *Store) openToken(webhookID string, sealed []byte) (string, error) {
 		return "", fmt.Errorf("webhook %s token: %w", webhookID, err)
 	}
 	return string(tok), nil
+}
+
+// standardSecrets is migration 0096's step: it shows the tokens of every
+// standard-webhooks webhook in the Standard Webhooks form, "whsec_" and the
+// base64 of the key; one in another form (a herald token, which signed with
+// its own bytes) becomes "whsec_" and the base64 of those bytes, so that
+// it signs with the same key as before (decision 0118).
+func standardSecrets(ctx context.Context, s *Store, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, token_sealed, next_token_sealed FROM webhooks WHERE signature_scheme = ?`), SchemeStandardWebhooks)
+	if err != nil {
+		return fmt.Errorf("read standard-webhooks tokens: %w", err)
+	}
+	type hook struct {
+		id          string
+		token, next []byte
+	}
+	var hooks []hook
+	for rows.Next() {
+		var h hook
+		if err := rows.Scan(&h.id, &h.token, &h.next); err != nil {
+			rows.Close()
+			return fmt.Errorf("read standard-webhooks tokens: %w", err)
+		}
+		hooks = append(hooks, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read standard-webhooks tokens: %w", err)
+	}
+	recode := func(id string, sealed []byte) ([]byte, error) {
+		if sealed == nil {
+			return nil, nil
+		}
+		tok, err := s.openToken(id, sealed)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := webhook.StandardKey(tok); ok {
+			return sealed, nil
+		}
+		return s.box.Seal([]byte(webhook.StandardSecret(tok)), []byte(id)), nil
+	}
+	for _, h := range hooks {
+		tok, err := recode(h.id, h.token)
+		if err != nil {
+			return err
+		}
+		next, err := recode(h.id, h.next)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE webhooks SET token_sealed = ?, next_token_sealed = ? WHERE id = ?`), tok, next, h.id); err != nil {
+			return fmt.Errorf("recode standard-webhooks tokens: %w", err)
+		}
+	}
+	return nil
 }

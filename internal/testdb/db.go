@@ -72,7 +72,7 @@ func PostgresURL(t testing.TB) string {
 // NewSchema creates a schema herald_test_<random> on the server at base and
 // returns base with search_path set to it (pgx passes unknown URL parameters
 // to the server as settings). The schema is dropped at the end of the test.
-// The URL also caps the herald's pool at 8 connections (poolPerHandle), so
+// The URL also caps the herald's pool at 9 connections (poolPerHandle), so
 // that many tests at once stay within the server's max_connections.
 func NewSchema(t testing.TB, base string) string {
 	t.Helper()

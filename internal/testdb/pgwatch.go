@@ -18,20 +18,30 @@ import (
 // which PostgreSQL would refuse), closed at the test's end.
 func OpenPostgres(t testing.TB, dbURL string) *sql.DB {
 	t.Helper()
-	u, err := url.Parse(dbURL)
+	raw, err := RawURL(dbURL)
 	if err != nil {
 		t.Fatalf("database URL: %v", err)
 	}
-	q := u.Query()
-	q.Del("pool_max_conns")
-	u.RawQuery = q.Encode()
-	db, err := sql.Open("pgx", u.String())
+	db, err := sql.Open("pgx", raw)
 	if err != nil {
-		t.Fatalf("open %s: %v", u.Redacted(), err)
+		t.Fatalf("open the test's database: %v", err)
 	}
 	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// RawURL is a herald database URL as PostgreSQL takes it: without herald's
+// pool_max_conns.
+func RawURL(dbURL string) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Del("pool_max_conns")
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
 
 // WatchStalls samples, every second until the test ends, the statements of

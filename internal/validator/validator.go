@@ -23,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/internal/filter"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/webhook"
 )
 
 // FieldError names a field and what is wrong with it. Field is the API's
@@ -47,18 +48,64 @@ type Webhook struct {
 	// Filter is the JSON filter as sent; JSON null and {} (no filter) are
 	// made nil in place, and any other filter compacted.
 	Filter *json.RawMessage
-	// SignatureScheme is "herald" or "standard-webhooks".
+	// SignatureScheme is "herald" or "standard-webhooks"; CurrentScheme is
+	// the webhook's scheme before this change ("" for a new one: herald's),
+	// which a token given without a scheme is checked for.
 	SignatureScheme *string
+	CurrentScheme   string
 	// RateLimit is deliveries per second, 1 to store.MaxRateLimit; nil
 	// when not given, or given as none.
 	RateLimit *int
 }
 
-// Token lengths accepted for a webhook's signing token.
+// Token lengths accepted for a webhook's signing token: characters for the
+// herald scheme; bytes of the key a standard-webhooks secret encodes.
 const (
-	MinTokenLength = 16
-	MaxTokenLength = 256
+	MinTokenLength    = 16
+	MaxTokenLength    = 256
+	MinStandardKeyLen = 24
+	MaxStandardKeyLen = 64
 )
+
+// TokenRule and StandardTokenRule say what a webhook's token may be, in the
+// words every surface uses (the API's 422, the portal, the CLI's help, the
+// reference).
+var (
+	TokenRule         = fmt.Sprintf("%d to %d characters", MinTokenLength, MaxTokenLength)
+	StandardTokenRule = fmt.Sprintf("whsec_ followed by the standard base64 of %d to %d bytes, as the Standard Webhooks libraries read it", MinStandardKeyLen, MaxStandardKeyLen)
+)
+
+// StandardForm returns a token in the Standard Webhooks form with the key
+// it signs with: a token in that form already is returned as it is; any
+// other (a herald token from before herald showed the standard form)
+// becomes "whsec_" and the base64 of its own bytes, the key it signed with
+// (webhook.StandardSecret). A webhook moved to the standard-webhooks
+// scheme keeps its key and shows the secret its receivers' libraries take.
+func StandardForm(token string) string {
+	if _, ok := webhook.StandardKey(token); ok {
+		return token
+	}
+	return webhook.StandardSecret(token)
+}
+
+// CheckToken checks a webhook's token for its signature scheme: any
+// TokenRule text for herald's; the Standard Webhooks form for
+// standard-webhooks, so that the libraries take the secret herald shows
+// as it is.
+func CheckToken(v *Errors, field, token, scheme string) {
+	if !CheckText(v, field, token) {
+		return
+	}
+	if scheme == store.SchemeStandardWebhooks {
+		if key, ok := webhook.StandardKey(token); !ok || len(key) < MinStandardKeyLen || len(key) > MaxStandardKeyLen {
+			v.Add(field, "for signatureScheme standard-webhooks, must be "+StandardTokenRule)
+		}
+		return
+	}
+	if n := len(token); n < MinTokenLength || n > MaxTokenLength {
+		v.Add(field, "must be "+TokenRule)
+	}
+}
 
 // MaxNameLength is the longest webhook or account name, in characters.
 const MaxNameLength = 200
@@ -117,9 +164,11 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 		CheckRateLimit(&v, "rateLimit", *w.RateLimit)
 	}
 	if w.Token != nil {
-		if n := len(*w.Token); CheckText(&v, "token", *w.Token) && (n < MinTokenLength || n > MaxTokenLength) {
-			v.Add("token", fmt.Sprintf("must be %d to %d characters", MinTokenLength, MaxTokenLength))
+		scheme := w.CurrentScheme
+		if w.SignatureScheme != nil {
+			scheme = *w.SignatureScheme
 		}
+		CheckToken(&v, "token", *w.Token, scheme)
 	}
 	return v
 }

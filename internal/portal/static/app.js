@@ -17,10 +17,11 @@
     generate.hidden = false;
     reveal.addEventListener("click", function () { show(input.type === "password"); });
     generate.addEventListener("click", function () {
-      var bytes = new Uint8Array(32);
+      // As herald makes one: whsec_ and the standard base64 of 24 random
+      // bytes, the form the Standard Webhooks libraries read.
+      var bytes = new Uint8Array(24);
       crypto.getRandomValues(bytes);
-      var b64 = btoa(String.fromCharCode.apply(null, bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-      input.value = "whsec_" + b64;
+      input.value = "whsec_" + btoa(String.fromCharCode.apply(null, bytes));
       show(true);
       input.focus();
     });

@@ -1,0 +1,7 @@
+-- The tokens of standard-webhooks webhooks are shown in the Standard
+-- Webhooks form, "whsec_" and the base64 of the key, which the Standard
+-- Webhooks libraries take as it is (decision 0118). Each such token that
+-- is in another form becomes "whsec_" and the base64 of its own bytes: the
+-- key it signed with, so every receiver keeps verifying. The rewrite needs
+-- the server key, so it is the migration's step in Go (store/webhook.go);
+-- this file changes no table.
