@@ -160,7 +160,7 @@ func latin1Of(b []byte) []byte {
 
 func mustDecode(t *testing.T, tok string) []byte {
 	t.Helper()
-	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, "whsec_"))
+	b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(tok, "whsec_"))
 	if err != nil {
 		t.Fatal(err)
 	}
