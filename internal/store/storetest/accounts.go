@@ -13,92 +13,92 @@ import (
 // events, emails, users, sessions, tokens, links) and nothing of another
 // account; a log claimed before the delete is no longer held, so the
 // dispatcher does not attempt it.
-func testAccountsListedAndDeleted(t *testing.T, b *bundle) {
-	other := b.newAccount(t, "b@example.com")
-	third := b.newAccount(t, "c@example.com")
-	page1, next, err := b.st.Accounts(b.ctx, store.Page{Limit: 2})
+func testAccountsListedAndDeleted(t *testing.T, b *Bundle) {
+	other := b.NewAccount(t, "b@example.com")
+	third := b.NewAccount(t, "c@example.com")
+	page1, next, err := b.St.Accounts(b.Ctx, store.Page{Limit: 2})
 	if err != nil || len(page1) != 2 || page1[0].ID != third.ID || page1[1].ID != other.ID || next != other.ID {
 		t.Fatalf("first page: %+v, next %q, %v; want c, b, next = b's id", page1, next, err)
 	}
-	page2, next, err := b.st.Accounts(b.ctx, store.Page{Limit: 2, Cursor: next})
-	if err != nil || len(page2) != 1 || page2[0].ID != b.account.ID || next != "" {
+	page2, next, err := b.St.Accounts(b.Ctx, store.Page{Limit: 2, Cursor: next})
+	if err != nil || len(page2) != 1 || page2[0].ID != b.Account.ID || next != "" {
 		t.Fatalf("second page: %+v, next %q, %v; want a alone", page2, next, err)
 	}
 
 	// Fill the account with one of everything, and the other account too.
-	b.webhook(t, "doomed")
-	b.fire(t, b.st, 3)
-	claims := b.claim(t, b.st, 0, time.Minute, 10, 10)
+	b.Webhook(t, "doomed")
+	b.Fire(t, b.St, 3)
+	claims := b.Claim(t, b.St, 0, time.Minute, 10, 10)
 	if len(claims) != 3 {
 		t.Fatalf("claimed %d logs; want 3", len(claims))
 	}
-	b.complete(t, b.st, 50, store.Outcome{LogID: claims[0].LogID, WebhookID: claims[0].WebhookID, Lease: claims[0].Lease,
-		Trigger: store.TriggerAutomatic, Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: b.clock.Now(), Duration: time.Millisecond}})
-	if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(b.ctx, `INSERT INTO emails (id, account_id, recipient, subject, body, created_at) VALUES (?, ?, 'a@example.com', 's', 'b', ?)`,
-			store.NewID(), b.account.ID, b.clock.Now().UnixMilli())
+	b.Complete(t, b.St, 50, store.Outcome{LogID: claims[0].LogID, WebhookID: claims[0].WebhookID, Lease: claims[0].Lease,
+		Trigger: store.TriggerAutomatic, Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: b.Clock.Now(), Duration: time.Millisecond}})
+	if err := b.St.InTx(b.Ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(b.Ctx, `INSERT INTO emails (id, account_id, recipient, subject, body, created_at) VALUES (?, ?, 'a@example.com', 's', 'b', ?)`,
+			store.NewID(), b.Account.ID, b.Clock.Now().UnixMilli())
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	owner, err := b.st.OwnerByEmail(b.ctx, "a@example.com")
+	owner, err := b.St.OwnerByEmail(b.Ctx, "a@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.st.CreateSession(b.ctx, store.Session{IDHash: "session-a", AccountID: b.account.ID, OwnerID: owner.ID, CSRFToken: "c",
-		CreatedAt: b.clock.Now(), SeenAt: b.clock.Now(), ExpiresAt: b.clock.Now().Add(time.Hour)}); err != nil {
+	if err := b.St.CreateSession(b.Ctx, store.Session{IDHash: "session-a", AccountID: b.Account.ID, OwnerID: owner.ID, CSRFToken: "c",
+		CreatedAt: b.Clock.Now(), SeenAt: b.Clock.Now(), ExpiresAt: b.Clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.st.CreateLink(b.ctx, b.account.ID, store.NewLink{Kind: store.LinkPortal, Hash: "link-a", ExpiresAt: b.clock.Now().Add(time.Minute)}); err != nil {
+	if _, err := b.St.CreateLink(b.Ctx, b.Account.ID, store.NewLink{Kind: store.LinkPortal, Hash: "link-a", ExpiresAt: b.Clock.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	theirs := b.account
-	b.account = other
-	b.webhook(t, "kept")
-	b.fire(t, b.st, 1)
-	b.account = theirs
+	theirs := b.Account
+	b.Account = other
+	b.Webhook(t, "kept")
+	b.Fire(t, b.St, 1)
+	b.Account = theirs
 
 	tables := []string{"webhooks", "webhook_event_logs", "events", "emails", "owners", "portal_sessions", "api_tokens", "signin_links"}
 	for _, table := range tables {
-		if n := b.count(t, `SELECT COUNT(*) FROM `+table+` WHERE account_id = ?`, b.account.ID); n == 0 {
+		if n := b.Count(t, `SELECT COUNT(*) FROM `+table+` WHERE account_id = ?`, b.Account.ID); n == 0 {
 			t.Fatalf("before the delete the account has no %s; the test would prove nothing", table)
 		}
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM webhook_attempts`); n == 0 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM webhook_attempts`); n == 0 {
 		t.Fatal("before the delete no attempt is recorded")
 	}
 	held := store.Held{LogID: claims[1].LogID, Lease: claims[1].Lease}
 	otherLease := store.Held{LogID: claims[1].LogID, Lease: claims[1].Lease + "-another"}
-	if found, err := b.st.StillHeld(b.ctx, []store.Held{held, otherLease}); err != nil || !found[held] || found[otherLease] || len(found) != 1 {
+	if found, err := b.St.StillHeld(b.Ctx, []store.Held{held, otherLease}); err != nil || !found[held] || found[otherLease] || len(found) != 1 {
 		t.Fatalf("a claimed log before the delete: found %v, %v; want it held under its own lease only", found, err)
 	}
 
-	if err := b.st.DeleteAccount(b.ctx, b.account.ID); err != nil {
+	if err := b.St.DeleteAccount(b.Ctx, b.Account.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, table := range tables {
-		if n := b.count(t, `SELECT COUNT(*) FROM `+table+` WHERE account_id = ?`, b.account.ID); n != 0 {
+		if n := b.Count(t, `SELECT COUNT(*) FROM `+table+` WHERE account_id = ?`, b.Account.ID); n != 0 {
 			t.Errorf("%d rows of the deleted account left in %s", n, table)
 		}
 		if table != "emails" && table != "signin_links" && table != "portal_sessions" {
-			if n := b.count(t, `SELECT COUNT(*) FROM `+table+` WHERE account_id = ?`, other.ID); n == 0 {
+			if n := b.Count(t, `SELECT COUNT(*) FROM `+table+` WHERE account_id = ?`, other.ID); n == 0 {
 				t.Errorf("the other account lost its %s", table)
 			}
 		}
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM webhook_attempts`); n != 0 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM webhook_attempts`); n != 0 {
 		t.Errorf("%d attempts left after their account was deleted", n)
 	}
-	if found, err := b.st.StillHeld(b.ctx, []store.Held{held}); err != nil || found[held] {
+	if found, err := b.St.StillHeld(b.Ctx, []store.Held{held}); err != nil || found[held] {
 		t.Errorf("a log claimed before its account was deleted: found %v, %v; want not held", found, err)
 	}
-	if _, err := b.st.Account(b.ctx, b.account.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.Account(b.Ctx, b.Account.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reading the deleted account: %v; want ErrNotFound", err)
 	}
-	if err := b.st.DeleteAccount(b.ctx, b.account.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := b.St.DeleteAccount(b.Ctx, b.Account.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deleting it again: %v; want ErrNotFound", err)
 	}
-	if _, err := b.st.OwnerByEmail(b.ctx, "a@example.com"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.OwnerByEmail(b.Ctx, "a@example.com"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("its owner's email after the delete: %v; want ErrNotFound (free for another account)", err)
 	}
 }
@@ -106,52 +106,52 @@ func testAccountsListedAndDeleted(t *testing.T, b *bundle) {
 // testPeopleAndLinks: invitations and portal links are single-use, expire
 // by the store's clock, and are scoped to their account; an account keeps
 // an owner; a password change ends every other session of its user.
-func testPeopleAndLinks(t *testing.T, b *bundle) {
-	other := b.newAccount(t, "b@example.com")
-	owner, err := b.st.OwnerByEmail(b.ctx, "a@example.com")
+func testPeopleAndLinks(t *testing.T, b *Bundle) {
+	other := b.NewAccount(t, "b@example.com")
+	owner, err := b.St.OwnerByEmail(b.Ctx, "a@example.com")
 	if err != nil || owner.Role != store.RoleOwner {
 		t.Fatalf("the account's owner: %+v, %v; want role owner", owner, err)
 	}
-	soon := b.clock.Now().Add(time.Hour)
+	soon := b.Clock.Now().Add(time.Hour)
 	invite := func(accountID, email string, role store.Role, hash string) (store.Link, error) {
-		return b.st.CreateLink(b.ctx, accountID, store.NewLink{Kind: store.LinkInvitation, Email: email, Role: role, Hash: hash, ExpiresAt: soon})
+		return b.St.CreateLink(b.Ctx, accountID, store.NewLink{Kind: store.LinkInvitation, Email: email, Role: role, Hash: hash, ExpiresAt: soon})
 	}
-	if _, err := invite(b.account.ID, "b@example.com", store.RoleMember, "taken"); !errors.Is(err, store.ErrConflict) {
+	if _, err := invite(b.Account.ID, "b@example.com", store.RoleMember, "taken"); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("inviting an address that signs in elsewhere: %v; want ErrConflict", err)
 	}
-	if _, err := invite(b.account.ID, "m@example.com", store.RoleMember, "first"); err != nil {
+	if _, err := invite(b.Account.ID, "m@example.com", store.RoleMember, "first"); err != nil {
 		t.Fatal(err)
 	}
-	inv, err := invite(b.account.ID, "m@example.com", store.RoleMember, "second")
+	inv, err := invite(b.Account.ID, "m@example.com", store.RoleMember, "second")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if list, err := b.st.Invitations(b.ctx, b.account.ID); err != nil || len(list) != 1 || list[0].ID != inv.ID {
+	if list, err := b.St.Invitations(b.Ctx, b.Account.ID); err != nil || len(list) != 1 || list[0].ID != inv.ID {
 		t.Fatalf("invitations: %+v, %v; want the second alone (it replaced the first)", list, err)
 	}
-	if list, _ := b.st.Invitations(b.ctx, other.ID); len(list) != 0 {
+	if list, _ := b.St.Invitations(b.Ctx, other.ID); len(list) != 0 {
 		t.Errorf("the other account lists %d invitations; want none", len(list))
 	}
-	if err := b.st.RevokeInvitation(b.ctx, other.ID, inv.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := b.St.RevokeInvitation(b.Ctx, other.ID, inv.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account revokes the invitation: %v; want ErrNotFound", err)
 	}
-	if _, err := b.st.AcceptInvitation(b.ctx, "first", "hash"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.AcceptInvitation(b.Ctx, "first", "hash"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the replaced invitation: %v; want ErrNotFound", err)
 	}
-	if l, err := b.st.LinkByHash(b.ctx, store.LinkInvitation, "second"); err != nil || l.Email != "m@example.com" {
+	if l, err := b.St.LinkByHash(b.Ctx, store.LinkInvitation, "second"); err != nil || l.Email != "m@example.com" {
 		t.Errorf("reading the invitation: %+v, %v", l, err)
 	}
-	if _, err := b.st.LinkByHash(b.ctx, store.LinkPortal, "second"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.LinkByHash(b.Ctx, store.LinkPortal, "second"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("an invitation read as a portal link: %v; want ErrNotFound", err)
 	}
-	member, err := b.st.AcceptInvitation(b.ctx, "second", "member-hash")
-	if err != nil || member.Role != store.RoleMember || member.AccountID != b.account.ID {
+	member, err := b.St.AcceptInvitation(b.Ctx, "second", "member-hash")
+	if err != nil || member.Role != store.RoleMember || member.AccountID != b.Account.ID {
 		t.Fatalf("accepting: %+v, %v; want a member of the account", member, err)
 	}
-	if _, err := b.st.AcceptInvitation(b.ctx, "second", "again"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.AcceptInvitation(b.Ctx, "second", "again"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("an invitation used twice: %v; want ErrNotFound", err)
 	}
-	if got, err := b.st.OwnerByEmail(b.ctx, "m@example.com"); err != nil || got.PasswordHash != "member-hash" {
+	if got, err := b.St.OwnerByEmail(b.Ctx, "m@example.com"); err != nil || got.PasswordHash != "member-hash" {
 		t.Errorf("the member signs in with their own password: %+v, %v", got, err)
 	}
 
@@ -161,55 +161,55 @@ func testPeopleAndLinks(t *testing.T, b *bundle) {
 		do   func() error
 		want error
 	}{
-		{"demote the last owner", func() error { return b.st.SetRole(b.ctx, b.account.ID, owner.ID, store.RoleMember) }, store.ErrLastOwner},
-		{"remove the last owner", func() error { _, err := b.st.RemoveUser(b.ctx, b.account.ID, owner.ID); return err }, store.ErrLastOwner},
-		{"another account promotes the member", func() error { return b.st.SetRole(b.ctx, other.ID, member.ID, store.RoleOwner) }, store.ErrNotFound},
-		{"another account removes the member", func() error { _, err := b.st.RemoveUser(b.ctx, other.ID, member.ID); return err }, store.ErrNotFound},
-		{"promote the member", func() error { return b.st.SetRole(b.ctx, b.account.ID, member.ID, store.RoleOwner) }, nil},
-		{"demote the first owner, one owner left", func() error { return b.st.SetRole(b.ctx, b.account.ID, owner.ID, store.RoleMember) }, nil},
-		{"remove the other, now last, owner", func() error { _, err := b.st.RemoveUser(b.ctx, b.account.ID, member.ID); return err }, store.ErrLastOwner},
-		{"remove the first user, a member now", func() error { _, err := b.st.RemoveUser(b.ctx, b.account.ID, owner.ID); return err }, nil},
+		{"demote the last owner", func() error { return b.St.SetRole(b.Ctx, b.Account.ID, owner.ID, store.RoleMember) }, store.ErrLastOwner},
+		{"remove the last owner", func() error { _, err := b.St.RemoveUser(b.Ctx, b.Account.ID, owner.ID); return err }, store.ErrLastOwner},
+		{"another account promotes the member", func() error { return b.St.SetRole(b.Ctx, other.ID, member.ID, store.RoleOwner) }, store.ErrNotFound},
+		{"another account removes the member", func() error { _, err := b.St.RemoveUser(b.Ctx, other.ID, member.ID); return err }, store.ErrNotFound},
+		{"promote the member", func() error { return b.St.SetRole(b.Ctx, b.Account.ID, member.ID, store.RoleOwner) }, nil},
+		{"demote the first owner, one owner left", func() error { return b.St.SetRole(b.Ctx, b.Account.ID, owner.ID, store.RoleMember) }, nil},
+		{"remove the other, now last, owner", func() error { _, err := b.St.RemoveUser(b.Ctx, b.Account.ID, member.ID); return err }, store.ErrLastOwner},
+		{"remove the first user, a member now", func() error { _, err := b.St.RemoveUser(b.Ctx, b.Account.ID, owner.ID); return err }, nil},
 	} {
 		if err := tc.do(); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v; want %v", tc.name, err, tc.want)
 		}
 	}
-	if users, err := b.st.Users(b.ctx, b.account.ID); err != nil || len(users) != 1 || users[0].ID != member.ID || users[0].Role != store.RoleOwner {
+	if users, err := b.St.Users(b.Ctx, b.Account.ID); err != nil || len(users) != 1 || users[0].ID != member.ID || users[0].Role != store.RoleOwner {
 		t.Fatalf("users: %+v, %v; want the former member alone, an owner", users, err)
 	}
 
 	// A password change ends the user's other sessions, not the one that
 	// asked, and no one else's; a reset ends them all.
 	session := func(hash string, o store.Owner) {
-		if err := b.st.CreateSession(b.ctx, store.Session{IDHash: hash, AccountID: o.AccountID, OwnerID: o.ID, CSRFToken: "c",
-			CreatedAt: b.clock.Now(), SeenAt: b.clock.Now(), ExpiresAt: b.clock.Now().Add(time.Hour)}); err != nil {
+		if err := b.St.CreateSession(b.Ctx, store.Session{IDHash: hash, AccountID: o.AccountID, OwnerID: o.ID, CSRFToken: "c",
+			CreatedAt: b.Clock.Now(), SeenAt: b.Clock.Now(), ExpiresAt: b.Clock.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	otherOwner, _ := b.st.OwnerByEmail(b.ctx, "b@example.com")
+	otherOwner, _ := b.St.OwnerByEmail(b.Ctx, "b@example.com")
 	session("mine", member)
 	session("my-phone", member)
 	session("theirs", otherOwner)
-	if err := b.st.ChangePassword(b.ctx, other.ID, member.ID, "x", "mine"); !errors.Is(err, store.ErrNotFound) {
+	if err := b.St.ChangePassword(b.Ctx, other.ID, member.ID, "x", "mine"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account changes the password: %v; want ErrNotFound", err)
 	}
-	if err := b.st.ChangePassword(b.ctx, b.account.ID, member.ID, "new-hash", "mine"); err != nil {
+	if err := b.St.ChangePassword(b.Ctx, b.Account.ID, member.ID, "new-hash", "mine"); err != nil {
 		t.Fatal(err)
 	}
 	alive := func(hash string) bool {
-		_, err := b.st.SessionByHash(b.ctx, hash)
+		_, err := b.St.SessionByHash(b.Ctx, hash)
 		return err == nil
 	}
 	if !alive("mine") || alive("my-phone") || !alive("theirs") {
 		t.Errorf("after a change: mine %v, my-phone %v, theirs %v; want true, false, true", alive("mine"), alive("my-phone"), alive("theirs"))
 	}
-	if s, err := b.st.SessionByHash(b.ctx, "mine"); err != nil || s.OwnerRole != store.RoleOwner || s.OwnerEmail != "m@example.com" {
+	if s, err := b.St.SessionByHash(b.Ctx, "mine"); err != nil || s.OwnerRole != store.RoleOwner || s.OwnerEmail != "m@example.com" {
 		t.Errorf("the session carries its user: %+v, %v", s, err)
 	}
-	if _, err := b.st.ResetPassword(b.ctx, "nobody@example.com", "x"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.ResetPassword(b.Ctx, "nobody@example.com", "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("resetting an unknown address: %v; want ErrNotFound", err)
 	}
-	if got, err := b.st.ResetPassword(b.ctx, "m@example.com", "reset-hash"); err != nil || got.ID != member.ID {
+	if got, err := b.St.ResetPassword(b.Ctx, "m@example.com", "reset-hash"); err != nil || got.ID != member.ID {
 		t.Fatalf("reset: %+v, %v", got, err)
 	}
 	if alive("mine") || !alive("theirs") {
@@ -217,22 +217,22 @@ func testPeopleAndLinks(t *testing.T, b *bundle) {
 	}
 
 	// Portal links: single use, the first owner, expiry by the store's clock.
-	if _, err := b.st.CreateLink(b.ctx, store.NewID(), store.NewLink{Kind: store.LinkPortal, Hash: "nowhere", ExpiresAt: soon}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.CreateLink(b.Ctx, store.NewID(), store.NewLink{Kind: store.LinkPortal, Hash: "nowhere", ExpiresAt: soon}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a link for a missing account: %v; want ErrNotFound", err)
 	}
 	for _, h := range []string{"p1", "p2"} {
-		if _, err := b.st.CreateLink(b.ctx, b.account.ID, store.NewLink{Kind: store.LinkPortal, Hash: h, ExpiresAt: b.clock.Now().Add(time.Minute)}); err != nil {
+		if _, err := b.St.CreateLink(b.Ctx, b.Account.ID, store.NewLink{Kind: store.LinkPortal, Hash: h, ExpiresAt: b.Clock.Now().Add(time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if o, err := b.st.UsePortalLink(b.ctx, "p1"); err != nil || o.ID != member.ID {
+	if o, err := b.St.UsePortalLink(b.Ctx, "p1"); err != nil || o.ID != member.ID {
 		t.Errorf("using a portal link: %+v, %v; want the account's owner", o, err)
 	}
-	if _, err := b.st.UsePortalLink(b.ctx, "p1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.UsePortalLink(b.Ctx, "p1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("using it twice: %v; want ErrNotFound", err)
 	}
-	b.clock.Add(time.Minute)
-	if _, err := b.st.UsePortalLink(b.ctx, "p2"); !errors.Is(err, store.ErrNotFound) {
+	b.Clock.Add(time.Minute)
+	if _, err := b.St.UsePortalLink(b.Ctx, "p2"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("using one at its expiry: %v; want ErrNotFound", err)
 	}
 }
@@ -240,25 +240,25 @@ func testPeopleAndLinks(t *testing.T, b *bundle) {
 // testOwnersDemotingEachOtherKeepOne: two owners, each through a process of
 // its own, make the other a member at the same moment; one wins, the other
 // is refused, and the account keeps an owner.
-func testOwnersDemotingEachOtherKeepOne(t *testing.T, b *bundle) {
-	first, err := b.st.OwnerByEmail(b.ctx, "a@example.com")
+func testOwnersDemotingEachOtherKeepOne(t *testing.T, b *Bundle) {
+	first, err := b.St.OwnerByEmail(b.Ctx, "a@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.st.CreateLink(b.ctx, b.account.ID, store.NewLink{Kind: store.LinkInvitation, Email: "second@example.com",
-		Role: store.RoleOwner, Hash: "second", ExpiresAt: b.clock.Now().Add(time.Hour)}); err != nil {
+	if _, err := b.St.CreateLink(b.Ctx, b.Account.ID, store.NewLink{Kind: store.LinkInvitation, Email: "second@example.com",
+		Role: store.RoleOwner, Hash: "second", ExpiresAt: b.Clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	second, err := b.st.AcceptInvitation(b.ctx, "second", "x")
+	second, err := b.St.AcceptInvitation(b.Ctx, "second", "x")
 	if err != nil || second.Role != store.RoleOwner {
 		t.Fatalf("the second owner: %+v, %v", second, err)
 	}
-	handles := []*store.Store{b.st, b.open(t)}
+	handles := []*store.Store{b.St, b.Open(t)}
 	targets := []string{second.ID, first.ID}
 	for round := range 5 {
 		errs := make([]error, 2)
-		parallel(2, func(i int) {
-			errs[i] = handles[i].SetRole(b.ctx, b.account.ID, targets[i], store.RoleMember)
+		Parallel(2, func(i int) {
+			errs[i] = handles[i].SetRole(b.Ctx, b.Account.ID, targets[i], store.RoleMember)
 		})
 		refused := 0
 		for _, err := range errs {
@@ -270,7 +270,7 @@ func testOwnersDemotingEachOtherKeepOne(t *testing.T, b *bundle) {
 			}
 		}
 		owners := 0
-		users, err := b.st.Users(b.ctx, b.account.ID)
+		users, err := b.St.Users(b.Ctx, b.Account.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func testOwnersDemotingEachOtherKeepOne(t *testing.T, b *bundle) {
 		}
 		// Both owners again for the next round.
 		for _, id := range targets {
-			if err := b.st.SetRole(b.ctx, b.account.ID, id, store.RoleOwner); err != nil {
+			if err := b.St.SetRole(b.Ctx, b.Account.ID, id, store.RoleOwner); err != nil {
 				t.Fatal(err)
 			}
 		}

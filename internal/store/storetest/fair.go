@@ -10,9 +10,9 @@ import (
 
 // webhookOf creates an enabled webhook of account subscribed to
 // license.created.
-func (b *bundle) webhookOf(t testing.TB, account store.Account, name string) store.Webhook {
+func (b *Bundle) webhookOf(t testing.TB, account store.Account, name string) store.Webhook {
 	t.Helper()
-	w, err := b.st.CreateWebhook(b.ctx, account.ID, store.NewWebhook{Name: name, URL: "https://example.com/" + name,
+	w, err := b.St.CreateWebhook(b.Ctx, account.ID, store.NewWebhook{Name: name, URL: "https://example.com/" + name,
 		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_" + name + "_0123456789"})
 	if err != nil {
 		t.Fatalf("create webhook: %v", err)
@@ -21,11 +21,11 @@ func (b *bundle) webhookOf(t testing.TB, account store.Account, name string) sto
 }
 
 // fireAs fires n license.created events of account.
-func (b *bundle) fireAs(t testing.TB, account store.Account, n int) {
+func (b *Bundle) fireAs(t testing.TB, account store.Account, n int) {
 	t.Helper()
 	for i := range n {
-		if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
-			_, err := tx.Fire(b.ctx, account.ID, event.LicenseCreated, map[string]any{"n": i})
+		if err := b.St.InTx(b.Ctx, func(tx *store.Tx) error {
+			_, err := tx.Fire(b.Ctx, account.ID, event.LicenseCreated, map[string]any{"n": i})
 			return err
 		}); err != nil {
 			t.Fatalf("fire: %v", err)
@@ -37,17 +37,17 @@ func (b *bundle) fireAs(t testing.TB, account store.Account, n int) {
 // everything, does not hide another account's newer logs from a claim
 // smaller than the backlog; the claim takes account by account; and an
 // account's room caps its webhooks together.
-func testClaimSharesBetweenAccounts(t *testing.T, b *bundle) {
-	a := b.account
+func testClaimSharesBetweenAccounts(t *testing.T, b *Bundle) {
+	a := b.Account
 	b.webhookOf(t, a, "a1")
 	b.webhookOf(t, a, "a2")
 	b.fireAs(t, a, 150) // 300 logs of A, due first
-	b.clock.Add(time.Second)
-	other := b.newAccount(t, "b@example.com")
+	b.Clock.Add(time.Second)
+	other := b.NewAccount(t, "b@example.com")
 	hookB := b.webhookOf(t, other, "b1")
 	b.fireAs(t, other, 5)
 
-	got := b.claim(t, b.st, time.Second, time.Minute, 10, 1000)
+	got := b.Claim(t, b.St, time.Second, time.Minute, 10, 1000)
 	per := map[string]int{}
 	for _, c := range got {
 		per[c.AccountID]++
@@ -68,8 +68,8 @@ func testClaimSharesBetweenAccounts(t *testing.T, b *bundle) {
 		{"an account with no room passed over", 100, map[string]int{a.ID: 0}, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			now := b.clock.Now().Add(time.Second)
-			got, err := b.st.Claim(b.ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(),
+			now := b.Clock.Now().Add(time.Second)
+			got, err := b.St.Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(),
 				Limit: 100, PerWebhook: 1000, PerAccount: tc.perAccount, AccountRoom: tc.accountRoom})
 			if err != nil {
 				t.Fatal(err)
@@ -91,23 +91,23 @@ func testClaimSharesBetweenAccounts(t *testing.T, b *bundle) {
 // testClaimTakesFirstAttemptsBeforeRetries: retries whose time came, older in
 // due order than every first attempt, do not take a claim's places while
 // first attempts are due.
-func testClaimTakesFirstAttemptsBeforeRetries(t *testing.T, b *bundle) {
-	failing := b.webhook(t, "failing")
-	b.fire(t, b.st, 5)
-	first := b.claim(t, b.st, 0, time.Minute, 5, 5)
+func testClaimTakesFirstAttemptsBeforeRetries(t *testing.T, b *Bundle) {
+	failing := b.Webhook(t, "failing")
+	b.Fire(t, b.St, 5)
+	first := b.Claim(t, b.St, 0, time.Minute, 5, 5)
 	if len(first) != 5 {
 		t.Fatalf("claimed %d; want 5", len(first))
 	}
 	var outs []store.Outcome
 	for _, c := range first {
-		outs = append(outs, outcome(c, store.Retry, 500, b.clock.Now())) // due again in a minute
+		outs = append(outs, Outcome(c, store.Retry, 500, b.Clock.Now())) // due again in a minute
 	}
-	b.complete(t, b.st, 50, outs...)
-	b.clock.Add(2 * time.Minute)
-	b.webhook(t, "fresh")
-	b.fire(t, b.st, 3) // first attempts for both webhooks, newer than the retries
+	b.Complete(t, b.St, 50, outs...)
+	b.Clock.Add(2 * time.Minute)
+	b.Webhook(t, "fresh")
+	b.Fire(t, b.St, 3) // first attempts for both webhooks, newer than the retries
 
-	got := b.claim(t, b.st, 0, time.Minute, 6, 100)
+	got := b.Claim(t, b.St, 0, time.Minute, 6, 100)
 	if len(got) != 6 {
 		t.Fatalf("claimed %d; want 6", len(got))
 	}
@@ -116,7 +116,7 @@ func testClaimTakesFirstAttemptsBeforeRetries(t *testing.T, b *bundle) {
 			t.Errorf("claimed a retry of webhook %s (attempt %d) while 6 first attempts were due", c.WebhookID, c.AttemptCount+1)
 		}
 	}
-	rest := b.claim(t, b.st, 0, time.Minute, 10, 100)
+	rest := b.Claim(t, b.St, 0, time.Minute, 10, 100)
 	retries := 0
 	for _, c := range rest {
 		if c.AttemptCount > 0 && c.WebhookID == failing.ID {

@@ -5,17 +5,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/licensing"
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// batchHooks gives account the same webhooks for every account of a
+// BatchHooks gives account the same webhooks for every account of a
 // comparison: subscribed to the expiry kinds or not, filtered, disabled,
 // suspended, and one whose stored filter no longer parses.
-func batchHooks(t *testing.T, b *bundle, accountID string) {
+func BatchHooks(t *testing.T, b *Bundle, accountID string) {
 	t.Helper()
 	soonAndExpired := []event.Kind{event.LicenseExpiringSoon, event.LicenseExpired}
 	hooks := []struct {
@@ -38,7 +36,7 @@ func batchHooks(t *testing.T, b *bundle, accountID string) {
 		if h.filter != "" {
 			n.Filter = json.RawMessage(h.filter)
 		}
-		w, err := b.st.CreateWebhook(b.ctx, accountID, n)
+		w, err := b.St.CreateWebhook(b.Ctx, accountID, n)
 		if err != nil {
 			t.Fatalf("create webhook %s: %v", h.name, err)
 		}
@@ -51,8 +49,8 @@ func batchHooks(t *testing.T, b *bundle, accountID string) {
 		default:
 			continue
 		}
-		if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
-			_, err := tx.Exec(b.ctx, change, w.ID)
+		if err := b.St.InTx(b.Ctx, func(tx *store.Tx) error {
+			_, err := tx.Exec(b.Ctx, change, w.ID)
 			return err
 		}); err != nil {
 			t.Fatalf("change webhook %s: %v", h.name, err)
@@ -60,12 +58,12 @@ func batchHooks(t *testing.T, b *bundle, accountID string) {
 	}
 }
 
-// firedAs describes every event of an account in firing (id) order: its
+// FiredAs describes every event of an account in firing (id) order: its
 // kind and data, then each of its logs by webhook name, with status,
 // reason, and whether it is due (queued) or complete (cancelled).
-func firedAs(t *testing.T, b *bundle, accountID string) []string {
+func FiredAs(t *testing.T, b *Bundle, accountID string) []string {
 	t.Helper()
-	rows, err := b.st.Query(b.ctx, `SELECT e.id, e.kind, e.body, COALESCE(w.name, ''), COALESCE(l.status, ''), COALESCE(l.retry_reason, ''),
+	rows, err := b.St.Query(b.Ctx, `SELECT e.id, e.kind, e.body, COALESCE(w.name, ''), COALESCE(l.status, ''), COALESCE(l.retry_reason, ''),
   l.due_at IS NOT NULL, l.completed_at IS NOT NULL
 FROM events e LEFT JOIN webhook_event_logs l ON l.event_id = e.id LEFT JOIN webhooks w ON w.id = l.webhook_id
 WHERE e.account_id = ? ORDER BY e.id, w.name`, accountID)
@@ -107,11 +105,11 @@ WHERE e.account_id = ? ORDER BY e.id, w.name`, accountID)
 // (one batch holding two accounts' events, interleaved) and one by one
 // through Fire (a third account), with the same webhooks: the same events,
 // in the order given, with the same logs, filters honoured.
-func testFireBatchFiresAsOneByOne(t *testing.T, b *bundle) {
-	one := b.account.ID
-	batchA, batchB := b.newAccount(t, "batch-a@example.com").ID, b.newAccount(t, "batch-b@example.com").ID
+func testFireBatchFiresAsOneByOne(t *testing.T, b *Bundle) {
+	one := b.Account.ID
+	batchA, batchB := b.NewAccount(t, "batch-a@example.com").ID, b.NewAccount(t, "batch-b@example.com").ID
 	for _, a := range []string{one, batchA, batchB} {
-		batchHooks(t, b, a)
+		BatchHooks(t, b, a)
 	}
 	type ev struct {
 		kind event.Kind
@@ -130,8 +128,8 @@ func testFireBatchFiresAsOneByOne(t *testing.T, b *bundle) {
 	}
 	var oneIDs []string
 	for _, e := range events {
-		if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
-			id, err := tx.Fire(b.ctx, one, e.kind, e.data)
+		if err := b.St.InTx(b.Ctx, func(tx *store.Tx) error {
+			id, err := tx.Fire(b.Ctx, one, e.kind, e.data)
 			oneIDs = append(oneIDs, id)
 			return err
 		}); err != nil {
@@ -145,9 +143,9 @@ func testFireBatchFiresAsOneByOne(t *testing.T, b *bundle) {
 		}
 	}
 	var batchIDs []string
-	if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+	if err := b.St.InTx(b.Ctx, func(tx *store.Tx) error {
 		var err error
-		batchIDs, err = tx.FireBatch(b.ctx, firings)
+		batchIDs, err = tx.FireBatch(b.Ctx, firings)
 		return err
 	}); err != nil {
 		t.Fatalf("fire batch: %v", err)
@@ -174,7 +172,7 @@ func testFireBatchFiresAsOneByOne(t *testing.T, b *bundle) {
 		`product.created {"id":"P1","name":"Zoë 🎉 <b>&amp;` + "\u2028" + `\u0000\\\"é"}:`, // U+2028 raw, as event.Build writes it
 	}
 	for name, a := range map[string]string{"one by one": one, "the batch's first account": batchA, "the batch's second account": batchB} {
-		got := firedAs(t, b, a)
+		got := FiredAs(t, b, a)
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("fired %s:\n%s\nwant:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
@@ -182,7 +180,7 @@ func testFireBatchFiresAsOneByOne(t *testing.T, b *bundle) {
 	// Each body is byte for byte the one event.Build makes of its id, kind,
 	// data and time (raw UTF-8 through the JSON argument on either engine).
 	for _, a := range []string{one, batchA, batchB} {
-		rows, err := b.st.Query(b.ctx, `SELECT id, kind, body, triggered_at FROM events WHERE account_id = ? ORDER BY id`, a)
+		rows, err := b.St.Query(b.Ctx, `SELECT id, kind, body, triggered_at FROM events WHERE account_id = ? ORDER BY id`, a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,79 +205,14 @@ func testFireBatchFiresAsOneByOne(t *testing.T, b *bundle) {
 	}
 	// Every queued log (9 per account, above) is due now: work for the
 	// dispatcher.
-	if n := b.count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE status = 'queued' AND due_at = ?`, store.MS(b.clock.Now())); n != 3*9 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE status = 'queued' AND due_at = ?`, store.MS(b.Clock.Now())); n != 3*9 {
 		t.Errorf("%d queued logs due now; want %d", n, 3*9)
 	}
 }
 
-// testExpiryBatchFiresAsOneByOne fires the same expiries in batches of
-// licensing.ExpiryBatch (one account's licenses) and one license per
-// transaction (another's, with the same webhooks): the same events in the
-// same order, each license's expiring-soon before its expired, with the
-// same logs.
-func testExpiryBatchFiresAsOneByOne(t *testing.T, b *bundle) {
-	lic := licensing.New(b.st)
-	other := b.newAccount(t, "one-by-one@example.com").ID
-	now := b.clock.Now()
-	fired := map[string][]string{}
-	for _, acct := range []string{b.account.ID, other} {
-		batchHooks(t, b, acct)
-		p, err := lic.CreateProduct(b.ctx, acct, licensing.ProductInput{Name: licensing.Optional[string]{Set: true, Value: ptr("P")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Expired a minute apart, a week and an hour ago and less, so
-		// both events of each are due: every expiring-soon (due a week
-		// before its instant) before every expired. Created newest first.
-		for i := 5; i >= 0; i-- {
-			exp := now.Add(-time.Hour - time.Duration(i)*time.Minute)
-			tier := []string{"gold", "basic"}[i%2]
-			in := licensing.LicenseInput{ProductID: licensing.Optional[string]{Set: true, Value: &p.ID},
-				ExpiresAt: licensing.Optional[string]{Set: true, Value: ptr(at(exp))},
-				Metadata:  licensing.Optional[json.RawMessage]{Set: true, Value: ptr(json.RawMessage(`{"tier":"` + tier + `","n":` + fmt.Sprint(i) + `}`))}}
-			if _, err := lic.CreateLicense(b.ctx, acct, in); err != nil {
-				t.Fatalf("create license: %v", err)
-			}
-		}
-		limit := licensing.ExpiryBatch
-		if acct == other {
-			limit = 1
-		}
-		for {
-			n, err := lic.FireDueExpiries(b.ctx, limit)
-			if err != nil {
-				t.Fatalf("fire due expiries: %v", err)
-			}
-			if n == 0 {
-				break
-			}
-		}
-		for _, e := range firedAs(t, b, acct) {
-			if !strings.HasPrefix(e, string(event.LicenseExpiringSoon)+" ") && !strings.HasPrefix(e, string(event.LicenseExpired)+" ") {
-				continue // the product's and licenses' own events
-			}
-			fired[acct] = append(fired[acct], normalise(e))
-		}
-	}
-	got, want := fired[b.account.ID], fired[other]
-	if len(want) != 12 || strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("fired in batches:\n%s\nwant as one by one (12 events):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	for i, e := range want {
-		kind := event.LicenseExpiringSoon
-		if i >= 6 {
-			kind = event.LicenseExpired
-		}
-		n := 5 - i%6 // the oldest instant first
-		if !strings.HasPrefix(e, string(kind)+" ") || !strings.Contains(e, fmt.Sprintf(`"n":%d}`, n)) {
-			t.Fatalf("event %d: %s; want %s of license %d", i, e, kind, n)
-		}
-	}
-}
-
-// normalise leaves out of a firedAs line what differs between two
-// accounts' copies of a license: its ids, key and times.
-func normalise(line string) string {
+// Normalise keeps of a line of FiredAs what two accounts' firings share:
+// the kind, the license's metadata and the logs, not the ids or times.
+func Normalise(line string) string {
 	kind, rest, _ := strings.Cut(line, " ")
 	data, logs, _ := strings.Cut(rest, ": ")
 	var l struct {

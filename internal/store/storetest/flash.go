@@ -10,16 +10,16 @@ import (
 
 // testFlashes: a flash is shown once, on its page, to its holder; two takes
 // at once get it once; an hour later it is gone.
-func testFlashes(t *testing.T, b *bundle) {
+func testFlashes(t *testing.T, b *Bundle) {
 	add := func(holder, path, body string) {
 		t.Helper()
-		if err := b.st.AddFlash(b.ctx, store.Flash{Holder: holder, Path: path, Body: []byte(body)}); err != nil {
+		if err := b.St.AddFlash(b.Ctx, store.Flash{Holder: holder, Path: path, Body: []byte(body)}); err != nil {
 			t.Fatalf("add flash: %v", err)
 		}
 	}
 	take := func(holder, path string) []string {
 		t.Helper()
-		fs, err := b.st.TakeFlashes(b.ctx, holder, path)
+		fs, err := b.St.TakeFlashes(b.Ctx, holder, path)
 		if err != nil {
 			t.Fatalf("take flashes: %v", err)
 		}
@@ -30,7 +30,7 @@ func testFlashes(t *testing.T, b *bundle) {
 		return out
 	}
 	add("h1", "/a", "one")
-	b.clock.Add(time.Millisecond)
+	b.Clock.Add(time.Millisecond)
 	add("h1", "/a", "two")
 	add("h1", "/b", "three")
 	add("h2", "/a", "other browser")
@@ -62,7 +62,7 @@ func testFlashes(t *testing.T, b *bundle) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fs, err := b.st.TakeFlashes(b.ctx, "h3", "/p")
+			fs, err := b.St.TakeFlashes(b.Ctx, "h3", "/p")
 			if err != nil {
 				t.Errorf("take: %v", err)
 				return
@@ -86,7 +86,7 @@ func testFlashes(t *testing.T, b *bundle) {
 
 	// Past its hour a flash is neither shown nor kept.
 	add("h4", "/a", "stale")
-	b.clock.Add(store.FlashTTL + time.Second)
+	b.Clock.Add(store.FlashTTL + time.Second)
 	if got := take("h4", "/a"); len(got) != 0 {
 		t.Errorf("an expired flash was shown: %v", got)
 	}
@@ -95,10 +95,10 @@ func testFlashes(t *testing.T, b *bundle) {
 // testFormKeysSettle: a portal form's key keeps its answer only when its
 // request made a change; a refused form's key is freed for the corrected
 // form, and flashes written under a claim are not its change.
-func testFormKeysSettle(t *testing.T, b *bundle) {
+func testFormKeysSettle(t *testing.T, b *Bundle) {
 	answer := store.IdempotentAnswer{Status: 303, Location: "/webhooks/x"}
 	req := func(key string) store.IdempotentRequest {
-		return store.IdempotentRequest{AccountID: b.account.ID, Key: key, Method: "POST", Path: "/webhooks/new"}
+		return store.IdempotentRequest{AccountID: b.Account.ID, Key: key, Method: "POST", Path: "/webhooks/new"}
 	}
 	cases := []struct {
 		name     string
@@ -107,18 +107,18 @@ func testFormKeysSettle(t *testing.T, b *bundle) {
 		nextTime store.ClaimOutcome
 	}{
 		{"refused: only a flash", func(t *testing.T, c store.IdempotencyClaim) {
-			ctx := store.WithIdempotencyClaim(b.ctx, c)
-			if err := b.st.AddFlash(ctx, store.Flash{Holder: "h", Path: "/webhooks/new", Body: []byte("errors")}); err != nil {
+			ctx := store.WithIdempotencyClaim(b.Ctx, c)
+			if err := b.St.AddFlash(ctx, store.Flash{Holder: "h", Path: "/webhooks/new", Body: []byte("errors")}); err != nil {
 				t.Fatal(err)
 			}
 		}, false, store.KeyClaimed},
 		{"a change", func(t *testing.T, c store.IdempotencyClaim) {
-			if err := b.fireUnder(b.st, c); err != nil {
+			if err := b.fireUnder(b.St, c); err != nil {
 				t.Fatal(err)
 			}
 		}, true, store.KeyDone},
 		{"acted, nothing written", func(t *testing.T, c store.IdempotencyClaim) {
-			if err := b.st.MarkIdempotencyApplied(store.WithIdempotencyClaim(b.ctx, c)); err != nil {
+			if err := b.St.MarkIdempotencyApplied(store.WithIdempotencyClaim(b.Ctx, c)); err != nil {
 				t.Fatal(err)
 			}
 		}, true, store.KeyDone},
@@ -126,19 +126,19 @@ func testFormKeysSettle(t *testing.T, b *bundle) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			key := "portal:" + string(rune('a'+i))
-			claim := b.claimKey(t, b.st, req(key))
+			claim := b.claimKey(t, b.St, req(key))
 			if claim.Outcome != store.KeyClaimed {
 				t.Fatalf("claim: %d", claim.Outcome)
 			}
 			c.change(t, claim)
-			kept, err := b.st.SettleIdempotencyKey(b.ctx, claim, answer)
+			kept, err := b.St.SettleIdempotencyKey(b.Ctx, claim, answer)
 			if err != nil {
 				t.Fatalf("settle: %v", err)
 			}
 			if kept != c.kept {
 				t.Errorf("kept %v; want %v", kept, c.kept)
 			}
-			again := b.claimKey(t, b.st, req(key))
+			again := b.claimKey(t, b.St, req(key))
 			if again.Outcome != c.nextTime {
 				t.Fatalf("next claim: outcome %d; want %d", again.Outcome, c.nextTime)
 			}

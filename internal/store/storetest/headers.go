@@ -15,17 +15,17 @@ import (
 // MaxAttemptHeaderBytes bytes with the rest counted; herald's own request
 // headers come first and are always kept. A pending log's UpdatedAt is the
 // moment its attempt was claimed, which the portal shows as "in flight since".
-func testAttemptHeadersAreKeptBounded(t *testing.T, b *bundle) {
-	b.webhook(t, "w")
-	b.fire(t, b.st, 4)
-	b.clock.Add(time.Second) // claimed a second after the firing
-	claims := b.claim(t, b.st, 0, time.Minute, 10, 10)
+func testAttemptHeadersAreKeptBounded(t *testing.T, b *Bundle) {
+	b.Webhook(t, "w")
+	b.Fire(t, b.St, 4)
+	b.Clock.Add(time.Second) // claimed a second after the firing
+	claims := b.Claim(t, b.St, 0, time.Minute, 10, 10)
 	if len(claims) != 4 {
 		t.Fatalf("claimed %d; want 4", len(claims))
 	}
 	for _, c := range claims {
-		if l := b.log(t, c.LogID); l.Status != store.Pending || !l.UpdatedAt.Equal(b.clock.Now()) {
-			t.Errorf("claimed log: %s updated %s; want pending, updated at the claim (%s)", l.Status, l.UpdatedAt, b.clock.Now())
+		if l := b.log(t, c.LogID); l.Status != store.Pending || !l.UpdatedAt.Equal(b.Clock.Now()) {
+			t.Errorf("claimed log: %s updated %s; want pending, updated at the claim (%s)", l.Status, l.UpdatedAt, b.Clock.Now())
 		}
 	}
 	sent := []store.Header{hdr("content-type", "application/json; charset=utf-8"), hdr("webhook-signature", "c2lnbmF0dXJl")}
@@ -49,11 +49,11 @@ func testAttemptHeadersAreKeptBounded(t *testing.T, b *bundle) {
 	}
 	var outs []store.Outcome
 	for i, tt := range tests {
-		o := outcome(claims[i], store.Delivered, 200, b.clock.Now())
+		o := Outcome(claims[i], store.Delivered, 200, b.Clock.Now())
 		o.Attempt.Headers = tt.headers
 		outs = append(outs, o)
 	}
-	b.complete(t, b.st, 50, outs...)
+	b.Complete(t, b.St, 50, outs...)
 	for i, tt := range tests {
 		l := b.log(t, claims[i].LogID)
 		if len(l.Attempts) != 1 {
@@ -64,9 +64,9 @@ func testAttemptHeadersAreKeptBounded(t *testing.T, b *bundle) {
 
 	// A resend goes through the one-by-one path.
 	resend := store.Outcome{LogID: claims[0].LogID, WebhookID: claims[0].WebhookID, Trigger: store.TriggerResend, Result: store.Delivered}
-	resend.Attempt = outcome(claims[0], store.Delivered, 201, b.clock.Now()).Attempt
+	resend.Attempt = Outcome(claims[0], store.Delivered, 201, b.Clock.Now()).Attempt
 	resend.Attempt.Headers = &store.AttemptHeaders{Request: sent, Response: many}
-	b.complete(t, b.st, 50, resend)
+	b.Complete(t, b.St, 50, resend)
 	l := b.log(t, claims[0].LogID)
 	if len(l.Attempts) != 2 {
 		t.Fatalf("resent log: %d attempts; want 2", len(l.Attempts))

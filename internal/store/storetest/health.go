@@ -10,53 +10,53 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-func testHealthStreak(t *testing.T, b *bundle) {
+func testHealthStreak(t *testing.T, b *Bundle) {
 	const suspendAfter = 3
-	w := b.webhook(t, "w")
-	b.fire(t, b.st, 8)
-	c := b.claim(t, b.st, 0, time.Minute, 100, 100)
+	w := b.Webhook(t, "w")
+	b.Fire(t, b.St, 8)
+	c := b.Claim(t, b.St, 0, time.Minute, 100, 100)
 	if len(c) != 8 {
 		t.Fatalf("claimed %d; want 8", len(c))
 	}
-	now := b.clock.Now()
+	now := b.Clock.Now()
 	step := func(o store.Outcome, wantHealth store.Health, wantStreak, wantSuspensions int) {
 		t.Helper()
-		sp := b.complete(t, b.st, suspendAfter, o)
+		sp := b.Complete(t, b.St, suspendAfter, o)
 		if h, streak := b.health(t, w.ID); h != wantHealth || streak != wantStreak || len(sp) != wantSuspensions {
 			t.Fatalf("after %v on log %s: %s, streak %d, %d suspensions; want %s, %d, %d",
 				o.Result, o.LogID, h, streak, len(sp), wantHealth, wantStreak, wantSuspensions)
 		}
 	}
-	step(outcome(c[0], store.Retry, 500, now), store.Healthy, 0, 0) // one failed attempt: status unchanged
-	step(outcome(c[1], store.Exhausted, 500, now), store.Unhealthy, 1, 0)
-	step(outcome(c[2], store.Exhausted, 500, now), store.Unhealthy, 2, 0)
-	step(outcome(c[3], store.Delivered, 200, now), store.Healthy, 0, 0)
-	step(outcome(c[4], store.Exhausted, 500, now), store.Unhealthy, 1, 0)
-	step(outcome(c[5], store.Cancel, 0, now), store.Unhealthy, 1, 0) // a cancelled log is not a completed event
-	step(outcome(c[6], store.Exhausted, 500, now), store.Unhealthy, 2, 0)
-	step(outcome(c[7], store.Exhausted, 500, now), store.Suspended, 3, 1)
-	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND recipient = ? AND kind = 'suspended'`, b.account.ID, b.account.NotificationEmail); n != 1 {
+	step(Outcome(c[0], store.Retry, 500, now), store.Healthy, 0, 0) // one failed attempt: status unchanged
+	step(Outcome(c[1], store.Exhausted, 500, now), store.Unhealthy, 1, 0)
+	step(Outcome(c[2], store.Exhausted, 500, now), store.Unhealthy, 2, 0)
+	step(Outcome(c[3], store.Delivered, 200, now), store.Healthy, 0, 0)
+	step(Outcome(c[4], store.Exhausted, 500, now), store.Unhealthy, 1, 0)
+	step(Outcome(c[5], store.Cancel, 0, now), store.Unhealthy, 1, 0) // a cancelled log is not a completed event
+	step(Outcome(c[6], store.Exhausted, 500, now), store.Unhealthy, 2, 0)
+	step(Outcome(c[7], store.Exhausted, 500, now), store.Suspended, 3, 1)
+	if n := b.Count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND recipient = ? AND kind = 'suspended'`, b.Account.ID, b.Account.NotificationEmail); n != 1 {
 		t.Fatalf("%d suspension emails; want 1", n)
 	}
 	// Each turn to Unhealthy warned once: at c[1], and at c[4] after c[3]
 	// restored it; a failure more while Unhealthy did not.
-	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND kind = 'unhealthy'`, b.account.ID); n != 2 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND kind = 'unhealthy'`, b.Account.ID); n != 2 {
 		t.Fatalf("%d Unhealthy emails; want 2", n)
 	}
 
 	// The retry fails for good while suspended: no second suspension or email.
-	retry := b.claim(t, b.st, time.Minute, time.Minute, 10, 10)
+	retry := b.Claim(t, b.St, time.Minute, time.Minute, 10, 10)
 	if len(retry) != 1 || retry[0].Health != store.Suspended {
 		t.Fatalf("retry claim %+v", retry)
 	}
-	step(outcome(retry[0], store.Exhausted, 500, now), store.Suspended, 4, 0)
-	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.account.ID); n != 3 {
+	step(Outcome(retry[0], store.Exhausted, 500, now), store.Suspended, 4, 0)
+	if n := b.Count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.Account.ID); n != 3 {
 		t.Fatalf("%d emails; want still 3", n)
 	}
 
 	// A failed resend changes nothing; a delivered one makes it Healthy at once.
 	resend := func(logID string, r store.Result, code int) store.Outcome {
-		o := outcome(store.Claim{LogID: logID, WebhookID: w.ID}, store.Delivered, code, now)
+		o := Outcome(store.Claim{LogID: logID, WebhookID: w.ID}, store.Delivered, code, now)
 		o.Trigger, o.Result = store.TriggerResend, r
 		return o
 	}
@@ -79,19 +79,19 @@ func testHealthStreak(t *testing.T, b *bundle) {
 // webhook at once, each in its own transaction, through several handles:
 // every failure counts (no lost update), the webhook is suspended once, and
 // one email is queued.
-func testConcurrentFailuresSuspendOnce(t *testing.T, b *bundle) {
+func testConcurrentFailuresSuspendOnce(t *testing.T, b *Bundle) {
 	const n, suspendAfter = 40, 10
-	w := b.webhook(t, "w")
-	b.fire(t, b.st, n)
-	c := b.claim(t, b.st, 0, time.Minute, 100, 100)
+	w := b.Webhook(t, "w")
+	b.Fire(t, b.St, n)
+	c := b.Claim(t, b.St, 0, time.Minute, 100, 100)
 	if len(c) != n {
 		t.Fatalf("claimed %d; want %d", len(c), n)
 	}
-	handles := []*store.Store{b.st, b.open(t), b.open(t), b.open(t)}
+	handles := []*store.Store{b.St, b.Open(t), b.Open(t), b.Open(t)}
 	var suspensions atomic.Int32
-	now := b.clock.Now()
-	parallel(n, func(i int) {
-		sp, err := handles[i%len(handles)].Complete(b.ctx, []store.Outcome{outcome(c[i], store.Exhausted, 500, now)}, suspendAfter)
+	now := b.Clock.Now()
+	Parallel(n, func(i int) {
+		sp, err := handles[i%len(handles)].Complete(b.Ctx, []store.Outcome{Outcome(c[i], store.Exhausted, 500, now)}, suspendAfter)
 		if err != nil {
 			t.Errorf("complete: %v", err)
 		}
@@ -105,7 +105,7 @@ func testConcurrentFailuresSuspendOnce(t *testing.T, b *bundle) {
 	}
 	// And warned once of each state: Unhealthy, then Suspended.
 	for _, kind := range []string{store.EmailUnhealthy, store.EmailSuspended} {
-		if got := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND kind = ?`, b.account.ID, kind); got != 1 {
+		if got := b.Count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND kind = ?`, b.Account.ID, kind); got != 1 {
 			t.Errorf("%d %s emails queued; want 1", got, kind)
 		}
 	}
@@ -115,36 +115,36 @@ func testConcurrentFailuresSuspendOnce(t *testing.T, b *bundle) {
 // webhook one failure short of suspension. Whatever order the transactions
 // take, the result must be one of the orders played out in full: the
 // delivery is never lost and a suspension is never half made.
-func testConcurrentDeliveryNotLost(t *testing.T, b *bundle) {
+func testConcurrentDeliveryNotLost(t *testing.T, b *Bundle) {
 	const suspendAfter, failures = 5, 3
-	handles := []*store.Store{b.st, b.open(t), b.open(t), b.open(t)}
+	handles := []*store.Store{b.St, b.Open(t), b.Open(t), b.Open(t)}
 	for round := range 6 {
-		w := b.webhook(t, "w")
-		b.fire(t, b.st, suspendAfter-1+failures+1)
-		c := b.claim(t, b.st, 0, time.Minute, 100, 100, b.others(t, w.ID)...)
+		w := b.Webhook(t, "w")
+		b.Fire(t, b.St, suspendAfter-1+failures+1)
+		c := b.Claim(t, b.St, 0, time.Minute, 100, 100, b.others(t, w.ID)...)
 		if len(c) != suspendAfter+failures {
 			t.Fatalf("claimed %d; want %d", len(c), suspendAfter+failures)
 		}
-		now := b.clock.Now()
+		now := b.Clock.Now()
 		for _, x := range c[:suspendAfter-1] {
-			b.complete(t, b.st, suspendAfter, outcome(x, store.Exhausted, 500, now))
+			b.Complete(t, b.St, suspendAfter, Outcome(x, store.Exhausted, 500, now))
 		}
-		emailsBefore := b.count(t, `SELECT COUNT(*) FROM emails WHERE kind = 'suspended'`)
+		emailsBefore := b.Count(t, `SELECT COUNT(*) FROM emails WHERE kind = 'suspended'`)
 		racing := c[suspendAfter-1:]
 		var suspensions atomic.Int32
-		parallel(len(racing), func(i int) {
+		Parallel(len(racing), func(i int) {
 			r, code := store.Exhausted, 500
 			if i == round%len(racing) {
 				r, code = store.Delivered, 200
 			}
-			sp, err := handles[i%len(handles)].Complete(b.ctx, []store.Outcome{outcome(racing[i], r, code, now)}, suspendAfter)
+			sp, err := handles[i%len(handles)].Complete(b.Ctx, []store.Outcome{Outcome(racing[i], r, code, now)}, suspendAfter)
 			if err != nil {
 				t.Errorf("complete: %v", err)
 			}
 			suspensions.Add(int32(len(sp)))
 		})
 		h, streak := b.health(t, w.ID)
-		emails := b.count(t, `SELECT COUNT(*) FROM emails WHERE kind = 'suspended'`) - emailsBefore
+		emails := b.Count(t, `SELECT COUNT(*) FROM emails WHERE kind = 'suspended'`) - emailsBefore
 		sp := int(suspensions.Load())
 		ok := false
 		switch sp {
@@ -161,9 +161,9 @@ func testConcurrentDeliveryNotLost(t *testing.T, b *bundle) {
 }
 
 // others lists the test account's webhooks other than id.
-func (b *bundle) others(t testing.TB, id string) []string {
+func (b *Bundle) others(t testing.TB, id string) []string {
 	t.Helper()
-	list, _, err := b.st.Webhooks(b.ctx, b.account.ID, store.WebhookFilter{Page: store.Page{Limit: 500}})
+	list, _, err := b.St.Webhooks(b.Ctx, b.Account.ID, store.WebhookFilter{Page: store.Page{Limit: 500}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,13 +179,13 @@ func (b *bundle) others(t testing.TB, id string) []string {
 // testBatchesDoNotDeadlock records batches that touch the same webhooks in
 // different orders, through several handles at once, while events fire for
 // those webhooks: none may fail (PostgreSQL fails one side of a deadlock).
-func testBatchesDoNotDeadlock(t *testing.T, b *bundle) {
+func testBatchesDoNotDeadlock(t *testing.T, b *Bundle) {
 	var hooks []string
 	for _, name := range []string{"a", "c", "d", "e"} {
-		hooks = append(hooks, b.webhook(t, name).ID)
+		hooks = append(hooks, b.Webhook(t, name).ID)
 	}
-	b.fire(t, b.st, 40)
-	c := b.claim(t, b.st, 0, time.Minute, 1000, 1000)
+	b.Fire(t, b.St, 40)
+	c := b.Claim(t, b.St, 0, time.Minute, 1000, 1000)
 	if len(c) != 160 {
 		t.Fatalf("claimed %d; want 160", len(c))
 	}
@@ -195,7 +195,7 @@ func testBatchesDoNotDeadlock(t *testing.T, b *bundle) {
 	}
 	// Batch i takes 5 logs of each webhook, the webhooks in an order of its own.
 	const batches = 8
-	now := b.clock.Now()
+	now := b.Clock.Now()
 	outs := make([][]store.Outcome, batches)
 	for i := range batches {
 		order := slices.Clone(hooks)
@@ -209,31 +209,31 @@ func testBatchesDoNotDeadlock(t *testing.T, b *bundle) {
 				if j%2 == 0 {
 					r = store.Delivered
 				}
-				outs[i] = append(outs[i], outcome(x, r, 500, now))
+				outs[i] = append(outs[i], Outcome(x, r, 500, now))
 			}
 		}
 	}
-	handles := []*store.Store{b.st, b.open(t), b.open(t), b.open(t)}
+	handles := []*store.Store{b.St, b.Open(t), b.Open(t), b.Open(t)}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for range 20 {
-			if err := handles[3].InTx(b.ctx, func(tx *store.Tx) error {
-				_, err := tx.Fire(b.ctx, b.account.ID, "license.created", map[string]any{})
+			if err := handles[3].InTx(b.Ctx, func(tx *store.Tx) error {
+				_, err := tx.Fire(b.Ctx, b.Account.ID, "license.created", map[string]any{})
 				return err
 			}); err != nil {
 				t.Errorf("fire: %v", err)
 			}
 		}
 	}()
-	parallel(batches, func(i int) {
-		if _, err := handles[i%len(handles)].Complete(b.ctx, outs[i], 1000); err != nil {
+	Parallel(batches, func(i int) {
+		if _, err := handles[i%len(handles)].Complete(b.Ctx, outs[i], 1000); err != nil {
 			t.Errorf("batch %d: %v", i, err)
 		}
 	})
 	wg.Wait()
-	if n := b.count(t, `SELECT COUNT(*) FROM delivery_queue WHERE lease IS NOT NULL`); n != 0 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM delivery_queue WHERE lease IS NOT NULL`); n != 0 {
 		t.Errorf("%d logs still pending after every batch was recorded", n)
 	}
 }

@@ -18,9 +18,9 @@ func idemRequest(account, key, body string) store.IdempotentRequest {
 		BodyHash: sha256.Sum256([]byte(body))}
 }
 
-func (b *bundle) claimKey(t testing.TB, st *store.Store, r store.IdempotentRequest) store.IdempotencyClaim {
+func (b *Bundle) claimKey(t testing.TB, st *store.Store, r store.IdempotentRequest) store.IdempotencyClaim {
 	t.Helper()
-	c, err := st.ClaimIdempotencyKey(b.ctx, r)
+	c, err := st.ClaimIdempotencyKey(b.Ctx, r)
 	if err != nil {
 		t.Fatalf("claim %q: %v", r.Key, err)
 	}
@@ -29,23 +29,23 @@ func (b *bundle) claimKey(t testing.TB, st *store.Store, r store.IdempotentReque
 
 // fireUnder fires one event in a transaction made under claim c, as an API
 // request's change is.
-func (b *bundle) fireUnder(st *store.Store, c store.IdempotencyClaim) error {
-	ctx := store.WithIdempotencyClaim(b.ctx, c)
+func (b *Bundle) fireUnder(st *store.Store, c store.IdempotencyClaim) error {
+	ctx := store.WithIdempotencyClaim(b.Ctx, c)
 	return st.InTx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Fire(ctx, b.account.ID, event.LicenseCreated, map[string]any{"n": 1})
+		_, err := tx.Fire(ctx, b.Account.ID, event.LicenseCreated, map[string]any{"n": 1})
 		return err
 	})
 }
 
 // testIdempotencyKeys: a key's outcomes, one per step, in the order a
 // client's tries meet them; the clock moves instead of sleeping.
-func testIdempotencyKeys(t *testing.T, b *bundle) {
-	other := b.newAccount(t, "b@example.com")
-	first := b.claimKey(t, b.st, idemRequest(b.account.ID, "k1", `{"a":1}`))
+func testIdempotencyKeys(t *testing.T, b *Bundle) {
+	other := b.NewAccount(t, "b@example.com")
+	first := b.claimKey(t, b.St, idemRequest(b.Account.ID, "k1", `{"a":1}`))
 	if first.Outcome != store.KeyClaimed {
 		t.Fatalf("first claim: outcome %d; want claimed", first.Outcome)
 	}
-	if err := b.fireUnder(b.st, first); err != nil {
+	if err := b.fireUnder(b.St, first); err != nil {
 		t.Fatalf("change under the claim: %v", err)
 	}
 	// The answer of a webhook's creation holds its signing token: kept
@@ -59,36 +59,36 @@ func testIdempotencyKeys(t *testing.T, b *bundle) {
 		req  store.IdempotentRequest
 		want store.ClaimOutcome
 	}{
-		{"same key while running", nil, idemRequest(b.account.ID, "k1", `{"a":1}`), store.KeyInUse},
-		{"same key, other body", nil, idemRequest(b.account.ID, "k1", `{"a":2}`), store.KeyMismatch},
+		{"same key while running", nil, idemRequest(b.Account.ID, "k1", `{"a":1}`), store.KeyInUse},
+		{"same key, other body", nil, idemRequest(b.Account.ID, "k1", `{"a":2}`), store.KeyMismatch},
 		{"same key, other path", nil, func() store.IdempotentRequest {
-			r := idemRequest(b.account.ID, "k1", `{"a":1}`)
+			r := idemRequest(b.Account.ID, "k1", `{"a":1}`)
 			r.Path = "/v3/products"
 			return r
 		}(), store.KeyMismatch},
 		{"another account, same key", nil, idemRequest(other.ID, "k1", `{"a":1}`), store.KeyClaimed},
 		{"same key once answered", func() {
-			if err := b.st.RecordIdempotentAnswer(b.ctx, first, answer); err != nil {
+			if err := b.St.RecordIdempotentAnswer(b.Ctx, first, answer); err != nil {
 				t.Fatal(err)
 			}
 			var kept []byte
-			if err := b.st.QueryRow(b.ctx, `SELECT body FROM idempotency_keys WHERE account_id = ? AND key = 'k1'`, b.account.ID).Scan(&kept); err != nil {
+			if err := b.St.QueryRow(b.Ctx, `SELECT body FROM idempotency_keys WHERE account_id = ? AND key = 'k1'`, b.Account.ID).Scan(&kept); err != nil {
 				t.Fatal(err)
 			}
 			if len(kept) == 0 || bytes.Contains(kept, []byte("whsec_kept_answer_secret")) || bytes.Contains(kept, []byte(`"id"`)) {
 				t.Errorf("the kept answer is stored as %q; want it sealed", kept)
 			}
-		}, idemRequest(b.account.ID, "k1", `{"a":1}`), store.KeyDone},
-		{"same key just before 24 h", func() { b.clock.Add(store.IdempotencyTTL - time.Millisecond) },
-			idemRequest(b.account.ID, "k1", `{"a":1}`), store.KeyDone},
-		{"same key after 24 h, other body", func() { b.clock.Add(time.Millisecond) },
-			idemRequest(b.account.ID, "k1", `{"a":2}`), store.KeyClaimed},
+		}, idemRequest(b.Account.ID, "k1", `{"a":1}`), store.KeyDone},
+		{"same key just before 24 h", func() { b.Clock.Add(store.IdempotencyTTL - time.Millisecond) },
+			idemRequest(b.Account.ID, "k1", `{"a":1}`), store.KeyDone},
+		{"same key after 24 h, other body", func() { b.Clock.Add(time.Millisecond) },
+			idemRequest(b.Account.ID, "k1", `{"a":2}`), store.KeyClaimed},
 	}
 	for _, s := range steps {
 		if s.do != nil {
 			s.do()
 		}
-		c := b.claimKey(t, b.st, s.req)
+		c := b.claimKey(t, b.St, s.req)
 		if c.Outcome != s.want {
 			t.Fatalf("%s: outcome %d; want %d", s.name, c.Outcome, s.want)
 		}
@@ -97,20 +97,20 @@ func testIdempotencyKeys(t *testing.T, b *bundle) {
 			t.Errorf("%s: answer %+v; want %+v", s.name, c.Answer, answer)
 		}
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM events`); n != 1 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM events`); n != 1 {
 		t.Errorf("events: %d; want 1", n)
 	}
 
 	// Retention removes keys past their day, and only those.
-	b.claimKey(t, b.st, idemRequest(b.account.ID, "k-old", `{}`))
-	b.clock.Add(store.IdempotencyTTL + time.Millisecond)
-	b.claimKey(t, b.st, idemRequest(b.account.ID, "k-new", `{}`))
-	n, err := b.st.PurgeIdempotencyKeys(b.ctx, b.clock.Now().Add(-store.IdempotencyTTL), 100)
+	b.claimKey(t, b.St, idemRequest(b.Account.ID, "k-old", `{}`))
+	b.Clock.Add(store.IdempotencyTTL + time.Millisecond)
+	b.claimKey(t, b.St, idemRequest(b.Account.ID, "k-new", `{}`))
+	n, err := b.St.PurgeIdempotencyKeys(b.Ctx, b.Clock.Now().Add(-store.IdempotencyTTL), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// k1 (re-claimed a day ago), the other account's k1 and k-old went.
-	if left := b.count(t, `SELECT COUNT(*) FROM idempotency_keys`); n != 3 || left != 1 {
+	if left := b.Count(t, `SELECT COUNT(*) FROM idempotency_keys`); n != 3 || left != 1 {
 		t.Errorf("purge removed %d keys and left %d; want 3 and 1", n, left)
 	}
 }
@@ -119,8 +119,8 @@ func testIdempotencyKeys(t *testing.T, b *bundle) {
 // until its lock ends; then a key whose change was never made is claimed
 // again, and the cut-off try can no longer commit under it, while a key
 // whose change was made is never run again.
-func testIdempotencyAfterACrash(t *testing.T, b *bundle) {
-	other := b.open(t)
+func testIdempotencyAfterACrash(t *testing.T, b *Bundle) {
+	other := b.Open(t)
 	tests := []struct {
 		name    string
 		applied bool
@@ -131,49 +131,49 @@ func testIdempotencyAfterACrash(t *testing.T, b *bundle) {
 	}
 	for _, tt := range tests {
 		key := "crash-" + tt.name
-		first := b.claimKey(t, b.st, idemRequest(b.account.ID, key, `{}`))
+		first := b.claimKey(t, b.St, idemRequest(b.Account.ID, key, `{}`))
 		if tt.applied {
-			if err := b.fireUnder(b.st, first); err != nil {
+			if err := b.fireUnder(b.St, first); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if c := b.claimKey(t, other, idemRequest(b.account.ID, key, `{}`)); c.Outcome != store.KeyInUse ||
-			!c.Until.Equal(b.clock.Now().Add(store.IdempotencyLock)) {
+		if c := b.claimKey(t, other, idemRequest(b.Account.ID, key, `{}`)); c.Outcome != store.KeyInUse ||
+			!c.Until.Equal(b.Clock.Now().Add(store.IdempotencyLock)) {
 			t.Fatalf("%s: retry within the lock: outcome %d until %v; want in use until the lock ends", tt.name, c.Outcome, c.Until)
 		}
-		b.clock.Add(store.IdempotencyLock)
-		retry := b.claimKey(t, other, idemRequest(b.account.ID, key, `{}`))
+		b.Clock.Add(store.IdempotencyLock)
+		retry := b.claimKey(t, other, idemRequest(b.Account.ID, key, `{}`))
 		if retry.Outcome != tt.want {
 			t.Fatalf("%s: retry after the lock: outcome %d; want %d", tt.name, retry.Outcome, tt.want)
 		}
 		if !tt.applied {
-			before := b.count(t, `SELECT COUNT(*) FROM events`)
-			if err := b.fireUnder(b.st, first); !errors.Is(err, store.ErrIdempotencyKeyLost) {
+			before := b.Count(t, `SELECT COUNT(*) FROM events`)
+			if err := b.fireUnder(b.St, first); !errors.Is(err, store.ErrIdempotencyKeyLost) {
 				t.Errorf("%s: the cut-off try's change: %v; want ErrIdempotencyKeyLost", tt.name, err)
 			}
-			if after := b.count(t, `SELECT COUNT(*) FROM events`); after != before {
+			if after := b.Count(t, `SELECT COUNT(*) FROM events`); after != before {
 				t.Errorf("%s: the refused change fired %d events", tt.name, after-before)
 			}
 		}
 	}
 
 	// A try that failed before its change (a 5xx) gives its key back.
-	c := b.claimKey(t, b.st, idemRequest(b.account.ID, "released", `{}`))
-	if err := b.st.ReleaseIdempotencyKey(b.ctx, c); err != nil {
+	c := b.claimKey(t, b.St, idemRequest(b.Account.ID, "released", `{}`))
+	if err := b.St.ReleaseIdempotencyKey(b.Ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if c := b.claimKey(t, other, idemRequest(b.account.ID, "released", `{}`)); c.Outcome != store.KeyClaimed {
+	if c := b.claimKey(t, other, idemRequest(b.Account.ID, "released", `{}`)); c.Outcome != store.KeyClaimed {
 		t.Errorf("retry of a released key: outcome %d; want claimed", c.Outcome)
 	}
 }
 
 // testConcurrentIdempotentClaims: tries of one key at once, from several
 // processes, are claimed once.
-func testConcurrentIdempotentClaims(t *testing.T, b *bundle) {
-	stores := []*store.Store{b.st, b.open(t), b.open(t)}
+func testConcurrentIdempotentClaims(t *testing.T, b *Bundle) {
+	stores := []*store.Store{b.St, b.Open(t), b.Open(t)}
 	var claimed, inUse atomic.Int32
-	parallel(12, func(i int) {
-		c, err := stores[i%len(stores)].ClaimIdempotencyKey(b.ctx, idemRequest(b.account.ID, "same", `{}`))
+	Parallel(12, func(i int) {
+		c, err := stores[i%len(stores)].ClaimIdempotencyKey(b.Ctx, idemRequest(b.Account.ID, "same", `{}`))
 		switch {
 		case err != nil:
 			t.Errorf("claim: %v", err)

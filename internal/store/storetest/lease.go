@@ -12,11 +12,11 @@ import (
 // that another process takes over only a lease that was not renewed (its
 // process died); and a stopping process releases what it holds, due at once,
 // without touching what another process holds.
-func testLeasesRenewAndRelease(t *testing.T, b *bundle) {
-	b.webhook(t, "w")
-	b.fire(t, b.st, 4)
-	other := b.open(t) // another process
-	mine := b.claim(t, b.st, 0, 5*time.Second, 10, 10)
+func testLeasesRenewAndRelease(t *testing.T, b *Bundle) {
+	b.Webhook(t, "w")
+	b.Fire(t, b.St, 4)
+	other := b.Open(t) // another process
+	mine := b.Claim(t, b.St, 0, 5*time.Second, 10, 10)
 	if len(mine) != 4 {
 		t.Fatalf("claimed %d; want 4", len(mine))
 	}
@@ -29,34 +29,34 @@ func testLeasesRenewAndRelease(t *testing.T, b *bundle) {
 	}
 	// Renewed before they end, three leases run an hour; the fourth is
 	// left to end.
-	n, err := b.st.RenewLeases(b.ctx, held(mine[:3]...), b.clock.Now().Add(time.Hour))
+	n, err := b.St.RenewLeases(b.Ctx, held(mine[:3]...), b.Clock.Now().Add(time.Hour))
 	if err != nil || n != 3 {
 		t.Fatalf("renewed %d, %v; want 3", n, err)
 	}
-	taken := b.claim(t, other, 6*time.Second, 5*time.Second, 10, 10)
+	taken := b.Claim(t, other, 6*time.Second, 5*time.Second, 10, 10)
 	if len(taken) != 1 || taken[0].LogID != mine[3].LogID {
 		t.Fatalf("after 6s another process took %d logs; want only the one whose lease was not renewed", len(taken))
 	}
 	// The lease taken over is another process's now: renewing it does nothing.
-	if n, err := b.st.RenewLeases(b.ctx, held(mine[3]), b.clock.Now().Add(time.Hour)); err != nil || n != 0 {
+	if n, err := b.St.RenewLeases(b.Ctx, held(mine[3]), b.Clock.Now().Add(time.Hour)); err != nil || n != 0 {
 		t.Fatalf("renewed a lease taken over: %d, %v", n, err)
 	}
-	if b.count(t, `SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND lease_until = ?`,
-		mine[3].LogID, b.clock.Now().Add(11*time.Second).UnixMilli()) != 1 {
+	if b.Count(t, `SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND lease_until = ?`,
+		mine[3].LogID, b.Clock.Now().Add(11*time.Second).UnixMilli()) != 1 {
 		t.Fatalf("the new holder's lease changed; want it to end when its own claim said")
 	}
-	if n, err := other.RenewLeases(b.ctx, held(taken...), b.clock.Now().Add(time.Hour)); err != nil || n != 1 {
+	if n, err := other.RenewLeases(b.Ctx, held(taken...), b.Clock.Now().Add(time.Hour)); err != nil || n != 1 {
 		t.Fatalf("the new holder renewed %d, %v; want 1", n, err)
 	}
 
 	// A retrying log released goes back to retrying; the others to queued.
-	now := b.clock.Now()
-	b.complete(t, b.st, 50, outcome(mine[0], store.Retry, 503, now))
-	again := b.claim(t, b.st, time.Minute, 5*time.Minute, 10, 10)
+	now := b.Clock.Now()
+	b.Complete(t, b.St, 50, Outcome(mine[0], store.Retry, 503, now))
+	again := b.Claim(t, b.St, time.Minute, 5*time.Minute, 10, 10)
 	if len(again) != 1 || again[0].LogID != mine[0].LogID {
 		t.Fatalf("claimed %d logs a minute later; want the retry", len(again))
 	}
-	n, err = b.st.ReleaseHeld(b.ctx, []string{mine[0].Lease, again[0].Lease, store.NewID()})
+	n, err = b.St.ReleaseHeld(b.Ctx, []string{mine[0].Lease, again[0].Lease, store.NewID()})
 	if err != nil || n != 3 {
 		t.Fatalf("released %d, %v; want the 3 logs still held", n, err)
 	}
@@ -66,11 +66,11 @@ func testLeasesRenewAndRelease(t *testing.T, b *bundle) {
 		if l.Status != status {
 			t.Errorf("log %s is %s after the release; want %s", id, l.Status, status)
 		}
-		if status != store.Pending && (l.NextAttemptAt == nil || !l.NextAttemptAt.Equal(b.clock.Now())) {
+		if status != store.Pending && (l.NextAttemptAt == nil || !l.NextAttemptAt.Equal(b.Clock.Now())) {
 			t.Errorf("released log %s due at %v; want now", id, l.NextAttemptAt)
 		}
 	}
-	if got := b.claim(t, other, 0, 5*time.Second, 10, 10); len(got) != 3 {
+	if got := b.Claim(t, other, 0, 5*time.Second, 10, 10); len(got) != 3 {
 		t.Errorf("another process claimed %d logs at once after the release; want 3", len(got))
 	}
 }
@@ -80,10 +80,10 @@ func testLeasesRenewAndRelease(t *testing.T, b *bundle) {
 // renewing the others without waiting; the next renewal renews it. A renewal
 // that waited for such a row deadlocked with recordings that lock their rows
 // in another order. SQLite has no row locks: one writer at a time.
-func testRenewalWaitsForNoRowLock(t *testing.T, b *bundle) {
-	b.webhook(t, "w")
-	b.fire(t, b.st, 3)
-	cs := b.claim(t, b.st, 0, time.Minute, 10, 10)
+func testRenewalWaitsForNoRowLock(t *testing.T, b *Bundle) {
+	b.Webhook(t, "w")
+	b.Fire(t, b.St, 3)
+	cs := b.Claim(t, b.St, 0, time.Minute, 10, 10)
 	if len(cs) != 3 {
 		t.Fatalf("claimed %d; want 3", len(cs))
 	}
@@ -91,16 +91,16 @@ func testRenewalWaitsForNoRowLock(t *testing.T, b *bundle) {
 	for i, c := range cs {
 		held[i] = store.Held{LogID: c.LogID, Lease: c.Lease}
 	}
-	until := b.clock.Now().Add(time.Hour)
+	until := b.Clock.Now().Add(time.Hour)
 	renewed := func() int {
 		t.Helper()
-		return b.count(t, `SELECT COUNT(*) FROM delivery_queue WHERE lease_until = ?`, until.UnixMilli())
+		return b.Count(t, `SELECT COUNT(*) FROM delivery_queue WHERE lease_until = ?`, until.UnixMilli())
 	}
-	if b.st.Engine() == "postgres" {
+	if b.St.Engine() == "postgres" {
 		locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		go func() {
-			done <- b.st.InTx(b.ctx, func(tx *store.Tx) error {
-				if _, err := tx.Exec(b.ctx, `UPDATE delivery_queue SET due_at = due_at WHERE log_id = ?`, cs[0].LogID); err != nil {
+			done <- b.St.InTx(b.Ctx, func(tx *store.Tx) error {
+				if _, err := tx.Exec(b.Ctx, `UPDATE delivery_queue SET due_at = due_at WHERE log_id = ?`, cs[0].LogID); err != nil {
 					return err
 				}
 				close(locked)
@@ -115,8 +115,8 @@ func testRenewalWaitsForNoRowLock(t *testing.T, b *bundle) {
 		}
 		// Bounded only so that a renewal that waits fails the test rather
 		// than hanging it: the lock is held until the renewal returns.
-		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-		n, err := b.st.RenewLeases(ctx, held, until)
+		ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
+		n, err := b.St.RenewLeases(ctx, held, until)
 		cancel()
 		close(release)
 		if err := <-done; err != nil {
@@ -129,7 +129,7 @@ func testRenewalWaitsForNoRowLock(t *testing.T, b *bundle) {
 			t.Fatalf("%d leases renewed; want 2", got)
 		}
 	}
-	if n, err := b.st.RenewLeases(b.ctx, held, until); err != nil || n != 3 {
+	if n, err := b.St.RenewLeases(b.Ctx, held, until); err != nil || n != 3 {
 		t.Fatalf("renewal: %d, %v; want all 3", n, err)
 	}
 	if got := renewed(); got != 3 {
@@ -141,18 +141,18 @@ func testRenewalWaitsForNoRowLock(t *testing.T, b *bundle) {
 // its writes reach the database, decision 0117) passes over a log whose
 // lease ended, and takes every log never leased or released; the same
 // claim without it takes the ended lease over.
-func testNoTakeover(t *testing.T, b *bundle) {
-	b.webhook(t, "w")
-	b.fire(t, b.st, 2)
-	other := b.open(t) // another process
-	mine := b.claim(t, b.st, 0, 5*time.Second, 1, 10)
+func testNoTakeover(t *testing.T, b *Bundle) {
+	b.Webhook(t, "w")
+	b.Fire(t, b.St, 2)
+	other := b.Open(t) // another process
+	mine := b.Claim(t, b.St, 0, 5*time.Second, 1, 10)
 	if len(mine) != 1 {
 		t.Fatalf("claimed %d; want 1", len(mine))
 	}
-	now := b.clock.Now().Add(6 * time.Second) // the lease has ended
+	now := b.Clock.Now().Add(6 * time.Second) // the lease has ended
 	claim := func(noTakeover bool) []store.Claim {
 		t.Helper()
-		cs, err := other.Claim(b.ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(5 * time.Second), Lease: store.NewID(),
+		cs, err := other.Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(5 * time.Second), Lease: store.NewID(),
 			Limit: 10, PerWebhook: 10, NoTakeover: noTakeover})
 		if err != nil {
 			t.Fatalf("claim: %v", err)
@@ -165,7 +165,7 @@ func testNoTakeover(t *testing.T, b *bundle) {
 	if cs := claim(true); len(cs) != 0 {
 		t.Fatalf("a second claim unsure of its writes took %d logs; want none: the ended lease is left to its holder", len(cs))
 	}
-	if n, err := b.st.RenewLeases(b.ctx, []store.Held{{LogID: mine[0].LogID, Lease: mine[0].Lease}}, now.Add(time.Minute)); err != nil || n != 1 {
+	if n, err := b.St.RenewLeases(b.Ctx, []store.Held{{LogID: mine[0].LogID, Lease: mine[0].Lease}}, now.Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("its holder renewed %d, %v, once its writes landed again; want its lease renewed", n, err)
 	}
 	if cs := claim(false); len(cs) != 0 {
@@ -189,29 +189,29 @@ func testNoTakeover(t *testing.T, b *bundle) {
 // testBeats: each process's beat is a row of its own, written again at
 // each beat; EndBeats removes the stopping process's row and those of
 // processes silent since the time it is given.
-func testBeats(t *testing.T, b *bundle) {
-	now := b.clock.Now()
+func testBeats(t *testing.T, b *Bundle) {
+	now := b.Clock.Now()
 	for _, p := range []string{"a", "b", "c"} {
-		if err := b.st.Beat(b.ctx, p, now); err != nil {
+		if err := b.St.Beat(b.Ctx, p, now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := b.st.Beat(b.ctx, "a", now.Add(time.Hour)); err != nil {
+	if err := b.St.Beat(b.Ctx, "a", now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM delivery_processes`); n != 3 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM delivery_processes`); n != 3 {
 		t.Fatalf("%d rows after four beats of three processes; want 3", n)
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM delivery_processes WHERE id = 'a' AND beat_at = ?`, now.Add(time.Hour).UnixMilli()); n != 1 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM delivery_processes WHERE id = 'a' AND beat_at = ?`, now.Add(time.Hour).UnixMilli()); n != 1 {
 		t.Fatalf("a's row does not hold its latest beat")
 	}
-	if err := b.st.EndBeats(b.ctx, "b", now.Add(time.Minute)); err != nil {
+	if err := b.St.EndBeats(b.Ctx, "b", now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM delivery_processes WHERE id = 'a'`); n != 1 {
-		t.Fatalf("EndBeats removed a, which beat since; want only b and the silent c gone (%d rows left)", b.count(t, `SELECT COUNT(*) FROM delivery_processes`))
+	if n := b.Count(t, `SELECT COUNT(*) FROM delivery_processes WHERE id = 'a'`); n != 1 {
+		t.Fatalf("EndBeats removed a, which beat since; want only b and the silent c gone (%d rows left)", b.Count(t, `SELECT COUNT(*) FROM delivery_processes`))
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM delivery_processes`); n != 1 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM delivery_processes`); n != 1 {
 		t.Fatalf("%d rows after b stopped and c fell silent; want 1", n)
 	}
 }

@@ -15,21 +15,21 @@ import (
 // and by a search of name or URL (ASCII case ignored, % and _ literal),
 // counted, read a page at a time both ways, and never shows another
 // account's webhooks; names are looked up by id within the account.
-func testWebhookListsSearchCountAndPage(t *testing.T, b *bundle) {
-	other := b.newAccount(t, "other@example.com")
-	theirs, err := b.st.CreateWebhook(b.ctx, other.ID, store.NewWebhook{Name: "Alpha CRM of theirs", URL: "https://crm.example.com/",
+func testWebhookListsSearchCountAndPage(t *testing.T, b *Bundle) {
+	other := b.NewAccount(t, "other@example.com")
+	theirs, err := b.St.CreateWebhook(b.Ctx, other.ID, store.NewWebhook{Name: "Alpha CRM of theirs", URL: "https://crm.example.com/",
 		Events: []event.Kind{event.LicenseCreated}, Token: "whsec_theirs_0123456789"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all []store.Webhook // oldest first
 	for _, n := range []string{"Alpha CRM", "billing", "50%_off", "5000 off", "Zoë mail", "crm-two", "ledger"} {
-		all = append(all, b.webhook(t, n))
+		all = append(all, b.Webhook(t, n))
 	}
 	setStatus := func(id string, h store.Health) {
 		t.Helper()
-		if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
-			_, err := tx.Exec(b.ctx, `UPDATE webhooks SET status = ? WHERE id = ?`, string(h), id)
+		if err := b.St.InTx(b.Ctx, func(tx *store.Tx) error {
+			_, err := tx.Exec(b.Ctx, `UPDATE webhooks SET status = ? WHERE id = ?`, string(h), id)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -65,14 +65,14 @@ func testWebhookListsSearchCountAndPage(t *testing.T, b *bundle) {
 	for _, tt := range tests {
 		f := tt.f
 		f.Limit = 100
-		w, err := b.st.WebhookWindow(b.ctx, b.account.ID, f)
+		w, err := b.St.WebhookWindow(b.Ctx, b.Account.ID, f)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		if got := names(w.Items); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: got %q; want %q", tt.name, got, tt.want)
 		}
-		n, err := b.st.CountWebhooks(b.ctx, b.account.ID, tt.f)
+		n, err := b.St.CountWebhooks(b.Ctx, b.Account.ID, tt.f)
 		if err != nil {
 			t.Fatalf("%s: count: %v", tt.name, err)
 		}
@@ -85,7 +85,7 @@ func testWebhookListsSearchCountAndPage(t *testing.T, b *bundle) {
 	read := func(p store.Page) store.Window[store.Webhook] {
 		t.Helper()
 		p.Limit = 3
-		w, err := b.st.WebhookWindow(b.ctx, b.account.ID, store.WebhookFilter{Page: p})
+		w, err := b.St.WebhookWindow(b.Ctx, b.Account.ID, store.WebhookFilter{Page: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func testWebhookListsSearchCountAndPage(t *testing.T, b *bundle) {
 		}
 	}
 
-	got, err := b.st.WebhookNames(b.ctx, b.account.ID, []string{all[0].ID, all[6].ID, theirs.ID, store.NewID()})
+	got, err := b.St.WebhookNames(b.Ctx, b.Account.ID, []string{all[0].ID, all[6].ID, theirs.ID, store.NewID()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,45 +146,45 @@ func maps(a, b map[string]string) bool {
 // (from inclusive, to exclusive) and event id, counted up to a limit, read
 // both ways, carry their latest attempt's duration, and never include
 // another account's.
-func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
-	hook := b.webhook(t, "w")
-	other := b.newAccount(t, "other@example.com")
-	if _, err := b.st.CreateWebhook(b.ctx, other.ID, store.NewWebhook{Name: "theirs", URL: "https://example.com/theirs",
+func testLogListsFilterCountAndPage(t *testing.T, b *Bundle) {
+	hook := b.Webhook(t, "w")
+	other := b.NewAccount(t, "other@example.com")
+	if _, err := b.St.CreateWebhook(b.Ctx, other.ID, store.NewWebhook{Name: "theirs", URL: "https://example.com/theirs",
 		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_theirs_0123456789"}); err != nil {
 		t.Fatal(err)
 	}
-	start := b.clock.Now()
+	start := b.Clock.Now()
 	var events []string // one a minute, oldest first
 	for i := range 6 {
-		events = append(events, b.fire(t, b.st, 1)...)
-		if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
-			_, err := tx.Fire(b.ctx, other.ID, event.LicenseCreated, map[string]any{"n": i})
+		events = append(events, b.Fire(t, b.St, 1)...)
+		if err := b.St.InTx(b.Ctx, func(tx *store.Tx) error {
+			_, err := tx.Fire(b.Ctx, other.ID, event.LicenseCreated, map[string]any{"n": i})
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
-		b.clock.Add(time.Minute)
+		b.Clock.Add(time.Minute)
 	}
 	// The newest log gets two attempts; its duration is the second's.
-	c := b.claim(t, b.st, 0, time.Minute, 100, 100)
+	c := b.Claim(t, b.St, 0, time.Minute, 100, 100)
 	var outs []store.Outcome
 	for _, cl := range c {
 		if cl.EventID == events[5] {
-			o := outcome(cl, store.Retry, 503, b.clock.Now())
+			o := Outcome(cl, store.Retry, 503, b.Clock.Now())
 			outs = append(outs, o)
 		}
 	}
-	b.complete(t, b.st, 100, outs...)
-	c = b.claim(t, b.st, 2*time.Minute, time.Minute, 100, 100)
+	b.Complete(t, b.St, 100, outs...)
+	c = b.Claim(t, b.St, 2*time.Minute, time.Minute, 100, 100)
 	outs = outs[:0]
 	for _, cl := range c {
 		if cl.EventID == events[5] {
-			o := outcome(cl, store.Delivered, 200, b.clock.Now().Add(2*time.Minute))
+			o := Outcome(cl, store.Delivered, 200, b.Clock.Now().Add(2*time.Minute))
 			o.Attempt.Duration = 1234 * time.Millisecond
 			outs = append(outs, o)
 		}
 	}
-	b.complete(t, b.st, 100, outs...)
+	b.Complete(t, b.St, 100, outs...)
 
 	eventsOf := func(list []store.EventLog) []string {
 		var out []string
@@ -210,7 +210,7 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 	for _, tt := range tests {
 		f := tt.f
 		f.Limit = 100
-		w, err := b.st.LogWindow(b.ctx, b.account.ID, f)
+		w, err := b.St.LogWindow(b.Ctx, b.Account.ID, f)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -218,7 +218,7 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 			t.Errorf("%s: got %v; want %v", tt.name, got, tt.want)
 		}
 		for _, limit := range []int{100, 3} {
-			n, more, err := b.st.CountLogs(b.ctx, b.account.ID, tt.f, limit)
+			n, more, err := b.St.CountLogs(b.Ctx, b.Account.ID, tt.f, limit)
 			if err != nil {
 				t.Fatalf("%s: count: %v", tt.name, err)
 			}
@@ -244,7 +244,7 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 	read := func(f store.LogFilter) store.Window[store.EventLog] {
 		t.Helper()
 		f.Limit = 4
-		w, err := b.st.LogWindow(b.ctx, b.account.ID, f)
+		w, err := b.St.LogWindow(b.Ctx, b.Account.ID, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,13 +281,13 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 	}
 
 	// A webhook's name searched, % and _ literal, ASCII case ignored.
-	b.clock.Add(time.Minute)
-	second, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "CRM_Sync", URL: "https://example.com/crm",
+	b.Clock.Add(time.Minute)
+	second, err := b.St.CreateWebhook(b.Ctx, b.Account.ID, store.NewWebhook{Name: "CRM_Sync", URL: "https://example.com/crm",
 		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_crm_0123456789"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := b.fire(t, b.st, 1)[0]
+	last := b.Fire(t, b.St, 1)[0]
 	for _, tt := range []struct {
 		search string
 		want   []string // webhook ids
@@ -297,7 +297,7 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 		{"%", nil},
 		{"W", []string{hook.ID}},
 	} {
-		w, err := b.st.LogWindow(b.ctx, b.account.ID, store.LogFilter{WebhookSearch: tt.search, EventID: last, Page: store.Page{Limit: 10}})
+		w, err := b.St.LogWindow(b.Ctx, b.Account.ID, store.LogFilter{WebhookSearch: tt.search, EventID: last, Page: store.Page{Limit: 10}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +313,7 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 	// search is resolved to the account's webhooks before the logs are
 	// read, listed and counted alike.
 	crmToo := "w (crm)"
-	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, hook.ID, store.WebhookPatch{Name: &crmToo}); err != nil {
+	if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, hook.ID, store.WebhookPatch{Name: &crmToo}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -324,18 +324,18 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 		if got := b.logs(t, f); len(got) != tt.want {
 			t.Errorf("logs of webhooks named like %q: %d; want %d", tt.search, len(got), tt.want)
 		}
-		if n, _, err := b.st.CountLogs(b.ctx, b.account.ID, f, 10); err != nil || n != tt.want {
+		if n, _, err := b.St.CountLogs(b.Ctx, b.Account.ID, f, 10); err != nil || n != tt.want {
 			t.Errorf("logs of webhooks named like %q counted: %d, %v; want %d", tt.search, n, err, tt.want)
 		}
 	}
 
 	// A range holding more logs than LogWindow sorts is read by walking
 	// the logs in id order: the same rows, newest first.
-	b.clock.Add(time.Minute)
-	bulkStart := b.clock.Now()
-	if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+	b.Clock.Add(time.Minute)
+	bulkStart := b.Clock.Now()
+	if err := b.St.InTx(b.Ctx, func(tx *store.Tx) error {
 		for i := range 1100 { // 2,200 logs: both webhooks subscribe
-			if _, err := tx.Fire(b.ctx, b.account.ID, event.LicenseCreated, map[string]any{"n": i}); err != nil {
+			if _, err := tx.Fire(b.Ctx, b.Account.ID, event.LicenseCreated, map[string]any{"n": i}); err != nil {
 				return err
 			}
 		}
@@ -343,10 +343,10 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	b.clock.Add(time.Minute)
-	after := b.fire(t, b.st, 1)[0]
-	big := store.LogFilter{From: bulkStart, To: b.clock.Now(), Page: store.Page{Limit: 25}}
-	w, err := b.st.LogWindow(b.ctx, b.account.ID, big)
+	b.Clock.Add(time.Minute)
+	after := b.Fire(t, b.St, 1)[0]
+	big := store.LogFilter{From: bulkStart, To: b.Clock.Now(), Page: store.Page{Limit: 25}}
+	w, err := b.St.LogWindow(b.Ctx, b.Account.ID, big)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 			t.Fatalf("a range of 2,200 logs: log %d (%s, created %v) is out of the range or of order", i, l.ID, l.CreatedAt)
 		}
 	}
-	if n, more, err := b.st.CountLogs(b.ctx, b.account.ID, big, 10000); err != nil || n != 2200 || more {
+	if n, more, err := b.St.CountLogs(b.Ctx, b.Account.ID, big, 10000); err != nil || n != 2200 || more {
 		t.Errorf("count of the range: %d, more %v, %v; want 2200", n, more, err)
 	}
 }
@@ -368,9 +368,9 @@ func testLogListsFilterCountAndPage(t *testing.T, b *bundle) {
 // triggered_at and created_at, and a date range finds exactly the logs
 // created in its milliseconds, at any instant inside them, through lists
 // and counts (on PostgreSQL through the ids alone, decision 0100).
-func testLogDateRangesAreExactToTheMillisecond(t *testing.T, b *bundle) {
-	b.webhook(t, "one")
-	b.webhook(t, "two")
+func testLogDateRangesAreExactToTheMillisecond(t *testing.T, b *Bundle) {
+	b.Webhook(t, "one")
+	b.Webhook(t, "two")
 	idMS := func(id string) int64 {
 		t.Helper()
 		v, err := strconv.ParseInt(id[:8]+id[9:13], 16, 64)
@@ -383,16 +383,16 @@ func testLogDateRangesAreExactToTheMillisecond(t *testing.T, b *bundle) {
 	// falls inside its millisecond.
 	fired := map[string]time.Time{} // event id → the instant it fired
 	var order []string
-	b.clock.Add(300 * time.Microsecond)
+	b.Clock.Add(300 * time.Microsecond)
 	for range 8 {
-		for _, id := range b.fire(t, b.st, 1) {
-			fired[id] = b.clock.Now()
+		for _, id := range b.Fire(t, b.St, 1) {
+			fired[id] = b.Clock.Now()
 			order = append(order, id)
-			if idMS(id) != b.clock.Now().UnixMilli() {
-				t.Errorf("event %s made at %v: its id's millisecond is %d", id, b.clock.Now(), idMS(id))
+			if idMS(id) != b.Clock.Now().UnixMilli() {
+				t.Errorf("event %s made at %v: its id's millisecond is %d", id, b.Clock.Now(), idMS(id))
 			}
 		}
-		b.clock.Add(400 * time.Microsecond)
+		b.Clock.Add(400 * time.Microsecond)
 	}
 	all := b.logs(t, store.LogFilter{})
 	if len(all) != 2*len(order) {
@@ -432,7 +432,7 @@ func testLogDateRangesAreExactToTheMillisecond(t *testing.T, b *bundle) {
 		if !slices.Equal(got, want) {
 			t.Errorf("from %v to %v after the first: events %v; want %v", r.from, r.to, got, want)
 		}
-		if n, _, err := b.st.CountLogs(b.ctx, b.account.ID, f, 100); err != nil || n != len(want) {
+		if n, _, err := b.St.CountLogs(b.Ctx, b.Account.ID, f, 100); err != nil || n != len(want) {
 			t.Errorf("from %v to %v after the first: counted %d, %v; want %d", r.from, r.to, n, err, len(want))
 		}
 	}
@@ -443,28 +443,28 @@ func testLogDateRangesAreExactToTheMillisecond(t *testing.T, b *bundle) {
 // event's id and before the next event's, in the order of the webhooks
 // they were made for, and the event filter finds exactly them, in a batch
 // of events as for one.
-func testAnEventsLogsAreFoundByItsID(t *testing.T, b *bundle) {
+func testAnEventsLogsAreFoundByItsID(t *testing.T, b *Bundle) {
 	var hooks []string
 	for _, name := range []string{"one", "two", "three"} {
-		hooks = append(hooks, b.webhook(t, name).ID)
+		hooks = append(hooks, b.Webhook(t, name).ID)
 	}
 	slices.Sort(hooks)
 	firings := make([]store.Firing, 4)
 	for i := range firings {
-		firings[i] = store.Firing{AccountID: b.account.ID, Kind: event.LicenseCreated, Data: map[string]any{"n": i}}
+		firings[i] = store.Firing{AccountID: b.Account.ID, Kind: event.LicenseCreated, Data: map[string]any{"n": i}}
 	}
 	var events []string
-	if err := b.st.InTx(b.ctx, func(tx *store.Tx) error {
+	if err := b.St.InTx(b.Ctx, func(tx *store.Tx) error {
 		var err error
-		events, err = tx.FireBatch(b.ctx, firings)
+		events, err = tx.FireBatch(b.Ctx, firings)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	events = append(events, b.fire(t, b.st, 1)...)
+	events = append(events, b.Fire(t, b.St, 1)...)
 	for i, ev := range events {
 		logs := b.logs(t, store.LogFilter{EventID: ev})
-		if n, _, err := b.st.CountLogs(b.ctx, b.account.ID, store.LogFilter{EventID: ev}, 100); err != nil || n != len(hooks) {
+		if n, _, err := b.St.CountLogs(b.Ctx, b.Account.ID, store.LogFilter{EventID: ev}, 100); err != nil || n != len(hooks) {
 			t.Errorf("event %s: counted %d logs, %v; want %d", ev, n, err, len(hooks))
 		}
 		if len(logs) != len(hooks) {

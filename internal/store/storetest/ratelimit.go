@@ -9,17 +9,17 @@ import (
 
 // testRateCountsAddUp: counts added by two processes add up per key and
 // window, and pruning forgets old windows only.
-func testRateCountsAddUp(t *testing.T, b *bundle) {
-	other := b.open(t)
+func testRateCountsAddUp(t *testing.T, b *Bundle) {
+	other := b.Open(t)
 	add := func(st *store.Store, counts ...store.RateCount) {
 		t.Helper()
-		if err := st.AddRateCounts(b.ctx, counts); err != nil {
+		if err := st.AddRateCounts(b.Ctx, counts); err != nil {
 			t.Fatal(err)
 		}
 	}
-	add(b.st, store.RateCount{Key: "t:a", Window: 10, N: 3}, store.RateCount{Key: "t:a", Window: 11, N: 1}, store.RateCount{Key: "t:b", Window: 11, N: 5})
+	add(b.St, store.RateCount{Key: "t:a", Window: 10, N: 3}, store.RateCount{Key: "t:a", Window: 11, N: 1}, store.RateCount{Key: "t:b", Window: 11, N: 5})
 	add(other, store.RateCount{Key: "t:a", Window: 11, N: 2}, store.RateCount{Key: "t:c", Window: 11, N: 7})
-	got, err := other.RateCounts(b.ctx, []string{"t:a", "t:b"}, 10)
+	got, err := other.RateCounts(b.Ctx, []string{"t:a", "t:b"}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,10 +32,10 @@ func testRateCountsAddUp(t *testing.T, b *bundle) {
 			t.Errorf("%s in window %d: %d; want %d", c.Key, c.Window, c.N, want[[2]any{c.Key, c.Window}])
 		}
 	}
-	if err := b.st.PruneRateCounts(b.ctx, 11); err != nil {
+	if err := b.St.PruneRateCounts(b.Ctx, 11); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := b.st.RateCounts(b.ctx, []string{"t:a"}, 0); len(got) != 1 || got[0].Window != 11 {
+	if got, _ := b.St.RateCounts(b.Ctx, []string{"t:a"}, 0); len(got) != 1 || got[0].Window != 11 {
 		t.Errorf("after pruning windows before 11: %+v", got)
 	}
 }
@@ -43,12 +43,12 @@ func testRateCountsAddUp(t *testing.T, b *bundle) {
 // testSignInLimits: an attempt counts against every limit at once; a full
 // limit refuses until its window ends, without counting; a success forgets
 // its keys and gives one back.
-func testSignInLimits(t *testing.T, b *bundle) {
+func testSignInLimits(t *testing.T, b *Bundle) {
 	const window = 15 * time.Minute
 	pair := []store.SignInLimit{{Key: "pair:a@example.com|192.0.2.1", Max: 3}, {Key: "ip:192.0.2.1", Max: 5}}
 	take := func(limits []store.SignInLimit) time.Duration {
 		t.Helper()
-		wait, err := b.st.TakeSignIn(b.ctx, limits, window)
+		wait, err := b.St.TakeSignIn(b.Ctx, limits, window)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,17 +71,17 @@ func testSignInLimits(t *testing.T, b *bundle) {
 	if take(other) == 0 {
 		t.Fatal("a sixth attempt from the address was allowed; its limit is 5")
 	}
-	if err := b.st.SignInSucceeded(b.ctx, []string{"pair:b@example.com|192.0.2.1"}, "ip:192.0.2.1"); err != nil {
+	if err := b.St.SignInSucceeded(b.Ctx, []string{"pair:b@example.com|192.0.2.1"}, "ip:192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
 	if take(other) != 0 {
 		t.Fatal("after a success gave back one of the address's attempts, the next was refused")
 	}
-	b.clock.Add(window)
+	b.Clock.Add(window)
 	if take(pair) != 0 {
 		t.Fatal("the pair was still refused after its window ended")
 	}
-	if err := b.st.PruneSignInFailures(b.ctx, b.clock.Now()); err != nil {
+	if err := b.St.PruneSignInFailures(b.Ctx, b.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 }

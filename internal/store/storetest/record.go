@@ -14,29 +14,29 @@ import (
 // Healthy (which that round trip hands to Complete's transaction): each
 // log moves as its outcome says, each attempt is numbered and kept once,
 // and the delivery restores the webhook.
-func testOrdinaryBatchRecordsEachOutcome(t *testing.T, b *bundle) {
-	w, u := b.webhook(t, "w"), b.webhook(t, "u")
-	b.fire(t, b.st, 6)
+func testOrdinaryBatchRecordsEachOutcome(t *testing.T, b *Bundle) {
+	w, u := b.Webhook(t, "w"), b.Webhook(t, "u")
+	b.Fire(t, b.St, 6)
 	byHook := map[string][]store.Claim{}
-	for _, c := range b.claim(t, b.st, 0, time.Minute, 100, 100) {
+	for _, c := range b.Claim(t, b.St, 0, time.Minute, 100, 100) {
 		byHook[c.WebhookID] = append(byHook[c.WebhookID], c)
 	}
 	ws, us := byHook[w.ID], byHook[u.ID]
 	if len(ws) != 6 || len(us) != 6 {
 		t.Fatalf("claimed %d and %d; want 6 of each webhook", len(ws), len(us))
 	}
-	now := b.clock.Now()
-	b.complete(t, b.st, 5, outcome(us[0], store.Exhausted, 500, now))
+	now := b.Clock.Now()
+	b.Complete(t, b.St, 5, Outcome(us[0], store.Exhausted, 500, now))
 	if h, streak := b.health(t, u.ID); h != store.Unhealthy || streak != 1 {
 		t.Fatalf("u is %s/%d; want Unhealthy/1", h, streak)
 	}
 
-	stale := outcome(ws[4], store.Delivered, 200, now)
+	stale := Outcome(ws[4], store.Delivered, 200, now)
 	stale.Lease = store.NewID()
-	released := outcome(ws[2], store.Release, 0, now)
+	released := Outcome(ws[2], store.Release, 0, now)
 	released.Attempt = nil
-	b.complete(t, b.st, 5, outcome(ws[0], store.Delivered, 200, now), outcome(ws[1], store.Retry, 503, now),
-		released, outcome(ws[3], store.Cancel, 0, now), stale)
+	b.Complete(t, b.St, 5, Outcome(ws[0], store.Delivered, 200, now), Outcome(ws[1], store.Retry, 503, now),
+		released, Outcome(ws[3], store.Cancel, 0, now), stale)
 	for _, c := range []struct {
 		claim    store.Claim
 		status   store.LogStatus
@@ -60,12 +60,12 @@ func testOrdinaryBatchRecordsEachOutcome(t *testing.T, b *bundle) {
 		t.Errorf("w is %s/%d after the batch; want Healthy/0", h, streak)
 	}
 	// The released log is due again at once; the retry is not yet.
-	again := b.claim(t, b.st, 0, time.Minute, 100, 100)
+	again := b.Claim(t, b.St, 0, time.Minute, 100, 100)
 	if len(again) != 1 || again[0].LogID != ws[2].LogID {
 		t.Errorf("claimed %d logs after the batch; want the released one alone", len(again))
 	}
 
-	b.complete(t, b.st, 5, outcome(us[1], store.Delivered, 200, now), outcome(ws[4], store.Delivered, 200, now))
+	b.Complete(t, b.St, 5, Outcome(us[1], store.Delivered, 200, now), Outcome(ws[4], store.Delivered, 200, now))
 	if h, streak := b.health(t, u.ID); h != store.Healthy || streak != 0 {
 		t.Errorf("u is %s/%d after its delivery; want Healthy/0", h, streak)
 	}

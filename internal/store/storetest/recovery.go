@@ -15,30 +15,30 @@ import (
 // cancelled ones cancelled (fired while suspended); a disabled webhook d
 // gets the same events, cancelled as disabled, and one event is delivered
 // first. It returns w, d and the failed and cancelled log ids of w.
-func (b *bundle) undelivered(t *testing.T, failed, cancelled int) (w, d store.Webhook, failedIDs, cancelledIDs []string) {
+func (b *Bundle) undelivered(t *testing.T, failed, cancelled int) (w, d store.Webhook, failedIDs, cancelledIDs []string) {
 	t.Helper()
-	w = b.webhook(t, "w")
-	d = b.webhook(t, "d")
+	w = b.Webhook(t, "w")
+	d = b.Webhook(t, "d")
 	off := false
-	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, d.ID, store.WebhookPatch{Enabled: &off}); err != nil {
+	if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, d.ID, store.WebhookPatch{Enabled: &off}); err != nil {
 		t.Fatal(err)
 	}
-	b.fire(t, b.st, failed+1)
-	c := b.claim(t, b.st, 0, time.Minute, 100, 100)
+	b.Fire(t, b.St, failed+1)
+	c := b.Claim(t, b.St, 0, time.Minute, 100, 100)
 	if len(c) != failed+1 {
 		t.Fatalf("claimed %d; want %d", len(c), failed+1)
 	}
-	now := b.clock.Now()
-	b.complete(t, b.st, failed, outcome(c[0], store.Delivered, 200, now))
+	now := b.Clock.Now()
+	b.Complete(t, b.St, failed, Outcome(c[0], store.Delivered, 200, now))
 	for _, x := range c[1:] {
-		b.complete(t, b.st, failed, outcome(x, store.Exhausted, 500, now))
+		b.Complete(t, b.St, failed, Outcome(x, store.Exhausted, 500, now))
 		failedIDs = append(failedIDs, x.LogID)
 	}
 	if h, _ := b.health(t, w.ID); h != store.Suspended {
 		t.Fatalf("webhook %s; want Suspended", h)
 	}
-	b.clock.Add(time.Second)
-	b.fire(t, b.st, cancelled)
+	b.Clock.Add(time.Second)
+	b.Fire(t, b.St, cancelled)
 	for _, l := range b.logs(t, store.LogFilter{WebhookID: w.ID, Status: store.Cancelled}) {
 		cancelledIDs = append(cancelledIDs, l.ID)
 	}
@@ -50,16 +50,16 @@ func (b *bundle) undelivered(t *testing.T, failed, cancelled int) (w, d store.We
 
 // resent is a recovery's outcome for one of its logs.
 func resent(c store.Claim, recovery string, ok bool, at time.Time) store.Outcome {
-	o := outcome(c, store.Delivered, 200, at)
+	o := Outcome(c, store.Delivered, 200, at)
 	o.Trigger, o.Recovery, o.Lease = store.TriggerResend, recovery, ""
 	if !ok {
-		o = outcome(c, store.Delivered, 503, at)
+		o = Outcome(c, store.Delivered, 503, at)
 		o.Trigger, o.Recovery, o.Lease, o.Result = store.TriggerResend, recovery, "", store.ResendFailed
 	}
 	return o
 }
 
-func testRecoveryChoosesItsLogs(t *testing.T, b *bundle) {
+func testRecoveryChoosesItsLogs(t *testing.T, b *Bundle) {
 	w, d, failed, cancelled := b.undelivered(t, 3, 2)
 	mid := b.log(t, cancelled[0]).CreatedAt
 	for _, tt := range []struct {
@@ -74,22 +74,22 @@ func testRecoveryChoosesItsLogs(t *testing.T, b *bundle) {
 		{"until", store.RecoveryFilter{Until: mid}, 3},
 		{"an empty range", store.RecoveryFilter{Since: mid.Add(time.Hour)}, 0},
 	} {
-		n, err := b.st.CountRecoverable(b.ctx, b.account.ID, w.ID, tt.f)
+		n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, w.ID, tt.f)
 		if err != nil || n != tt.want {
 			t.Errorf("%s: counted %d, %v; want %d", tt.name, n, err, tt.want)
 		}
 	}
-	if n, err := b.st.CountRecoverable(b.ctx, b.account.ID, d.ID, store.RecoveryFilter{}); err != nil || n != 0 {
+	if n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, d.ID, store.RecoveryFilter{}); err != nil || n != 0 {
 		t.Errorf("disabled webhook's cancelled logs counted %d, %v; want 0", n, err)
 	}
-	other := b.newAccount(t, "other@example.com")
-	if _, err := b.st.CountRecoverable(b.ctx, other.ID, w.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrNotFound) {
+	other := b.NewAccount(t, "other@example.com")
+	if _, err := b.St.CountRecoverable(b.Ctx, other.ID, w.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's count: %v; want ErrNotFound", err)
 	}
-	if _, err := b.st.StartRecovery(b.ctx, other.ID, w.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.StartRecovery(b.Ctx, other.ID, w.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's recovery: %v; want ErrNotFound", err)
 	}
-	if _, err := b.st.StartRecovery(b.ctx, b.account.ID, d.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrWebhookDisabled) {
+	if _, err := b.St.StartRecovery(b.Ctx, b.Account.ID, d.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrWebhookDisabled) {
 		t.Errorf("recovery of a disabled webhook: %v; want ErrWebhookDisabled", err)
 	}
 	// A dry run changed nothing: every log is as it was.
@@ -98,58 +98,58 @@ func testRecoveryChoosesItsLogs(t *testing.T, b *bundle) {
 			t.Fatalf("log %s changed: %s, %d attempts", id, l.Status, len(l.Attempts))
 		}
 	}
-	empty, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{Since: mid.Add(time.Hour)})
+	empty, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{Since: mid.Add(time.Hour)})
 	if err != nil || empty.Status != store.RecoveryDone || empty.Count != 0 || empty.FinishedAt == nil {
 		t.Fatalf("empty recovery %+v, %v; want done at once", empty, err)
 	}
-	r, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
 	if err != nil || r.Count != 5 || r.Status != store.RecoveryRunning {
 		t.Fatalf("recovery %+v, %v; want running over 5", r, err)
 	}
-	if _, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrRecoveryRunning) {
+	if _, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrRecoveryRunning) {
 		t.Errorf("second recovery while one runs: %v; want ErrRecoveryRunning", err)
 	}
-	list, _, err := b.st.Recoveries(b.ctx, b.account.ID, w.ID, store.Page{Limit: 10})
+	list, _, err := b.St.Recoveries(b.Ctx, b.Account.ID, w.ID, store.Page{Limit: 10})
 	if err != nil || len(list) != 2 || list[0].ID != r.ID || list[1].ID != empty.ID {
 		t.Errorf("recoveries %+v, %v; want the running one, then the empty one", list, err)
 	}
-	if _, _, err := b.st.Recoveries(b.ctx, other.ID, w.ID, store.Page{Limit: 10}); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := b.St.Recoveries(b.Ctx, other.ID, w.ID, store.Page{Limit: 10}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's list: %v; want ErrNotFound", err)
 	}
-	if _, err := b.st.Recovery(b.ctx, other.ID, w.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.Recovery(b.Ctx, other.ID, w.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's recovery: %v; want ErrNotFound", err)
 	}
-	if _, err := b.st.CancelRecovery(b.ctx, other.ID, w.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.CancelRecovery(b.Ctx, other.ID, w.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's cancel: %v; want ErrNotFound", err)
 	}
-	got, err := b.st.CancelRecovery(b.ctx, b.account.ID, w.ID, r.ID)
+	got, err := b.St.CancelRecovery(b.Ctx, b.Account.ID, w.ID, r.ID)
 	if err != nil || got.Status != store.RecoveryCancelled || got.FinishedAt == nil {
 		t.Fatalf("cancel: %+v, %v", got, err)
 	}
-	if _, err := b.st.CancelRecovery(b.ctx, b.account.ID, w.ID, r.ID); !errors.Is(err, store.ErrConflict) {
+	if _, err := b.St.CancelRecovery(b.Ctx, b.Account.ID, w.ID, r.ID); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("second cancel: %v; want ErrConflict", err)
 	}
-	if _, ok, err := b.st.AcquireRecovery(b.ctx, store.NewID(), b.clock.Now().Add(time.Minute)); err != nil || ok {
+	if _, ok, err := b.St.AcquireRecovery(b.Ctx, store.NewID(), b.Clock.Now().Add(time.Minute)); err != nil || ok {
 		t.Errorf("a cancelled recovery was acquired (%v, %v)", ok, err)
 	}
 }
 
 // testRecoveryResendsEachLogOnce runs a recovery by hand as a process
 // would, dies in the middle, and has another process finish it.
-func testRecoveryResendsEachLogOnce(t *testing.T, b *bundle) {
+func testRecoveryResendsEachLogOnce(t *testing.T, b *Bundle) {
 	w, _, failed, cancelled := b.undelivered(t, 3, 2)
-	r, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Several processes look for work at once: one takes it.
-	handles := []*store.Store{b.st, b.open(t), b.open(t)}
+	handles := []*store.Store{b.St, b.Open(t), b.Open(t)}
 	leases := make([]string, len(handles))
 	var took atomic.Int32
 	var first string
-	parallel(len(handles), func(i int) {
+	Parallel(len(handles), func(i int) {
 		leases[i] = store.NewID()
-		got, ok, err := handles[i].AcquireRecovery(b.ctx, leases[i], b.clock.Now().Add(time.Minute))
+		got, ok, err := handles[i].AcquireRecovery(b.Ctx, leases[i], b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Errorf("acquire: %v", err)
 		}
@@ -164,14 +164,14 @@ func testRecoveryResendsEachLogOnce(t *testing.T, b *bundle) {
 	if took.Load() != 1 {
 		t.Fatalf("%d processes took the recovery; want 1", took.Load())
 	}
-	now := b.clock.Now()
-	batch, err := b.st.NextRecoveryLogs(b.ctx, r.ID, first, 2, now.Add(time.Minute))
+	now := b.Clock.Now()
+	batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, first, 2, now.Add(time.Minute))
 	if err != nil || len(batch) != 2 {
 		t.Fatalf("first batch: %d, %v; want 2", len(batch), err)
 	}
 	for _, c := range batch {
 		var body []byte
-		if err := b.st.QueryRow(b.ctx, `SELECT e.body FROM events e JOIN webhook_event_logs l ON l.event_id = e.id WHERE l.id = ?`, c.LogID).Scan(&body); err != nil {
+		if err := b.St.QueryRow(b.Ctx, `SELECT e.body FROM events e JOIN webhook_event_logs l ON l.event_id = e.id WHERE l.id = ?`, c.LogID).Scan(&body); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(body, c.Body) || c.URL != w.URL || c.Token == "" {
@@ -179,34 +179,34 @@ func testRecoveryResendsEachLogOnce(t *testing.T, b *bundle) {
 		}
 	}
 	// Marked in flight: neither a resend nor a claim takes them meanwhile.
-	if _, err := b.st.BeginResend(b.ctx, b.account.ID, batch[0].LogID, now.Add(time.Minute)); !errors.Is(err, store.ErrConflict) {
+	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, batch[0].LogID, now.Add(time.Minute)); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("resend of a log a recovery is sending: %v; want ErrConflict", err)
 	}
-	b.complete(t, b.st, 3, resent(batch[0], r.ID, false, now), resent(batch[1], r.ID, true, now))
+	b.Complete(t, b.St, 3, resent(batch[0], r.ID, false, now), resent(batch[1], r.ID, true, now))
 	if h, _ := b.health(t, w.ID); h != store.Healthy {
 		t.Errorf("after a 2xx of the recovery the webhook is %s; want Healthy", h)
 	}
 	// The process dies with one log marked sending.
-	lost, err := b.st.NextRecoveryLogs(b.ctx, r.ID, first, 1, now.Add(time.Minute))
+	lost, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, first, 1, now.Add(time.Minute))
 	if err != nil || len(lost) != 1 {
 		t.Fatalf("second batch: %d, %v", len(lost), err)
 	}
-	if _, ok, _ := handles[1].AcquireRecovery(b.ctx, store.NewID(), now.Add(time.Minute)); ok {
+	if _, ok, _ := handles[1].AcquireRecovery(b.Ctx, store.NewID(), now.Add(time.Minute)); ok {
 		t.Fatal("a recovery under a live lease was taken")
 	}
-	b.clock.Add(2 * time.Minute)
+	b.Clock.Add(2 * time.Minute)
 	second := store.NewID()
-	got, ok, err := handles[1].AcquireRecovery(b.ctx, second, b.clock.Now().Add(time.Minute))
+	got, ok, err := handles[1].AcquireRecovery(b.Ctx, second, b.Clock.Now().Add(time.Minute))
 	if err != nil || !ok || got.Failed != 2 || got.Sent != 2 || got.Succeeded != 1 {
 		t.Fatalf("takeover: %+v, %v, %v; want sent 2, succeeded 1, failed 2 (one interrupted)", got, ok, err)
 	}
-	if _, err := b.st.NextRecoveryLogs(b.ctx, r.ID, first, 1, b.clock.Now().Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, first, 1, b.Clock.Now().Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("the dead lease asked for more: %v; want ErrLeaseLost", err)
 	}
 	// The interrupted log is not sent again; the rest are, once each.
 	var rest []store.Claim
 	for {
-		batch, err := handles[1].NextRecoveryLogs(b.ctx, r.ID, second, 10, b.clock.Now().Add(time.Minute))
+		batch, err := handles[1].NextRecoveryLogs(b.Ctx, r.ID, second, 10, b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,112 +217,112 @@ func testRecoveryResendsEachLogOnce(t *testing.T, b *bundle) {
 			if c.LogID == lost[0].LogID {
 				t.Fatalf("interrupted log %s handed out again", c.LogID)
 			}
-			b.complete(t, handles[1], 3, resent(c, r.ID, true, b.clock.Now()))
+			b.Complete(t, handles[1], 3, resent(c, r.ID, true, b.Clock.Now()))
 		}
 		rest = append(rest, batch...)
 	}
 	if len(rest) != 2 {
 		t.Fatalf("%d logs resent after the takeover; want 2", len(rest))
 	}
-	done, err := b.st.Recovery(b.ctx, b.account.ID, w.ID, r.ID)
+	done, err := b.St.Recovery(b.Ctx, b.Account.ID, w.ID, r.ID)
 	if err != nil || done.Status != store.RecoveryDone || done.Count != 5 || done.Sent != 4 || done.Succeeded != 3 || done.Failed != 2 || done.FinishedAt == nil {
 		t.Fatalf("finished recovery %+v, %v", done, err)
 	}
-	resends := b.count(t, `SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_event_logs l ON l.id = a.log_id
+	resends := b.Count(t, `SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_event_logs l ON l.id = a.log_id
 WHERE l.webhook_id = ? AND a.trigger = 'resend'`, w.ID)
 	if resends != 4 {
 		t.Errorf("%d resend attempts recorded; want 4", resends)
 	}
 	for _, id := range append(failed, cancelled...) {
-		if n := b.count(t, `SELECT COUNT(*) FROM webhook_attempts WHERE log_id = ? AND trigger = 'resend'`, id); n > 1 {
+		if n := b.Count(t, `SELECT COUNT(*) FROM webhook_attempts WHERE log_id = ? AND trigger = 'resend'`, id); n > 1 {
 			t.Errorf("log %s resent %d times", id, n)
 		}
 	}
 	// A new recovery covers what is still undelivered: the failed resend
 	// and the interrupted one.
-	if n, err := b.st.CountRecoverable(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{}); err != nil || n != 2 {
+	if n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{}); err != nil || n != 2 {
 		t.Errorf("left undelivered %d, %v; want 2", n, err)
 	}
 }
 
 // testRecoveryStopsWhenDisabled: a stopping process
 // gives its unsent logs back; disabling the webhook cancels the recovery.
-func testRecoveryStopsWhenDisabled(t *testing.T, b *bundle) {
+func testRecoveryStopsWhenDisabled(t *testing.T, b *Bundle) {
 	w, _, _, _ := b.undelivered(t, 2, 2)
-	r, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lease := store.NewID()
-	if _, ok, err := b.st.AcquireRecovery(b.ctx, lease, b.clock.Now().Add(time.Minute)); !ok || err != nil {
+	if _, ok, err := b.St.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("acquire: %v, %v", ok, err)
 	}
-	batch, err := b.st.NextRecoveryLogs(b.ctx, r.ID, lease, 3, b.clock.Now().Add(time.Minute))
+	batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, lease, 3, b.Clock.Now().Add(time.Minute))
 	if err != nil || len(batch) != 3 {
 		t.Fatalf("batch %d, %v", len(batch), err)
 	}
-	if err := b.st.ReturnRecoveryLogs(b.ctx, r.ID, []string{batch[2].LogID}); err != nil {
+	if err := b.St.ReturnRecoveryLogs(b.Ctx, r.ID, []string{batch[2].LogID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.st.BeginResend(b.ctx, b.account.ID, batch[2].LogID, b.clock.Now().Add(time.Minute)); err != nil {
+	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, batch[2].LogID, b.Clock.Now().Add(time.Minute)); err != nil {
 		t.Errorf("a log given back is still marked in flight: %v", err)
-	} else if err := b.st.EndResend(b.ctx, batch[2].LogID); err != nil {
+	} else if err := b.St.EndResend(b.Ctx, batch[2].LogID); err != nil {
 		t.Fatal(err)
 	}
-	b.complete(t, b.st, 2, resent(batch[0], r.ID, true, b.clock.Now()), resent(batch[1], r.ID, true, b.clock.Now()))
-	if err := b.st.ReleaseRecovery(b.ctx, r.ID, lease); err != nil {
+	b.Complete(t, b.St, 2, resent(batch[0], r.ID, true, b.Clock.Now()), resent(batch[1], r.ID, true, b.Clock.Now()))
+	if err := b.St.ReleaseRecovery(b.Ctx, r.ID, lease); err != nil {
 		t.Fatal(err)
 	}
 	next := store.NewID()
-	if got, ok, err := b.st.AcquireRecovery(b.ctx, next, b.clock.Now().Add(time.Minute)); !ok || err != nil || got.Failed != 0 {
+	if got, ok, err := b.St.AcquireRecovery(b.Ctx, next, b.Clock.Now().Add(time.Minute)); !ok || err != nil || got.Failed != 0 {
 		t.Fatalf("after a release: %+v, %v, %v; want taken at once, nothing interrupted", got, ok, err)
 	}
 	off := false
-	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Enabled: &off}); err != nil {
+	if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, w.ID, store.WebhookPatch{Enabled: &off}); err != nil {
 		t.Fatal(err)
 	}
-	if batch, err := b.st.NextRecoveryLogs(b.ctx, r.ID, next, 3, b.clock.Now().Add(time.Minute)); err != nil || len(batch) != 0 {
+	if batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, next, 3, b.Clock.Now().Add(time.Minute)); err != nil || len(batch) != 0 {
 		t.Fatalf("disabled webhook's recovery handed out %d, %v", len(batch), err)
 	}
-	got, err := b.st.Recovery(b.ctx, b.account.ID, w.ID, r.ID)
+	got, err := b.St.Recovery(b.Ctx, b.Account.ID, w.ID, r.ID)
 	if err != nil || got.Status != store.RecoveryCancelled || got.Sent != 2 {
 		t.Fatalf("recovery of a disabled webhook %+v, %v; want cancelled after 2", got, err)
 	}
 	// Deleting a webhook ends its running recovery with it.
 	on := true
-	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Enabled: &on}); err != nil {
+	if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, w.ID, store.WebhookPatch{Enabled: &on}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{})
+	again, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
 	if err != nil || again.Count != 2 {
 		t.Fatalf("second recovery %+v, %v; want the 2 logs left", again, err)
 	}
 	lease = store.NewID()
-	if _, ok, err := b.st.AcquireRecovery(b.ctx, lease, b.clock.Now().Add(time.Minute)); !ok || err != nil {
+	if _, ok, err := b.St.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("acquire: %v, %v", ok, err)
 	}
-	if err := b.st.DeleteWebhook(b.ctx, b.account.ID, w.ID); err != nil {
+	if err := b.St.DeleteWebhook(b.Ctx, b.Account.ID, w.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.st.NextRecoveryLogs(b.ctx, again.ID, lease, 3, b.clock.Now().Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := b.St.NextRecoveryLogs(b.Ctx, again.ID, lease, 3, b.Clock.Now().Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("recovery of a deleted webhook: %v; want ErrLeaseLost", err)
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM recoveries WHERE webhook_id = ?`, w.ID); n != 0 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM recoveries WHERE webhook_id = ?`, w.ID); n != 0 {
 		t.Errorf("%d recoveries left of a deleted webhook", n)
 	}
 }
 
 // testUndeliveredCount: a webhook counts its failed and suspended-cancelled
 // logs since it last left Healthy, and a log list takes several statuses.
-func testUndeliveredCount(t *testing.T, b *bundle) {
+func testUndeliveredCount(t *testing.T, b *Bundle) {
 	w, d, failed, _ := b.undelivered(t, 3, 2)
 	undelivered := func(id string) int {
 		t.Helper()
-		hook, err := b.st.Webhook(b.ctx, b.account.ID, id)
+		hook, err := b.St.Webhook(b.Ctx, b.Account.ID, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		list, _, err := b.st.Webhooks(b.ctx, b.account.ID, store.WebhookFilter{Page: store.Page{Limit: 10}})
+		list, _, err := b.St.Webhooks(b.Ctx, b.Account.ID, store.WebhookFilter{Page: store.Page{Limit: 10}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,11 +336,11 @@ func testUndeliveredCount(t *testing.T, b *bundle) {
 	if n := undelivered(w.ID); n != 5 {
 		t.Errorf("suspended webhook: %d undelivered; want 5 (3 failed, 2 cancelled while suspended)", n)
 	}
-	hook, _ := b.st.Webhook(b.ctx, b.account.ID, w.ID)
+	hook, _ := b.St.Webhook(b.Ctx, b.Account.ID, w.ID)
 	if hook.LeftHealthyAt == nil {
 		t.Fatal("a suspended webhook has no LeftHealthyAt")
 	}
-	if n, err := b.st.CountRecoverable(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 5 {
+	if n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 5 {
 		t.Errorf("recoverable since it left Healthy: %d, %v; want 5, its undelivered count", n, err)
 	}
 	if n := undelivered(d.ID); n != 0 {
@@ -364,7 +364,7 @@ func testUndeliveredCount(t *testing.T, b *bundle) {
 	// webhook was disabled (never undelivered) that a resend then failed
 	// included.
 	cancelledOfDisabled := b.logs(t, store.LogFilter{WebhookID: d.ID})
-	b.complete(t, b.st, 3, resent(store.Claim{LogID: cancelledOfDisabled[0].ID, WebhookID: d.ID}, "", false, b.clock.Now()))
+	b.Complete(t, b.St, 3, resent(store.Claim{LogID: cancelledOfDisabled[0].ID, WebhookID: d.ID}, "", false, b.Clock.Now()))
 	for _, tt := range []struct {
 		name string
 		f    store.LogFilter
@@ -378,51 +378,51 @@ func testUndeliveredCount(t *testing.T, b *bundle) {
 		if got := b.logs(t, tt.f); len(got) != tt.want {
 			t.Errorf("%s failed logs: %d listed; want %d", tt.name, len(got), tt.want)
 		}
-		if n, _, err := b.st.CountLogs(b.ctx, b.account.ID, tt.f, 100); err != nil || n != tt.want {
+		if n, _, err := b.St.CountLogs(b.Ctx, b.Account.ID, tt.f, 100); err != nil || n != tt.want {
 			t.Errorf("%s failed logs: %d counted, %v; want %d", tt.name, n, err, tt.want)
 		}
 	}
 	// A 2xx makes it Healthy, with nothing undelivered since.
-	b.complete(t, b.st, 3, resent(store.Claim{LogID: failed[0], WebhookID: w.ID}, "", true, b.clock.Now()))
+	b.Complete(t, b.St, 3, resent(store.Claim{LogID: failed[0], WebhookID: w.ID}, "", true, b.Clock.Now()))
 	if n := undelivered(w.ID); n != 0 {
 		t.Errorf("healthy again: %d undelivered; want 0", n)
 	}
 	// The next event that fails counts alone: the ones before are older.
-	b.clock.Add(time.Minute)
-	b.fire(t, b.st, 1)
-	c := b.claim(t, b.st, 0, time.Minute, 10, 10)
+	b.Clock.Add(time.Minute)
+	b.Fire(t, b.St, 1)
+	c := b.Claim(t, b.St, 0, time.Minute, 10, 10)
 	if len(c) != 1 {
 		t.Fatalf("claimed %d; want 1", len(c))
 	}
-	b.complete(t, b.st, 3, outcome(c[0], store.Exhausted, 500, b.clock.Now()))
+	b.Complete(t, b.St, 3, Outcome(c[0], store.Exhausted, 500, b.Clock.Now()))
 	if h, _ := b.health(t, w.ID); h != store.Unhealthy {
 		t.Fatalf("webhook %s; want Unhealthy", h)
 	}
 	if n := undelivered(w.ID); n != 1 {
 		t.Errorf("unhealthy again: %d undelivered; want 1", n)
 	}
-	hook, _ = b.st.Webhook(b.ctx, b.account.ID, w.ID)
-	if n, err := b.st.CountRecoverable(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 1 {
+	hook, _ = b.St.Webhook(b.Ctx, b.Account.ID, w.ID)
+	if n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 1 {
 		t.Errorf("recoverable since it left Healthy again: %d, %v; want 1", n, err)
 	}
 }
 
 // testRecoverySkipsLogsDeliveredMeanwhile: a log resent by hand after the
 // recovery started is not sent again by it.
-func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *bundle) {
+func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *Bundle) {
 	w, _, failed, _ := b.undelivered(t, 2, 1)
-	r, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
 	if err != nil || r.Count != 3 {
 		t.Fatalf("recovery %+v, %v; want 3 logs", r, err)
 	}
-	b.complete(t, b.st, 2, resent(store.Claim{LogID: failed[0], WebhookID: w.ID}, "", true, b.clock.Now()))
+	b.Complete(t, b.St, 2, resent(store.Claim{LogID: failed[0], WebhookID: w.ID}, "", true, b.Clock.Now()))
 	lease := store.NewID()
-	if _, ok, err := b.st.AcquireRecovery(b.ctx, lease, b.clock.Now().Add(time.Minute)); !ok || err != nil {
+	if _, ok, err := b.St.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("acquire: %v, %v", ok, err)
 	}
 	var sent []string
 	for {
-		batch, err := b.st.NextRecoveryLogs(b.ctx, r.ID, lease, 10, b.clock.Now().Add(time.Minute))
+		batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, lease, 10, b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,7 +431,7 @@ func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *bundle) {
 		}
 		for _, c := range batch {
 			sent = append(sent, c.LogID)
-			b.complete(t, b.st, 2, resent(c, r.ID, true, b.clock.Now()))
+			b.Complete(t, b.St, 2, resent(c, r.ID, true, b.Clock.Now()))
 		}
 	}
 	for _, id := range sent {
@@ -439,7 +439,7 @@ func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *bundle) {
 			t.Errorf("log %s, delivered by hand meanwhile, was handed out again", id)
 		}
 	}
-	done, err := b.st.Recovery(b.ctx, b.account.ID, w.ID, r.ID)
+	done, err := b.St.Recovery(b.Ctx, b.Account.ID, w.ID, r.ID)
 	if err != nil || len(sent) != 2 || done.Status != store.RecoveryDone || done.Sent != 2 || done.Count != 3 {
 		t.Errorf("sent %d; recovery %+v, %v; want 2 sent of 3, done", len(sent), done, err)
 	}
@@ -448,19 +448,19 @@ func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *bundle) {
 // testRecoveryTakesEventsOldestFirst: a recovery's batches come in the
 // events' order, oldest first (docs/recovery.md promises it), failed and
 // cancelled logs mixed as their events came.
-func testRecoveryTakesEventsOldestFirst(t *testing.T, b *bundle) {
+func testRecoveryTakesEventsOldestFirst(t *testing.T, b *Bundle) {
 	w, _, _, _ := b.undelivered(t, 4, 3)
-	r, err := b.st.StartRecovery(b.ctx, b.account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lease := store.NewID()
-	if _, ok, err := b.st.AcquireRecovery(b.ctx, lease, b.clock.Now().Add(time.Minute)); err != nil || !ok {
+	if _, ok, err := b.St.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); err != nil || !ok {
 		t.Fatalf("acquire: %v, %v", ok, err)
 	}
 	var got []int64
 	for {
-		batch, err := b.st.NextRecoveryLogs(b.ctx, r.ID, lease, 2, b.clock.Now().Add(time.Minute))
+		batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, lease, 2, b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -470,13 +470,13 @@ func testRecoveryTakesEventsOldestFirst(t *testing.T, b *bundle) {
 		var out []store.Outcome
 		for _, c := range batch {
 			var created int64
-			if err := b.st.QueryRow(b.ctx, `SELECT triggered_at FROM events WHERE id = ?`, c.EventID).Scan(&created); err != nil {
+			if err := b.St.QueryRow(b.Ctx, `SELECT triggered_at FROM events WHERE id = ?`, c.EventID).Scan(&created); err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, created)
-			out = append(out, resent(c, r.ID, false, b.clock.Now()))
+			out = append(out, resent(c, r.ID, false, b.Clock.Now()))
 		}
-		b.complete(t, b.st, 4, out...)
+		b.Complete(t, b.St, 4, out...)
 	}
 	if len(got) != 7 {
 		t.Fatalf("resent %d logs; want 7", len(got))

@@ -13,31 +13,31 @@ import (
 // testRateLimitIsKeptAndClaimed: a webhook's rate limit is stored, read
 // back, carried by every claim, changed, left by a patch of another field
 // and removed; another account cannot change it.
-func testRateLimitIsKeptAndClaimed(t *testing.T, b *bundle) {
-	plain := b.webhook(t, "plain")
+func testRateLimitIsKeptAndClaimed(t *testing.T, b *Bundle) {
+	plain := b.Webhook(t, "plain")
 	if plain.RateLimit != 0 {
 		t.Errorf("default rate limit %d; want 0 (none)", plain.RateLimit)
 	}
-	slow, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "slow", URL: "https://example.com/slow",
+	slow, err := b.St.CreateWebhook(b.Ctx, b.Account.ID, store.NewWebhook{Name: "slow", URL: "https://example.com/slow",
 		Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_slow_0123456789", RateLimit: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.st.Webhook(b.ctx, b.account.ID, slow.ID); err != nil || got.RateLimit != 50 {
+	if got, err := b.St.Webhook(b.Ctx, b.Account.ID, slow.ID); err != nil || got.RateLimit != 50 {
 		t.Fatalf("read back rate limit %d, %v; want 50", got.RateLimit, err)
 	}
-	b.fire(t, b.st, 1)
+	b.Fire(t, b.St, 1)
 	rates := map[string]int{}
-	for _, c := range b.claim(t, b.st, 0, time.Minute, 10, 10) {
+	for _, c := range b.Claim(t, b.St, 0, time.Minute, 10, 10) {
 		rates[c.WebhookID] = c.RateLimit
 	}
 	if len(rates) != 2 || rates[plain.ID] != 0 || rates[slow.ID] != 50 {
 		t.Errorf("claims carry rate limits %v; want 0 for %s and 50 for %s", rates, plain.ID, slow.ID)
 	}
 
-	other := b.newAccount(t, "other@example.com")
+	other := b.NewAccount(t, "other@example.com")
 	one := 1
-	if _, err := b.st.UpdateWebhook(b.ctx, other.ID, slow.ID, store.WebhookPatch{RateLimit: &one}); err == nil {
+	if _, err := b.St.UpdateWebhook(b.Ctx, other.ID, slow.ID, store.WebhookPatch{RateLimit: &one}); err == nil {
 		t.Errorf("another account changed the rate limit")
 	}
 	for _, tt := range []struct {
@@ -51,12 +51,12 @@ func testRateLimitIsKeptAndClaimed(t *testing.T, b *bundle) {
 		{"set again", ptr(1), 1},
 	} {
 		name := "slow " + tt.name
-		u, err := b.st.UpdateWebhook(b.ctx, b.account.ID, slow.ID, store.WebhookPatch{Name: &name, RateLimit: tt.rate})
+		u, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, slow.ID, store.WebhookPatch{Name: &name, RateLimit: tt.rate})
 		if err != nil || u.RateLimit != tt.want {
 			t.Errorf("%s: rate limit %d, %v; want %d", tt.name, u.RateLimit, err, tt.want)
 		}
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM webhooks WHERE rate_limit IS NULL AND id = ?`, plain.ID); n != 1 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM webhooks WHERE rate_limit IS NULL AND id = ?`, plain.ID); n != 1 {
 		t.Errorf("no limit is not stored as NULL")
 	}
 }
@@ -65,13 +65,13 @@ func testRateLimitIsKeptAndClaimed(t *testing.T, b *bundle) {
 // before now nor past the horizon, and reservations made at once through
 // several store handles (processes) never take the same slot or two slots
 // closer than the interval. An idle webhook's slots start at now again.
-func testReservationsTakeDisjointSlots(t *testing.T, b *bundle) {
-	w := b.webhook(t, "throttled")
+func testReservationsTakeDisjointSlots(t *testing.T, b *Bundle) {
+	w := b.Webhook(t, "throttled")
 	const interval = 20 * time.Millisecond // 50/s
-	now := b.clock.Now()
+	now := b.Clock.Now()
 	until := now.Add(time.Second)
 
-	g, err := b.st.ReserveSends(b.ctx, w.ID, interval, 10, now, until)
+	g, err := b.St.ReserveSends(b.Ctx, w.ID, interval, 10, now, until)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,15 +81,15 @@ func testReservationsTakeDisjointSlots(t *testing.T, b *bundle) {
 
 	// Reservations at once through several handles, until the horizon is
 	// full: 51 slots fit in [now, now+1s]; 10 are taken.
-	handles := []*store.Store{b.st, b.open(t), b.open(t)}
+	handles := []*store.Store{b.St, b.Open(t), b.Open(t)}
 	var mu sync.Mutex
 	slots := []time.Time{}
 	for i := range g.Count {
 		slots = append(slots, g.Slot(i))
 	}
-	parallel(6, func(i int) {
+	Parallel(6, func(i int) {
 		for range 4 {
-			g, err := handles[i%len(handles)].ReserveSends(b.ctx, w.ID, interval, 3, now, until)
+			g, err := handles[i%len(handles)].ReserveSends(b.Ctx, w.ID, interval, 3, now, until)
 			if err != nil {
 				t.Error(err)
 				return
@@ -118,18 +118,18 @@ func testReservationsTakeDisjointSlots(t *testing.T, b *bundle) {
 	}
 
 	// The horizon is full: nothing more, and Next says when a slot frees.
-	g, err = b.st.ReserveSends(b.ctx, w.ID, interval, 5, now, until)
+	g, err = b.St.ReserveSends(b.Ctx, w.ID, interval, 5, now, until)
 	if err != nil || g.Count != 0 || !g.Next.After(until) {
 		t.Errorf("past the horizon: %+v, %v; want no slot and Next after the horizon", g, err)
 	}
 	// Later, idle: the slots start at the new now, not in the past.
 	later := now.Add(time.Hour)
-	g, err = b.st.ReserveSends(b.ctx, w.ID, interval, 2, later, later.Add(time.Second))
+	g, err = b.St.ReserveSends(b.Ctx, w.ID, interval, 2, later, later.Add(time.Second))
 	if err != nil || g.Count != 2 || !g.First.Equal(later) {
 		t.Errorf("an hour later: %+v, %v; want 2 slots from then", g, err)
 	}
 	// A sub-millisecond interval (10,000/s) is kept to the microsecond.
-	g, err = b.st.ReserveSends(b.ctx, w.ID, 100*time.Microsecond, 100, later.Add(time.Minute), later.Add(time.Minute+time.Second))
+	g, err = b.St.ReserveSends(b.Ctx, w.ID, 100*time.Microsecond, 100, later.Add(time.Minute), later.Add(time.Minute+time.Second))
 	if err != nil || g.Count != 100 || g.Interval != 100*time.Microsecond || g.Next.Sub(g.First) != 10*time.Millisecond {
 		t.Errorf("at 10,000/s: %+v, %v; want 100 slots over 10ms", g, err)
 	}
@@ -140,26 +140,26 @@ func testReservationsTakeDisjointSlots(t *testing.T, b *bundle) {
 // attempt: no attempt row, its attempt count, retry reason and status
 // family kept, the webhook's health untouched; it is not claimed before
 // its time and is claimed at it.
-func testReleaseAtATimeDefersWithoutAnAttempt(t *testing.T, b *bundle) {
-	w := b.webhook(t, "throttled")
-	b.fire(t, b.st, 2)
-	now := b.clock.Now()
-	claims := b.claim(t, b.st, 0, time.Hour, 10, 10) // held while the clock moves
+func testReleaseAtATimeDefersWithoutAnAttempt(t *testing.T, b *Bundle) {
+	w := b.Webhook(t, "throttled")
+	b.Fire(t, b.St, 2)
+	now := b.Clock.Now()
+	claims := b.Claim(t, b.St, 0, time.Hour, 10, 10) // held while the clock moves
 	if len(claims) != 2 {
 		t.Fatalf("claimed %d; want 2", len(claims))
 	}
 	// One of them failed once: it is retrying when its turn is deferred.
-	b.complete(t, b.st, 50, outcome(claims[1], store.Retry, 503, now))
-	b.clock.Add(2 * time.Minute)
-	now = b.clock.Now()
-	retried := b.claim(t, b.st, 0, time.Minute, 10, 10)
-	first := b.claim(t, b.st, 0, time.Minute, 10, 10) // nothing more due
+	b.Complete(t, b.St, 50, Outcome(claims[1], store.Retry, 503, now))
+	b.Clock.Add(2 * time.Minute)
+	now = b.Clock.Now()
+	retried := b.Claim(t, b.St, 0, time.Minute, 10, 10)
+	first := b.Claim(t, b.St, 0, time.Minute, 10, 10) // nothing more due
 	if len(retried) != 1 || len(first) != 0 {
 		t.Fatalf("claimed %d then %d; want the retry alone", len(retried), len(first))
 	}
 	statusBefore, streakBefore := b.health(t, w.ID)
 	due := now.Add(10 * time.Second)
-	b.complete(t, b.st, 50,
+	b.Complete(t, b.St, 50,
 		store.Outcome{LogID: claims[0].LogID, WebhookID: w.ID, Lease: claims[0].Lease, Trigger: store.TriggerAutomatic, Result: store.Release, NextAt: due},
 		store.Outcome{LogID: retried[0].LogID, WebhookID: w.ID, Lease: retried[0].Lease, Trigger: store.TriggerAutomatic, Result: store.Release, NextAt: due})
 
@@ -182,25 +182,25 @@ func testReleaseAtATimeDefersWithoutAnAttempt(t *testing.T, b *bundle) {
 			t.Errorf("deferred log: %s, %d attempts, reason %q, next %v; want %s, %d, %q, due in 10s",
 				l.Status, l.AttemptCount, reason, l.NextAttemptAt, tt.status, tt.attempts, tt.reason)
 		}
-		if n := b.count(t, `SELECT COUNT(*) FROM webhook_attempts WHERE log_id = ?`, tt.id); n != tt.attempts {
+		if n := b.Count(t, `SELECT COUNT(*) FROM webhook_attempts WHERE log_id = ?`, tt.id); n != tt.attempts {
 			t.Errorf("%d attempt rows; want %d (a deferral is no attempt)", n, tt.attempts)
 		}
 	}
 	if status, streak := b.health(t, w.ID); status != statusBefore || streak != streakBefore {
 		t.Errorf("health %s/%d after a deferral; want %s/%d unchanged", status, streak, statusBefore, streakBefore)
 	}
-	if n, err := b.st.WaitingLogs(b.ctx, b.account.ID, w.ID, 100); err != nil || n != 1 {
+	if n, err := b.St.WaitingLogs(b.Ctx, b.Account.ID, w.ID, 100); err != nil || n != 1 {
 		t.Errorf("waiting logs %d, %v; want 1 (the queued one; the retry is not due)", n, err)
 	}
-	if c := b.claim(t, b.st, 9*time.Second, time.Minute, 10, 10); len(c) != 0 {
+	if c := b.Claim(t, b.St, 9*time.Second, time.Minute, 10, 10); len(c) != 0 {
 		t.Errorf("claimed %d before their slot; want none", len(c))
 	}
-	if c := b.claim(t, b.st, 10*time.Second, time.Minute, 10, 10); len(c) != 2 {
+	if c := b.Claim(t, b.St, 10*time.Second, time.Minute, 10, 10); len(c) != 2 {
 		t.Errorf("claimed %d at their slot; want 2", len(c))
 	}
 	// Another account's count of this webhook is nothing.
-	other := b.newAccount(t, "other@example.com")
-	if n, err := b.st.WaitingLogs(b.ctx, other.ID, w.ID, 100); err != nil || n != 0 {
+	other := b.NewAccount(t, "other@example.com")
+	if n, err := b.St.WaitingLogs(b.Ctx, other.ID, w.ID, 100); err != nil || n != 0 {
 		t.Errorf("another account counts %d waiting, %v; want 0", n, err)
 	}
 }

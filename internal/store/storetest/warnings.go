@@ -13,9 +13,9 @@ import (
 // emailsOf lists the account's emails of a kind, oldest first: each queued
 // with its facts, its words left to package notify (whose tests hold the
 // words to the facts).
-func (b *bundle) emailsOf(t testing.TB, kind string) []store.Email {
+func (b *Bundle) emailsOf(t testing.TB, kind string) []store.Email {
 	t.Helper()
-	all, err := b.st.Emails(b.ctx, b.account.ID)
+	all, err := b.St.Emails(b.Ctx, b.Account.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func (b *bundle) emailsOf(t testing.TB, kind string) []store.Email {
 		}
 		out = append(out, all[i])
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND kind = ?`, b.account.ID, kind); n != len(out) {
+	if n := b.Count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ? AND kind = ?`, b.Account.ID, kind); n != len(out) {
 		t.Fatalf("%d emails of kind %s, %d listed", n, kind, len(out))
 	}
 	return out
@@ -43,7 +43,7 @@ func failureIs(f *event.Failure, l store.EventLog, logID string, code int) bool 
 
 // operational lists the operational events a webhook was sent, oldest
 // first, with their data.
-func (b *bundle) operational(t testing.TB, webhookID string) []event.WebhookHealth {
+func (b *Bundle) operational(t testing.TB, webhookID string) []event.WebhookHealth {
 	t.Helper()
 	logs := b.logs(t, store.LogFilter{WebhookID: webhookID})
 	var out []event.WebhookHealth
@@ -71,33 +71,33 @@ func (b *bundle) operational(t testing.TB, webhookID string) []event.WebhookHeal
 // event, the receiver's answer and the reason, and linking to the webhook's
 // page; and an operational event of each change to the account's other
 // webhook that subscribes to them, never to the webhook itself.
-func testWarnings(t *testing.T, b *bundle) {
+func testWarnings(t *testing.T, b *Bundle) {
 	const suspendAfter = 3
 	ops := []event.Kind{event.LicenseCreated, event.WebhookUnhealthy, event.WebhookSuspended, event.WebhookRecovered}
-	w, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "w", URL: "https://example.com/w",
+	w, err := b.St.CreateWebhook(b.Ctx, b.Account.ID, store.NewWebhook{Name: "w", URL: "https://example.com/w",
 		Events: ops, Enabled: true, Token: "whsec_w_0123456789"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	watcher, err := b.st.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "watcher", URL: "https://example.com/watcher",
+	watcher, err := b.St.CreateWebhook(b.Ctx, b.Account.ID, store.NewWebhook{Name: "watcher", URL: "https://example.com/watcher",
 		Events: ops[1:], Enabled: true, Token: "whsec_watcher_0123456789"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := b.newAccount(t, "other@example.com")
-	stranger, err := b.st.CreateWebhook(b.ctx, other.ID, store.NewWebhook{Name: "stranger", URL: "https://example.com/s",
+	other := b.NewAccount(t, "other@example.com")
+	stranger, err := b.St.CreateWebhook(b.Ctx, other.ID, store.NewWebhook{Name: "stranger", URL: "https://example.com/s",
 		Events: ops[1:], Enabled: true, Token: "whsec_stranger_0123456789"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.fire(t, b.st, 4)
-	c := b.claim(t, b.st, 0, time.Minute, 100, 100)
+	b.Fire(t, b.St, 4)
+	c := b.Claim(t, b.St, 0, time.Minute, 100, 100)
 	if len(c) != 4 {
 		t.Fatalf("claimed %d; want 4 (the events of w)", len(c))
 	}
-	now := b.clock.Now()
+	now := b.Clock.Now()
 
-	b.complete(t, b.st, suspendAfter, outcome(c[0], store.Exhausted, 503, now))
+	b.Complete(t, b.St, suspendAfter, Outcome(c[0], store.Exhausted, 503, now))
 	un := b.emailsOf(t, store.EmailUnhealthy)
 	if len(un) != 1 {
 		t.Fatalf("%d Unhealthy emails; want 1", len(un))
@@ -107,8 +107,8 @@ func testWarnings(t *testing.T, b *bundle) {
 		f.Failure.Reason != "receiver answered 503; no attempts left" || f.SuspendAfter-f.Streak != 2 {
 		t.Errorf("Unhealthy email's facts %+v (failure %+v); want w, its failed event, the 503 and its reason, 2 more failures to suspend", f, f.Failure)
 	}
-	if un[0].To != b.account.NotificationEmail {
-		t.Errorf("Unhealthy email to %s; want %s", un[0].To, b.account.NotificationEmail)
+	if un[0].To != b.Account.NotificationEmail {
+		t.Errorf("Unhealthy email to %s; want %s", un[0].To, b.Account.NotificationEmail)
 	}
 	got := b.operational(t, watcher.ID)
 	if len(got) != 1 || got[0].ID != w.ID || got[0].Name != "w" || got[0].URL != w.URL || got[0].Status != "Unhealthy" ||
@@ -118,11 +118,11 @@ func testWarnings(t *testing.T, b *bundle) {
 	}
 
 	// A failure more while Unhealthy: no warning. Then the suspension.
-	b.complete(t, b.st, suspendAfter, outcome(c[1], store.Exhausted, 500, now))
+	b.Complete(t, b.St, suspendAfter, Outcome(c[1], store.Exhausted, 500, now))
 	if n := len(b.emailsOf(t, store.EmailUnhealthy)); n != 1 || len(b.operational(t, watcher.ID)) != 1 {
 		t.Fatalf("a failure while Unhealthy warned again: %d emails, %d events", n, len(b.operational(t, watcher.ID)))
 	}
-	b.complete(t, b.st, suspendAfter, outcome(c[2], store.Exhausted, 502, now))
+	b.Complete(t, b.St, suspendAfter, Outcome(c[2], store.Exhausted, 502, now))
 	sus := b.emailsOf(t, store.EmailSuspended)
 	if len(sus) != 1 {
 		t.Fatalf("%d suspension emails; want 1", len(sus))
@@ -138,10 +138,10 @@ func testWarnings(t *testing.T, b *bundle) {
 
 	// One batch with a resend that succeeds and a failure after it: from
 	// Suspended to Unhealthy, which warns as a turn to Unhealthy does.
-	b.clock.Add(time.Second) // the emails' order is their time's
-	resent := outcome(store.Claim{LogID: c[0].LogID, WebhookID: w.ID}, store.Delivered, 200, now)
+	b.Clock.Add(time.Second) // the emails' order is their time's
+	resent := Outcome(store.Claim{LogID: c[0].LogID, WebhookID: w.ID}, store.Delivered, 200, now)
 	resent.Trigger = store.TriggerResend
-	b.complete(t, b.st, suspendAfter, resent, outcome(c[3], store.Exhausted, 504, now))
+	b.Complete(t, b.St, suspendAfter, resent, Outcome(c[3], store.Exhausted, 504, now))
 	if h, streak := b.health(t, w.ID); h != store.Unhealthy || streak != 1 {
 		t.Fatalf("after a delivery then a failure: %s, streak %d; want Unhealthy, 1", h, streak)
 	}
@@ -156,14 +156,14 @@ func testWarnings(t *testing.T, b *bundle) {
 
 	// A resend that succeeds: recovered, with the failure that preceded it,
 	// and no email.
-	o := outcome(store.Claim{LogID: c[1].LogID, WebhookID: w.ID}, store.Delivered, 200, now)
+	o := Outcome(store.Claim{LogID: c[1].LogID, WebhookID: w.ID}, store.Delivered, 200, now)
 	o.Trigger = store.TriggerResend
-	b.complete(t, b.st, suspendAfter, o)
+	b.Complete(t, b.St, suspendAfter, o)
 	got = b.operational(t, watcher.ID)
 	if len(got) != 4 || got[3].Status != "Healthy" || got[3].LatestFailure == nil || got[3].LatestFailure.EventID != fourth.EventID {
 		t.Fatalf("watcher got %+v; want the recovery fourth", got)
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.account.ID); n != 3 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM emails WHERE account_id = ?`, b.Account.ID); n != 3 {
 		t.Errorf("%d emails; want 3 (no email for a recovery)", n)
 	}
 
@@ -172,7 +172,7 @@ func testWarnings(t *testing.T, b *bundle) {
 	if own := b.operational(t, w.ID); len(own) != 0 {
 		t.Errorf("w was sent %d events about itself", len(own))
 	}
-	if n := b.count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE webhook_id = ?`, stranger.ID); n != 0 {
+	if n := b.Count(t, `SELECT COUNT(*) FROM webhook_event_logs WHERE webhook_id = ?`, stranger.ID); n != 0 {
 		t.Errorf("another account's webhook got %d logs", n)
 	}
 	// The operational events are queued like any event.
@@ -186,20 +186,20 @@ func testWarnings(t *testing.T, b *bundle) {
 // testReminders: a webhook that stays Suspended is reminded of once per
 // period, however many processes look at once; not before the period, not
 // while disabled, and never once it recovers.
-func testReminders(t *testing.T, b *bundle) {
+func testReminders(t *testing.T, b *Bundle) {
 	const every = 7 * 24 * time.Hour
-	w := b.webhook(t, "w")
-	b.fire(t, b.st, 2)
-	c := b.claim(t, b.st, 0, time.Minute, 100, 100)
-	if sp := b.complete(t, b.st, 1, outcome(c[0], store.Exhausted, 500, b.clock.Now())); len(sp) != 1 {
+	w := b.Webhook(t, "w")
+	b.Fire(t, b.St, 2)
+	c := b.Claim(t, b.St, 0, time.Minute, 100, 100)
+	if sp := b.Complete(t, b.St, 1, Outcome(c[0], store.Exhausted, 500, b.Clock.Now())); len(sp) != 1 {
 		t.Fatalf("%d suspensions; want 1", len(sp))
 	}
-	handles := []*store.Store{b.st, b.open(t), b.open(t)}
+	handles := []*store.Store{b.St, b.Open(t), b.Open(t)}
 	remindAll := func() int {
 		t.Helper()
 		var n atomic.Int32
-		parallel(6, func(i int) {
-			k, err := handles[i%len(handles)].RemindSuspended(b.ctx, b.clock.Now(), every)
+		Parallel(6, func(i int) {
+			k, err := handles[i%len(handles)].RemindSuspended(b.Ctx, b.Clock.Now(), every)
 			if err != nil {
 				t.Errorf("remind: %v", err)
 			}
@@ -220,7 +220,7 @@ func testReminders(t *testing.T, b *bundle) {
 		{"a second period", time.Minute, 1},
 	}
 	for _, s := range steps {
-		b.clock.Add(s.advance)
+		b.Clock.Add(s.advance)
 		if got := remindAll(); got != s.want {
 			t.Fatalf("%s: %d reminders; want %d", s.name, got, s.want)
 		}
@@ -236,14 +236,14 @@ func testReminders(t *testing.T, b *bundle) {
 
 	// Disabled: no reminder; enabled again, the one due comes.
 	off, on := false, true
-	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Enabled: &off}); err != nil {
+	if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, w.ID, store.WebhookPatch{Enabled: &off}); err != nil {
 		t.Fatal(err)
 	}
-	b.clock.Add(every)
+	b.Clock.Add(every)
 	if got := remindAll(); got != 0 {
 		t.Fatalf("a disabled webhook: %d reminders; want 0", got)
 	}
-	if _, err := b.st.UpdateWebhook(b.ctx, b.account.ID, w.ID, store.WebhookPatch{Enabled: &on}); err != nil {
+	if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, w.ID, store.WebhookPatch{Enabled: &on}); err != nil {
 		t.Fatal(err)
 	}
 	if got := remindAll(); got != 1 {
@@ -251,21 +251,21 @@ func testReminders(t *testing.T, b *bundle) {
 	}
 
 	// Recovered: reminders end, and a new suspension starts a new period.
-	o := outcome(store.Claim{LogID: c[0].LogID, WebhookID: w.ID}, store.Delivered, 200, b.clock.Now())
+	o := Outcome(store.Claim{LogID: c[0].LogID, WebhookID: w.ID}, store.Delivered, 200, b.Clock.Now())
 	o.Trigger = store.TriggerResend
-	b.complete(t, b.st, 1, o)
-	b.clock.Add(2 * every)
+	b.Complete(t, b.St, 1, o)
+	b.Clock.Add(2 * every)
 	if got := remindAll(); got != 0 {
 		t.Fatalf("a recovered webhook: %d reminders; want 0", got)
 	}
-	if sp := b.complete(t, b.st, 1, outcome(c[1], store.Exhausted, 500, b.clock.Now())); len(sp) != 1 {
+	if sp := b.Complete(t, b.St, 1, Outcome(c[1], store.Exhausted, 500, b.Clock.Now())); len(sp) != 1 {
 		t.Fatalf("%d suspensions; want 1", len(sp))
 	}
-	b.clock.Add(every - time.Minute)
+	b.Clock.Add(every - time.Minute)
 	if got := remindAll(); got != 0 {
 		t.Fatalf("suspended anew, before the period: %d reminders; want 0", got)
 	}
-	b.clock.Add(time.Minute)
+	b.Clock.Add(time.Minute)
 	if got := remindAll(); got != 1 {
 		t.Fatalf("suspended anew, a period later: %d reminders; want 1", got)
 	}

@@ -17,9 +17,9 @@ import (
 // version, decision 0109). Every kind of change a firing reads is made: a
 // webhook added, disabled, its events and filter changed, suspended, and
 // deleted.
-func testAChangeSeesEveryWebhookChangeBeforeIt(t *testing.T, b *bundle) {
-	other := b.open(t)
-	a := b.webhook(t, "a")
+func testAChangeSeesEveryWebhookChangeBeforeIt(t *testing.T, b *Bundle) {
+	other := b.Open(t)
+	a := b.Webhook(t, "a")
 	n := 0
 	seen := map[string]bool{} // logs of the changes before
 	fire := func() map[string]store.LogStatus {
@@ -27,9 +27,9 @@ func testAChangeSeesEveryWebhookChangeBeforeIt(t *testing.T, b *bundle) {
 		n++
 		product := store.NewID()
 		change := store.Change{SQL: `INSERT INTO products (id, account_id, name, created_at, updated_at)
-SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Args: []any{product, b.account.ID}}
-		made, err := b.st.ChangeAndFire(b.ctx, change,
-			store.Firing{AccountID: b.account.ID, Kind: event.LicenseCreated, Data: map[string]any{"plan": "pro", "n": n}})
+SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Args: []any{product, b.Account.ID}}
+		made, err := b.St.ChangeAndFire(b.Ctx, change,
+			store.Firing{AccountID: b.Account.ID, Kind: event.LicenseCreated, Data: map[string]any{"plan": "pro", "n": n}})
 		if err != nil || !made {
 			t.Fatalf("change %d: made %v, %v", n, made, err)
 		}
@@ -44,7 +44,7 @@ SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Arg
 	}
 	patch := func(id string, p store.WebhookPatch) {
 		t.Helper()
-		if _, err := other.UpdateWebhook(b.ctx, b.account.ID, id, p); err != nil {
+		if _, err := other.UpdateWebhook(b.Ctx, b.Account.ID, id, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +59,7 @@ SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Arg
 		{"first", func() {}, func() map[string]store.LogStatus { return map[string]store.LogStatus{a.ID: store.Queued} }},
 		{"again, nothing changed", func() {}, func() map[string]store.LogStatus { return map[string]store.LogStatus{a.ID: store.Queued} }},
 		{"a webhook added by another process", func() {
-			w, err := other.CreateWebhook(b.ctx, b.account.ID, store.NewWebhook{Name: "b", URL: "https://example.com/b",
+			w, err := other.CreateWebhook(b.Ctx, b.Account.ID, store.NewWebhook{Name: "b", URL: "https://example.com/b",
 				Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_b_0123456789"})
 			if err != nil {
 				t.Fatal(err)
@@ -79,8 +79,8 @@ SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Arg
 				return map[string]store.LogStatus{a.ID: store.Cancelled, bID: store.Queued}
 			}},
 		{"b suspended", func() {
-			if err := other.InTx(b.ctx, func(tx *store.Tx) error {
-				_, err := tx.Exec(b.ctx, `UPDATE webhooks SET status = 'Suspended' WHERE id = ?`, bID)
+			if err := other.InTx(b.Ctx, func(tx *store.Tx) error {
+				_, err := tx.Exec(b.Ctx, `UPDATE webhooks SET status = 'Suspended' WHERE id = ?`, bID)
 				return err
 			}); err != nil {
 				t.Fatal(err)
@@ -91,7 +91,7 @@ SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Arg
 		{"a subscribed elsewhere", func() { patch(a.ID, store.WebhookPatch{Events: []event.Kind{event.LicenseDeleted}}) },
 			func() map[string]store.LogStatus { return map[string]store.LogStatus{bID: store.Cancelled} }},
 		{"b deleted", func() {
-			if err := other.DeleteWebhook(b.ctx, b.account.ID, bID); err != nil {
+			if err := other.DeleteWebhook(b.Ctx, b.Account.ID, bID); err != nil {
 				t.Fatal(err)
 			}
 		}, func() map[string]store.LogStatus { return map[string]store.LogStatus{} }},
