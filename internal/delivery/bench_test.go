@@ -12,8 +12,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // benchStore opens a fresh store of the engine at dbURL with one account and
@@ -66,7 +66,7 @@ func fire(b *testing.B, st *store.Store, accountID string, n int) {
 // BenchmarkFire measures writing events with their logs (the outbox), 500
 // events a transaction, one webhook subscribed.
 func BenchmarkFire(b *testing.B) {
-	for _, e := range heraldtest.BenchStores() {
+	for _, e := range testdb.BenchStores() {
 		b.Run(e.Name, func(b *testing.B) {
 			st, acct := benchStore(b, e.URL(b), 1, "http://127.0.0.1:1/")
 			b.ResetTimer()
@@ -80,7 +80,7 @@ func BenchmarkFire(b *testing.B) {
 // loopback receiver answering 204, record, for b.N (event, webhook)
 // deliveries already queued. One process; the receiver shares its two cores.
 func BenchmarkDeliver(b *testing.B) {
-	for _, e := range heraldtest.BenchStores() {
+	for _, e := range testdb.BenchStores() {
 		for _, hooks := range []int{1, 5} {
 			b.Run(fmt.Sprintf("%s/webhooks=%d", e.Name, hooks), func(b *testing.B) {
 				rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +127,7 @@ func BenchmarkRecord(b *testing.B) {
 		"webhook-signature": {"6P7jSxkBv1dzlVZmq3fWz0Qe0WvKk2pX3s4Yp0Rk8aA="}, "webhook-id": {"01936f0e-8c41-7e2a-9d55-4a4a1c0e7b21"},
 	})
 	answered := store.HeaderLines(http.Header{"Content-Length": {"0"}, "Date": {"Sat, 21 Nov 2026 08:07:13 GMT"}, "Server": {"nginx"}})
-	for _, e := range heraldtest.BenchStores() {
+	for _, e := range testdb.BenchStores() {
 		for _, withHeaders := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/headers=%v", e.Name, withHeaders), func(b *testing.B) {
 				st, acct := benchStore(b, e.URL(b), 1, "http://127.0.0.1:1/")

@@ -13,8 +13,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // Logs of one webhook wait for its gate (PerWebhook requests in flight). A
@@ -49,7 +49,7 @@ func testNoDeliveryOutlivesItsLease(t *testing.T) {
 
 	key := make([]byte, 32)
 	rand.Read(key)
-	st, err := store.Open(context.Background(), heraldtest.SQLiteURL(t), store.Options{Key: key})
+	st, err := store.Open(context.Background(), testdb.SQLiteURL(t), store.Options{Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}

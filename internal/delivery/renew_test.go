@@ -10,8 +10,9 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/receivertest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // A process whose attempt is made but whose recording is held up for longer
@@ -29,8 +30,8 @@ import (
 // stands still, so a slow machine cannot let a lease end by itself.
 func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 	t.Parallel()
-	dbURL := heraldtest.PostgresURL(t)
-	rcv := heraldtest.NewReceiver(t)
+	dbURL := testdb.PostgresURL(t)
+	rcv := receivertest.NewReceiver(t)
 	clock := newManualClock()
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -59,7 +60,7 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 	// Unhealthy, so that recording its delivery must lock the webhook to
 	// make it Healthy again; then lock the webhook's row as a long
 	// transaction would.
-	db := heraldtest.OpenDB(t, dbURL).SQL()
+	db := testdb.OpenDB(t, dbURL).SQL()
 	if _, err := db.Exec(`UPDATE webhooks SET status = 'Unhealthy', failure_streak = 1 WHERE id = $1`, hook.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 		go func() { defer wg.Done(); delivery.New(st, cfg).Run(ctx) }()
 	}
 	run(st) // process A: sends, then waits to record
-	heraldtest.Eventually(t, 30*time.Second, "the first attempt", func() bool { return rcv.Count() > 0 })
+	testdb.Eventually(t, 30*time.Second, "the first attempt", func() bool { return rcv.Count() > 0 })
 	logID := logOf(t, st, acct.ID)
 	held := func() (until time.Time, holder string) {
 		var due int64
@@ -94,7 +95,7 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 	until, aLease := held()
 	for clock.Now().Sub(claimed) <= lease+time.Second { // past the lease A's claim took
 		clock.Set(until.Add(-100 * time.Millisecond))
-		heraldtest.Eventually(t, 30*time.Second, "A to renew its lease while its recording waits", func() bool {
+		testdb.Eventually(t, 30*time.Second, "A to renew its lease while its recording waits", func() bool {
 			until, _ = held()
 			return until.After(clock.Now().Add(lease / 2))
 		})
@@ -104,9 +105,9 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 	}
 	b := &countingClaims{Store: st}
 	run(b) // process B
-	heraldtest.Eventually(t, 30*time.Second, "B to claim 5 times", func() bool { return b.claims.Load() >= 5 })
+	testdb.Eventually(t, 30*time.Second, "B to claim 5 times", func() bool { return b.claims.Load() >= 5 })
 	lock.Rollback()
-	heraldtest.Eventually(t, 30*time.Second, "the log to be recorded", func() bool {
+	testdb.Eventually(t, 30*time.Second, "the log to be recorded", func() bool {
 		l, err := st.Log(context.Background(), acct.ID, logID)
 		return err == nil && l.Status == store.Succeeded
 	})

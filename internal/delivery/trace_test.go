@@ -16,8 +16,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // Every POST is a client span: an automatic attempt is a child of the span
@@ -27,8 +27,8 @@ import (
 // trace. Both engines.
 func TestAttemptSpansContinueTheFiringTrace(t *testing.T) {
 	t.Parallel()
-	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
-		heraldtest.PostgresHandles(t, 1)
+	testdb.ForEachStore(t, func(t *testing.T, dbURL string) {
+		testdb.PostgresHandles(t, 1)
 		fail := make(chan bool, 1)
 		fail <- true // the first attempt fails, the second succeeds
 		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +81,7 @@ func TestAttemptSpansContinueTheFiringTrace(t *testing.T) {
 		done := make(chan struct{})
 		go func() { d.Run(runCtx); close(done) }()
 		attempts := func() []sdktrace.ReadOnlySpan { return named(rec.Ended(), delivery.SpanAttempt) }
-		heraldtest.Eventually(t, 30*time.Second, "two attempt spans", func() bool { return len(attempts()) >= 2 })
+		testdb.Eventually(t, 30*time.Second, "two attempt spans", func() bool { return len(attempts()) >= 2 })
 		stop()
 		<-done
 

@@ -1,8 +1,8 @@
 package heraldtest
 
 import (
-	"os"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/internal/testdb"
 )
@@ -21,17 +21,6 @@ type Store = testdb.Store
 
 // Stores lists the engines every behavioural test runs on (testdb.Stores).
 func Stores() []Store { return testdb.Stores() }
-
-// BenchStores lists the engines a benchmark measures: SQLite always,
-// PostgreSQL when PostgresEnv names a server. Unlike a test, a benchmark
-// run without a server measures what it can rather than fail.
-func BenchStores() []Store {
-	out := []Store{{Name: "sqlite", URL: SQLiteURL}}
-	if os.Getenv(PostgresEnv) != "" {
-		out = append(out, Store{Name: "postgres", URL: PostgresURL})
-	}
-	return out
-}
 
 // ForEachStore runs test as parallel subtests, one per engine, each with
 // the URL of a new, empty database (testdb.ForEachStore).
@@ -60,3 +49,49 @@ func NewSchema(t testing.TB, base string) string {
 // PostgresHandles declares how many store handles the test opens on
 // PostgreSQL at once (testdb.PostgresHandles).
 func PostgresHandles(t testing.TB, n int) { testdb.PostgresHandles(t, n) }
+
+// BenchStores lists the engines a benchmark measures (testdb.BenchStores).
+func BenchStores() []Store { return testdb.BenchStores() }
+
+// BusyFloor is the least patience Eventually grants (testdb.BusyFloor).
+const BusyFloor = testdb.BusyFloor
+
+// Eventually polls cond until it holds or patience has passed
+// (testdb.Eventually).
+func Eventually(t testing.TB, patience time.Duration, what string, cond func() bool) {
+	t.Helper()
+	testdb.Eventually(t, patience, what, cond)
+}
+
+// SkipShort skips the test under -short (testdb.SkipShort).
+func SkipShort(t testing.TB, why string) {
+	t.Helper()
+	testdb.SkipShort(t, why)
+}
+
+// DB is a plain connection to a test's database (testdb.DB).
+type DB = testdb.DB
+
+// OpenDB opens a plain connection to dbURL (testdb.OpenDB).
+func OpenDB(t testing.TB, dbURL string) *DB {
+	t.Helper()
+	return testdb.OpenDB(t, dbURL)
+}
+
+// DumpLogsOnFailure writes the database's logs to the test's output if it
+// fails (testdb.DumpLogsOnFailure).
+func DumpLogsOnFailure(t testing.TB, dbURL string) {
+	t.Helper()
+	testdb.DumpLogsOnFailure(t, dbURL)
+}
+
+// PostgresServer is a PostgreSQL server of a test's own
+// (testdb.PostgresServer).
+type PostgresServer = testdb.PostgresServer
+
+// StartPostgres starts a PostgreSQL server of the test's own
+// (testdb.StartPostgres).
+func StartPostgres(t testing.TB) *PostgresServer {
+	t.Helper()
+	return testdb.StartPostgres(t)
+}

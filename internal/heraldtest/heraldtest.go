@@ -340,40 +340,6 @@ func (h *Herald) Log(id string) Log {
 	return l
 }
 
-// BusyFloor is the least patience Eventually grants, whatever its caller
-// asks. A caller's patience says how long the wait may take on a machine
-// doing nothing else; on a loaded one (CI with a build or another test
-// binary on every core) a delivery that takes milliseconds alone can take
-// seconds, and a bound is a failing test's patience, never an assertion
-// about speed. In a full -race run beside a CPU hog on both cores, no wait
-// of a caller asking for 10 s or less took over 3.4 s (one that waits out a
-// 3 s attempt time-out); 10 s leaves room for a busier machine. A caller
-// that expects longer says so.
-const BusyFloor = 10 * time.Second
-
-// Eventually polls cond every 10ms until it holds, and fails the test once
-// patience (or BusyFloor, if longer) has passed without it. A wait that took
-// more than half the patience it was given is logged, so a test drifting
-// towards its bound shows in the log before it fails.
-func Eventually(t testing.TB, patience time.Duration, what string, cond func() bool) {
-	t.Helper()
-	used := max(patience, BusyFloor)
-	start := time.Now()
-	deadline := start.Add(used)
-	for !cond() {
-		if time.Now().After(deadline) {
-			if used > patience {
-				t.Fatalf("timed out after %s waiting for %s (asked for %s; BusyFloor is %s)", used, what, patience, BusyFloor)
-			}
-			t.Fatalf("timed out after %s waiting for %s", used, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if took := time.Since(start); took > used/2 {
-		t.Logf("waited %s of a patience of %s for %s", took.Round(time.Millisecond), used, what)
-	}
-}
-
 // Settled waits until nothing of h's database is in flight: no log pending
 // (claimed, its outcome not yet recorded) and no email waiting in the
 // outbox. A test calls it before moving a Clock forward, which ends the

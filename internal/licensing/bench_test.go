@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/licensing"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // BenchmarkFireDueExpiries measures the expiry runner's transaction: one
@@ -20,7 +20,7 @@ import (
 // already fired. What it costs bounds how many expiries a second herald
 // fires (scenario x of herald bench fires 10,000 a second).
 func BenchmarkFireDueExpiries(b *testing.B) {
-	for _, e := range heraldtest.BenchStores() {
+	for _, e := range testdb.BenchStores() {
 		b.Run(e.Name, func(b *testing.B) {
 			ctx := context.Background()
 			var mu sync.Mutex

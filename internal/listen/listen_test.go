@@ -3,7 +3,6 @@ package listen_test
 import (
 	"bytes"
 	"context"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/internal/receivertest"
 
 	"github.com/heraldhq/herald/internal/listen"
 	"github.com/heraldhq/herald/webhook"
@@ -49,9 +50,9 @@ var client = &http.Client{
 
 // start serves listen.Handler(cfg) over loopback HTTP and returns its URL
 // and what it prints.
-func start(t *testing.T, cfg listen.Config) (string, *heraldtest.Output) {
+func start(t *testing.T, cfg listen.Config) (string, *receivertest.Output) {
 	t.Helper()
-	out := new(heraldtest.Output)
+	out := new(receivertest.Output)
 	cfg.Token, cfg.Out = token, out
 	srv := httptest.NewServer(listen.Handler(cfg))
 	t.Cleanup(srv.Close)
@@ -276,7 +277,7 @@ func TestOversizedBodyIsAnswered413(t *testing.T) {
 
 func TestRunListensUntilTheContextIsDone(t *testing.T) {
 	t.Parallel()
-	out := new(heraldtest.Output)
+	out := new(receivertest.Output)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- listen.Run(ctx, listen.Config{Token: token, Addr: "127.0.0.1:0", Out: out}) }()

@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 func TestRunErasesTheOldTokensOfEndedRotations(t *testing.T) {
 	t.Parallel()
-	heraldtest.ForEachStore(t, testRunErasesOldTokens)
+	testdb.ForEachStore(t, testRunErasesOldTokens)
 }
 
 // testRunErasesOldTokens: with logs kept forever, a pass still ends the
@@ -61,7 +61,7 @@ func testRunErasesOldTokens(t *testing.T, db string) {
 		}
 		return n == 1
 	}
-	heraldtest.Eventually(t, 30*time.Second, "the ended rotation's old token erased", func() bool { return !kept(ended) })
+	testdb.Eventually(t, 30*time.Second, "the ended rotation's old token erased", func() bool { return !kept(ended) })
 	if tokens, err := st.WebhookTokens(ctx, acct.ID, ended); err != nil || tokens.Current != "whsec_ended_next_0123456789" || tokens.Next != "" {
 		t.Errorf("after the pass: %+v, %v; want the next token alone", tokens, err)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // With autovacuum off, as on this project's test server and at some
@@ -40,7 +40,7 @@ func TestAnalyzeStaleAnalysesWhatAutovacuumWould(t *testing.T) {
 	autovacuum := num(`SELECT CASE WHEN current_setting('autovacuum')::bool THEN 1 ELSE 0 END`) == 1
 	// The writes reach pg_stat_user_tables when the writing connection
 	// reports them: wait for them rather than for a time.
-	heraldtest.Eventually(t, 30*time.Second, "the firing's writes to be counted", func() bool {
+	testdb.Eventually(t, 30*time.Second, "the firing's writes to be counted", func() bool {
 		return num(`SELECT COALESCE(SUM(n_mod_since_analyze), 0)::int FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'delivery_queue'`) >= 2000
 	})
 	analysed, err := st.AnalyzeStale(ctx)

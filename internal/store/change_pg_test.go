@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/storetest"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // On PostgreSQL a change and its event are one statement outside a
@@ -22,12 +22,12 @@ import (
 // is made again without it.
 func TestAChangeHandsOverOnlyWhatItWrote(t *testing.T) {
 	t.Parallel()
-	heraldtest.PostgresHandles(t, 1)
-	url := heraldtest.PostgresURL(t)
+	testdb.PostgresHandles(t, 1)
+	url := testdb.PostgresURL(t)
 	ctx := context.Background()
-	st := openPG(t, url, nil)
-	acct, hook := accountWithWebhook(t, st)
-	db := heraldtest.OpenDB(t, url)
+	st := storetest.OpenPostgres(t, url, nil)
+	acct, hook := storetest.AccountWithWebhook(t, st)
+	db := testdb.OpenDB(t, url)
 	h := &handoffs{}
 	st.SetHandoff(h)
 	insert := func(id string, name any) store.Change {
@@ -131,7 +131,7 @@ func TestAChangeIsMadeThoughItsWebhooksChangeAtEveryTry(t *testing.T) {
 	t.Parallel()
 	url, st, acct, hook, db := pgWithWebhook(t)
 	ctx := context.Background()
-	other := openPG(t, url, nil) // another process
+	other := storetest.OpenPostgres(t, url, nil) // another process
 	product := func() store.Change {
 		return store.Change{SQL: `INSERT INTO products (id, account_id, name, created_at, updated_at)
 SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Args: []any{store.NewID(), acct.ID}}
@@ -201,13 +201,13 @@ SELECT r.id, r.account_id, 'p', 1, 1 FROM changes r ORDER BY r.herald_item ON CO
 // pgWithWebhook opens a PostgreSQL store of the test's own (two of the
 // server's connections its share) with an account and its webhook, and a
 // handle on its database to look in.
-func pgWithWebhook(t *testing.T) (url string, st *store.Store, acct store.Account, hook store.Webhook, db *heraldtest.DB) {
+func pgWithWebhook(t *testing.T) (url string, st *store.Store, acct store.Account, hook store.Webhook, db *testdb.DB) {
 	t.Helper()
-	heraldtest.PostgresHandles(t, 2)
-	url = heraldtest.PostgresURL(t)
-	st = openPG(t, url, nil)
-	acct, hook = accountWithWebhook(t, st)
-	return url, st, acct, hook, heraldtest.OpenDB(t, url)
+	testdb.PostgresHandles(t, 2)
+	url = testdb.PostgresURL(t)
+	st = storetest.OpenPostgres(t, url, nil)
+	acct, hook = storetest.AccountWithWebhook(t, st)
+	return url, st, acct, hook, testdb.OpenDB(t, url)
 }
 
 // fiveBehindOne starts the change first, whose statement holdBatches holds
@@ -221,7 +221,7 @@ func fiveBehindOne(t *testing.T, st *store.Store, held, release chan struct{}, c
 	for range 5 {
 		go change(ctx, store.NewID())
 	}
-	waitForBatched(t, st, 5)
+	storetest.WaitForBatched(t, st, 5)
 	close(release)
 }
 
@@ -236,44 +236,6 @@ func batchedChanges(st *store.Store, accountID string) (change func(ctx context.
 		results <- batchedResult{id, made, err}
 	}
 	return change, results
-}
-
-// holdBatches has st run one shared statement at a time and holds its
-// first statement, before it runs, until release is closed; held is closed
-// once it is held. fn, if given, runs before each later statement (the
-// n-th, from 2).
-func holdBatches(t *testing.T, st *store.Store, fn func(n int)) (held, release chan struct{}) {
-	t.Helper()
-	store.SetChangeBatchesAtOnce(st, 1)
-	held, release = make(chan struct{}), make(chan struct{})
-	var n atomic.Int32
-	store.SetBeforeChange(st, func() {
-		switch i := int(n.Add(1)); i {
-		case 1:
-			close(held)
-			<-release
-		default:
-			if fn != nil {
-				fn(i)
-			}
-		}
-	})
-	t.Cleanup(func() { store.SetBeforeChange(st, nil) })
-	return held, release
-}
-
-// waitForBatched waits until n changes wait for st's next shared statement.
-func waitForBatched(t *testing.T, st *store.Store, n int) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, waiting := store.ChangeBatches(st); waiting == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			_, waiting := store.ChangeBatches(st)
-			t.Fatalf("%d changes wait for a statement; want %d", waiting, n)
-		}
-	}
 }
 
 type batchedResult struct {
@@ -307,7 +269,7 @@ func TestChangesWaitingShareOneStatement(t *testing.T) {
 	}
 
 	change, results := batchedChanges(st, acct.ID)
-	held, release := holdBatches(t, st, nil)
+	held, release := storetest.HoldBatches(t, st, nil)
 	first := store.NewID()
 	go change(ctx, first)
 	<-held
@@ -318,10 +280,10 @@ func TestChangesWaitingShareOneStatement(t *testing.T) {
 	for _, id := range ids {
 		go change(ctx, id)
 	}
-	waitForBatched(t, st, 6)
+	storetest.WaitForBatched(t, st, 6)
 	go change(ctx, ids[2])                                       // the key of a change waiting: it waits for the statement after
 	go change(store.WithTokenCheck(ctx, revoked), store.NewID()) // refused
-	waitForBatched(t, st, 8)
+	storetest.WaitForBatched(t, st, 8)
 	close(release)
 
 	made := map[string]int{}
@@ -372,11 +334,11 @@ func TestASharedStatementThatFailsMakesEachChangeAlone(t *testing.T) {
 	t.Parallel()
 	url, st, acct, hook, db := pgWithWebhook(t)
 	ctx := context.Background()
-	other := openPG(t, url, nil) // another process
+	other := storetest.OpenPostgres(t, url, nil) // another process
 
 	change, results := batchedChanges(st, acct.ID)
 	off := false
-	held, release := holdBatches(t, st, func(n int) {
+	held, release := storetest.HoldBatches(t, st, func(n int) {
 		if n == 2 { // the second shared statement, its changes prepared
 			if _, err := other.UpdateWebhook(ctx, acct.ID, hook.ID, store.WebhookPatch{Enabled: &off}); err != nil {
 				t.Error(err)
@@ -427,7 +389,7 @@ func TestAPanicInASharedStatementAnswersItsChanges(t *testing.T) {
 			return batchedResult{}
 		}
 	}
-	held, release := holdBatches(t, st, func(n int) {
+	held, release := storetest.HoldBatches(t, st, func(n int) {
 		if n == 2 { // the second shared statement, its changes prepared
 			panic("the shared statement's round panics")
 		}

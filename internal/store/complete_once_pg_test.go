@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/storetest"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // A batch that PostgreSQL refuses partway through its one round trip
@@ -17,17 +18,17 @@ import (
 // here of one connection for the dispatcher, does not hand out again.
 func TestARefusedRecordingWritesNothing(t *testing.T) {
 	t.Parallel()
-	heraldtest.PostgresHandles(t, 1)
-	url := heraldtest.PostgresURL(t)
+	testdb.PostgresHandles(t, 1)
+	url := testdb.PostgresURL(t)
 	ctx := context.Background()
 	sep := "?"
 	if strings.Contains(url, "?") {
 		sep = "&"
 	}
 	// Three connections: one of them the dispatcher's (deliveryPoolSize).
-	st := openPG(t, url+sep+"pool_max_conns=3", nil)
-	acct, _ := accountWithWebhook(t, st)
-	db := heraldtest.OpenDB(t, url)
+	st := storetest.OpenPostgres(t, url+sep+"pool_max_conns=3", nil)
+	acct, _ := storetest.AccountWithWebhook(t, st)
+	db := testdb.OpenDB(t, url)
 	// The database refuses an attempt answered 599, as it would refuse a
 	// row for a constraint or a full disk.
 	for _, q := range []string{

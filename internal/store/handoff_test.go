@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/storetest"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // handoffs stands for the dispatcher behind the store's Handoff seam: it
@@ -68,7 +69,7 @@ func (h *handoffs) open() int {
 // dispatcher. A refused reservation leaves the log to the claims; a rolled
 // back firing hands nothing over. The same on both engines.
 func TestFiringLeasesWhatTheDispatcherReserves(t *testing.T) {
-	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
+	testdb.ForEachStore(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		key := make([]byte, 32)
 		st, err := store.Open(ctx, dbURL, store.Options{Key: key})
@@ -76,8 +77,8 @@ func TestFiringLeasesWhatTheDispatcherReserves(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		acct, hook := accountWithWebhook(t, st)
-		db := heraldtest.OpenDB(t, dbURL)
+		acct, hook := storetest.AccountWithWebhook(t, st)
+		db := testdb.OpenDB(t, dbURL)
 		// fire fires one event and reports whether its commit woke the
 		// dispatcher.
 		fire := func() (id string, woke bool) {

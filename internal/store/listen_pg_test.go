@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // The LISTEN connection comes back by itself after it drops (a PostgreSQL
@@ -18,9 +19,9 @@ import (
 // terminating connections disturbs no other test.
 func TestListenerReconnectsAfterItsConnectionDrops(t *testing.T) {
 	t.Parallel()
-	heraldtest.SkipUnless(t, heraldtest.Env(heraldtest.PostgresEnv) != "", heraldtest.PostgresEnv+" is not set, so PostgreSQL is untested")
-	pg := heraldtest.StartPostgres(t)
-	busy, idle, acct := twoProcesses(t, heraldtest.NewSchema(t, pg.URL()))
+	testdb.SkipUnless(t, os.Getenv(testdb.PostgresEnv) != "", testdb.PostgresEnv+" is not set, so PostgreSQL is untested")
+	pg := testdb.StartPostgres(t)
+	busy, idle, acct := twoProcesses(t, testdb.NewSchema(t, pg.URL()))
 	fire := func() {
 		t.Helper()
 		if err := busy.InTx(context.Background(), func(tx *store.Tx) error {
@@ -40,7 +41,7 @@ func TestListenerReconnectsAfterItsConnectionDrops(t *testing.T) {
 			return false
 		}
 	}
-	heraldtest.Eventually(t, 10*time.Second, "the idle handle to be listening", func() bool { return wokenWithin(time.Second) })
+	testdb.Eventually(t, 10*time.Second, "the idle handle to be listening", func() bool { return wokenWithin(time.Second) })
 
 	raw, err := sql.Open("pgx", pg.URL())
 	if err != nil {
@@ -49,7 +50,7 @@ func TestListenerReconnectsAfterItsConnectionDrops(t *testing.T) {
 	defer raw.Close()
 	// The idle handle was heard listening; the busy one's listener may
 	// still be connecting on a loaded machine.
-	heraldtest.Eventually(t, 30*time.Second, "both handles' listener connections", func() bool {
+	testdb.Eventually(t, 30*time.Second, "both handles' listener connections", func() bool {
 		var n int
 		err := raw.QueryRow(`SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'herald-listen'`).Scan(&n)
 		return err == nil && n == 2
@@ -60,7 +61,7 @@ func TestListenerReconnectsAfterItsConnectionDrops(t *testing.T) {
 	}
 	// Reconnecting takes a backoff of 100ms; a wake-up within 2s shows the
 	// listener is back (the dispatcher's poll is not in play here).
-	heraldtest.Eventually(t, 10*time.Second, "wake-ups after the listener's connection dropped", func() bool { return wokenWithin(2 * time.Second) })
+	testdb.Eventually(t, 10*time.Second, "wake-ups after the listener's connection dropped", func() bool { return wokenWithin(2 * time.Second) })
 	// The first may be the listener's own wake-up on reconnecting; this one
 	// can only come from a notification heard on the new connection.
 	time.Sleep(200 * time.Millisecond)
@@ -75,8 +76,8 @@ func TestListenerReconnectsAfterItsConnectionDrops(t *testing.T) {
 // on the same schema still hears them.
 func TestAProcessIsNotWokenByItsOwnAnnouncements(t *testing.T) {
 	t.Parallel()
-	heraldtest.SkipUnless(t, heraldtest.Env(heraldtest.PostgresEnv) != "", heraldtest.PostgresEnv+" is not set, so PostgreSQL is untested")
-	firing, other, acct := twoProcesses(t, heraldtest.NewSchema(t, heraldtest.Env(heraldtest.PostgresEnv)))
+	testdb.SkipUnless(t, os.Getenv(testdb.PostgresEnv) != "", testdb.PostgresEnv+" is not set, so PostgreSQL is untested")
+	firing, other, acct := twoProcesses(t, testdb.NewSchema(t, os.Getenv(testdb.PostgresEnv)))
 	// fire fires an event in from and returns from's wait channel taken
 	// after its commit (and its own wake-up), and whether to heard the
 	// announcement within d.
@@ -98,7 +99,7 @@ func TestAProcessIsNotWokenByItsOwnAnnouncements(t *testing.T) {
 		}
 	}
 	// Both listen: each hears the other.
-	heraldtest.Eventually(t, 10*time.Second, "both processes to be listening", func() bool {
+	testdb.Eventually(t, 10*time.Second, "both processes to be listening", func() bool {
 		_, a := fire(firing, other, time.Second)
 		_, b := fire(other, firing, time.Second)
 		return a && b

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/storetest"
 	"github.com/heraldhq/herald/internal/testdb"
 )
 
@@ -30,7 +31,7 @@ func TestMigrationPartitionsTheHistoryKeepingEveryLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, hook := accountWithWebhook(t, old)
+	acct, hook := storetest.AccountWithWebhook(t, old)
 	at := store.MS(now)
 	today := store.Day(real)
 	logs := []struct {
@@ -103,12 +104,12 @@ VALUES (?, ?, 'automatic', ?, 503, 5, '')`, ids[l.name], n, at-100_000); err != 
 		for _, c := range []struct{ table, key, id string }{
 			{"events", "id", events[l.name]}, {"webhook_event_logs", "id", ids[l.name]},
 		} {
-			if got := where(t, st, c.table, c.key, c.id); got != c.table+want {
+			if got := storetest.Where(t, st, c.table, c.key, c.id); got != c.table+want {
 				t.Errorf("the %s log's %s row is in %s; want %s", l.name, c.table, got, c.table+want)
 			}
 		}
 		if l.attempts > 0 {
-			if got := where(t, st, "webhook_attempts", "log_id", ids[l.name]); got != "webhook_attempts"+want {
+			if got := storetest.Where(t, st, "webhook_attempts", "log_id", ids[l.name]); got != "webhook_attempts"+want {
 				t.Errorf("the %s log's attempts are in %s; want %s", l.name, got, "webhook_attempts"+want)
 			}
 		}
@@ -133,16 +134,16 @@ VALUES (?, ?, 'automatic', ?, 503, 5, '')`, ids[l.name], n, at-100_000); err != 
 		t.Errorf("%d recovery entries of the failed log; want 1", n)
 	}
 	for _, name := range []string{"events_unpartitioned", "webhook_event_logs_unpartitioned", "webhook_attempts_unpartitioned"} {
-		if exists(t, st, name) {
+		if storetest.Exists(t, st, name) {
 			t.Errorf("%s is left over", name)
 		}
 	}
 	// Analysed: a table never analysed has reltuples -1.
-	if n := count(`SELECT CAST(reltuples AS INTEGER) FROM pg_class WHERE oid = to_regclass(?)`, partition("webhook_event_logs", today.AddDate(0, 0, -3))); n != 2 {
+	if n := count(`SELECT CAST(reltuples AS INTEGER) FROM pg_class WHERE oid = to_regclass(?)`, storetest.Partition("webhook_event_logs", today.AddDate(0, 0, -3))); n != 2 {
 		t.Errorf("the statistics count %d logs of three days ago; want 2", n)
 	}
 	for i := range store.PartitionsAhead + 1 {
-		if name := partition("webhook_event_logs", today.AddDate(0, 0, i)); !exists(t, st, name) {
+		if name := storetest.Partition("webhook_event_logs", today.AddDate(0, 0, i)); !storetest.Exists(t, st, name) {
 			t.Errorf("%s was not made", name)
 		}
 	}
@@ -188,7 +189,7 @@ func TestMigrationKeepsTheSlackOfOlderLogIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, hook := accountWithWebhook(t, old)
+	acct, hook := storetest.AccountWithWebhook(t, old)
 	// Created a moment ago; ids made 30 minutes after (a firing that
 	// waited, and the newest id later than the server's clock).
 	created := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
@@ -254,7 +255,7 @@ func TestMigrationFindsOlderLogsOfAnEventThroughTheirDaysIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, hook := accountWithWebhook(t, old)
+	acct, hook := storetest.AccountWithWebhook(t, old)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	yesterday := store.Day(now).AddDate(0, 0, -1)
 	if err := old.MakePartitions(ctx, yesterday, now); err != nil {
@@ -279,7 +280,7 @@ func TestMigrationFindsOlderLogsOfAnEventThroughTheirDaysIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if exists(t, st, "webhook_event_logs_event") {
+	if storetest.Exists(t, st, "webhook_event_logs_event") {
 		t.Errorf("the logs' index on their event is still there")
 	}
 	eventIndexes := func() map[string]bool {
@@ -301,7 +302,7 @@ WHERE i.indrelid IN (SELECT relid FROM pg_partition_tree('webhook_event_logs')) 
 		}
 		return got
 	}
-	want := map[string]bool{partition("webhook_event_logs", yesterday): true, partition("webhook_event_logs", now): true}
+	want := map[string]bool{storetest.Partition("webhook_event_logs", yesterday): true, storetest.Partition("webhook_event_logs", now): true}
 	if got := eventIndexes(); !maps.Equal(got, want) {
 		t.Errorf("indexes on event_id on %v; want on the days that held logs, %v", got, want)
 	}

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/storetest"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // tableWrites is what pg_stat_user_tables counted of one table, with the
@@ -41,8 +42,8 @@ func (w tableWrites) entries() int64 { return (w.Inserts + w.Updates - w.HOT) * 
 // counts as it exits) and the counts are waited for.
 func TestADeliveryWritesItsLogOnceAndHOT(t *testing.T) {
 	t.Parallel()
-	heraldtest.PostgresHandles(t, 1)
-	url := heraldtest.PostgresURL(t)
+	testdb.PostgresHandles(t, 1)
+	url := testdb.PostgresURL(t)
 	ctx := context.Background()
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -50,7 +51,7 @@ func TestADeliveryWritesItsLogOnceAndHOT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, hook := accountWithWebhook(t, st)
+	acct, hook := storetest.AccountWithWebhook(t, st)
 	// A burst: the logs fill several pages, and their outcomes come in one
 	// batch, so each page must hold its logs' new versions (the table's
 	// fillfactor) for the updates to be HOT.
@@ -120,7 +121,7 @@ FROM pg_stat_user_tables s WHERE s.relid = to_regclass($1) OR s.relid IN (SELECT
 		return writes["events"].Inserts >= n && logs.Inserts >= n && logs.Updates >= n && writes["webhook_attempts"].Inserts >= n &&
 			queue.Inserts >= n && queue.Updates >= n && queue.Deletes >= n
 	}
-	heraldtest.Eventually(t, time.Minute, "the closed store's backends to flush their statistics", read)
+	testdb.Eventually(t, time.Minute, "the closed store's backends to flush their statistics", read)
 	t.Logf("writes of %d deliveries: %+v", n, writes)
 
 	logs, queue := writes["webhook_event_logs"], writes["delivery_queue"]
@@ -225,7 +226,7 @@ func TestVacuumsOfTheQueueKeepItsPages(t *testing.T) {
 		if err := raw.QueryRowContext(ctx, `SELECT (txid_current() % 4294967296)::text`).Scan(&now); err != nil {
 			t.Fatal(err)
 		}
-		heraldtest.Eventually(t, time.Minute, "the other sessions' snapshots to pass the deletions", func() bool {
+		testdb.Eventually(t, time.Minute, "the other sessions' snapshots to pass the deletions", func() bool {
 			var older int
 			if err := raw.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid()

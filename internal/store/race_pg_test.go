@@ -11,15 +11,15 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/testdb"
 )
 
 // pgRace opens a store on a fresh PostgreSQL schema with one webhook, and a
 // second, raw connection to the same schema to race it with.
 func pgRace(t *testing.T) (*store.Store, *sql.DB, string, string) {
 	t.Helper()
-	url := heraldtest.PostgresURL(t)
+	url := testdb.PostgresURL(t)
 	key := make([]byte, 32)
 	rand.Read(key)
 	st, err := store.Open(context.Background(), url, store.Options{Key: key})
@@ -54,7 +54,7 @@ func waitBlocked(t *testing.T, raw *sql.DB, tx *sql.Tx, n int) {
 	if err := tx.QueryRow(`SELECT pg_backend_pid()`).Scan(&holder); err != nil {
 		t.Fatal(err)
 	}
-	heraldtest.Eventually(t, 10*time.Second, fmt.Sprintf("%d statements waiting for the open transaction's locks", n), func() bool {
+	testdb.Eventually(t, 10*time.Second, fmt.Sprintf("%d statements waiting for the open transaction's locks", n), func() bool {
 		var blocked int
 		err := raw.QueryRow(`WITH RECURSIVE behind(pid) AS (
   SELECT $1::int
@@ -186,7 +186,7 @@ func TestRecordingADeliveryLocksItsWebhookOnlyToChangeItsHealth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(heraldtest.BusyFloor):
+	case <-time.After(testdb.BusyFloor):
 		t.Fatal("recording a delivery to a Healthy webhook waited for the webhook's row lock")
 	}
 	held.Rollback()

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/heraldhq/herald/internal/event"
 
 	"github.com/heraldhq/herald/internal/secret"

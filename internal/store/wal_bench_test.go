@@ -2,16 +2,14 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/heraldtest"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/storetest"
 )
 
 // BenchmarkDeliveryWAL measures the WAL PostgreSQL writes for one delivery
@@ -38,8 +36,8 @@ func BenchmarkDeliveryWAL(b *testing.B) {
 }
 
 func benchmarkDeliveryWAL(b *testing.B, hooks int, handed bool) {
-	w := newWALBench(b, hooks)
-	st, acct, ctx := w.st, w.acct, context.Background()
+	w := storetest.NewWALBench(b, hooks)
+	st, acct, ctx := w.St, w.Acct, context.Background()
 	h := &handoffs{}
 	if handed {
 		st.SetHandoff(h)
@@ -48,7 +46,7 @@ func benchmarkDeliveryWAL(b *testing.B, hooks int, handed bool) {
 	var perDelivery []float64
 	b.ResetTimer()
 	for range b.N {
-		before := w.lsn()
+		before := w.LSN()
 		if err := st.InTx(ctx, func(tx *store.Tx) error {
 			_, err := tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"id": "lic", "key": "ABCD-EFGH-IJKL-MNOP"})
 			return err
@@ -74,7 +72,7 @@ func benchmarkDeliveryWAL(b *testing.B, hooks int, handed bool) {
 		if _, err := st.Complete(ctx, outs, 50); err != nil {
 			b.Fatal(err)
 		}
-		perDelivery = append(perDelivery, float64(w.lsn()-before)/float64(hooks))
+		perDelivery = append(perDelivery, float64(w.LSN()-before)/float64(hooks))
 	}
 	b.StopTimer()
 	var sum float64
@@ -83,56 +81,4 @@ func benchmarkDeliveryWAL(b *testing.B, hooks int, handed bool) {
 	}
 	b.ReportMetric(sum/float64(len(perDelivery)), "WAL-B/delivery")
 	b.ReportMetric(slices.Min(perDelivery), "least-WAL-B/delivery")
-}
-
-// walBench is a PostgreSQL store of its own for a WAL benchmark: an
-// account with webhooks of license.created, and a reader of the server's
-// WAL position.
-type walBench struct {
-	b     *testing.B
-	st    *store.Store
-	acct  store.Account
-	hooks []store.Webhook
-	raw   *sql.DB
-}
-
-func newWALBench(b *testing.B, hooks int) *walBench {
-	b.Helper()
-	url := heraldtest.PostgresURL(b)
-	ctx := context.Background()
-	key := make([]byte, 32)
-	rand.Read(key)
-	st, err := store.Open(ctx, url, store.Options{Key: key})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	raw, err := sql.Open("pgx", rawURL(b, url))
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw.SetMaxOpenConns(1)
-	b.Cleanup(func() { raw.Close() })
-	w := &walBench{b: b, st: st, raw: raw}
-	if w.acct, err = st.CreateAccount(ctx, store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: store.NewID()}); err != nil {
-		b.Fatal(err)
-	}
-	for i := range hooks {
-		hook, err := st.CreateWebhook(ctx, w.acct.ID, store.NewWebhook{Name: fmt.Sprint("h", i), URL: fmt.Sprintf("https://example.com/h%d", i),
-			Events: []event.Kind{event.LicenseCreated}, Enabled: true, Token: "whsec_review_token_0123456789abcd"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		w.hooks = append(w.hooks, hook)
-	}
-	return w
-}
-
-// lsn is the server's WAL insert position, in bytes.
-func (w *walBench) lsn() int64 {
-	var n int64
-	if err := w.raw.QueryRow(`SELECT CAST(pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS BIGINT)`).Scan(&n); err != nil {
-		w.b.Fatalf("read the WAL position: %v", err)
-	}
-	return n
 }
