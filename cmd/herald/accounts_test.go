@@ -154,7 +154,7 @@ func checkPassword(t *testing.T, env []string, email, password, old string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	o, err := st.OwnerByEmail(context.Background(), email)
+	o, err := st.PersonByEmail(context.Background(), email)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ type Created struct {
 // Create creates an account. An OwnerEmail that already signs in to herald
 // is store.ErrConflict: an address belongs to one account.
 func Create(ctx context.Context, st *store.Store, n New) (Created, error) {
-	if _, err := st.OwnerByEmail(ctx, n.OwnerEmail); err == nil {
+	if _, err := st.PersonByEmail(ctx, n.OwnerEmail); err == nil {
 		return Created{}, store.ErrConflict
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return Created{}, err

@@ -30,7 +30,7 @@ func open(t *testing.T, url string) *store.Store {
 func signsIn(t *testing.T, st *store.Store, c accounts.Created, email string) {
 	t.Helper()
 	ctx := context.Background()
-	o, err := st.OwnerByEmail(ctx, email)
+	o, err := st.PersonByEmail(ctx, email)
 	if err != nil || o.AccountID != c.Account.ID || !auth.CheckPassword(o.PasswordHash, c.OwnerPassword) {
 		t.Errorf("%s: owner %+v, %v; want of account %s, signing in with the password returned", email, o, err, c.Account.ID)
 	}

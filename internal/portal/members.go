@@ -16,7 +16,7 @@ import (
 const InvitationTTL = 7 * 24 * time.Hour
 
 type membersData struct {
-	Users       []store.Owner
+	Users       []store.Person
 	Invitations []store.Link
 	Me          string // the signed-in user's id
 	IsOwner     bool
@@ -49,7 +49,7 @@ func (h *handler) members(w http.ResponseWriter, r *http.Request, s store.Sessio
 }
 
 func (h *handler) renderMembers(w http.ResponseWriter, r *http.Request, s store.Session, status int, d membersData) error {
-	users, err := h.store.Users(r.Context(), s.AccountID)
+	users, err := h.store.People(r.Context(), s.AccountID)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (h *handler) removeUser(w http.ResponseWriter, r *http.Request, s store.Ses
 	if err := ownersOnly(s); err != nil {
 		return err
 	}
-	revoked, err := h.store.RemoveUser(r.Context(), s.AccountID, r.PathValue("id"))
+	revoked, err := h.store.RemovePerson(r.Context(), s.AccountID, r.PathValue("id"))
 	done := "Removed from the account, and signed out everywhere."
 	switch revoked {
 	case 0:

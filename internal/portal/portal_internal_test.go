@@ -56,7 +56,7 @@ func TestTemplatesParseAndRender(t *testing.T) {
 			Next: "/account/api-tokens?cursor=x", Now: now, Lifetimes: tokenLifetimes, Scope: "read", Errors: fieldErrors{"name": "Name must be 1 to 200 characters."},
 			Created: &store.APIToken{ID: "t1", Name: "CI", Scope: store.ScopeRead}, Secret: "hrld_x"},
 		"password": passwordData{Errors: fieldErrors{"current": "This is not your current password."}},
-		"members": membersData{Users: []store.Owner{{ID: "u1", Email: "a@example.com", Role: store.RoleOwner, CreatedAt: now}, {ID: "u2", Email: "m@example.com", Role: store.RoleMember, CreatedAt: now}},
+		"members": membersData{Users: []store.Person{{ID: "u1", Email: "a@example.com", Role: store.RoleOwner, CreatedAt: now}, {ID: "u2", Email: "m@example.com", Role: store.RoleMember, CreatedAt: now}},
 			Invitations: []store.Link{{ID: "i1", Email: "n@example.com", Role: store.RoleMember, ExpiresAt: now}}, Me: "u1", IsOwner: true,
 			Email: "x", Role: "member", Errors: fieldErrors{"email": "Email address must be an email address."},
 			Invited: &store.Link{ID: "i2", Email: "o@example.com", Role: store.RoleOwner}, InviteLink: "https://hooks.example.com/invitation?token=x", Error: "An account keeps at least one owner."},

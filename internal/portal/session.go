@@ -141,7 +141,7 @@ func expiry(created, now time.Time) time.Time {
 // startSession signs an owner in: a new random session id in the cookie, its
 // hash in the store; it returns the id, which seals the session's flashes. A new id at every sign-in means an id planted before
 // sign-in is worth nothing after it.
-func (h *handler) startSession(w http.ResponseWriter, r *http.Request, o store.Owner) (string, error) {
+func (h *handler) startSession(w http.ResponseWriter, r *http.Request, o store.Person) (string, error) {
 	id, now := randomToken(), h.now()
 	s := store.Session{IDHash: hashID(id), AccountID: o.AccountID, OwnerID: o.ID, CSRFToken: randomToken(),
 		CreatedAt: now, SeenAt: now, ExpiresAt: expiry(now, now)}

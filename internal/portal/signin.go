@@ -131,17 +131,17 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) error {
 
 // checkPassword finds the owner and checks the password, spending the same
 // time whether or not the owner exists.
-func (h *handler) checkPassword(r *http.Request, email, password string) (store.Owner, bool, error) {
+func (h *handler) checkPassword(r *http.Request, email, password string) (store.Person, bool, error) {
 	select {
 	case h.hashing <- struct{}{}:
 		defer func() { <-h.hashing }()
 	case <-r.Context().Done():
-		return store.Owner{}, false, r.Context().Err()
+		return store.Person{}, false, r.Context().Err()
 	}
-	owner, err := h.store.OwnerByEmail(r.Context(), email)
+	owner, err := h.store.PersonByEmail(r.Context(), email)
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return store.Owner{}, false, err
+		return store.Person{}, false, err
 	}
 	hash := dummyHash
 	if found {

@@ -225,10 +225,11 @@ func (s *Store) scanAccount(row *sql.Row) (Account, error) {
 	return a, nil
 }
 
-// Owner is a person who signs in to an account's portal: one of its users,
-// an owner or a member by Role (the type keeps the name it had when each
-// account had one).
-type Owner struct {
+// Person is someone who signs in to an account's portal, an owner or a
+// member by Role: the account's people, never the licensing API's users
+// (licensing.User), who are the account's customers. The table keeps the
+// name owners (decision 0003).
+type Person struct {
 	ID           string
 	AccountID    string
 	Email        string
@@ -237,11 +238,11 @@ type Owner struct {
 	CreatedAt    time.Time
 }
 
-// OwnerByEmail finds a user for sign-in.
-func (s *Store) OwnerByEmail(ctx context.Context, email string) (Owner, error) {
-	o, err := scanOwner(s.QueryRow(ctx, `SELECT `+ownerColumns+` FROM owners WHERE email = ?`, email))
+// PersonByEmail finds a person for sign-in.
+func (s *Store) PersonByEmail(ctx context.Context, email string) (Person, error) {
+	o, err := scanPerson(s.QueryRow(ctx, `SELECT `+ownerColumns+` FROM owners WHERE email = ?`, email))
 	if err != nil {
-		return Owner{}, notFound(err, "read owner")
+		return Person{}, notFound(err, "read owner")
 	}
 	return o, nil
 }

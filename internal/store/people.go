@@ -27,28 +27,28 @@ var ErrLastOwner = errors.New("an account keeps at least one owner")
 
 const ownerColumns = `id, account_id, email, password_hash, role, created_at`
 
-func scanOwner(row scanner) (Owner, error) {
-	var o Owner
+func scanPerson(row scanner) (Person, error) {
+	var o Person
 	var role string
 	var c int64
 	if err := row.Scan(&o.ID, &o.AccountID, &o.Email, &o.PasswordHash, &role, &c); err != nil {
-		return Owner{}, err
+		return Person{}, err
 	}
 	o.Role, o.CreatedAt = Role(role), fromMS(c)
 	return o, nil
 }
 
-// Users lists an account's users, oldest first (the first owner first). An
+// People lists an account's people, oldest first (the first owner first). An
 // account has a handful, so the list is not paged.
-func (s *Store) Users(ctx context.Context, accountID string) ([]Owner, error) {
+func (s *Store) People(ctx context.Context, accountID string) ([]Person, error) {
 	rows, err := s.Query(ctx, `SELECT `+ownerColumns+` FROM owners WHERE account_id = ? ORDER BY created_at, id`, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	defer rows.Close()
-	var list []Owner
+	var list []Person
 	for rows.Next() {
-		o, err := scanOwner(rows)
+		o, err := scanPerson(rows)
 		if err != nil {
 			return nil, fmt.Errorf("list users: %w", err)
 		}
@@ -57,11 +57,11 @@ func (s *Store) Users(ctx context.Context, accountID string) ([]Owner, error) {
 	return list, rows.Err()
 }
 
-// User returns one of an account's users.
-func (s *Store) User(ctx context.Context, accountID, id string) (Owner, error) {
-	o, err := scanOwner(s.QueryRow(ctx, `SELECT `+ownerColumns+` FROM owners WHERE account_id = ? AND id = ?`, accountID, id))
+// Person returns one of an account's people.
+func (s *Store) Person(ctx context.Context, accountID, id string) (Person, error) {
+	o, err := scanPerson(s.QueryRow(ctx, `SELECT `+ownerColumns+` FROM owners WHERE account_id = ? AND id = ?`, accountID, id))
 	if err != nil {
-		return Owner{}, notFound(err, "read user")
+		return Person{}, notFound(err, "read user")
 	}
 	return o, nil
 }
@@ -88,10 +88,10 @@ func (s *Store) ChangePassword(ctx context.Context, accountID, userID, hash, kee
 // ResetPassword sets the password hash of the user signing in as email, in
 // whichever account, and ends all their sessions. An unknown email is
 // ErrNotFound.
-func (s *Store) ResetPassword(ctx context.Context, email, hash string) (Owner, error) {
-	o, err := s.OwnerByEmail(ctx, email)
+func (s *Store) ResetPassword(ctx context.Context, email, hash string) (Person, error) {
+	o, err := s.PersonByEmail(ctx, email)
 	if err != nil {
-		return Owner{}, err
+		return Person{}, err
 	}
 	return o, s.ChangePassword(ctx, o.AccountID, o.ID, hash, "")
 }
@@ -140,12 +140,12 @@ func (s *Store) SetRole(ctx context.Context, accountID, userID string, role Role
 	})
 }
 
-// RemoveUser removes a user, their sessions and the API tokens they made
+// RemovePerson removes a person, their sessions and the API tokens they made
 // (a token made through the API is its maker's maker's), and reports how
 // many tokens it revoked; removing the last owner is ErrLastOwner. A
 // person who leaves keeps no way in: every process refuses the tokens
 // from the next request on, as after RevokeAPIToken.
-func (s *Store) RemoveUser(ctx context.Context, accountID, userID string) (revoked int, err error) {
+func (s *Store) RemovePerson(ctx context.Context, accountID, userID string) (revoked int, err error) {
 	var ids []string
 	err = s.InTx(ctx, func(tx *Tx) error {
 		if err := tx.lockAccount(ctx, accountID); err != nil {
@@ -328,14 +328,14 @@ func (tx *Tx) takeLink(ctx context.Context, kind LinkKind, hash string) (Link, e
 // UsePortalLink uses up a portal link and returns the user it signs in as:
 // the account's first owner. An unknown, used or expired link is
 // ErrNotFound.
-func (s *Store) UsePortalLink(ctx context.Context, hash string) (Owner, error) {
-	var o Owner
+func (s *Store) UsePortalLink(ctx context.Context, hash string) (Person, error) {
+	var o Person
 	err := s.InTx(ctx, func(tx *Tx) error {
 		l, err := tx.takeLink(ctx, LinkPortal, hash)
 		if err != nil {
 			return err
 		}
-		o, err = scanOwner(tx.QueryRow(ctx, `SELECT `+ownerColumns+` FROM owners WHERE account_id = ? AND role = 'owner' ORDER BY created_at, id LIMIT 1`, l.AccountID))
+		o, err = scanPerson(tx.QueryRow(ctx, `SELECT `+ownerColumns+` FROM owners WHERE account_id = ? AND role = 'owner' ORDER BY created_at, id LIMIT 1`, l.AccountID))
 		return notFound(err, "use portal link")
 	})
 	return o, err
@@ -344,15 +344,15 @@ func (s *Store) UsePortalLink(ctx context.Context, hash string) (Owner, error) {
 // AcceptInvitation uses up an invitation and creates its user with the
 // given password hash. An unknown, used or expired invitation is
 // ErrNotFound; an address that signs in meanwhile, ErrConflict.
-func (s *Store) AcceptInvitation(ctx context.Context, hash, passwordHash string) (Owner, error) {
-	var o Owner
+func (s *Store) AcceptInvitation(ctx context.Context, hash, passwordHash string) (Person, error) {
+	var o Person
 	err := s.InTx(ctx, func(tx *Tx) error {
 		l, err := tx.takeLink(ctx, LinkInvitation, hash)
 		if err != nil {
 			return err
 		}
 		now := tx.Now()
-		o = Owner{ID: NewID(), AccountID: l.AccountID, Email: l.Email, PasswordHash: passwordHash, Role: l.Role, CreatedAt: fromMS(ms(now))}
+		o = Person{ID: NewID(), AccountID: l.AccountID, Email: l.Email, PasswordHash: passwordHash, Role: l.Role, CreatedAt: fromMS(ms(now))}
 		_, err = tx.Exec(ctx, `INSERT INTO owners (id, account_id, email, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			o.ID, o.AccountID, o.Email, o.PasswordHash, string(o.Role), ms(now))
 		if IsUniqueViolation(err) {

@@ -48,7 +48,7 @@ func TestSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		owner, err := st.OwnerByEmail(ctx, "a@example.com")
+		owner, err := st.PersonByEmail(ctx, "a@example.com")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func testAccountsListedAndDeleted(t *testing.T, b *Bundle) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	owner, err := b.St.OwnerByEmail(b.Ctx, "a@example.com")
+	owner, err := b.St.PersonByEmail(b.Ctx, "a@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func testAccountsListedAndDeleted(t *testing.T, b *Bundle) {
 	if err := b.St.DeleteAccount(b.Ctx, b.Account.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deleting it again: %v; want ErrNotFound", err)
 	}
-	if _, err := b.St.OwnerByEmail(b.Ctx, "a@example.com"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.St.PersonByEmail(b.Ctx, "a@example.com"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("its owner's email after the delete: %v; want ErrNotFound (free for another account)", err)
 	}
 }
@@ -108,7 +108,7 @@ func testAccountsListedAndDeleted(t *testing.T, b *Bundle) {
 // an owner; a password change ends every other session of its user.
 func testPeopleAndLinks(t *testing.T, b *Bundle) {
 	other := b.NewAccount(t, "b@example.com")
-	owner, err := b.St.OwnerByEmail(b.Ctx, "a@example.com")
+	owner, err := b.St.PersonByEmail(b.Ctx, "a@example.com")
 	if err != nil || owner.Role != store.RoleOwner {
 		t.Fatalf("the account's owner: %+v, %v; want role owner", owner, err)
 	}
@@ -151,7 +151,7 @@ func testPeopleAndLinks(t *testing.T, b *Bundle) {
 	if _, err := b.St.AcceptInvitation(b.Ctx, "second", "again"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("an invitation used twice: %v; want ErrNotFound", err)
 	}
-	if got, err := b.St.OwnerByEmail(b.Ctx, "m@example.com"); err != nil || got.PasswordHash != "member-hash" {
+	if got, err := b.St.PersonByEmail(b.Ctx, "m@example.com"); err != nil || got.PasswordHash != "member-hash" {
 		t.Errorf("the member signs in with their own password: %+v, %v", got, err)
 	}
 
@@ -162,31 +162,31 @@ func testPeopleAndLinks(t *testing.T, b *Bundle) {
 		want error
 	}{
 		{"demote the last owner", func() error { return b.St.SetRole(b.Ctx, b.Account.ID, owner.ID, store.RoleMember) }, store.ErrLastOwner},
-		{"remove the last owner", func() error { _, err := b.St.RemoveUser(b.Ctx, b.Account.ID, owner.ID); return err }, store.ErrLastOwner},
+		{"remove the last owner", func() error { _, err := b.St.RemovePerson(b.Ctx, b.Account.ID, owner.ID); return err }, store.ErrLastOwner},
 		{"another account promotes the member", func() error { return b.St.SetRole(b.Ctx, other.ID, member.ID, store.RoleOwner) }, store.ErrNotFound},
-		{"another account removes the member", func() error { _, err := b.St.RemoveUser(b.Ctx, other.ID, member.ID); return err }, store.ErrNotFound},
+		{"another account removes the member", func() error { _, err := b.St.RemovePerson(b.Ctx, other.ID, member.ID); return err }, store.ErrNotFound},
 		{"promote the member", func() error { return b.St.SetRole(b.Ctx, b.Account.ID, member.ID, store.RoleOwner) }, nil},
 		{"demote the first owner, one owner left", func() error { return b.St.SetRole(b.Ctx, b.Account.ID, owner.ID, store.RoleMember) }, nil},
-		{"remove the other, now last, owner", func() error { _, err := b.St.RemoveUser(b.Ctx, b.Account.ID, member.ID); return err }, store.ErrLastOwner},
-		{"remove the first user, a member now", func() error { _, err := b.St.RemoveUser(b.Ctx, b.Account.ID, owner.ID); return err }, nil},
+		{"remove the other, now last, owner", func() error { _, err := b.St.RemovePerson(b.Ctx, b.Account.ID, member.ID); return err }, store.ErrLastOwner},
+		{"remove the first user, a member now", func() error { _, err := b.St.RemovePerson(b.Ctx, b.Account.ID, owner.ID); return err }, nil},
 	} {
 		if err := tc.do(); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v; want %v", tc.name, err, tc.want)
 		}
 	}
-	if users, err := b.St.Users(b.Ctx, b.Account.ID); err != nil || len(users) != 1 || users[0].ID != member.ID || users[0].Role != store.RoleOwner {
+	if users, err := b.St.People(b.Ctx, b.Account.ID); err != nil || len(users) != 1 || users[0].ID != member.ID || users[0].Role != store.RoleOwner {
 		t.Fatalf("users: %+v, %v; want the former member alone, an owner", users, err)
 	}
 
 	// A password change ends the user's other sessions, not the one that
 	// asked, and no one else's; a reset ends them all.
-	session := func(hash string, o store.Owner) {
+	session := func(hash string, o store.Person) {
 		if err := b.St.CreateSession(b.Ctx, store.Session{IDHash: hash, AccountID: o.AccountID, OwnerID: o.ID, CSRFToken: "c",
 			CreatedAt: b.Clock.Now(), SeenAt: b.Clock.Now(), ExpiresAt: b.Clock.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	otherOwner, _ := b.St.OwnerByEmail(b.Ctx, "b@example.com")
+	otherOwner, _ := b.St.PersonByEmail(b.Ctx, "b@example.com")
 	session("mine", member)
 	session("my-phone", member)
 	session("theirs", otherOwner)
@@ -241,7 +241,7 @@ func testPeopleAndLinks(t *testing.T, b *Bundle) {
 // its own, make the other a member at the same moment; one wins, the other
 // is refused, and the account keeps an owner.
 func testOwnersDemotingEachOtherKeepOne(t *testing.T, b *Bundle) {
-	first, err := b.St.OwnerByEmail(b.Ctx, "a@example.com")
+	first, err := b.St.PersonByEmail(b.Ctx, "a@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func testOwnersDemotingEachOtherKeepOne(t *testing.T, b *Bundle) {
 			}
 		}
 		owners := 0
-		users, err := b.St.Users(b.Ctx, b.Account.ID)
+		users, err := b.St.People(b.Ctx, b.Account.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -144,7 +144,7 @@ func (b *Bundle) tokens(t testing.TB, accountID string) []store.APIToken {
 // removing a person revokes the tokens they made, and only those, saying
 // how many; the first token of an account is its owner's.
 func testRemovingAPersonRevokesTheirTokens(t *testing.T, b *Bundle) {
-	owner, err := b.St.OwnerByEmail(b.Ctx, "a@example.com")
+	owner, err := b.St.PersonByEmail(b.Ctx, "a@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func testRemovingAPersonRevokesTheirTokens(t *testing.T, b *Bundle) {
 			t.Errorf("token %q made by %q (listed: %v); want %q", name, got, ok, email)
 		}
 	}
-	revoked, err := b.St.RemoveUser(b.Ctx, b.Account.ID, member.ID)
+	revoked, err := b.St.RemovePerson(b.Ctx, b.Account.ID, member.ID)
 	if err != nil || revoked != 2 {
 		t.Fatalf("removing the member revoked %d, %v; want the 2 tokens they made", revoked, err)
 	}
