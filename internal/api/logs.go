@@ -138,7 +138,7 @@ func (a *API) getLog(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
-	l, err := a.delivery.Resend(r.Context(), accountID(r), pathID(r, "id"))
+	err := a.delivery.Resend(r.Context(), accountID(r), pathID(r, "id"))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("event log")
@@ -148,6 +148,10 @@ func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
 		return problem(http.StatusConflict, "conflict", "Conflict",
 			"an attempt of this log (automatic, or another resend) is in flight; resend once it completes")
 	case err != nil:
+		return err
+	}
+	l, err := a.store.Log(r.Context(), accountID(r), pathID(r, "id"))
+	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, toLogJSON(l, true))

@@ -25,7 +25,7 @@ import (
 // and resends.
 type deliverer interface {
 	Test(ctx context.Context, accountID, webhookID string, kind event.Kind, opt delivery.TestOptions) (delivery.TestResult, error)
-	Resend(ctx context.Context, accountID, logID string) (store.EventLog, error)
+	Resend(ctx context.Context, accountID, logID string) error
 }
 
 // API serves /v3.

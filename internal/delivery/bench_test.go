@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
@@ -122,11 +123,11 @@ func BenchmarkDeliver(b *testing.B) {
 // without the headers each attempt keeps: what keeping them costs the
 // recorder, apart from the network and the receiver.
 func BenchmarkRecord(b *testing.B) {
-	sent := store.HeaderLines(http.Header{
+	sent := attempt.HeaderLines(http.Header{
 		"Content-Type": {"application/json; charset=utf-8"}, "Content-Length": {"214"}, "User-Agent": {"herald/1.0.0"},
 		"webhook-signature": {"6P7jSxkBv1dzlVZmq3fWz0Qe0WvKk2pX3s4Yp0Rk8aA="}, "webhook-id": {"01936f0e-8c41-7e2a-9d55-4a4a1c0e7b21"},
 	})
-	answered := store.HeaderLines(http.Header{"Content-Length": {"0"}, "Date": {"Sat, 21 Nov 2026 08:07:13 GMT"}, "Server": {"nginx"}})
+	answered := attempt.HeaderLines(http.Header{"Content-Length": {"0"}, "Date": {"Sat, 21 Nov 2026 08:07:13 GMT"}, "Server": {"nginx"}})
 	for _, e := range testdb.BenchStores() {
 		for _, withHeaders := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/headers=%v", e.Name, withHeaders), func(b *testing.B) {
@@ -134,18 +135,18 @@ func BenchmarkRecord(b *testing.B) {
 				fire(b, st, acct, b.N)
 				ctx := context.Background()
 				now := time.Now()
-				claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Hour), Lease: store.NewID(), Limit: b.N, PerWebhook: b.N})
+				claims, err := st.Claim(ctx, attempt.ClaimParams{Now: now, LeaseUntil: now.Add(time.Hour), Lease: store.NewID(), Limit: b.N, PerWebhook: b.N})
 				if err != nil || len(claims) != b.N {
 					b.Fatalf("claimed %d of %d: %v", len(claims), b.N, err)
 				}
 				code := 204
-				outs := make([]store.Outcome, len(claims))
+				outs := make([]attempt.Outcome, len(claims))
 				for i, c := range claims {
-					a := &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code, Duration: time.Millisecond}
+					a := &attempt.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code, Duration: time.Millisecond}
 					if withHeaders {
-						a.Headers = &store.AttemptHeaders{Request: sent, Response: answered}
+						a.Headers = &attempt.AttemptHeaders{Request: sent, Response: answered}
 					}
-					outs[i] = store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic, Result: store.Delivered, Attempt: a}
+					outs[i] = attempt.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: attempt.TriggerAutomatic, Result: attempt.Delivered, Attempt: a}
 				}
 				b.ResetTimer()
 				for len(outs) > 0 {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
 // checker checks, before attempts that waited, that their logs are still
@@ -24,15 +24,15 @@ type checker struct {
 }
 
 type checkBatch struct {
-	held  []store.Held
+	held  []attempt.Held
 	done  chan struct{}
-	found map[store.Held]bool
+	found map[attempt.Held]bool
 	err   error
 }
 
 // stillHeld reports whether h is still held, with the error of the check
 // that said so (then false).
-func (c *checker) stillHeld(h store.Held) (bool, error) {
+func (c *checker) stillHeld(h attempt.Held) (bool, error) {
 	c.mu.Lock()
 	if c.next == nil {
 		c.next = &checkBatch{done: make(chan struct{})}

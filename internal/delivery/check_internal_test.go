@@ -6,21 +6,21 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
 // heldQueue answers StillHeld from a set, counting the calls and holding
 // the first until released; nothing else of Queue is used.
 type heldQueue struct {
 	Queue
-	held    map[store.Held]bool
+	held    map[attempt.Held]bool
 	release chan struct{}
 
 	mu    sync.Mutex
-	calls [][]store.Held
+	calls [][]attempt.Held
 }
 
-func (q *heldQueue) StillHeld(_ context.Context, held []store.Held) (map[store.Held]bool, error) {
+func (q *heldQueue) StillHeld(_ context.Context, held []attempt.Held) (map[attempt.Held]bool, error) {
 	q.mu.Lock()
 	q.calls = append(q.calls, held)
 	first := len(q.calls) == 1
@@ -28,7 +28,7 @@ func (q *heldQueue) StillHeld(_ context.Context, held []store.Held) (map[store.H
 	if first {
 		<-q.release
 	}
-	found := map[store.Held]bool{}
+	found := map[attempt.Held]bool{}
 	for _, h := range held {
 		if q.held[h] {
 			found[h] = true
@@ -41,11 +41,11 @@ func (q *heldQueue) StillHeld(_ context.Context, held []store.Held) (map[store.H
 // into the next one: eleven checks, two statements, each answered for its
 // own log.
 func TestCheckerSharesOneStatementBetweenTheChecksWaitingForIt(t *testing.T) {
-	hs := make([]store.Held, 11)
+	hs := make([]attempt.Held, 11)
 	for i := range hs {
-		hs[i] = store.Held{LogID: string(rune('a' + i)), Lease: "lease"}
+		hs[i] = attempt.Held{LogID: string(rune('a' + i)), Lease: "lease"}
 	}
-	q := &heldQueue{held: map[store.Held]bool{}, release: make(chan struct{})}
+	q := &heldQueue{held: map[attempt.Held]bool{}, release: make(chan struct{})}
 	for i, h := range hs {
 		if i%2 == 0 {
 			q.held[h] = true // the odd ones' webhooks were deleted
@@ -95,7 +95,7 @@ func TestCheckerSharesOneStatementBetweenTheChecksWaitingForIt(t *testing.T) {
 	}
 }
 
-func lens(calls [][]store.Held) []int {
+func lens(calls [][]attempt.Held) []int {
 	n := make([]int, len(calls))
 	for i, c := range calls {
 		n[i] = len(c)

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 func TestConfigValidateNamesTheFlag(t *testing.T) {
@@ -30,7 +30,7 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 		{"a lease just longer than the attempt", delivery.Config{AttemptTimeout: 10 * time.Second, Lease: 11 * time.Second}, ""},
 		{"negative lease", delivery.Config{Lease: -time.Second}, "--lease must be longer than --attempt-timeout"},
 		// Past the cap is the cap (the flag refuses it: --response-body-limit).
-		{"kept response bodies past the cap", delivery.Config{ResponseBodyLimit: store.MaxResponseBody + 1}, ""},
+		{"kept response bodies past the cap", delivery.Config{ResponseBodyLimit: attempt.MaxResponseBody + 1}, ""},
 		{"no response bodies kept", delivery.Config{ResponseBodyLimit: -1}, ""},
 	}
 	for _, tt := range tests {

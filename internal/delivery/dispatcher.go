@@ -27,6 +27,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/health"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -53,12 +55,12 @@ type Config struct {
 	Metrics      *Metrics // nil: none
 	// OnSuspend is called after a webhook is suspended (its email is
 	// queued), by whichever recorder recorded it: possibly several at once.
-	OnSuspend func([]store.Suspension)
+	OnSuspend func([]attempt.Suspension)
 	// Tracer starts a client span per POST (see trace.go); nil, as when
 	// tracing is off, starts none.
 	Tracer trace.Tracer
 	// ResponseBodyLimit is how many bytes of a receiver's answer each
-	// recorded attempt keeps: 4 KiB by default, at most store.MaxResponseBody
+	// recorded attempt keeps: 4 KiB by default, at most attempt.MaxResponseBody
 	// (64 KiB, what a Test shows); negative keeps none. Nobody reads a whole
 	// error page, and a failing receiver's answers add up to most of the
 	// database otherwise.
@@ -135,7 +137,7 @@ func (c Config) withDefaults() Config {
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	c.PaceWait = cmp.Or(c.PaceWait, time.Second)
 	c.UserAgent = cmp.Or(c.UserAgent, "herald")
-	c.ResponseBodyLimit = max(-1, min(cmp.Or(c.ResponseBodyLimit, DefaultResponseBodyLimit), store.MaxResponseBody))
+	c.ResponseBodyLimit = max(-1, min(cmp.Or(c.ResponseBodyLimit, DefaultResponseBodyLimit), attempt.MaxResponseBody))
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -163,11 +165,11 @@ type Dispatcher struct {
 	accountsActive int
 	freed          chan struct{} // signalled when a slot frees
 
-	held      map[store.Held]struct{} // logs claimed here and not yet recorded: their leases are renewed
-	orphans   map[string]time.Time    // leases of claims that failed but may have committed → when
-	stopping  atomic.Bool             // set when Run's context ends: claims not yet attempted are released
-	claimable atomic.Bool             // a webhook's room became worth a claim since the last sleep
-	requeued  atomic.Bool             // an outcome put its log back in the queue since the last sleep
+	held      map[attempt.Held]struct{} // logs claimed here and not yet recorded: their leases are renewed
+	orphans   map[string]time.Time      // leases of claims that failed but may have committed → when
+	stopping  atomic.Bool               // set when Run's context ends: claims not yet attempted are released
+	claimable atomic.Bool               // a webhook's room became worth a claim since the last sleep
+	requeued  atomic.Bool               // an outcome put its log back in the queue since the last sleep
 	// handing is the running Run's, for the logs handed over at firing
 	// (handoff.go); nil while none runs. caughtUp and waiting say what
 	// may be waiting in the queue (noteClaim).
@@ -215,7 +217,7 @@ func New(st Store, cfg Config) *Dispatcher {
 		hooks:    map[string]*hookState{},
 		accounts: map[string]*accountState{},
 		freed:    make(chan struct{}, 1),
-		held:     map[store.Held]struct{}{},
+		held:     map[attempt.Held]struct{}{},
 		waiting:  map[string]*waitCount{},
 		owed:     map[string]int{},
 		paced:    make(chan struct{}),
@@ -236,7 +238,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	d.stopping.Store(false)
 	stopWatch := context.AfterFunc(ctx, func() { d.stopping.Store(true) })
 	defer stopWatch()
-	outcomes := make(chan store.Outcome, d.cfg.Concurrency)
+	outcomes := make(chan attempt.Outcome, d.cfg.Concurrency)
 	recorded := make(chan struct{})
 	renewed := make(chan struct{})
 	go func() {
@@ -272,7 +274,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		got := 0
 		if want > 0 {
 			perWebhook, room, exclude, perAccount, accountRoom := d.room()
-			claims := d.claim(store.ClaimParams{
+			claims := d.claim(attempt.ClaimParams{
 				Now: now, LeaseUntil: now.Add(d.cfg.Lease), Lease: store.NewID(),
 				Limit: want, PerWebhook: perWebhook, Room: room, Exclude: exclude,
 				PerAccount: perAccount, AccountRoom: accountRoom,
@@ -336,7 +338,7 @@ const claimTimeout = 30 * time.Second
 // outcomes are recorded. A claim that fails may have committed all the same
 // (the error may be the answer's, not the statement's), so whatever it may
 // have taken is released at once, or, the database not answering, later.
-func (d *Dispatcher) claim(p store.ClaimParams) []store.Claim {
+func (d *Dispatcher) claim(p attempt.ClaimParams) []attempt.Claim {
 	ctx, cancel := context.WithTimeout(context.Background(), min(claimTimeout, d.cfg.Lease/2))
 	defer cancel()
 	claims, err := d.store.Claim(ctx, p)
@@ -355,7 +357,7 @@ func (d *Dispatcher) claim(p store.ClaimParams) []store.Claim {
 	}
 	d.mu.Lock()
 	for _, c := range claims {
-		d.held[store.Held{LogID: c.LogID, Lease: c.Lease}] = struct{}{}
+		d.held[attempt.Held{LogID: c.LogID, Lease: c.Lease}] = struct{}{}
 	}
 	d.noteClaim(p, claims)
 	d.mu.Unlock()
@@ -461,10 +463,10 @@ func (d *Dispatcher) keep(at time.Time) bool {
 }
 
 // heldNow lists the logs held here.
-func (d *Dispatcher) heldNow() []store.Held {
+func (d *Dispatcher) heldNow() []attempt.Held {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	held := make([]store.Held, 0, len(d.held))
+	held := make([]attempt.Held, 0, len(d.held))
 	for h := range d.held {
 		held = append(held, h)
 	}
@@ -656,18 +658,18 @@ func (d *Dispatcher) lastSlot(now, leaseUntil time.Time) time.Time {
 // go out twice. The log is released to be claimed again instead. The log of
 // a throttled webhook (p not nil) first waits for its send slot, or is
 // released to wait for one in the queue (throttle.go).
-func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, claimed time.Time, p *pacing) store.Outcome {
-	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic}
+func (d *Dispatcher) attempt(ctx context.Context, c attempt.Claim, leaseUntil, claimed time.Time, p *pacing) attempt.Outcome {
+	o := attempt.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: attempt.TriggerAutomatic}
 	switch {
 	case !c.Enabled:
-		o.Result, o.Reason = store.Cancel, "webhook disabled before this attempt; no delivery attempted"
+		o.Result, o.Reason = attempt.Cancel, "webhook disabled before this attempt; no delivery attempted"
 		return o
-	case c.Health == store.Suspended:
-		o.Result, o.Reason = store.Cancel, store.ReasonSuspendedBefore
+	case c.Health == string(store.Suspended):
+		o.Result, o.Reason = attempt.Cancel, store.ReasonSuspendedBefore
 		return o
 	}
 	if d.stopping.Load() { // stopping: not attempted, due again at once
-		o.Result = store.Release
+		o.Result = attempt.Release
 		return o
 	}
 	if p != nil {
@@ -680,12 +682,12 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	deadline := leaseUntil.Add(-d.cfg.AttemptTimeout - d.recordMargin())
 	waited := !d.takeNow(c.WebhookID, deadline)
 	if waited && !d.take(c.WebhookID, deadline, nil) {
-		o.Result = store.Release
+		o.Result = attempt.Release
 		return o
 	}
 	if d.stopping.Load() {
 		d.untake(c.WebhookID)
-		o.Result = store.Release
+		o.Result = attempt.Release
 		return o
 	}
 	// The claim was read before the attempt; its webhook or whole account
@@ -699,11 +701,11 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	// found: nothing is sent, and the outcome finds no log to record.
 	if (waited || d.cfg.Now().Sub(claimed) >= StillHeldAfter) && !d.stillHeld(c) {
 		d.untake(c.WebhookID)
-		o.Result = store.Release
+		o.Result = attempt.Release
 		return o
 	}
 	number := c.AttemptCount + 1
-	ctx, span := d.startSpan(ctx, spanOf{name: SpanAttempt, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
+	ctx, span := d.startSpan(ctx, spanOf{name: SpanAttempt, eventID: c.EventID, kind: event.Kind(c.Event), webhookID: c.WebhookID,
 		logID: c.LogID, attempt: number, fired: c.TraceParent})
 	res := d.sender.Send(ctx, signed(c))
 	d.done(c.WebhookID, res)
@@ -711,12 +713,12 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	o.Attempt = d.attemptRecord(res)
 	switch {
 	case res.OK():
-		o.Result = store.Delivered
+		o.Result = attempt.Delivered
 	case number >= d.cfg.MaxAttempts:
-		o.Result, o.Reason = store.Exhausted, res.Err+"; no attempts left"
+		o.Result, o.Reason = attempt.Exhausted, res.Err+"; no attempts left"
 	default:
 		var note string
-		o.Result = store.Retry
+		o.Result = attempt.Retry
 		o.NextAt, note = d.nextAttempt(res)
 		o.Reason = res.Err + note
 		o.Attempt.Error = o.Reason
@@ -767,7 +769,7 @@ func seconds(d time.Duration) string {
 // logOutcome logs an automatic attempt at debug: which log, webhook and event,
 // and what came of it. Never the URL (receivers put credentials in query
 // strings) nor a body.
-func (d *Dispatcher) logOutcome(ctx context.Context, c store.Claim, o store.Outcome) {
+func (d *Dispatcher) logOutcome(ctx context.Context, c attempt.Claim, o attempt.Outcome) {
 	if !d.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
@@ -787,8 +789,8 @@ func (d *Dispatcher) logOutcome(ctx context.Context, c store.Claim, o store.Outc
 
 // stillHeld reports whether c's log still exists under its lease; a failed
 // look-up says no, and the log is released to be claimed again.
-func (d *Dispatcher) stillHeld(c store.Claim) bool {
-	held, err := d.checker.stillHeld(store.Held{LogID: c.LogID, Lease: c.Lease})
+func (d *Dispatcher) stillHeld(c attempt.Claim) bool {
+	held, err := d.checker.stillHeld(attempt.Held{LogID: c.LogID, Lease: c.Lease})
 	if err != nil {
 		d.cfg.Logger.Warn("attempt not made: its log could not be checked", "log", c.LogID, "err", err)
 	}
@@ -807,11 +809,11 @@ const DefaultResponseBodyLimit = 4 << 10
 // attemptRecord is what is stored of an attempt: its answer's body cut at
 // ResponseBodyLimit, and the headers both ways (the store bounds them),
 // before the outcome waits to be recorded.
-func (d *Dispatcher) attemptRecord(r Result) *store.AttemptRecord {
-	a := &store.AttemptRecord{SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
+func (d *Dispatcher) attemptRecord(r Result) *attempt.AttemptRecord {
+	a := &attempt.AttemptRecord{SentAt: r.SentAt, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
 		Duration: r.Duration, Error: r.Err, ResponseBody: cut(r.RespBody, d.cfg.ResponseBodyLimit)}
 	if len(r.Headers) > 0 || len(r.RespHeader) > 0 {
-		a.Headers = &store.AttemptHeaders{Request: store.HeaderLines(r.Headers), Response: store.HeaderLines(r.RespHeader)}
+		a.Headers = &attempt.AttemptHeaders{Request: attempt.HeaderLines(r.Headers), Response: attempt.HeaderLines(r.RespHeader)}
 	}
 	return a
 }
@@ -863,7 +865,7 @@ const defaultRecorders = 4
 // recorder is free goes into the next transaction, so under load one commit
 // covers hundreds of attempts; at low rates a small batch lingers
 // (recordLinger) for more. Up to Config.Recorders batches are written at once.
-func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
+func (d *Dispatcher) record(outcomes <-chan attempt.Outcome) {
 	const maxBatch = 512
 	free := make(chan struct{}, d.cfg.Recorders)
 	for range d.cfg.Recorders {
@@ -874,7 +876,7 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 	linger := time.NewTimer(recordLinger)
 	linger.Stop()
 	for o := range outcomes {
-		batch := make([]store.Outcome, 0, 64)
+		batch := make([]attempt.Outcome, 0, 64)
 		batch = append(batch, o)
 		closed, took := false, false
 		// A batch closes when a recorder is free to take it: while all are
@@ -927,15 +929,15 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 			defer func() { free <- struct{}{}; wg.Done() }()
 			d.complete(batch)
 			for _, o := range batch {
-				if o.Result == store.Retry || o.Result == store.Release {
+				if o.Result == attempt.Retry || o.Result == attempt.Release {
 					d.requeued.Store(true)
 					break
 				}
 			}
 			d.mu.Lock()
 			for _, o := range batch {
-				delete(d.held, store.Held{LogID: o.LogID, Lease: o.Lease})
-				if o.Result == store.Release {
+				delete(d.held, attempt.Held{LogID: o.LogID, Lease: o.Lease})
+				if o.Result == attempt.Release {
 					d.wait(o.WebhookID, d.hook(o.WebhookID, "").account) // due again, and waiting
 				}
 			}
@@ -953,7 +955,7 @@ func (d *Dispatcher) record(outcomes <-chan store.Outcome) {
 // the lease (no claim takes the logs meanwhile; see renewLapsed), so each
 // outcome is recorded once space is freed, unless herald is stopped first:
 // then the logs are attempted again after the next start.
-func (d *Dispatcher) complete(batch []store.Outcome) {
+func (d *Dispatcher) complete(batch []attempt.Outcome) {
 	start := d.cfg.Now()
 	deadline := start.Add(d.cfg.Lease)
 	backoff := 50 * time.Millisecond

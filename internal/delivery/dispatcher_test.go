@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
@@ -37,10 +38,10 @@ func offsetClock() func() time.Time {
 
 // dueLog is a log of webhook "hook" for event evt-id, attempted attempts
 // times before, sent to url.
-func dueLog(id string, attempts int, url string) store.Claim {
-	return store.Claim{LogID: "log-" + id, AccountID: "acct", WebhookID: "hook", EventID: "evt-" + id,
-		Event: event.LicenseCreated, Body: []byte(`{"id":"evt-` + id + `"}`), URL: url,
-		Token: "whsec_fake_queue_token_0123456789", Enabled: true, Health: store.Healthy, AttemptCount: attempts}
+func dueLog(id string, attempts int, url string) attempt.Claim {
+	return attempt.Claim{LogID: "log-" + id, AccountID: "acct", WebhookID: "hook", EventID: "evt-" + id,
+		Event: string(event.LicenseCreated), Body: []byte(`{"id":"evt-` + id + `"}`), URL: url,
+		Token: "whsec_fake_queue_token_0123456789", Enabled: true, Health: string(store.Healthy), AttemptCount: attempts}
 }
 
 // run runs d until stop is called or the test ends.
@@ -74,19 +75,19 @@ func TestDispatcherRecordsEachOutcome(t *testing.T) {
 		attempts int // made before this one
 		disabled bool
 		health   store.Health
-		want     store.Result
+		want     attempt.Result
 		reason   string
-		status   store.LogStatus
+		status   attempt.LogStatus
 		sent     int
 	}{
-		{"a 2xx is delivered", 204, 0, false, store.Healthy, store.Delivered, "", store.Succeeded, 1},
-		{"a 500 with attempts left retries after the interval", 500, 0, false, store.Healthy, store.Retry, "receiver answered 500", store.Retrying, 1},
-		{"a 500 on the last attempt is exhausted", 500, maxAttempts - 1, false, store.Unhealthy, store.Exhausted,
-			"receiver answered 500; no attempts left", store.Failed, 1},
-		{"a disabled webhook's log is cancelled unsent", 204, 0, true, store.Healthy, store.Cancel,
-			"webhook disabled before this attempt; no delivery attempted", store.Cancelled, 0},
-		{"a suspended webhook's log is cancelled unsent", 204, 1, false, store.Suspended, store.Cancel,
-			store.ReasonSuspendedBefore, store.Cancelled, 0},
+		{"a 2xx is delivered", 204, 0, false, store.Healthy, attempt.Delivered, "", attempt.Succeeded, 1},
+		{"a 500 with attempts left retries after the interval", 500, 0, false, store.Healthy, attempt.Retry, "receiver answered 500", attempt.Retrying, 1},
+		{"a 500 on the last attempt is exhausted", 500, maxAttempts - 1, false, store.Unhealthy, attempt.Exhausted,
+			"receiver answered 500; no attempts left", attempt.Failed, 1},
+		{"a disabled webhook's log is cancelled unsent", 204, 0, true, store.Healthy, attempt.Cancel,
+			"webhook disabled before this attempt; no delivery attempted", attempt.Cancelled, 0},
+		{"a suspended webhook's log is cancelled unsent", 204, 1, false, store.Suspended, attempt.Cancel,
+			store.ReasonSuspendedBefore, attempt.Cancelled, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -94,7 +95,7 @@ func TestDispatcherRecordsEachOutcome(t *testing.T) {
 				q := newFakeQueue(clock)
 				rcv := newPipeReceiver(t, answer(tt.code))
 				c := dueLog("1", tt.attempts, rcv.URL)
-				c.Enabled, c.Health = !tt.disabled, tt.health
+				c.Enabled, c.Health = !tt.disabled, string(tt.health)
 				q.add(c)
 				run(t, delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), MaxAttempts: maxAttempts, RetryInterval: interval}))
 				waitFor(t, "the outcome to be recorded", func() bool { return len(q.recorded()) > 0 })
@@ -105,7 +106,7 @@ func TestDispatcherRecordsEachOutcome(t *testing.T) {
 					t.Fatalf("%d outcomes recorded; want 1", len(out))
 				}
 				o := out[0]
-				if o.Result != tt.want || o.Reason != tt.reason || o.Trigger != store.TriggerAutomatic || o.Lease == "" {
+				if o.Result != tt.want || o.Reason != tt.reason || o.Trigger != attempt.TriggerAutomatic || o.Lease == "" {
 					t.Errorf("recorded %s (%q), trigger %q, lease %q; want %s (%q), automatic, under the claim's lease",
 						o.Result, o.Reason, o.Trigger, o.Lease, tt.want, tt.reason)
 				}
@@ -130,7 +131,7 @@ func TestDispatcherRecordsEachOutcome(t *testing.T) {
 				if a.SentAt.Before(epoch) || a.ReceivedAt == nil || a.ReceivedAt.Before(a.SentAt) {
 					t.Errorf("attempt sent at %v, answered at %v; want both on the injected clock, from %v", a.SentAt, a.ReceivedAt, epoch)
 				}
-				if tt.want == store.Retry {
+				if tt.want == attempt.Retry {
 					if want := a.ReceivedAt.Add(interval); !o.NextAt.Equal(want) || !l.due.Equal(want) {
 						t.Errorf("retry due at %v, log due at %v; want %v, the retry interval after the answer", o.NextAt, l.due, want)
 					}
@@ -179,7 +180,7 @@ func TestDispatcherClaimsOnceALogWhenNothingElseIsDue(t *testing.T) {
 		q.add(dueLog("retried", 0, rcv.URL))
 		waitFor(t, "the retry to be delivered", func() bool { return len(q.recorded()) == n+2 })
 		failure, retry := q.recorded()[n], q.recorded()[n+1]
-		if retry.Result != store.Delivered || retry.LogID != "log-retried" {
+		if retry.Result != attempt.Delivered || retry.LogID != "log-retried" {
 			t.Fatalf("last outcome %s of %s; want the retry delivered", retry.Result, retry.LogID)
 		}
 		if late := retry.Attempt.SentAt.Sub(failure.NextAt); late > 100*time.Millisecond {
@@ -239,7 +240,7 @@ func TestDispatcherReleasesClaimsNotAttemptedAtAStop(t *testing.T) {
 		q.add(dueLog("2", 0, rcv.URL))
 		stop := run(t, delivery.New(q, delivery.Config{Now: clock, Dial: rcv.Dial, Logger: logTo(t), PerWebhook: 1, AttemptTimeout: time.Minute}))
 		waitFor(t, "both logs claimed", func() bool {
-			return rcv.Count() == 1 && q.log("log-2").status == store.Pending
+			return rcv.Count() == 1 && q.log("log-2").status == attempt.Pending
 		})
 		stopped := make(chan struct{})
 		go func() {
@@ -251,14 +252,14 @@ func TestDispatcherReleasesClaimsNotAttemptedAtAStop(t *testing.T) {
 		<-stopped
 
 		out := q.recorded()
-		results := map[string]store.Result{}
+		results := map[string]attempt.Result{}
 		for _, o := range out {
 			results[o.LogID] = o.Result
 		}
-		if len(out) != 2 || results["log-1"] != store.Delivered || results["log-2"] != store.Release {
+		if len(out) != 2 || results["log-1"] != attempt.Delivered || results["log-2"] != attempt.Release {
 			t.Errorf("recorded %v; want log-1 delivered and log-2 released", results)
 		}
-		if l := q.log("log-2"); l.status != store.Queued || l.claim.Lease != "" || l.due.After(clock()) {
+		if l := q.log("log-2"); l.status != attempt.Queued || l.claim.Lease != "" || l.due.After(clock()) {
 			t.Errorf("log-2 %s under lease %q, due at %v; want queued, unleased, due now (%v)", l.status, l.claim.Lease, l.due, clock())
 		}
 		if ids := rcv.IDs(); !slices.Equal(ids, []string{"evt-1"}) {
@@ -288,7 +289,7 @@ func TestDispatcherReleasesTheLogsOfAFailedClaim(t *testing.T) {
 		if lost == "" || !slices.Contains(released, lost) {
 			t.Errorf("released leases %v; want the failed claim's %q", released, lost)
 		}
-		if o := q.recorded()[0]; o.Result != store.Delivered || o.Lease == lost {
+		if o := q.recorded()[0]; o.Result != attempt.Delivered || o.Lease == lost {
 			t.Errorf("recorded %s under lease %q; want delivered under a later claim's", o.Result, o.Lease)
 		}
 		if ids := rcv.IDs(); !slices.Equal(ids, []string{"evt-1"}) {
@@ -325,12 +326,12 @@ func TestDispatcherRenewsTheLeasesItHolds(t *testing.T) {
 				t.Errorf("renewal %d came %s after the one before; want a third of the lease", i, r.at.Sub(renewals[i-1].at))
 			}
 		}
-		if l := q.log("log-1"); l.status != store.Pending || l.claim.Lease != held {
+		if l := q.log("log-1"); l.status != attempt.Pending || l.claim.Lease != held {
 			t.Errorf("log %s under lease %q; want still pending under A's %q", l.status, l.claim.Lease, held)
 		}
 		letGo()
 		waitFor(t, "the outcome to be recorded", func() bool { return len(q.recorded()) > 0 })
-		if o := q.recorded()[0]; o.Result != store.Delivered || o.Lease != held {
+		if o := q.recorded()[0]; o.Result != attempt.Delivered || o.Lease != held {
 			t.Errorf("recorded %s under %q; want delivered under A's lease", o.Result, o.Lease)
 		}
 		if n := rcv.Count(); n != 1 {
@@ -360,7 +361,7 @@ func TestDispatcherRenewsBeforeClaimingWhenItsClockJumps(t *testing.T) {
 		waitFor(t, "the second log's attempt", func() bool { return rcv.Count() > 1 })
 		time.Sleep(time.Second) // polls, each of which could take log-1 over
 
-		if l := q.log("log-1"); l.status != store.Pending || l.claim.Lease != held {
+		if l := q.log("log-1"); l.status != attempt.Pending || l.claim.Lease != held {
 			t.Errorf("log-1 %s under lease %q; want still pending under the lease it was attempted under, %q", l.status, l.claim.Lease, held)
 		}
 		if ids := rcv.IDs(); !slices.Equal(ids, []string{"evt-1", "evt-2"}) {
@@ -369,7 +370,7 @@ func TestDispatcherRenewsBeforeClaimingWhenItsClockJumps(t *testing.T) {
 		letGo()
 		waitFor(t, "both outcomes recorded", func() bool { return len(q.recorded()) == 2 })
 		for _, o := range q.recorded() {
-			if o.LogID == "log-1" && (o.Result != store.Delivered || o.Lease != held) {
+			if o.LogID == "log-1" && (o.Result != attempt.Delivered || o.Lease != held) {
 				t.Errorf("log-1 recorded %s under %q; want delivered under %q", o.Result, o.Lease, held)
 			}
 		}
@@ -407,7 +408,7 @@ func TestDispatcherUnsureOfItsWritesTakesNoLeaseOver(t *testing.T) {
 		q.add(orphan)
 		q.mu.Lock()
 		l := q.find(orphan.LogID)
-		l.status, l.due, l.claim.Lease = store.Pending, clock().Add(-time.Second), "another-process"
+		l.status, l.due, l.claim.Lease = attempt.Pending, clock().Add(-time.Second), "another-process"
 		q.beatsFail = true
 		q.mu.Unlock()
 
@@ -429,7 +430,7 @@ func TestDispatcherUnsureOfItsWritesTakesNoLeaseOver(t *testing.T) {
 		if waited := clock().Sub(back); waited < 5*time.Second {
 			t.Errorf("taken over %s after the beats landed again; want a run of 5s of them first", waited)
 		}
-		if o := q.recorded()[1]; o.LogID != orphan.LogID || o.Result != store.Delivered {
+		if o := q.recorded()[1]; o.LogID != orphan.LogID || o.Result != attempt.Delivered {
 			t.Errorf("second outcome %s of %s; want the orphan delivered", o.Result, o.LogID)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -32,8 +33,8 @@ type fakeQueue struct {
 	now func() time.Time
 
 	mu       sync.Mutex
-	logs     []*fakeLog      // in the order added: the oldest first
-	outcomes []store.Outcome // recorded, in order
+	logs     []*fakeLog        // in the order added: the oldest first
+	outcomes []attempt.Outcome // recorded, in order
 	renewals []renewal
 	released [][]string           // the leases of each ReleaseHeld
 	tat      map[string]time.Time // each throttled webhook's next free send slot
@@ -52,8 +53,8 @@ type fakeQueue struct {
 
 // fakeLog is one log: what an attempt needs, and where it stands.
 type fakeLog struct {
-	claim  store.Claim // Lease and AttemptCount kept current
-	status store.LogStatus
+	claim  attempt.Claim // Lease and AttemptCount kept current
+	status attempt.LogStatus
 	due    time.Time // when queued or retrying: when due; when pending: when its lease ends
 }
 
@@ -76,13 +77,13 @@ func (q *fakeQueue) claimed() int {
 }
 
 // add queues a log for c's webhook, due now.
-func (q *fakeQueue) add(c store.Claim) {
+func (q *fakeQueue) add(c attempt.Claim) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	c.Lease = ""
-	status := store.Queued
+	status := attempt.Queued
 	if c.AttemptCount > 0 {
-		status = store.Retrying
+		status = attempt.Retrying
 	}
 	q.logs = append(q.logs, &fakeLog{claim: c, status: status, due: q.now()})
 	q.wakeLocked()
@@ -108,7 +109,7 @@ func (q *fakeQueue) log(id string) fakeLog {
 }
 
 // recorded returns the outcomes recorded so far.
-func (q *fakeQueue) recorded() []store.Outcome {
+func (q *fakeQueue) recorded() []attempt.Outcome {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return slices.Clone(q.outcomes)
@@ -145,17 +146,17 @@ func (q *fakeQueue) loseNextClaim() {
 	q.mu.Unlock()
 }
 
-func (q *fakeQueue) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claim, error) {
+func (q *fakeQueue) Claim(ctx context.Context, p attempt.ClaimParams) ([]attempt.Claim, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.claims++
 	perHook, perAccount := map[string]int{}, map[string]int{}
-	var out []store.Claim
+	var out []attempt.Claim
 	for _, l := range q.logs {
 		if len(out) >= p.Limit {
 			break
 		}
-		due := (l.status == store.Queued || l.status == store.Retrying || (l.status == store.Pending && !p.NoTakeover)) && !l.due.After(p.Now)
+		due := (l.status == attempt.Queued || l.status == attempt.Retrying || (l.status == attempt.Pending && !p.NoTakeover)) && !l.due.After(p.Now)
 		hook, account := l.claim.WebhookID, l.claim.AccountID
 		if !due || slices.Contains(p.Exclude, hook) || perHook[hook] >= bound(p.Room, hook, p.PerWebhook) ||
 			(p.PerAccount > 0 && perAccount[account] >= bound(p.AccountRoom, account, p.PerAccount)) {
@@ -163,8 +164,8 @@ func (q *fakeQueue) Claim(ctx context.Context, p store.ClaimParams) ([]store.Cla
 		}
 		perHook[hook]++
 		perAccount[account]++
-		takenOver := l.status == store.Pending
-		l.status, l.due, l.claim.Lease = store.Pending, p.LeaseUntil, p.Lease
+		takenOver := l.status == attempt.Pending
+		l.status, l.due, l.claim.Lease = attempt.Pending, p.LeaseUntil, p.Lease
 		c := l.claim
 		c.TakenOver = takenOver
 		out = append(out, c)
@@ -184,12 +185,12 @@ func bound(room map[string]int, key string, def int) int {
 	return def
 }
 
-func (q *fakeQueue) RenewLeases(ctx context.Context, held []store.Held, until time.Time) (int64, error) {
+func (q *fakeQueue) RenewLeases(ctx context.Context, held []attempt.Held, until time.Time) (int64, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var n int64
 	for _, h := range held {
-		if l := q.find(h.LogID); l != nil && l.status == store.Pending && l.claim.Lease == h.Lease {
+		if l := q.find(h.LogID); l != nil && l.status == attempt.Pending && l.claim.Lease == h.Lease {
 			l.due = until
 			n++
 		}
@@ -210,7 +211,7 @@ func (q *fakeQueue) Beat(ctx context.Context, process string, now time.Time) err
 
 func (q *fakeQueue) EndBeats(ctx context.Context, process string, before time.Time) error { return nil }
 
-func (q *fakeQueue) Complete(ctx context.Context, outs []store.Outcome, suspendAfter int) ([]store.Suspension, error) {
+func (q *fakeQueue) Complete(ctx context.Context, outs []attempt.Outcome, suspendAfter int) ([]attempt.Suspension, error) {
 	q.mu.Lock()
 	hold := q.hold
 	q.completing++
@@ -232,22 +233,22 @@ func (q *fakeQueue) Complete(ctx context.Context, outs []store.Outcome, suspendA
 	defer q.mu.Unlock()
 	for _, o := range outs {
 		l := q.find(o.LogID)
-		if l == nil || (o.Trigger == store.TriggerAutomatic && (l.status != store.Pending || l.claim.Lease != o.Lease)) {
+		if l == nil || (o.Trigger == attempt.TriggerAutomatic && (l.status != attempt.Pending || l.claim.Lease != o.Lease)) {
 			continue // deleted, or its lease taken over: dropped
 		}
 		l.claim.Lease = ""
 		switch o.Result {
-		case store.Delivered:
-			l.status = store.Succeeded
-		case store.Retry:
-			l.status, l.due = store.Retrying, o.NextAt
+		case attempt.Delivered:
+			l.status = attempt.Succeeded
+		case attempt.Retry:
+			l.status, l.due = attempt.Retrying, o.NextAt
 			l.claim.AttemptCount++
-		case store.Exhausted:
-			l.status = store.Failed
+		case attempt.Exhausted:
+			l.status = attempt.Failed
 			l.claim.AttemptCount++
-		case store.Cancel:
-			l.status = store.Cancelled
-		case store.Release:
+		case attempt.Cancel:
+			l.status = attempt.Cancelled
+		case attempt.Release:
 			l.status, l.due = released(l), q.now()
 			if o.NextAt.After(l.due) {
 				l.due = o.NextAt // given back to wait for its webhook's send slot
@@ -262,16 +263,16 @@ func (q *fakeQueue) Complete(ctx context.Context, outs []store.Outcome, suspendA
 }
 
 // released is the status a log held and let go returns to.
-func released(l *fakeLog) store.LogStatus {
+func released(l *fakeLog) attempt.LogStatus {
 	if l.claim.AttemptCount == 0 {
-		return store.Queued
+		return attempt.Queued
 	}
-	return store.Retrying
+	return attempt.Retrying
 }
 
 // ReserveSends hands out send slots interval apart from one next free
 // slot per webhook, as the store does.
-func (q *fakeQueue) ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (store.Grant, error) {
+func (q *fakeQueue) ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (attempt.Grant, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.tat == nil {
@@ -287,7 +288,7 @@ func (q *fakeQueue) ReserveSends(ctx context.Context, webhookID string, interval
 	}
 	q.tat[webhookID] = start.Add(time.Duration(count) * interval)
 	q.grants = append(q.grants, count)
-	return store.Grant{First: start, Interval: interval, Count: count, Next: q.tat[webhookID]}, nil
+	return attempt.Grant{First: start, Interval: interval, Count: count, Next: q.tat[webhookID]}, nil
 }
 
 func (q *fakeQueue) ReleaseHeld(ctx context.Context, leases []string) (int64, error) {
@@ -296,7 +297,7 @@ func (q *fakeQueue) ReleaseHeld(ctx context.Context, leases []string) (int64, er
 	q.released = append(q.released, slices.Clone(leases))
 	var n int64
 	for _, l := range q.logs {
-		if l.status == store.Pending && slices.Contains(leases, l.claim.Lease) {
+		if l.status == attempt.Pending && slices.Contains(leases, l.claim.Lease) {
 			l.status, l.due, l.claim.Lease = released(l), q.now(), ""
 			n++
 		}
@@ -313,7 +314,7 @@ func (q *fakeQueue) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var next time.Time
 	found := false
 	for _, l := range q.logs {
-		if (l.status == store.Queued || l.status == store.Retrying || l.status == store.Pending) && (!found || l.due.Before(next)) {
+		if (l.status == attempt.Queued || l.status == attempt.Retrying || l.status == attempt.Pending) && (!found || l.due.Before(next)) {
 			next, found = l.due, true
 		}
 	}
@@ -337,12 +338,12 @@ func (q *fakeQueue) wakeLocked() {
 	}
 }
 
-func (q *fakeQueue) StillHeld(ctx context.Context, held []store.Held) (map[store.Held]bool, error) {
+func (q *fakeQueue) StillHeld(ctx context.Context, held []attempt.Held) (map[attempt.Held]bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	found := map[store.Held]bool{}
+	found := map[attempt.Held]bool{}
 	for _, h := range held {
-		if l := q.find(h.LogID); l != nil && l.status == store.Pending && l.claim.Lease == h.Lease {
+		if l := q.find(h.LogID); l != nil && l.status == attempt.Pending && l.claim.Lease == h.Lease {
 			found[h] = true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -25,7 +26,7 @@ var _ store.Handoff = (*Dispatcher)(nil)
 type handing struct {
 	ctx       context.Context
 	wg        *sync.WaitGroup
-	outcomes  chan<- store.Outcome
+	outcomes  chan<- attempt.Outcome
 	accepting bool // Reserve may hold room; false once Run stops
 	pending   int  // reservations not yet taken or abandoned
 	settled   chan struct{}
@@ -117,7 +118,7 @@ func (d *Dispatcher) LeaseUntil(now time.Time) time.Time { return now.Add(d.cfg.
 
 // Take starts the attempts of logs handed over by a committed transaction,
 // each holding the slot its Reserve took.
-func (d *Dispatcher) Take(claims []store.Claim) {
+func (d *Dispatcher) Take(claims []attempt.Claim) {
 	if len(claims) == 0 {
 		return
 	}
@@ -129,7 +130,7 @@ func (d *Dispatcher) Take(claims []store.Claim) {
 		return
 	}
 	for _, c := range claims {
-		d.held[store.Held{LogID: c.LogID, Lease: c.Lease}] = struct{}{}
+		d.held[attempt.Held{LogID: c.LogID, Lease: c.Lease}] = struct{}{}
 	}
 	h.wg.Add(len(claims))
 	h.settle(len(claims))
@@ -151,7 +152,7 @@ func (d *Dispatcher) Take(claims []store.Claim) {
 // Abandon gives back the slots of reservations not handed over; logs that
 // a commit with a lost answer may have leased are released (as a failed
 // claim's are: orphans).
-func (d *Dispatcher) Abandon(claims []store.Claim, maybeCommitted bool) {
+func (d *Dispatcher) Abandon(claims []attempt.Claim, maybeCommitted bool) {
 	if len(claims) == 0 {
 		return
 	}
@@ -174,7 +175,7 @@ func (d *Dispatcher) Abandon(claims []store.Claim, maybeCommitted bool) {
 
 // unreserve gives back the slots the claims' reservations held. d.mu is
 // held.
-func (d *Dispatcher) unreserve(claims []store.Claim) {
+func (d *Dispatcher) unreserve(claims []attempt.Claim) {
 	now := d.cfg.Now()
 	for _, c := range claims {
 		st := d.hook(c.WebhookID, "")
@@ -185,7 +186,7 @@ func (d *Dispatcher) unreserve(claims []store.Claim) {
 
 // lateTake is Take after Run stopped waiting: the logs are released, due
 // again at once, for the next claim of any process.
-func (d *Dispatcher) lateTake(claims []store.Claim) {
+func (d *Dispatcher) lateTake(claims []attempt.Claim) {
 	d.mu.Lock()
 	d.unreserve(claims)
 	d.mu.Unlock()
@@ -214,7 +215,7 @@ func (d *Dispatcher) lateTake(claims []store.Claim) {
 // be waiting from before). What another process left waiting is not known
 // here: its commit wakes the claims (NOTIFY), which take it as soon as
 // there is room. d.mu is held.
-func (d *Dispatcher) noteClaim(p store.ClaimParams, claims []store.Claim) {
+func (d *Dispatcher) noteClaim(p attempt.ClaimParams, claims []attempt.Claim) {
 	hooks, accounts := map[string]int{}, map[string]int{}
 	for _, c := range claims {
 		hooks[c.WebhookID]++

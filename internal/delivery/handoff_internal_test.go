@@ -3,7 +3,7 @@ package delivery
 import (
 	"testing"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
 // What Reserve grants, step by step, as claims come back and reservations
@@ -13,19 +13,19 @@ import (
 func TestReserveWaitsBehindWhatMayBeQueued(t *testing.T) {
 	d := New(nil, Config{Concurrency: 64, PerWebhook: 2})
 	d.startHanding(&handing{})
-	claimOf := func(hook, account string, n int) []store.Claim {
-		var cs []store.Claim
+	claimOf := func(hook, account string, n int) []attempt.Claim {
+		var cs []attempt.Claim
 		for range n {
-			cs = append(cs, store.Claim{WebhookID: hook, AccountID: account})
+			cs = append(cs, attempt.Claim{WebhookID: hook, AccountID: account})
 		}
 		return cs
 	}
 	// note records a claim of limit logs, with room for "w" of wRoom and for
 	// account "a" of aRoom, that took got.
-	note := func(limit, wRoom, aRoom int, exclude []string, got ...store.Claim) {
+	note := func(limit, wRoom, aRoom int, exclude []string, got ...attempt.Claim) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		d.noteClaim(store.ClaimParams{Limit: limit, PerWebhook: 2, Room: map[string]int{"w": wRoom}, Exclude: exclude,
+		d.noteClaim(attempt.ClaimParams{Limit: limit, PerWebhook: 2, Room: map[string]int{"w": wRoom}, Exclude: exclude,
 			PerAccount: 8, AccountRoom: map[string]int{"a": aRoom}}, got)
 	}
 	// free gives back n reservations of "w" (their firing rolled back).

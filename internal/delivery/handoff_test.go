@@ -8,24 +8,24 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 // handOver plays the firing's part of a hand-off over fakeQueue: it asks d
 // for room for c, and if granted queues c leased (as the firing's statement
 // leases it) and hands it over after "the commit". Refused, c is queued
 // due, for the claims. It reports whether c was handed over.
-func (q *fakeQueue) handOver(d *delivery.Dispatcher, c store.Claim) bool {
+func (q *fakeQueue) handOver(d *delivery.Dispatcher, c attempt.Claim) bool {
 	if !d.Reserve(c.AccountID, c.WebhookID) {
 		q.add(c)
 		return false
 	}
 	c.Lease = "fired-" + c.LogID
 	q.mu.Lock()
-	q.logs = append(q.logs, &fakeLog{claim: c, status: store.Pending, due: d.LeaseUntil(q.now())})
+	q.logs = append(q.logs, &fakeLog{claim: c, status: attempt.Pending, due: d.LeaseUntil(q.now())})
 	q.mu.Unlock()
-	d.Take([]store.Claim{c})
+	d.Take([]attempt.Claim{c})
 	return true
 }
 
@@ -64,7 +64,7 @@ func TestDispatcherTakesWhatIsFiredWhenNothingOlderWaits(t *testing.T) {
 			t.Fatalf("%d outcomes recorded, %d requests; want 3 of each", len(out), rcv.Count())
 		}
 		for _, o := range out {
-			if o.Result != store.Delivered || o.Lease != "fired-"+o.LogID {
+			if o.Result != attempt.Delivered || o.Lease != "fired-"+o.LogID {
 				t.Errorf("recorded %s under %q; want delivered, under the lease it was handed over with", o.Result, o.Lease)
 			}
 		}
@@ -86,7 +86,7 @@ func TestDispatcherTakesWhatIsFiredWhenNothingOlderWaits(t *testing.T) {
 		synctest.Wait()
 		// "waits" waited in the queue; until a claim has taken it, nothing
 		// of the webhook is handed over, room or not.
-		waiting := q.log("log-waits").status == store.Queued
+		waiting := q.log("log-waits").status == attempt.Queued
 		if q.handOver(d, dueLog("behind", 0, rcv.URL)) && waiting {
 			t.Fatal("handed over a log while an older one waited in the queue")
 		}
@@ -122,10 +122,10 @@ func TestDispatcherReleasesWhatIsHandedOverToNobody(t *testing.T) {
 		synctest.Wait()
 
 		// leased queues c under the lease its firing would have given it.
-		leased := func(c store.Claim) store.Claim {
+		leased := func(c attempt.Claim) attempt.Claim {
 			c.Lease = "fired-" + c.LogID
 			q.mu.Lock()
-			q.logs = append(q.logs, &fakeLog{claim: c, status: store.Pending, due: d.LeaseUntil(q.now())})
+			q.logs = append(q.logs, &fakeLog{claim: c, status: attempt.Pending, due: d.LeaseUntil(q.now())})
 			q.mu.Unlock()
 			return c
 		}
@@ -134,8 +134,8 @@ func TestDispatcherReleasesWhatIsHandedOverToNobody(t *testing.T) {
 			t.Fatal("refused with nothing in flight or waiting")
 		}
 		stop() // waits for the reservation, then stops without it
-		d.Take([]store.Claim{leased(late)})
-		if l := q.log(late.LogID); l.status != store.Queued || l.due.After(clock()) {
+		d.Take([]attempt.Claim{leased(late)})
+		if l := q.log(late.LogID); l.status != attempt.Queued || l.due.After(clock()) {
 			t.Fatalf("log handed over after the stop: %s, due %v; want queued, due now", l.status, l.due)
 		}
 		if n := rcv.Count(); n != 0 {
@@ -153,7 +153,7 @@ func TestDispatcherReleasesWhatIsHandedOverToNobody(t *testing.T) {
 		if !d.Reserve(lost.AccountID, lost.WebhookID) {
 			t.Fatal("refused with nothing in flight or waiting")
 		}
-		d.Abandon([]store.Claim{leased(lost)}, true)
+		d.Abandon([]attempt.Claim{leased(lost)}, true)
 		waitFor(t, "the lost commit's lease released", func() bool {
 			q.mu.Lock()
 			defer q.mu.Unlock()

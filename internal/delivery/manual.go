@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
@@ -26,14 +27,14 @@ var ErrWebhookDisabled = errors.New("the webhook is disabled; enable it to resen
 // attempt on the same log with trigger "resend". It goes out whether the
 // webhook is Healthy, Unhealthy or Suspended, but not while it is disabled. A
 // 2xx completes the log as succeeded and makes the webhook Healthy at once; a
-// failure changes no health (see store.ResendFailed for the log's status).
+// failure changes no health (see attempt.ResendFailed for the log's status).
 //
 // The log is marked in flight in the database first, so a second resend,
 // from this process or another, answers store.ErrConflict and no claim takes
 // the log meanwhile: one request asks, one POST goes out. The request takes
 // one of the webhook's slots like an automatic attempt; when none frees in
 // time, the resend is not made (ErrBusy).
-func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store.EventLog, error) {
+func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) error {
 	// A client that hangs up does not cut the resend short: it is made and
 	// recorded whole, within the attempt time-out.
 	ctx = context.WithoutCancel(ctx)
@@ -41,11 +42,11 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 	until := d.cfg.Now().Add(manualWait + d.cfg.AttemptTimeout + 30*time.Second)
 	c, err := d.store.BeginResend(ctx, accountID, logID, until)
 	if err != nil {
-		return store.EventLog{}, err
+		return err
 	}
 	if !c.Enabled {
 		d.endResend(ctx, logID)
-		return store.EventLog{}, ErrWebhookDisabled
+		return ErrWebhookDisabled
 	}
 	var span trace.Span
 	res, err := d.manual(nil, c.AccountID, c.WebhookID, func() Result {
@@ -53,28 +54,28 @@ func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) (store
 		// the event: the resend is this request's work, and part of the
 		// event's story.
 		var sctx context.Context
-		sctx, span = d.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
+		sctx, span = d.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: event.Kind(c.Event), webhookID: c.WebhookID,
 			logID: c.LogID, fired: c.TraceParent, link: true})
 		return d.sender.Send(sctx, signed(c))
 	})
 	if err != nil {
 		d.endResend(ctx, logID)
-		return store.EventLog{}, err
+		return err
 	}
 	d.cfg.Metrics.attempted(res)
-	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: store.TriggerResend, Attempt: d.attemptRecord(res), Result: store.Delivered}
+	o := attempt.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: attempt.TriggerResend, Attempt: d.attemptRecord(res), Result: attempt.Delivered}
 	if !res.OK() {
-		o.Result, o.Reason = store.ResendFailed, res.Err
+		o.Result, o.Reason = attempt.ResendFailed, res.Err
 	}
 	endSpan(span, res, o.Result.String())
-	suspended, err := d.store.Complete(ctx, []store.Outcome{o}, d.cfg.SuspendAfter)
+	suspended, err := d.store.Complete(ctx, []attempt.Outcome{o}, d.cfg.SuspendAfter)
 	if err != nil {
-		return store.EventLog{}, fmt.Errorf("resend: %w", err)
+		return fmt.Errorf("resend: %w", err)
 	}
 	if len(suspended) > 0 && d.cfg.OnSuspend != nil {
 		d.cfg.OnSuspend(suspended)
 	}
-	return d.store.Log(ctx, accountID, logID)
+	return nil
 }
 
 // endResend ends a resend's mark when nothing was sent; if the database does
@@ -164,21 +165,17 @@ type VerificationCheck struct {
 // the webhook's slots like any attempt (ErrBusy when none frees in time).
 func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind event.Kind, opt TestOptions) (TestResult, error) {
 	checkVerification := opt.CheckVerification
-	w, err := d.store.Webhook(ctx, accountID, webhookID)
-	if err != nil {
-		return TestResult{}, err
-	}
-	tokens, err := d.store.WebhookTokens(ctx, accountID, webhookID)
+	w, err := d.store.TestTarget(ctx, accountID, webhookID)
 	if err != nil {
 		return TestResult{}, err
 	}
 	signedWith := SignedWithCurrent
 	if opt.SignWith == SignedWithNext {
-		if tokens.Next == "" {
+		if w.NextToken == "" {
 			return TestResult{}, ErrNoRotation
 		}
 		// As deliveries will be signed after the switch: the next token alone.
-		tokens, signedWith = store.WebhookTokens{Current: tokens.Next}, SignedWithNext
+		w.Token, w.NextToken, signedWith = w.NextToken, "", SignedWithNext
 	}
 	now := d.cfg.Now()
 	id := store.NewID()
@@ -186,10 +183,10 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	if err != nil {
 		return TestResult{}, err
 	}
-	req := signed(store.Claim{URL: w.URL, EventID: id, Body: body, Token: tokens.Current, NextToken: tokens.Next, Headers: w.Headers,
+	req := signed(attempt.Claim{URL: w.URL, EventID: id, Body: body, Token: w.Token, NextToken: w.NextToken, Headers: w.Headers,
 		SignatureScheme: w.SignatureScheme})
-	res, err := d.manual(ctx.Done(), accountID, w.ID, func() Result {
-		sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
+	res, err := d.manual(ctx.Done(), accountID, w.WebhookID, func() Result {
+		sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.WebhookID})
 		res := d.sender.Send(sctx, req)
 		endSpan(span, res, testOutcome(res.OK()))
 		return res
@@ -222,8 +219,8 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		out.VerificationCheck = &VerificationCheck{Error: &reason}
 	case checkVerification:
 		// Signed with a token the receiver cannot hold: well-formed, and wrong.
-		forged, err := d.manual(ctx.Done(), accountID, w.ID, func() Result {
-			sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.ID})
+		forged, err := d.manual(ctx.Done(), accountID, w.WebhookID, func() Result {
+			sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.WebhookID})
 			if span != nil {
 				span.SetAttributes(attribute.Bool("herald.verification_check", true))
 			}

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
 // What an account owes, step by step: only logs left in the queue for a
@@ -43,11 +43,11 @@ func TestPaceDebts(t *testing.T) {
 	claim := func(n int) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		var cs []store.Claim
+		var cs []attempt.Claim
 		for range n {
-			cs = append(cs, store.Claim{WebhookID: "w", AccountID: "a"})
+			cs = append(cs, attempt.Claim{WebhookID: "w", AccountID: "a"})
 		}
-		d.noteClaim(store.ClaimParams{Limit: n, PerWebhook: 100}, cs) // all it asked for: more may wait
+		d.noteClaim(attempt.ClaimParams{Limit: n, PerWebhook: 100}, cs) // all it asked for: more may wait
 	}
 
 	leave(&hookState{}, 3)
@@ -124,7 +124,7 @@ func TestPaceWaitsAtMostPaceWait(t *testing.T) {
 		default:
 		}
 		d.mu.Lock()
-		d.noteClaim(store.ClaimParams{Limit: 10}, []store.Claim{{WebhookID: "w", AccountID: "a"}, {WebhookID: "w", AccountID: "a"}})
+		d.noteClaim(attempt.ClaimParams{Limit: 10}, []attempt.Claim{{WebhookID: "w", AccountID: "a"}, {WebhookID: "w", AccountID: "a"}})
 		d.mu.Unlock()
 		<-done
 		if time.Since(start) != 0 {

@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 // A process short of CPU paces the changes of an account whose logs wait
@@ -28,7 +28,7 @@ func TestPaceHoldsAnAccountUntilTheClaimsTakeItsLogs(t *testing.T) {
 		run(t, d)
 		synctest.Wait()
 		// logFor is log id of webhook hook of account acct.
-		logFor := func(id, hook, acct string) store.Claim {
+		logFor := func(id, hook, acct string) attempt.Claim {
 			c := dueLog(id, 0, rcv.URL)
 			c.WebhookID, c.AccountID = hook, acct
 			return c
@@ -57,7 +57,7 @@ func TestPaceHoldsAnAccountUntilTheClaimsTakeItsLogs(t *testing.T) {
 		// (a webhook holding nothing is forgotten); then held requests fill
 		// its room.
 		logs := 0
-		handOver := func(c store.Claim) bool {
+		handOver := func(c attempt.Claim) bool {
 			logs++
 			return q.handOver(d, c)
 		}

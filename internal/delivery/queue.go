@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
 // What delivery asks of herald's state is declared here, where it is used,
@@ -28,11 +28,11 @@ type Queue interface {
 	// Claim takes due logs within p's bounds under the lease p.Lease until
 	// p.LeaseUntil, and returns them; a log whose lease ended (its process
 	// died mid-attempt) is due again, unless p.NoTakeover.
-	Claim(ctx context.Context, p store.ClaimParams) ([]store.Claim, error)
+	Claim(ctx context.Context, p attempt.ClaimParams) ([]attempt.Claim, error)
 	// RenewLeases extends to until the leases of the held logs still held
 	// under them, and reports how many; a log whose lease another claim took
 	// over is left alone.
-	RenewLeases(ctx context.Context, held []store.Held, until time.Time) (int64, error)
+	RenewLeases(ctx context.Context, held []attempt.Held, until time.Time) (int64, error)
 	// Beat records that the process named process is running at now, a
 	// committed write: whether it lands tells the dispatcher whether its
 	// writes reach the database (contact.go).
@@ -43,7 +43,7 @@ type Queue interface {
 	// Complete records outcomes (attempts, the logs' new states, webhooks'
 	// health) all or nothing, and returns the webhooks it suspended. An
 	// automatic outcome whose lease was taken over is dropped.
-	Complete(ctx context.Context, outs []store.Outcome, suspendAfter int) ([]store.Suspension, error)
+	Complete(ctx context.Context, outs []attempt.Outcome, suspendAfter int) ([]attempt.Suspension, error)
 	// ReleaseHeld makes the logs still held under any of leases due at
 	// once, as a Release outcome does, and reports how many.
 	ReleaseHeld(ctx context.Context, leases []string) (int64, error)
@@ -57,11 +57,11 @@ type Queue interface {
 	// ReserveSends reserves up to n send slots of a throttled webhook,
 	// interval apart, none before now nor after until, shared with every
 	// process on the store (see store.ReserveSends).
-	ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (store.Grant, error)
+	ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (attempt.Grant, error)
 	// StillHeld reports which of the claimed logs still exist under their
 	// leases; one missing was deleted with its webhook or account, or its
 	// lease was taken over. One call checks many.
-	StillHeld(ctx context.Context, held []store.Held) (map[store.Held]bool, error)
+	StillHeld(ctx context.Context, held []attempt.Held) (map[attempt.Held]bool, error)
 }
 
 // Manual is what Resend and Test need besides Queue.Complete.
@@ -69,24 +69,22 @@ type Manual interface {
 	// BeginResend marks a log in flight for a resend until until (so no claim
 	// or other resend takes it) and loads what sending it needs;
 	// store.ErrConflict while an attempt of it is in flight.
-	BeginResend(ctx context.Context, accountID, logID string, until time.Time) (store.Claim, error)
+	BeginResend(ctx context.Context, accountID, logID string, until time.Time) (attempt.Claim, error)
 	// EndResend ends the mark of a resend that was not sent.
 	EndResend(ctx context.Context, logID string) error
-	// Log reads a log as the API shows it.
-	Log(ctx context.Context, accountID, id string) (store.EventLog, error)
-	// Webhook and WebhookTokens read what a Test sends to and signs with.
-	Webhook(ctx context.Context, accountID, id string) (store.Webhook, error)
-	WebhookTokens(ctx context.Context, accountID, id string) (store.WebhookTokens, error)
+	// TestTarget reads what a Test sends to and signs with: a webhook's
+	// URL, headers, scheme and tokens, as a claim of no log.
+	TestTarget(ctx context.Context, accountID, webhookID string) (attempt.Claim, error)
 }
 
 // Recoveries is what RunRecoveries needs besides Queue.Complete and
 // Queue.Wait: a recovery taken up under a lease, and its logs marked,
 // handed out and given back in batches (see store.NextRecoveryLogs).
 type Recoveries interface {
-	AcquireRecovery(ctx context.Context, lease string, until time.Time) (store.Recovery, bool, error)
+	AcquireRecovery(ctx context.Context, lease string, until time.Time) (attempt.Recovery, bool, error)
 	RenewRecovery(ctx context.Context, id, lease string, until time.Time) error
 	ReleaseRecovery(ctx context.Context, id, lease string) error
-	NextRecoveryLogs(ctx context.Context, id, lease string, n int, markUntil time.Time) ([]store.Claim, error)
+	NextRecoveryLogs(ctx context.Context, id, lease string, n int, markUntil time.Time) ([]attempt.Claim, error)
 	ReturnRecoveryLogs(ctx context.Context, id string, logIDs []string) error
 }
 

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -66,7 +68,7 @@ func (d *Dispatcher) RunRecoveries(ctx context.Context) {
 
 // runRecovery resends a recovery's logs until none is left, it is
 // cancelled, its lease is lost, or ctx is done.
-func (d *Dispatcher) runRecovery(ctx context.Context, r store.Recovery, lease string) {
+func (d *Dispatcher) runRecovery(ctx context.Context, r attempt.Recovery, lease string) {
 	held, lost := context.WithCancel(ctx)
 	defer lost()
 	renewed := make(chan struct{})
@@ -79,7 +81,7 @@ func (d *Dispatcher) runRecovery(ctx context.Context, r store.Recovery, lease st
 		markUntil := d.cfg.Now().Add(manualWait + d.cfg.AttemptTimeout + 30*time.Second)
 		claims, err := d.store.NextRecoveryLogs(context.WithoutCancel(held), r.ID, lease, d.recoveryBatch(r.AccountID, r.WebhookID), markUntil)
 		switch {
-		case errors.Is(err, store.ErrLeaseLost):
+		case errors.Is(err, attempt.ErrLeaseLost):
 			return
 		case err != nil:
 			d.cfg.Logger.Error("next logs of recovery", "recovery", r.ID, "err", err)
@@ -136,7 +138,7 @@ func (d *Dispatcher) renewRecovery(held context.Context, lost func(), id, lease 
 		ctx, cancel := context.WithTimeout(held, d.cfg.Lease/3)
 		err := d.store.RenewRecovery(ctx, id, lease, d.cfg.Now().Add(d.cfg.Lease))
 		cancel()
-		if errors.Is(err, store.ErrLeaseLost) {
+		if errors.Is(err, attempt.ErrLeaseLost) {
 			lost()
 			return
 		}
@@ -158,7 +160,7 @@ func (d *Dispatcher) recoveryBatch(account, webhookID string) int {
 // resendForRecovery resends one log of a recovery and records it, counted
 // in the recovery in the same transaction; false when it was not sent
 // (stopping, or the recovery's lease lost while it waited for a slot).
-func (d *Dispatcher) resendForRecovery(held context.Context, recovery string, c store.Claim) bool {
+func (d *Dispatcher) resendForRecovery(held context.Context, recovery string, c attempt.Claim) bool {
 	d.mu.Lock()
 	d.hold(d.hook(c.WebhookID, c.AccountID), 0, 1)
 	d.mu.Unlock()
@@ -177,19 +179,19 @@ func (d *Dispatcher) resendForRecovery(held context.Context, recovery string, c 
 		return false
 	}
 	ctx := context.WithoutCancel(held) // a stop lets a resend in flight finish
-	sctx, span := d.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: c.Event, webhookID: c.WebhookID,
+	sctx, span := d.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: event.Kind(c.Event), webhookID: c.WebhookID,
 		logID: c.LogID, fired: c.TraceParent})
 	// Signed like any attempt: during a token rotation, with both tokens.
 	res := d.sender.Send(sctx, signed(c))
 	d.done(c.WebhookID, res)
 	d.cfg.Metrics.attempted(res)
-	o := store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: store.TriggerResend, Attempt: d.attemptRecord(res),
-		Result: store.Delivered, Recovery: recovery}
+	o := attempt.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: attempt.TriggerResend, Attempt: d.attemptRecord(res),
+		Result: attempt.Delivered, Recovery: recovery}
 	if !res.OK() {
-		o.Result, o.Reason = store.ResendFailed, res.Err
+		o.Result, o.Reason = attempt.ResendFailed, res.Err
 	}
 	endSpan(span, res, o.Result.String())
-	if _, err := d.store.Complete(ctx, []store.Outcome{o}, d.cfg.SuspendAfter); err != nil {
+	if _, err := d.store.Complete(ctx, []attempt.Outcome{o}, d.cfg.SuspendAfter); err != nil {
 		// Left marked sending: counted interrupted when the recovery ends,
 		// never sent again by it.
 		d.cfg.Logger.Error("record resend of recovery", "recovery", recovery, "log", c.LogID, "err", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/receivertest"
@@ -109,7 +110,7 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 	lock.Rollback()
 	testdb.Eventually(t, 30*time.Second, "the log to be recorded", func() bool {
 		l, err := st.Log(context.Background(), acct.ID, logID)
-		return err == nil && l.Status == store.Succeeded
+		return err == nil && l.Status == attempt.Succeeded
 	})
 	cancel()
 	wg.Wait()
@@ -145,7 +146,7 @@ type countingClaims struct {
 	claims atomic.Int64
 }
 
-func (c *countingClaims) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claim, error) {
+func (c *countingClaims) Claim(ctx context.Context, p attempt.ClaimParams) ([]attempt.Claim, error) {
 	c.claims.Add(1)
 	return c.Store.Claim(ctx, p)
 }

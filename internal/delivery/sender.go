@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/webhook"
@@ -98,7 +99,7 @@ type Request struct {
 
 // signed returns the request for a claim's body, signed with the tokens of
 // the claim's moment.
-func signed(c store.Claim) Request {
+func signed(c attempt.Claim) Request {
 	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
 	if c.SignatureScheme == store.SchemeStandardWebhooks {
 		r.StandardTokens = []string{c.Token}
@@ -187,7 +188,7 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		res.Err, res.Failure = describe(err, s.timeout)
 		return res
 	}
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, store.MaxResponseBody))
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, attempt.MaxResponseBody))
 	// Drain a little more so the connection can be reused, then close.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
 	resp.Body.Close()

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/webhook"
 )
 
@@ -70,7 +70,7 @@ func TestSendWritesTheSpecifiedHeadersOnTheWire(t *testing.T) {
 }
 
 func TestSendOutcomes(t *testing.T) {
-	big := strings.Repeat("é", store.MaxResponseBody) // 2 bytes each: twice the cap
+	big := strings.Repeat("é", attempt.MaxResponseBody) // 2 bytes each: twice the cap
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc
@@ -103,7 +103,7 @@ func TestSendOutcomes(t *testing.T) {
 			}
 			w.WriteHeader(204)
 		}, false, "response headers exceed 32 KiB", -1},
-		{"big body cut at 64 KiB", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }, true, "", store.MaxResponseBody},
+		{"big body cut at 64 KiB", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }, true, "", attempt.MaxResponseBody},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

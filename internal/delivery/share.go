@@ -27,7 +27,7 @@ import (
 //     account alone may hold all but an eighth, kept for an account that
 //     holds nothing yet. The claim passes the rest of each account's share
 //     as its room, and takes first attempts before retries, account by
-//     account (store.ClaimParams).
+//     account (attempt.ClaimParams).
 //   - A claim takes no more of a webhook than its room: twice its limit
 //     (less what it holds, not counting attempts made whose outcomes wait
 //     to be recorded), so

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
 // A webhook's throttle (its rateLimit, deliveries per second) is kept in
@@ -60,7 +60,7 @@ func throttleRoom(rate int) int {
 // log among the slots in claim order.
 type pacing struct {
 	ready chan struct{}
-	grant store.Grant
+	grant attempt.Grant
 	err   error
 	index map[string]int
 	stop  <-chan struct{} // Run's end: a log still waiting is released
@@ -71,7 +71,7 @@ type pacing struct {
 // pacing of each claimed log of a throttled webhook by log id. Slots are
 // reserved only up to until: past it, an attempt could not be made under
 // the claim's lease.
-func (d *Dispatcher) pace(claims []store.Claim, until time.Time, stop <-chan struct{}) map[string]*pacing {
+func (d *Dispatcher) pace(claims []attempt.Claim, until time.Time, stop <-chan struct{}) map[string]*pacing {
 	var byLog map[string]*pacing
 	groups := map[string]*pacing{}
 	rates := map[string]int{}
@@ -110,10 +110,10 @@ func (d *Dispatcher) pace(claims []store.Claim, until time.Time, stop <-chan str
 // (or the dispatcher stops meanwhile), reports false with the Release
 // outcome that gives the log back to the queue: due when a slot may be
 // free, or at once when stopping.
-func (d *Dispatcher) awaitSlot(c store.Claim, p *pacing, claimed time.Time, o store.Outcome) (bool, store.Outcome) {
+func (d *Dispatcher) awaitSlot(c attempt.Claim, p *pacing, claimed time.Time, o attempt.Outcome) (bool, attempt.Outcome) {
 	d.cfg.Metrics.throttleWaiting(1)
 	defer d.cfg.Metrics.throttleWaiting(-1)
-	o.Result = store.Release
+	o.Result = attempt.Release
 	select {
 	case <-p.ready:
 	case <-p.stop:
@@ -146,7 +146,7 @@ func (d *Dispatcher) awaitSlot(c store.Claim, p *pacing, claimed time.Time, o st
 
 // awaitRecoverySlot waits for a send slot of a throttled webhook for one
 // resend of a recovery, and reports false when stop closes first.
-func (d *Dispatcher) awaitRecoverySlot(c store.Claim, stop <-chan struct{}) bool {
+func (d *Dispatcher) awaitRecoverySlot(c attempt.Claim, stop <-chan struct{}) bool {
 	d.cfg.Metrics.throttleWaiting(1)
 	defer d.cfg.Metrics.throttleWaiting(-1)
 	start := d.cfg.Now()

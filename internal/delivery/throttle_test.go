@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 // A throttled webhook's deliveries go out one send interval apart, each
@@ -53,7 +53,7 @@ func TestThrottledWebhookIsPacedAndAnotherIsNot(t *testing.T) {
 			pending := 0
 			q.mu.Lock()
 			for _, l := range q.logs {
-				if l.claim.WebhookID == "throttled" && l.status == store.Pending {
+				if l.claim.WebhookID == "throttled" && l.status == attempt.Pending {
 					pending++
 				}
 			}
@@ -92,15 +92,15 @@ func TestThrottledWebhookIsPacedAndAnotherIsNot(t *testing.T) {
 			}
 		}
 		for _, o := range q.recorded() {
-			if o.Result != store.Delivered && o.Result != store.Release {
+			if o.Result != attempt.Delivered && o.Result != attempt.Release {
 				t.Errorf("log %s recorded %s; want delivered (or given back to wait), never failed", o.LogID, o.Result)
 			}
-			if o.Result == store.Release && o.Attempt != nil {
+			if o.Result == attempt.Release && o.Attempt != nil {
 				t.Errorf("a log given back to wait carries an attempt %+v", o.Attempt)
 			}
 		}
 		for i := range n {
-			if l := q.log(fmt.Sprint("log-t", i)); l.status != store.Succeeded || l.claim.AttemptCount != 0 {
+			if l := q.log(fmt.Sprint("log-t", i)); l.status != attempt.Succeeded || l.claim.AttemptCount != 0 {
 				t.Errorf("log-t%d %s with %d failed attempts; want succeeded at its first", i, l.status, l.claim.AttemptCount)
 			}
 		}
@@ -142,7 +142,7 @@ func TestTwoDispatchersShareOneThrottle(t *testing.T) {
 		}
 		leases := map[string]bool{}
 		for _, o := range q.recorded() {
-			if o.Result == store.Delivered {
+			if o.Result == attempt.Delivered {
 				leases[o.Lease] = true
 			}
 		}

@@ -27,7 +27,7 @@ type spanOf struct {
 	webhookID string
 	logID     string // "" for a Test
 	attempt   int    // the automatic attempt's number; 0 for a resend or Test
-	// fired is the traceparent stored with the event (store.Claim.TraceParent).
+	// fired is the traceparent stored with the event (attempt.Claim.TraceParent).
 	// An automatic attempt is a child of it, so the trace that the API request
 	// began goes on through every attempt in whichever process makes it. A
 	// resend is a child of the request that asked for it, and links to it.

@@ -113,7 +113,7 @@ func TestAttemptSpansContinueTheFiringTrace(t *testing.T) {
 			t.Fatalf("logs of the event: %v, %v", logs, err)
 		}
 		reqCtx, request := tracer.Start(ctx, "POST /v3/webhook-event-logs/{id}/resend")
-		if _, err := d.Resend(reqCtx, acct.ID, logs[0].ID); err != nil {
+		if err := d.Resend(reqCtx, acct.ID, logs[0].ID); err != nil {
 			t.Fatal(err)
 		}
 		request.End()

@@ -14,7 +14,7 @@ import (
 func (h *handler) resend(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	id := r.PathValue("id")
 	page := "/webhook-event-logs/" + id
-	l, err := h.delivery.Resend(r.Context(), s.AccountID, id)
+	err := h.delivery.Resend(r.Context(), s.AccountID, id)
 	if errors.Is(err, store.ErrConflict) || errors.Is(err, delivery.ErrWebhookDisabled) || errors.Is(err, delivery.ErrBusy) {
 		if _, err := h.store.Log(r.Context(), s.AccountID, id); err != nil {
 			return err
@@ -31,6 +31,10 @@ func (h *handler) resend(w http.ResponseWriter, r *http.Request, s store.Session
 		}
 		return h.redirectWith(w, r, page, f)
 	}
+	if err != nil {
+		return err
+	}
+	l, err := h.store.Log(r.Context(), s.AccountID, id)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ type Config struct {
 // deliverer is what the portal asks of the delivery package.
 type deliverer interface {
 	Test(ctx context.Context, accountID, webhookID string, kind event.Kind, opt delivery.TestOptions) (delivery.TestResult, error)
-	Resend(ctx context.Context, accountID, logID string) (store.EventLog, error)
+	Resend(ctx context.Context, accountID, logID string) error
 }
 
 // handler holds the portal's dependencies; each page and action is one of

@@ -7,38 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/heraldhq/herald/internal/event"
 )
-
-// ClaimParams bounds one claim.
-type ClaimParams struct {
-	Now        time.Time
-	LeaseUntil time.Time // after this, another claim may take the log again
-	Lease      string    // identifies this claim; completion must present it
-	Limit      int       // logs to take at most
-	PerWebhook int       // logs of one webhook to take at most, unless Room says otherwise
-	// Room overrides PerWebhook for the webhooks it names: what each may
-	// still take in this process without passing its share.
-	Room    map[string]int
-	Exclude []string // webhooks to pass over (no room left here)
-	// PerAccount is how many logs of one account's webhooks together to
-	// take at most, unless AccountRoom says otherwise (0: no account bound).
-	PerAccount  int
-	AccountRoom map[string]int
-	// NoTakeover leaves every leased log alone, even one whose lease ended:
-	// the claiming process is not sure its own writes reach the database
-	// (its beats did not land, decision 0117), so a lease that ended may
-	// have ended only because the database stalled for everyone, its
-	// holder alive and about to renew it.
-	NoTakeover bool
-}
 
 // takeoverBefore is the instant a lease must have ended by for the claim to
 // take its log over: now, or the epoch (no lease ends before it) when the
 // claim takes none over. A log never leased, or released, has no lease end
 // and is taken either way.
-func (p ClaimParams) takeoverBefore() int64 {
+func takeoverBefore(p ClaimParams) int64 {
 	if p.NoTakeover {
 		return 0
 	}
@@ -54,45 +29,11 @@ func (p ClaimParams) takeoverBefore() int64 {
 // Within a webhook the oldest due go first, retries or not.
 
 // accountBound is p's default account room as the statements take it.
-func (p ClaimParams) accountBound() int {
+func accountBound(p ClaimParams) int {
 	if p.PerAccount <= 0 {
 		return p.Limit
 	}
 	return p.PerAccount
-}
-
-// Claim is a log leased for one attempt, with all the attempt needs.
-type Claim struct {
-	LogID     string
-	AccountID string
-	WebhookID string
-	EventID   string
-	Event     event.Kind
-	Body      []byte
-	URL       string
-	Token     string // signs webhook-signature
-	// NextToken, during a token rotation, signs webhook-signature-next; ""
-	// when none is under way.
-	NextToken string
-	// Headers are the webhook's custom headers, opened; nil for none.
-	Headers map[string]string
-	// SignatureScheme is the webhook's: SchemeHerald or
-	// SchemeStandardWebhooks.
-	SignatureScheme string
-	// RateLimit is the webhook's deliveries per second, 0 for none: a
-	// dispatcher reserves the attempt's send slot (ReserveSends) first.
-	RateLimit    int
-	Enabled      bool
-	Health       Health
-	AttemptCount int // automatic attempts made before this one
-	Lease        string
-	// TraceParent is the W3C traceparent of the span that fired the event,
-	// or "" when none was recorded (see Tx.Fire).
-	TraceParent string
-	// TakenOver says the log was claimed from a lease that had ended: the
-	// process holding it died mid-attempt (reported on PostgreSQL; on
-	// SQLite see ReleaseLeases).
-	TakenOver bool
 }
 
 // Claim leases due logs (queued or retrying whose time has come, and pending
@@ -156,7 +97,7 @@ func (s *Store) scanClaim(sc interface{ Scan(...any) error }, more ...any) (Clai
 	if c.Headers, err = s.openHeaders(c.WebhookID, headers); err != nil {
 		return Claim{}, err
 	}
-	c.Event, c.Health, c.Lease, c.TraceParent = event.Kind(kind), Health(health), lease.String, traceParent.String
+	c.Event, c.Health, c.Lease, c.TraceParent = kind, health, lease.String, traceParent.String
 	// The tokens of the moment of the claim: a retry or resend is signed
 	// with the tokens of its own attempt, not those of the first.
 	tokens, err := s.signingTokens(c.WebhookID, sealed, nextSealed, rotationEnds, s.now())

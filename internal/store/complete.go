@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,85 +15,13 @@ import (
 	"github.com/heraldhq/herald/internal/health"
 )
 
-// Result is what an attempt's outcome does to its log.
-type Result int
-
-// Results, mapped to log transitions in one place (Complete).
-const (
-	Delivered    Result = iota + 1 // a 2xx: log succeeded, webhook Healthy
-	Retry                          // failed with attempts left: log retrying until NextAttemptAt
-	Exhausted                      // failed on the last attempt: log failed, webhook Unhealthy or Suspended
-	Cancel                         // webhook disabled or suspended when its turn came: log cancelled, no attempt
-	ResendFailed                   // a manual resend failed: recorded; a failed or cancelled log becomes failed, others keep their status
-	// Release: not attempted (its lease was running out, the process is
-	// stopping, or its webhook's throttle had no send slot for it yet): the
-	// log waits again, due at NextAt (now when zero), with no attempt
-	// counted and its retry reason kept.
-	Release
-)
-
-// String names a result in logs.
-func (r Result) String() string {
-	switch r {
-	case Delivered:
-		return "delivered"
-	case Retry:
-		return "retry"
-	case Exhausted:
-		return "exhausted"
-	case Cancel:
-		return "cancel"
-	case ResendFailed:
-		return "resend-failed"
-	case Release:
-		return "release"
-	}
-	return "result(" + strconv.Itoa(int(r)) + ")"
-}
-
-// Outcome is one attempt's result, ready to record.
-type Outcome struct {
-	LogID     string
-	WebhookID string
-	Lease     string // the claim's lease; "" for a resend
-	Trigger   string
-	Result    Result
-	Attempt   *AttemptRecord // nil for Cancel
-	NextAt    time.Time      // for Retry; for Release, when it is due again (zero: now)
-	Reason    string         // retry or cancel reason
-	// Recovery names the recovery that made this resend, which counts it
-	// in the same transaction; "" for any other attempt.
-	Recovery string
-}
-
-// AttemptRecord is what one POST saw.
-type AttemptRecord struct {
-	SentAt       time.Time
-	ReceivedAt   *time.Time
-	StatusCode   *int
-	Duration     time.Duration
-	Error        string
-	ResponseBody []byte
-	Headers      *AttemptHeaders // kept within MaxAttemptHeaders and MaxAttemptHeaderBytes
-}
-
 // releasedUntil is when a Release outcome's log is due again: at NextAt
 // when it says, else at once.
-func (o Outcome) releasedUntil(now time.Time) time.Time {
+func releasedUntil(o Outcome, now time.Time) time.Time {
 	if o.NextAt.After(now) {
 		return o.NextAt
 	}
 	return now
-}
-
-// MaxResponseBody is how much of a receiver's answer is kept.
-const MaxResponseBody = 64 << 10
-
-// Suspension reports a webhook that Complete moved to Suspended.
-type Suspension struct {
-	AccountID string
-	WebhookID string
-	Name      string
 }
 
 // Complete records a batch of outcomes in one transaction: the attempts, the
@@ -296,7 +223,7 @@ func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool
 		}
 		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = ?, retry_reason = ?`, []any{ms(now), undelivered, reason}
 	case Release:
-		set, args = `due_at = ?, lease = NULL`, []any{ms(o.releasedUntil(now))}
+		set, args = `due_at = ?, lease = NULL`, []any{ms(releasedUntil(o, now))}
 	case ResendFailed:
 		// A log still waiting for an automatic attempt keeps waiting, and a
 		// delivered event stays succeeded; a failed or cancelled log is now
@@ -394,7 +321,7 @@ func (tx *Tx) moveQueueRow(ctx context.Context, o Outcome, now time.Time) (bool,
 	case Retry:
 		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL, attempts = attempts + 1 WHERE log_id = ? AND lease = ?`, []any{ms(o.NextAt)}
 	case Release:
-		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL WHERE log_id = ? AND lease = ?`, []any{ms(o.releasedUntil(now))}
+		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL WHERE log_id = ? AND lease = ?`, []any{ms(releasedUntil(o, now))}
 	default:
 		q = `DELETE FROM delivery_queue WHERE log_id = ? AND lease = ?`
 	}

@@ -133,7 +133,7 @@ func moveRowOf(o Outcome, now time.Time) (moveRow, error) {
 	case Release:
 		// No attempt was made: waiting again, the log as it was, due at
 		// once or when its webhook's throttle has a slot.
-		due := ms(o.releasedUntil(now))
+		due := ms(releasedUntil(o, now))
 		r.Due, r.Completes = &due, 0
 	default:
 		return r, fmt.Errorf("outcome of log %s: result %d is not an automatic one", o.LogID, o.Result)

@@ -3,8 +3,6 @@ package store
 import (
 	"fmt"
 	"time"
-
-	"github.com/heraldhq/herald/internal/event"
 )
 
 // Handing over at firing (decisions 0105 and 0114). A transaction that
@@ -95,8 +93,8 @@ func (tx *Tx) reserve(logs []firedLog, targets map[string]*target, bodies map[st
 		if st.lease == "" {
 			st.lease = NewID()
 		}
-		c := Claim{LogID: l.ID, AccountID: l.AccountID, WebhookID: l.WebhookID, EventID: l.EventID, Event: event.Kind(l.Kind),
-			Body: bodies[l.EventID], URL: t.url, SignatureScheme: t.scheme, Enabled: true, Health: Health(t.health), Lease: st.lease}
+		c := Claim{LogID: l.ID, AccountID: l.AccountID, WebhookID: l.WebhookID, EventID: l.EventID, Event: l.Kind,
+			Body: bodies[l.EventID], URL: t.url, SignatureScheme: t.scheme, Enabled: true, Health: t.health, Lease: st.lease}
 		if traceParent != nil {
 			c.TraceParent = *traceParent
 		}

@@ -112,7 +112,7 @@ WHERE l.event_id = ? AND q.lease IS NOT NULL AND q.lease_until IS NOT NULL AND q
 			t.Fatalf("first firing: taken %d, leased %v, open %d, woke %v; want its log handed over and no wake-up", len(h.taken), leased(first), h.open(), woke)
 		}
 		c := h.taken[0]
-		if c.WebhookID != hook.ID || c.AccountID != acct.ID || c.Event != event.LicenseCreated || c.URL != hook.URL ||
+		if c.WebhookID != hook.ID || c.AccountID != acct.ID || c.Event != string(event.LicenseCreated) || c.URL != hook.URL ||
 			c.Token != "whsec_review_token_0123456789abcd" || len(c.Body) == 0 || !c.Enabled || c.Lease == "" || c.AttemptCount != 0 {
 			t.Fatalf("handed claim %+v lacks what its attempt needs", c)
 		}

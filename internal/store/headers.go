@@ -3,35 +3,8 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/heraldhq/herald/internal/jsonlimit"
-)
-
-// Header is one header line of an attempt, as sent or as answered.
-type Header struct {
-	Name  string
-	Value string
-}
-
-// AttemptHeaders are the headers of one attempt: the request's, as herald
-// sent them, and the receiver's answer's. Omitted counts the lines left out
-// to keep within MaxAttemptHeaders and MaxAttemptHeaderBytes.
-type AttemptHeaders struct {
-	Request  []Header
-	Response []Header
-	Omitted  int
-}
-
-// Bounds on the headers kept with each attempt, request and answer
-// together. A receiver chooses its answer's headers (up to 32 KiB of them,
-// delivery.MaxResponseHeaderBytes); kept whole, thousands of attempts a day
-// of one webhook would store far more headers than bodies. Herald's own
-// request headers come first, so they are always kept.
-const (
-	MaxAttemptHeaders     = 50
-	MaxAttemptHeaderBytes = 8 << 10
 )
 
 // headersJSON is the stored form: name-value pairs in order, "o" the
@@ -82,24 +55,10 @@ func decodeHeaders(s *string) (*AttemptHeaders, error) {
 	}
 	h := &AttemptHeaders{Omitted: in.Omitted}
 	for _, l := range in.Request {
-		h.Request = append(h.Request, Header{l[0], l[1]})
+		h.Request = append(h.Request, Header{Name: l[0], Value: l[1]})
 	}
 	for _, l := range in.Response {
-		h.Response = append(h.Response, Header{l[0], l[1]})
+		h.Response = append(h.Response, Header{Name: l[0], Value: l[1]})
 	}
 	return h, nil
-}
-
-// HeaderLines turns an HTTP header map into lines sorted by name, one per
-// value, names in lower case (HTTP/2 spells them so, and the specification
-// writes webhook-signature so).
-func HeaderLines(h map[string][]string) []Header {
-	out := make([]Header, 0, len(h))
-	for name, values := range h {
-		for _, v := range values {
-			out = append(out, Header{strings.ToLower(name), v})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
-	return out
 }

@@ -9,12 +9,6 @@ import (
 // leaseChunk bounds the lease ids one statement names.
 const leaseChunk = 500
 
-// Held is a log a dispatcher holds under a lease of its own.
-type Held struct {
-	LogID string
-	Lease string
-}
-
 // RenewLeases extends to until the lease of every held log still pending
 // under that lease, in one statement per 500 logs (found by id, so its cost
 // does not grow with the backlog). A dispatcher renews the leases it holds

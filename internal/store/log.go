@@ -10,37 +10,6 @@ import (
 	"github.com/heraldhq/herald/internal/event"
 )
 
-// LogStatus is where an event log stands.
-type LogStatus string
-
-// Event log statuses. queued: waiting for its first attempt; pending: an
-// attempt is in flight under a lease; retrying: waiting for its next attempt;
-// succeeded and failed: complete; cancelled: its webhook was disabled or
-// suspended, so no automatic attempt is made.
-const (
-	Queued    LogStatus = "queued"
-	Pending   LogStatus = "pending"
-	Retrying  LogStatus = "retrying"
-	Succeeded LogStatus = "succeeded"
-	Failed    LogStatus = "failed"
-	Cancelled LogStatus = "cancelled"
-)
-
-// Valid reports whether st is a known status.
-func (st LogStatus) Valid() bool {
-	switch st {
-	case Queued, Pending, Retrying, Succeeded, Failed, Cancelled:
-		return true
-	}
-	return false
-}
-
-// Attempt triggers.
-const (
-	TriggerAutomatic = "automatic"
-	TriggerResend    = "resend"
-)
-
 // EventLog is one event's delivery to one webhook.
 type EventLog struct {
 	ID           string

@@ -325,7 +325,7 @@ func (e *postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]
 		exclude = []string{}
 	}
 	args := e.cached([]any{p.Lease, ms(p.LeaseUntil), ms(p.Now), ms(p.Now), exclude, p.Limit * 4, p.PerWebhook, p.Limit,
-		roomJSON(p.Room), roomJSON(p.AccountRoom), p.accountBound(), p.takeoverBefore()})
+		roomJSON(p.Room), roomJSON(p.AccountRoom), accountBound(p), takeoverBefore(p)})
 	rows, err := s.writerFor(ctx).QueryContext(ctx, `
 WITH hooks AS (
   SELECT w.id, w.account_id, COALESCE(($9::jsonb ->> w.id)::int, $7) AS room

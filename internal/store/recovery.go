@@ -10,36 +10,6 @@ import (
 	"time"
 )
 
-// RecoveryStatus is where a recovery stands.
-type RecoveryStatus string
-
-// Recovery statuses: running until every log it covers was resent (or
-// skipped), then done; cancelled when its owner stopped it or its webhook
-// was disabled meanwhile.
-const (
-	RecoveryRunning   RecoveryStatus = "running"
-	RecoveryDone      RecoveryStatus = "done"
-	RecoveryCancelled RecoveryStatus = "cancelled"
-)
-
-// Recovery is one bulk resend of a webhook's undelivered logs.
-type Recovery struct {
-	ID        string
-	AccountID string
-	WebhookID string
-	Status    RecoveryStatus
-	// Count is how many logs it covers, fixed when it starts.
-	Count int
-	// Sent counts the resends recorded; Succeeded and Failed split them.
-	// Failed also counts logs whose resend was interrupted by a crash of
-	// the process making it: whether their POST left is unknown, so they
-	// are not sent again by this recovery (never twice), and stay
-	// undelivered for a later recovery or a resend.
-	Sent, Succeeded, Failed int
-	CreatedAt               time.Time
-	FinishedAt              *time.Time
-}
-
 // RecoveryFilter chooses the logs a recovery covers: those of the webhook
 // created at or after Since and before Until (zero: open), whose status is
 // among Statuses (failed, cancelled; empty means both). Only logs cancelled

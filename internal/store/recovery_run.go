@@ -8,11 +8,6 @@ import (
 	"time"
 )
 
-// ErrLeaseLost tells a recovery runner that the recovery is no longer its
-// own: it ended (done or cancelled), or another process took it over after
-// its lease ran out.
-var ErrLeaseLost = errors.New("the recovery is no longer held under this lease")
-
 // AcquireRecovery takes one running recovery that no live process holds
 // under lease until until, and reports false when there is none. A
 // recovery taken from a lease that ended was left by a process that died:

@@ -169,3 +169,19 @@ func (s *Store) EndTokenRotations(ctx context.Context) (int64, error) {
 	}
 	return ended, nil
 }
+
+// TestTarget reads what a test delivery sends to and signs with: the
+// webhook's URL, headers, scheme and tokens, as a claim of no log (the
+// dispatcher's vocabulary, package attempt).
+func (s *Store) TestTarget(ctx context.Context, accountID, webhookID string) (Claim, error) {
+	w, err := s.Webhook(ctx, accountID, webhookID)
+	if err != nil {
+		return Claim{}, err
+	}
+	tokens, err := s.WebhookTokens(ctx, accountID, webhookID)
+	if err != nil {
+		return Claim{}, err
+	}
+	return Claim{AccountID: w.AccountID, WebhookID: w.ID, URL: w.URL, Token: tokens.Current, NextToken: tokens.Next,
+		Headers: w.Headers, SignatureScheme: w.SignatureScheme, RateLimit: w.RateLimit, Enabled: w.Enabled, Health: string(w.Status)}, nil
+}

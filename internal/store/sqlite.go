@@ -175,8 +175,8 @@ func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim
 	for _, n := range p.Room {
 		most = max(most, n)
 	}
-	args := []any{roomJSON(p.Room), p.PerWebhook, jsonTexts(p.Exclude), ms(p.Now), p.takeoverBefore(), ms(p.Now), most,
-		roomJSON(p.AccountRoom), p.accountBound(), p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now)}
+	args := []any{roomJSON(p.Room), p.PerWebhook, jsonTexts(p.Exclude), ms(p.Now), takeoverBefore(p), ms(p.Now), most,
+		roomJSON(p.AccountRoom), accountBound(p), p.Limit, p.Lease, ms(p.LeaseUntil), ms(p.Now)}
 	// The limits are "? + 0", not "?": SQLite plans a bare LIMIT ? with the
 	// value bound, and prepares the statement again whenever that value
 	// moves between 0 or 1 and more, which the room of a busy webhook does

@@ -15,20 +15,6 @@ import (
 // than the limit. What the interval is (the policy) is the dispatcher's; the
 // store only hands out slots.
 
-// Grant is the send slots one reservation took: Count slots, the first at
-// First and each Interval after the one before. Next is when the slot after
-// the last one granted begins, the earliest a log left without a slot can
-// hope for one.
-type Grant struct {
-	First    time.Time
-	Interval time.Duration
-	Count    int
-	Next     time.Time
-}
-
-// Slot is the i-th slot of the grant (0 ≤ i < Count).
-func (g Grant) Slot(i int) time.Time { return g.First.Add(time.Duration(i) * g.Interval) }
-
 // ReserveSends reserves up to n send slots of a webhook, interval apart,
 // none of them earlier than now (an idle webhook's slots start now, not in
 // its past) and none later than until: slots further out are left for later

@@ -79,7 +79,7 @@ func testClaimTakesDueLogsUnderALease(t *testing.T, b *Bundle) {
 		t.Fatalf("claimed %d; want 3", len(c))
 	}
 	for _, x := range c {
-		if x.WebhookID != w.ID || x.Lease == "" || x.Token != "whsec_w_0123456789" || !x.Enabled || x.Health != store.Healthy || x.AttemptCount != 0 {
+		if x.WebhookID != w.ID || x.Lease == "" || x.Token != "whsec_w_0123456789" || !x.Enabled || x.Health != string(store.Healthy) || x.AttemptCount != 0 {
 			t.Errorf("claim %+v", x)
 		}
 		if l := b.log(t, x.LogID); l.Status != store.Pending || string(x.Body) != string(l.Payload) {

@@ -46,7 +46,7 @@ func testHealthStreak(t *testing.T, b *Bundle) {
 
 	// The retry fails for good while suspended: no second suspension or email.
 	retry := b.Claim(t, b.St, time.Minute, time.Minute, 10, 10)
-	if len(retry) != 1 || retry[0].Health != store.Suspended {
+	if len(retry) != 1 || retry[0].Health != string(store.Suspended) {
 		t.Fatalf("retry claim %+v", retry)
 	}
 	step(Outcome(retry[0], store.Exhausted, 500, now), store.Suspended, 4, 0)
