@@ -117,7 +117,7 @@ type call struct{ method, path string }
 // referenceCalls lists every operation of the API reference.
 func referenceCalls(t *testing.T) []call {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "openapi", "openapi.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "openapi", "openapi.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
