@@ -302,12 +302,14 @@ func (outpostScheme) read(h http.Header, body []byte) (string, int64) {
 }
 
 // convoyPeer is Convoy (API /api/v1/projects/{projectID}, a project's API
-// key): endpoints sharing an owner id per scenario, an event fanned out to
-// the owner's endpoints per event, whose data is {"bench": seq}.
+// key): endpoints sharing an owner id per scenario, each with a
+// subscription to peerEvent, and an event fanned out to the owner's
+// endpoints per event, whose data is {"bench": seq}.
 type convoyPeer struct {
 	*peerClient
-	owner     string
-	endpoints []string
+	owner         string
+	endpoints     []string
+	subscriptions []string
 }
 
 func (c *convoyPeer) open(context.Context) error {
@@ -329,6 +331,18 @@ func (c *convoyPeer) add(ctx context.Context, n int, url string) (string, string
 		return "", "", err
 	}
 	c.endpoints = append(c.endpoints, e.Data.UID)
+	// A fanned-out event reaches only endpoints with a subscription to its
+	// type: Convoy makes none of its own on that path.
+	var sub struct {
+		Data struct {
+			UID string `json:"uid"`
+		} `json:"data"`
+	}
+	if err := c.call(ctx, "POST", "/subscriptions", map[string]any{"name": fmt.Sprintf("%s %d", c.owner, n), "endpoint_id": e.Data.UID,
+		"filter_config": map[string]any{"event_types": []string{peerEvent}}}, &sub); err != nil {
+		return "", "", err
+	}
+	c.subscriptions = append(c.subscriptions, sub.Data.UID)
 	var secret string
 	if s := e.Data.Secrets; len(s) > 0 {
 		secret = s[len(s)-1].Value // the newest signs
@@ -342,6 +356,9 @@ func (c *convoyPeer) fire(ctx context.Context, seq int64) error {
 }
 
 func (c *convoyPeer) remove(ctx context.Context) {
+	for _, id := range c.subscriptions {
+		c.call(ctx, "DELETE", "/subscriptions/"+id, nil, nil)
+	}
 	for _, id := range c.endpoints {
 		c.call(ctx, "DELETE", "/endpoints/"+id, nil, nil)
 	}

@@ -171,14 +171,15 @@ func containsTopic(topics []string, topic string) bool {
 // "<unix>,<body>", the data as the body, X-Convoy-Event-ID.
 type fakeConvoy struct {
 	*httptest.Server
-	d         *fakeDeliverer
-	mu        sync.Mutex
-	endpoints map[string]fakeDest
-	events    int
+	d             *fakeDeliverer
+	mu            sync.Mutex
+	endpoints     map[string]fakeDest // topics: its subscription's event types
+	subscriptions map[string]string   // id → endpoint id
+	events        int
 }
 
 func newFakeConvoy(t *testing.T, key, project string) *fakeConvoy {
-	f := &fakeConvoy{d: &fakeDeliverer{t: t}, endpoints: map[string]fakeDest{}}
+	f := &fakeConvoy{d: &fakeDeliverer{t: t}, endpoints: map[string]fakeDest{}, subscriptions: map[string]string{}}
 	base := "/api/v1/projects/" + project
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+base+"/endpoints", func(w http.ResponseWriter, r *http.Request) {
@@ -198,6 +199,48 @@ func newFakeConvoy(t *testing.T, key, project string) *fakeConvoy {
 		writeJSON(w, http.StatusCreated, map[string]any{"status": true, "message": "Endpoint created successfully",
 			"data": map[string]any{"uid": d.id, "url": d.url, "owner_id": d.owner, "secrets": []map[string]any{{"uid": "01S", "value": d.secret}}}})
 	})
+	mux.HandleFunc("POST "+base+"/subscriptions", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Name         string `json:"name"`
+			EndpointID   string `json:"endpoint_id"`
+			FilterConfig struct {
+				EventTypes []string `json:"event_types"`
+			} `json:"filter_config"`
+		}
+		if json.NewDecoder(r.Body).Decode(&in) != nil || in.Name == "" || in.EndpointID == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"status": false, "message": "please provide a valid endpoint id"})
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		d, ok := f.endpoints[in.EndpointID]
+		if !ok {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"status": false, "message": "failed to find endpoint by id"})
+			return
+		}
+		id := "01SUB" + strings.ToUpper(randomHex(8))
+		d.topics = in.FilterConfig.EventTypes
+		if len(d.topics) == 0 {
+			d.topics = []string{"*"}
+		}
+		f.endpoints[in.EndpointID] = d
+		f.subscriptions[id] = in.EndpointID
+		writeJSON(w, http.StatusCreated, map[string]any{"status": true, "message": "Subscription created successfully", "data": map[string]any{"uid": id}})
+	})
+	mux.HandleFunc("DELETE "+base+"/subscriptions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		ep, ok := f.subscriptions[r.PathValue("id")]
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]any{"status": false, "message": "subscription not found"})
+			return
+		}
+		delete(f.subscriptions, r.PathValue("id"))
+		d := f.endpoints[ep]
+		d.topics = nil
+		f.endpoints[ep] = d
+		writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "Subscription deleted successfully"})
+	})
 	mux.HandleFunc("POST "+base+"/events/fanout", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			OwnerID   string          `json:"owner_id"`
@@ -215,7 +258,9 @@ func newFakeConvoy(t *testing.T, key, project string) *fakeConvoy {
 		eventID := fmt.Sprintf("01EVT%d", f.events)
 		var dests []fakeDest
 		for _, d := range f.endpoints {
-			if d.owner == in.OwnerID {
+			// Convoy matches a fanned-out event only to subscriptions of
+			// its type; an endpoint without one gets nothing.
+			if d.owner == in.OwnerID && containsTopic(d.topics, in.EventType) {
 				dests = append(dests, d)
 			}
 		}
@@ -321,8 +366,8 @@ func TestConvoyPeerFansOutAndCleansUp(t *testing.T) {
 	checkAllDelivered(t, r, 3, 40)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.endpoints) != 0 {
-		t.Errorf("the peer kept %d of the bench's endpoints", len(f.endpoints))
+	if len(f.endpoints) != 0 || len(f.subscriptions) != 0 {
+		t.Errorf("the peer kept %d of the bench's endpoints and %d subscriptions", len(f.endpoints), len(f.subscriptions))
 	}
 }
 
