@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,9 +32,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	historyLogs := fs.Int("history-logs", 10_000_000, "completed logs scenario h seeds over 30 days before timing the reads")
 	historyReads := fs.Int("history-reads", 20, "how many times scenario h times each read (after one untimed try)")
 	seedAnalyze := fs.Bool("seed-analyze", true, "on PostgreSQL, ANALYZE the tables scenario h seeded (as autovacuum would have); false leaves herald to the planner's defaults")
-	peerURL := fs.String("peer-url", "", "also run scenarios a, b, c, d and f against this second sender's API (it must reach the bench's receivers on 127.0.0.1)")
+	peerURL := fs.String("peer-url", "", "also run scenarios a, b, c, d and f against this second sender's API (it must reach the bench's receivers on 127.0.0.1): herald's root URL, Outpost's …/api/v1, or Convoy's …/api/v1/projects/<project id>")
 	peerKey := fs.String("peer-key", "", "the peer's API key (default: $HERALD_BENCH_PEER_KEY)")
 	peerKind := fs.String("peer-kind", "herald", "the peer's kind: "+strings.Join(bench.PeerKinds, ", "))
+	peerPIDs := fs.String("peer-pids", "", "comma-separated ids of the peer's processes on this machine, whose CPU time the report gives per 1,000 deliveries (default: not read)")
 	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios, a backlog of 2,000 and 1,000 expiries (overrides --duration, --backlog and --expiries)")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a table")
 	chart := fs.String("chart", "", "also draw the report as an SVG chart in this file")
@@ -86,6 +88,20 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError{"herald bench", fmt.Errorf("--peer-kind must be one of %s", strings.Join(bench.PeerKinds, ", "))}
 		}
 		peer = &bench.Peer{Kind: *peerKind, URL: strings.TrimSuffix(*peerURL, "/"), Key: key}
+		if *peerPIDs != "" {
+			for _, f := range strings.Split(*peerPIDs, ",") {
+				pid, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || pid <= 0 {
+					return usageError{"herald bench", fmt.Errorf("--peer-pids: %q is not a process id", f)}
+				}
+				peer.PIDs = append(peer.PIDs, pid)
+			}
+			if err := bench.CheckPIDs(peer.PIDs); err != nil {
+				return usageError{"herald bench", fmt.Errorf("--peer-pids: %w", err)}
+			}
+		}
+	} else if *peerPIDs != "" {
+		return usageError{"herald bench", errors.New("--peer-pids needs --peer-url")}
 	}
 	if *database != "" {
 		if err := store.CheckURL(*database); err != nil || strings.HasPrefix(*database, "sqlite:") {

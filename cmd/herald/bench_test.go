@@ -243,6 +243,9 @@ func TestBenchRefusesFlagsThatCannotRun(t *testing.T) {
 		{[]string{"--peer-url", "ftp://x", "--peer-key", "k"}, "--peer-url must be an http or https URL"},
 		{[]string{"--peer-url", "http://127.0.0.1:1", "--peer-key", "k", "--peer-kind", "other"}, "--peer-kind must be one of herald"},
 		{[]string{"--history-logs", "10"}, "--history-logs must be at least 100"},
+		{[]string{"--peer-pids", "1"}, "--peer-pids needs --peer-url"},
+		{[]string{"--peer-url", "http://127.0.0.1:1", "--peer-key", "k", "--peer-pids", "1,x"}, `--peer-pids: "x" is not a process id`},
+		{[]string{"--peer-url", "http://127.0.0.1:1", "--peer-key", "k", "--peer-pids", "999999999"}, "--peer-pids: no process 999999999"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()

@@ -97,3 +97,25 @@ func TestWriteTableSaysWhereTheMachinesCPUWent(t *testing.T) {
 		t.Errorf("a scenario without a reading has a row:\n%s", table)
 	}
 }
+
+// A peer whose pids were given has its own CPU in both tables, taken out
+// of the rest; its peak memory is not the scenario's, so it stays out.
+func TestWriteTableGivesAPeersCPUFromItsPIDs(t *testing.T) {
+	r := Report{CPUs: 2, Database: "sqlite", Ceiling: 40000, Peer: &Peer{Kind: "outpost", URL: "http://127.0.0.1:3333/api/v1", PIDs: []int{10, 11}},
+		Results: []Result{{Scenario: "a", Sender: "peer", Deliveries: 1000, CPUPer1000: 0.25, Ceiling: 40000,
+			Machine: &MachineCPU{Bench: 0.10, Busy: 0.50, Idle: 0.50}}}}
+	var b bytes.Buffer
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	main, machine, ok := strings.Cut(b.String(), "the machine's CPU")
+	if !ok {
+		t.Fatalf("no machine table:\n%s", b.String())
+	}
+	if !regexp.MustCompile(`(?m)^\s*a\s+peer\s.*\s0\.25\s+—\s+0\s+0\s+0\s*$`).MatchString(main) {
+		t.Errorf("the peer's row does not give its CPU (0.25) and no peak memory:\n%s", main)
+	}
+	if !regexp.MustCompile(`(?m)^\s*a\s+peer\s+0\.25\s+—\s+0\.10\s+0\.15\s+0\.50\s`).MatchString(machine) {
+		t.Errorf("the peer's own CPU is not taken out of the rest:\n%s", machine)
+	}
+}

@@ -32,6 +32,10 @@ type receiver struct {
 	receipts  []receipt // the first receipt of each delivery
 	dupFrom   []string  // the sender address of each receipt beyond the first
 
+	// scheme reads a peer's deliveries; nil: herald's (Standard Webhooks
+	// headers, the payload's id and data.metadata.bench).
+	scheme scheme
+
 	// expiry: latencies run from the payload's data.expiresAt instead (scenario
 	// x), and lags from it to triggeredAt.
 	expiry bool
@@ -88,6 +92,21 @@ func (r *receiver) reset() {
 	r.hooks, r.fired, r.latencies, r.last = map[int]*endpoint{}, map[int64]time.Time{}, nil, time.Time{}
 	r.pids, r.connPID, r.receipts, r.dupFrom = nil, nil, nil, nil
 	r.expiry, r.lags = false, nil
+	r.scheme = nil
+}
+
+// useScheme reads the deliveries by sc until the next reset.
+func (r *receiver) useScheme(sc scheme) {
+	r.mu.Lock()
+	r.scheme = sc
+	r.mu.Unlock()
+}
+
+// setToken sets the secret webhook n's deliveries are verified with.
+func (r *receiver) setToken(n int, token string) {
+	r.mu.Lock()
+	r.hooks[n].token = token
+	r.mu.Unlock()
 }
 
 // expiryMode measures latencies from each payload's data.expiresAt, until
@@ -201,9 +220,11 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	e := r.hooks[n]
 	var hold chan struct{}
+	var token string
 	if e != nil {
-		hold = e.hold
+		hold, token = e.hold, e.token
 	}
+	sc := r.scheme
 	r.mu.Unlock()
 	if e == nil {
 		http.Error(w, "unknown webhook", http.StatusNotFound)
@@ -217,7 +238,13 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	if webhook.Verify(e.token, body, req.Header.Get(webhook.SignatureHeader)) != nil {
+	var verr error
+	if sc != nil {
+		verr = sc.verify(token, req.Header, body, now)
+	} else {
+		verr = webhook.Verify(token, body, req.Header.Get(webhook.SignatureHeader))
+	}
+	if verr != nil {
 		r.mu.Lock()
 		e.bad++
 		r.mu.Unlock()
@@ -234,7 +261,11 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 		} `json:"data"`
 		TriggeredAt time.Time `json:"triggeredAt"`
 	}
-	json.Unmarshal(body, &p)
+	if sc != nil {
+		p.ID, p.Data.Metadata.Bench = sc.read(req.Header, body)
+	} else {
+		json.Unmarshal(body, &p)
+	}
 	r.mu.Lock()
 	e.got[p.ID]++
 	if e.got[p.ID] == 1 {

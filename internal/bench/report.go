@@ -26,8 +26,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw, "scenario\tsender\twebhooks\tevents/s\tdeliveries/s\tceiling/s\tof ceiling\tp50 ms\tp95 ms\tp99 ms\tAPI p99 ms\tCPU s/1k\tpeak RSS MB\tlost\tdup\tbad sig\t")
 	for _, x := range r.Results {
 		cpu, rss := fmt.Sprintf("%.2f", x.CPUPer1000), fmt.Sprintf("%.0f", x.PeakRSSMB)
-		if x.Sender == "peer" { // not the bench's to read
-			cpu, rss = "—", "—"
+		if x.Sender == "peer" { // a peer's peak is of its whole life; its CPU is read only from its pids
+			rss = "—"
+			if !r.peerCPU() {
+				cpu = "—"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%d\t%d\t%d\t\n",
 			x.Scenario, x.Sender, x.Webhooks, x.EventsPerSec, x.DeliveriesPerSec, x.Ceiling, 100*x.CeilingFraction,
@@ -66,6 +69,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	return nil
 }
+
+// peerCPU reports whether the peer's CPU was read: its pids were given.
+func (r *Report) peerCPU() bool { return r.Peer != nil && len(r.Peer.PIDs) > 0 }
 
 // WriteJSON writes the report as JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
@@ -178,15 +184,16 @@ func (r *Report) writeProcesses(w io.Writer) error {
 }
 
 // writeMachine writes where the machine's CPU went in each scenario: what
-// herald, PostgreSQL and the bench's own driver and receivers took of it,
-// the rest of the machine (a peer's included), and what no one used.
+// the sender (herald, or a peer whose pids were given), PostgreSQL and the
+// bench's own driver and receivers took of it, the rest of the machine (a
+// peer's queues and stores included), and what no one used.
 func (r *Report) writeMachine(w io.Writer) error {
 	if !slices.ContainsFunc(r.Results, func(x Result) bool { return x.Machine != nil }) {
 		return nil
 	}
-	fmt.Fprintf(w, "\nthe machine's CPU, s/1k deliveries (its %d cores from the first call to the last receipt; bench: its API clients and receivers):\n", r.CPUs)
+	fmt.Fprintf(w, "\nthe machine's CPU, s/1k deliveries (its %d cores from the first call to the last receipt; sender: herald's processes, or the peer's given by --peer-pids; bench: its API clients and receivers):\n", r.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tsender\therald\tPostgreSQL\tbench\tthe rest\tidle\tof it I/O wait\tstolen\tbusy\t")
+	fmt.Fprintln(tw, "scenario\tsender\tits own\tPostgreSQL\tbench\tthe rest\tidle\tof it I/O wait\tstolen\tbusy\t")
 	for _, x := range r.Results {
 		m := x.Machine
 		if m == nil {
@@ -194,7 +201,7 @@ func (r *Report) writeMachine(w io.Writer) error {
 		}
 		rest := m.Busy - m.Bench
 		herald, pg := "—", "—"
-		if x.Sender != "peer" {
+		if x.Sender != "peer" || r.peerCPU() {
 			herald, rest = fmt.Sprintf("%.2f", x.CPUPer1000), rest-x.CPUPer1000
 		}
 		if c := x.Postgres; c != nil && c.CPUPer1000 >= 0 {

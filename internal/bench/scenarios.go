@@ -66,25 +66,26 @@ const maxReasons = 5
 
 // session is one scenario's running herald and what it fired.
 type session struct {
-	c          *child    // the first process (or the peer)
-	procs      []*child  // every process of a fleet (--processes), c first; nil for one
-	accepted1  []int     // events accepted by each of procs
-	cpu0s      []float64 // CPU seconds of each of procs when the firing began
-	pg         *pgMeter  // PostgreSQL's cost, when the store is PostgreSQL
-	webhookIDs []string  // the scenario's webhooks, removed from a peer after
-	rcv        *receiver
-	product    string
-	hooks      int
-	dead       int
-	seq        atomic.Int64
-	mu         sync.Mutex
-	api        []time.Duration
-	accepted   int
-	refused    int      // API calls answered with an error, or not answered
-	reasons    []string // the first few distinct reasons they were refused
-	cpu0       float64
-	machine0   cpuTimes // the machine's CPU when cpu0 was read
-	fireStart  time.Time
+	c         *child    // the first process; nil on a peer
+	peer      peerAPI   // the peer's API, on a peer
+	peerPIDs  []int     // the peer's processes, whose CPU is read
+	procs     []*child  // every process of a fleet (--processes), c first; nil for one
+	accepted1 []int     // events accepted by each of procs
+	cpu0s     []float64 // CPU seconds of each of procs when the firing began
+	pg        *pgMeter  // PostgreSQL's cost, when the store is PostgreSQL
+	rcv       *receiver
+	product   string
+	hooks     int
+	dead      int
+	seq       atomic.Int64
+	mu        sync.Mutex
+	api       []time.Duration
+	accepted  int
+	refused   int      // API calls answered with an error, or not answered
+	reasons   []string // the first few distinct reasons they were refused
+	cpu0      float64
+	machine0  cpuTimes // the machine's CPU when cpu0 was read
+	fireStart time.Time
 }
 
 func start(ctx context.Context, o Options, rcv *receiver, s setup, name string) (*session, error) {
@@ -152,7 +153,6 @@ func (ss *session) addHooks(ctx context.Context, s setup) error {
 	ss.product = p.ID
 	for i := range s.webhooks {
 		var w struct {
-			ID    string `json:"id"`
 			Token string `json:"token"`
 		}
 		// The path is registered before the token is known: a delivery
@@ -162,10 +162,7 @@ func (ss *session) addHooks(ctx context.Context, s setup) error {
 			"events": []string{"license.created"}}, &w); err != nil {
 			return err
 		}
-		ss.rcv.mu.Lock()
-		ss.rcv.hooks[i].token = w.Token
-		ss.rcv.mu.Unlock()
-		ss.webhookIDs = append(ss.webhookIDs, w.ID)
+		ss.rcv.setToken(i, w.Token)
 	}
 	return nil
 }
@@ -199,6 +196,9 @@ func (s *session) all() []*child {
 
 // usage is the CPU seconds of every process and the highest peak memory.
 func (s *session) usage() (cpu float64, peakRSS int64) {
+	if s.peer != nil {
+		return peerUsage(s.peerPIDs), 0
+	}
 	for _, p := range s.all() {
 		c, r := p.usage()
 		cpu, peakRSS = cpu+c, max(peakRSS, r)
@@ -217,7 +217,12 @@ func (s *session) fireOne(ctx context.Context) bool {
 	}
 	t0 := time.Now()
 	s.rcv.firing(seq, t0)
-	_, err := c.call(ctx, "POST", "/v3/licenses", map[string]any{"productId": s.product, "metadata": map[string]any{"bench": seq}}, nil)
+	var err error
+	if s.peer != nil {
+		err = s.peer.fire(ctx, seq)
+	} else {
+		_, err = c.call(ctx, "POST", "/v3/licenses", map[string]any{"productId": s.product, "metadata": map[string]any{"bench": seq}}, nil)
+	}
 	d := time.Since(t0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
