@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,7 @@ type verb struct {
 // call is one run of a verb: the parsed positionals, the client, and the
 // API's latest answer kept for --json.
 type call struct {
+	cmd    string // "herald webhooks create", for the usage errors a verb finds
 	ctx    context.Context
 	c      *client.Client
 	pos    []string
@@ -196,11 +198,15 @@ func runVerb(ctx context.Context, cmd string, v verb, args []string, stdout, std
 		}
 		return usageError{name, fmt.Errorf("want %s, got %d argument(s)", want, len(pos))}
 	}
+	e.pos = pos
+	if err := e.runChecks(); err != nil {
+		return err
+	}
 	c, err := af.client()
 	if err != nil {
 		return err
 	}
-	x := &call{c: c, pos: pos, out: stdout, json: *af.json}
+	x := &call{cmd: name, c: c, pos: pos, out: stdout, json: *af.json}
 	x.ctx = client.WithAnswer(ctx, &x.answer)
 	return explain(run(x), *af.server)
 }
@@ -219,6 +225,42 @@ func explain(err error, server string) error {
 		return fmt.Errorf("%w\nCheck --api-token or HERALD_API_TOKEN: it must be one of this account's API tokens (the operator token calls /v3/operator/ only)", err)
 	}
 	return err
+}
+
+// jsonFlag reads a flag that takes JSON, or, with fromFile, @FILE to read
+// it from a file. Text that is not JSON is refused in the flag's words,
+// before any call: the API would never see it.
+func jsonFlag(cmd, name, value string, fromFile bool) (json.RawMessage, error) {
+	b := []byte(value)
+	if file, ok := strings.CutPrefix(value, "@"); ok && fromFile {
+		var err error
+		if b, err = os.ReadFile(file); err != nil {
+			return nil, usageError{cmd, fmt.Errorf("--%s: cannot read %s: %w", name, file, errors.Unwrap(err))}
+		}
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, usageError{cmd, fmt.Errorf("--%s is not valid JSON: %v", name, err)}
+	}
+	return b, nil
+}
+
+// required refuses a command line that leaves out required flags, naming
+// every one missing; flags are pairs of a flag's name and its value.
+func required(cmd string, flags ...string) error {
+	var missing []string
+	for i := 0; i+1 < len(flags); i += 2 {
+		if strings.TrimSpace(flags[i+1]) == "" {
+			missing = append(missing, "--"+flags[i])
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return usageError{cmd, fmt.Errorf("%s is required", missing[0])}
+	}
+	return usageError{cmd, fmt.Errorf("%s and %s are required", strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])}
 }
 
 // splitList reads a comma-separated flag value.

@@ -71,7 +71,7 @@ func TestAPICommandMistakesSayWhatToDo(t *testing.T) {
 		{nil, []string{"webhooks", "list", "--server", "127.0.0.1:8080"}, 1, `--server "127.0.0.1:8080": want a URL such as http://`},
 		{nil, []string{"webhooks", "frobnicate"}, 2, `unknown verb "frobnicate"; want list, get, create`},
 		{nil, []string{"webhooks", "recover", "x", "--since", "yesterday"}, 2, "how long ago, such as 2h"},
-		{[]string{"HERALD_SERVER=" + dead}, []string{"trigger", "license.exploded"}, 1, "license.created, license.updated"},
+		{[]string{"HERALD_SERVER=" + dead}, []string{"trigger", "license.exploded"}, 2, "license.created, license.updated"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
