@@ -39,8 +39,11 @@ type noun struct {
 type verb struct {
 	name  string
 	args  []string // positional arguments, by name: ID, KIND
+	op    string   // the API call it makes, as the reference writes it: "GET /v3/webhooks"
 	about string
-	setup func(e *envFlags) func(x *call) error
+	// public: the call needs no API token (the event kinds).
+	public bool
+	setup  func(e *envFlags) func(x *call) error
 }
 
 // call is one run of a verb: the parsed positionals, the client, and the
@@ -87,14 +90,33 @@ func (x *call) more(next, line string) {
 }
 
 // apiNouns are the API's resources as commands, in the order of help.
-var apiNouns = []noun{webhooksNoun, logsNoun, apiTokensNoun, emailsNoun}
+var apiNouns = append([]noun{webhooksNoun, logsNoun, apiTokensNoun, emailsNoun, accountNoun, eventTypesNoun}, resourceNouns()...)
 
-const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN):
+func resourceNouns() []noun {
+	out := make([]noun, len(resources))
+	for i, r := range resources {
+		out[i] = r.nounOf()
+	}
+	return out
+}
+
+const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN),
+one command for each API call (docs/cli.md lists them):
   herald webhooks VERB     list, get, create, update, delete, enable, disable,
-                           test, token, rotate, finish-rotation, recover, recoveries
+                           test, token, rotate, finish-rotation, recover,
+                           recoveries, recovery, cancel-recovery, filter-test
   herald logs VERB         list, show, resend
   herald api-tokens VERB   list, create, revoke
   herald emails list       the notification emails herald wrote, sent or kept
+  herald account VERB      show, update
+  herald event-types VERB  list, schema
+  herald products VERB     list, get, create, update, delete
+  herald users VERB        list, get, create, update, delete
+  herald licenses VERB     list, get, create, update, delete, renew, set-expiry
+  herald activations VERB  list, get, create, delete
+  herald releases VERB     list, get, create, delete, add-file, delete-file
+  herald trial-activations VERB
+                           list, get, create, delete
   herald trigger KIND      make the API calls that fire an event of KIND
 `
 
@@ -168,6 +190,9 @@ func runVerb(ctx context.Context, cmd string, v verb, args []string, stdout, std
 	e := &envFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
 	e.synopsis = strings.TrimSpace(name + " " + strings.Join(v.args, " "))
 	e.summary = v.about
+	if v.op != "" {
+		e.summary += " (" + v.op + ")"
+	}
 	e.fs.SetOutput(stderr)
 	run := v.setup(e)
 	af := addAPIFlags(e)
@@ -201,6 +226,9 @@ func runVerb(ctx context.Context, cmd string, v verb, args []string, stdout, std
 	e.pos = pos
 	if err := e.runChecks(); err != nil {
 		return err
+	}
+	if v.public && *af.token == "" {
+		*af.token = "-" // sent, and not read: these calls need none
 	}
 	c, err := af.client()
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 )
 
 var logsNoun = noun{name: "logs", about: "Event logs: each event's delivery to one webhook, with every attempt.", verbs: []verb{
-	{name: "list", about: "list event logs, newest first, a page at a time", setup: logsList},
-	{name: "show", args: []string{"ID"}, about: "show a log: every attempt, the receiver's answer and the exact payload", setup: logShow(false)},
-	{name: "resend", args: []string{"ID"}, about: "send a log's event again now, with the same bytes", setup: logShow(true)},
+	{name: "list", op: "GET /v3/webhook-event-logs", about: "list event logs, newest first, a page at a time", setup: logsList},
+	{name: "show", args: []string{"ID"}, op: "GET /v3/webhook-event-logs/{id}", about: "show a log: every attempt, the receiver's answer and the exact payload", setup: logShow(false)},
+	{name: "resend", args: []string{"ID"}, op: "POST /v3/webhook-event-logs/{id}/resend", about: "send a log's event again now, with the same bytes", setup: logShow(true)},
 }}
 
 func logsList(e *envFlags) func(x *call) error {
@@ -144,9 +144,9 @@ func printLog(w io.Writer, l client.EventLog) {
 }
 
 var apiTokensNoun = noun{name: "api-tokens", about: "The account's API tokens: each program's credentials for the API.", verbs: []verb{
-	{name: "list", about: "list the tokens: name, scope, who made it, last use and expiry, never a secret", setup: apiTokensList},
-	{name: "create", about: "make a token; prints its secret, the one time it is shown", setup: apiTokenCreate},
-	{name: "revoke", args: []string{"ID"}, about: "revoke a token: it answers 401 from then on", setup: apiTokenRevoke},
+	{name: "list", op: "GET /v3/api-tokens", about: "list the tokens: name, scope, who made it, last use and expiry, never a secret", setup: apiTokensList},
+	{name: "create", op: "POST /v3/api-tokens", about: "make a token; prints its secret, the one time it is shown", setup: apiTokenCreate},
+	{name: "revoke", args: []string{"ID"}, op: "DELETE /v3/api-tokens/{id}", about: "revoke a token: it answers 401 from then on", setup: apiTokenRevoke},
 }}
 
 func apiTokensList(e *envFlags) func(x *call) error {
@@ -216,7 +216,7 @@ func apiTokenRevoke(e *envFlags) func(x *call) error {
 }
 
 var emailsNoun = noun{name: "emails", about: "The notification emails herald wrote to the account: sent, or kept when herald has no SMTP server.", verbs: []verb{
-	{name: "list", about: "list the emails, newest first, with their text", setup: emailsList},
+	{name: "list", op: "GET /v3/emails", about: "list the emails, newest first, with their text", setup: emailsList},
 }}
 
 func emailsList(e *envFlags) func(x *call) error {

@@ -20,22 +20,22 @@ import (
 )
 
 var webhooksNoun = noun{name: "webhooks", about: "The account's webhooks: the receivers events are sent to.", verbs: []verb{
-	{name: "list", about: "list the webhooks, newest first, a page at a time", setup: webhooksList},
-	{name: "get", args: []string{"ID"}, about: "show one webhook", setup: webhookGet},
-	{name: "create", about: "add a webhook; prints its signing token", setup: webhookCreate},
-	{name: "update", args: []string{"ID"}, about: "change a webhook's name, URL, events, token, filter, headers or signature scheme", setup: webhookUpdate},
-	{name: "delete", args: []string{"ID"}, about: "delete a webhook and its logs", setup: webhookDelete},
-	{name: "enable", args: []string{"ID"}, about: "send it events again", setup: webhookEnable(true)},
-	{name: "disable", args: []string{"ID"}, about: "stop sending it events (they are logged as cancelled)", setup: webhookEnable(false)},
-	{name: "test", args: []string{"ID"}, about: "send a sample event and show the receiver's answer", setup: webhookTest},
-	{name: "token", args: []string{"ID"}, about: "print the signing token (and the next one during a rotation)", setup: webhookToken},
-	{name: "rotate", args: []string{"ID"}, about: "start replacing the signing token, with an overlap", setup: webhookRotate},
-	{name: "finish-rotation", args: []string{"ID"}, about: "end the rotation under way now: the next token signs alone", setup: webhookFinishRotation},
-	{name: "recover", args: []string{"ID"}, about: "resend, once each, the events a webhook missed", setup: webhookRecover},
-	{name: "recoveries", args: []string{"ID"}, about: "list a webhook's recoveries and their progress", setup: webhookRecoveries},
-	{name: "recovery", args: []string{"ID", "RECOVERY_ID"}, about: "show one recovery's progress", setup: webhookRecovery(false)},
-	{name: "cancel-recovery", args: []string{"ID", "RECOVERY_ID"}, about: "stop a running recovery; resends in flight are still recorded", setup: webhookRecovery(true)},
-	{name: "filter-test", about: "say whether a filter matches an event's payload, and why; exit 1 when it does not", setup: webhookFilterTest},
+	{name: "list", op: "GET /v3/webhooks", about: "list the webhooks, newest first, a page at a time", setup: webhooksList},
+	{name: "get", args: []string{"ID"}, op: "GET /v3/webhooks/{id}", about: "show one webhook", setup: webhookGet},
+	{name: "create", op: "POST /v3/webhooks", about: "add a webhook; prints its signing token", setup: webhookCreate},
+	{name: "update", args: []string{"ID"}, op: "PATCH /v3/webhooks/{id}", about: "change a webhook's name, URL, events, token, filter, headers or signature scheme", setup: webhookUpdate},
+	{name: "delete", args: []string{"ID"}, op: "DELETE /v3/webhooks/{id}", about: "delete a webhook and its logs", setup: webhookDelete},
+	{name: "enable", args: []string{"ID"}, op: "PATCH /v3/webhooks/{id}", about: "send it events again", setup: webhookEnable(true)},
+	{name: "disable", args: []string{"ID"}, op: "PATCH /v3/webhooks/{id}", about: "stop sending it events (they are logged as cancelled)", setup: webhookEnable(false)},
+	{name: "test", args: []string{"ID"}, op: "POST /v3/webhooks/{id}/test", about: "send a sample event and show the receiver's answer", setup: webhookTest},
+	{name: "token", args: []string{"ID"}, op: "GET /v3/webhooks/{id}/token", about: "print the signing token (and the next one during a rotation)", setup: webhookToken},
+	{name: "rotate", args: []string{"ID"}, op: "POST /v3/webhooks/{id}/token/rotate", about: "start replacing the signing token, with an overlap", setup: webhookRotate},
+	{name: "finish-rotation", args: []string{"ID"}, op: "POST /v3/webhooks/{id}/token/rotate/finish", about: "end the rotation under way now: the next token signs alone", setup: webhookFinishRotation},
+	{name: "recover", args: []string{"ID"}, op: "POST /v3/webhooks/{id}/recover", about: "resend, once each, the events a webhook missed", setup: webhookRecover},
+	{name: "recoveries", args: []string{"ID"}, op: "GET /v3/webhooks/{id}/recoveries", about: "list a webhook's recoveries and their progress", setup: webhookRecoveries},
+	{name: "recovery", args: []string{"ID", "RECOVERY_ID"}, op: "GET /v3/webhooks/{id}/recoveries/{rid}", about: "show one recovery's progress", setup: webhookRecovery(false)},
+	{name: "cancel-recovery", args: []string{"ID", "RECOVERY_ID"}, op: "DELETE /v3/webhooks/{id}/recoveries/{rid}", about: "stop a running recovery; resends in flight are still recorded", setup: webhookRecovery(true)},
+	{name: "filter-test", op: "POST /v3/webhooks/filter-test", about: "say whether a filter matches an event's payload, and why; exit 1 when it does not", setup: webhookFilterTest},
 }}
 
 func webhookTable(x *call, hooks ...client.Webhook) func(tw *tabwriter.Writer) {
