@@ -137,6 +137,9 @@ func TestEverydayCommandsSayWhatHappened(t *testing.T) {
 		}
 		return out
 	}
+	heraldtest.Eventually(t, 20*time.Second, "the start line", func() bool {
+		return strings.Contains(p.out.String(), `msg="herald serving"`)
+	})
 	if out := p.out.String(); !strings.Contains(out, "allow_private_networks=true max_attempts=3 retry_interval=2m0s attempt_timeout=15s suspend_after=7") {
 		t.Errorf("the start line is %q; want the delivery settings in force", out)
 	}

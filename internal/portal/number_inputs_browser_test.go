@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 // TestBrowserNumberInputsLookLikeTheOtherFields: the two number inputs
@@ -32,8 +33,10 @@ func TestBrowserNumberInputsLookLikeTheOtherFields(t *testing.T) {
 			// Unhealthy too, not only of its suspension.
 			b.contains("#notificationEmail-hint", "turns Unhealthy", "suspended")
 		} else {
-			// The events are chosen above the filter, not below it.
+			// The events are chosen above the filter, not below it; the
+			// token's rule is the one the API and the command line say.
 			b.contains("#filter-hint", "every event chosen above")
+			b.contains("#token-hint", validator.TokenRule, validator.StandardTokenRule)
 		}
 		for _, size := range []struct {
 			name  string
