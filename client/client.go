@@ -198,3 +198,20 @@ func (o ListOptions) values() url.Values {
 }
 
 func esc(id string) string { return url.PathEscape(id) }
+
+// Raw makes one API call with body sent as it is (nil: no body) and returns
+// the answer as herald sent it (nil for a 204): for a program that passes a
+// resource's fields through rather than builds them, as `herald products
+// create --data` does. path starts with /v3/; q may be nil. A refusal is an
+// *Error, as from every other call.
+func (c *Client) Raw(ctx context.Context, method, path string, q url.Values, body json.RawMessage) (json.RawMessage, error) {
+	var in any
+	if body != nil {
+		in = body
+	}
+	var out json.RawMessage
+	if err := c.do(ctx, method, path, q, in, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -98,7 +98,7 @@ func accountsCreate(ctx context.Context, in accountsArgs) (func(*store.Store) er
 		validator.CheckEmail(&ve, "--notification-email", notify)
 	}
 	if err := flagErrors(ve); err != nil {
-		return nil, err
+		return nil, usageError{in.e.fs.Name(), err}
 	}
 	return func(st *store.Store) error {
 		c, err := accounts.Create(ctx, st, accounts.New{Name: *name, OwnerEmail: *owner, NotificationEmail: *notify})
@@ -156,13 +156,13 @@ func accountsLink(ctx context.Context, in accountsArgs) (func(*store.Store) erro
 		return nil, err
 	}
 	if *publicURL == "" {
-		return nil, errors.New("link: --public-url or $HERALD_PUBLIC_URL is required: the portal's address, which the link starts with")
+		return nil, usageError{"herald accounts link", errors.New("--public-url or $HERALD_PUBLIC_URL is required: the portal's address, which the link starts with")}
 	}
 	if err := server.CheckPublicURL(*publicURL); err != nil {
 		return nil, fmt.Errorf("--public-url %w", err)
 	}
 	if *ttl < accounts.MinPortalLinkTTL || *ttl > accounts.MaxPortalLinkTTL {
-		return nil, fmt.Errorf("--ttl %v: want from %v to %v", *ttl, accounts.MinPortalLinkTTL, accounts.MaxPortalLinkTTL)
+		return nil, usageError{in.e.fs.Name(), fmt.Errorf("--ttl %v: want from %v to %v", *ttl, accounts.MinPortalLinkTTL, accounts.MaxPortalLinkTTL)}
 	}
 	return func(st *store.Store) error {
 		l, err := accounts.NewPortalLink(ctx, st, pos[0], *ttl, *publicURL)
@@ -194,7 +194,7 @@ func accountsLimits(ctx context.Context, in accountsArgs) (func(*store.Store) er
 	p.Webhooks = limitFlag(&msgs, "--webhooks", *webhooks)
 	p.APIRequestsPerSecond = limitFlag(&msgs, "--api-rps", *rps)
 	if len(msgs) > 0 {
-		return nil, errors.New(strings.Join(msgs, "; "))
+		return nil, usageError{in.e.fs.Name(), errors.New(strings.Join(msgs, "; "))}
 	}
 	return func(st *store.Store) error {
 		a, err := st.SetAccountLimits(ctx, pos[0], p)
@@ -221,7 +221,7 @@ func accountsResetPassword(ctx context.Context, in accountsArgs) (func(*store.St
 		return nil, err
 	}
 	if *email = strings.TrimSpace(*email); *email == "" {
-		return nil, errors.New("reset-password: --email is required")
+		return nil, usageError{"herald accounts reset-password", errors.New("--email is required")}
 	}
 	return func(st *store.Store) error {
 		password := auth.NewPassword()

@@ -52,18 +52,20 @@ func TestAccountsCommandsOnSQLite(t *testing.T) {
 		t.Fatal("create printed no account, password and token")
 	}
 	id, password, token := m[1], m[2], m[3]
+	// A command line herald cannot read exits 2, a refusal 1.
 	for _, tc := range []struct {
+		code int
 		args []string
 		want string
 	}{
-		{[]string{"create", "--name", "X", "--owner-email", "shop@example.com"}, "--owner-email shop@example.com already signs in"},
-		{[]string{"create", "--name", "", "--owner-email", "Ada <ada@example.com>"}, "--name must be 1 to 200 characters; --owner-email must be an email address"},
-		{[]string{"delete", store.NewID()}, "no account"},
-		{[]string{"link", id}, "--public-url or $HERALD_PUBLIC_URL is required"},
-		{[]string{"link", id, "--public-url", "http://portal.example", "--ttl", "3h"}, "--ttl 3h0m0s: want from 10s to 1h0m0s"},
-		{[]string{"reset-password", "--email", "nobody@example.com"}, "no one signs in as nobody@example.com"},
+		{1, []string{"create", "--name", "X", "--owner-email", "shop@example.com"}, "--owner-email shop@example.com already signs in"},
+		{2, []string{"create", "--name", "", "--owner-email", "Ada <ada@example.com>"}, "--name must be 1 to 200 characters; --owner-email must be an email address"},
+		{1, []string{"delete", store.NewID()}, "no account"},
+		{2, []string{"link", id}, "--public-url or $HERALD_PUBLIC_URL is required"},
+		{2, []string{"link", id, "--public-url", "http://portal.example", "--ttl", "3h"}, "--ttl 3h0m0s: want from 10s to 1h0m0s"},
+		{1, []string{"reset-password", "--email", "nobody@example.com"}, "no one signs in as nobody@example.com"},
 	} {
-		if out := accountsCLI(t, env, 1, tc.args...); !strings.Contains(out, tc.want) {
+		if out := accountsCLI(t, env, tc.code, tc.args...); !strings.Contains(out, tc.want) {
 			t.Errorf("accounts %v printed %q; want %q", tc.args, out, tc.want)
 		}
 	}

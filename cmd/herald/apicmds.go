@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,13 +39,17 @@ type noun struct {
 type verb struct {
 	name  string
 	args  []string // positional arguments, by name: ID, KIND
+	op    string   // the API call it makes, as the reference writes it: "GET /v3/webhooks"
 	about string
-	setup func(e *envFlags) func(x *call) error
+	// public: the call needs no API token (the event kinds).
+	public bool
+	setup  func(e *envFlags) func(x *call) error
 }
 
 // call is one run of a verb: the parsed positionals, the client, and the
 // API's latest answer kept for --json.
 type call struct {
+	cmd    string // "herald webhooks create", for the usage errors a verb finds
 	ctx    context.Context
 	c      *client.Client
 	pos    []string
@@ -85,14 +90,33 @@ func (x *call) more(next, line string) {
 }
 
 // apiNouns are the API's resources as commands, in the order of help.
-var apiNouns = []noun{webhooksNoun, logsNoun, apiTokensNoun, emailsNoun}
+var apiNouns = append([]noun{webhooksNoun, logsNoun, apiTokensNoun, emailsNoun, accountNoun, eventTypesNoun}, resourceNouns()...)
 
-const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN):
+func resourceNouns() []noun {
+	out := make([]noun, len(resources))
+	for i, r := range resources {
+		out[i] = r.nounOf()
+	}
+	return out
+}
+
+const apiUsage = `Run against a running herald (--server, $HERALD_SERVER; --api-token, $HERALD_API_TOKEN),
+one command for each API call (docs/cli.md lists them):
   herald webhooks VERB     list, get, create, update, delete, enable, disable,
-                           test, token, rotate, finish-rotation, recover, recoveries
+                           test, token, rotate, finish-rotation, recover,
+                           recoveries, recovery, cancel-recovery, filter-test
   herald logs VERB         list, show, resend
   herald api-tokens VERB   list, create, revoke
   herald emails list       the notification emails herald wrote, sent or kept
+  herald account VERB      show, update
+  herald event-types VERB  list, schema
+  herald products VERB     list, get, create, update, delete
+  herald users VERB        list, get, create, update, delete
+  herald licenses VERB     list, get, create, update, delete, renew, set-expiry
+  herald activations VERB  list, get, create, delete
+  herald releases VERB     list, get, create, delete, add-file, delete-file
+  herald trial-activations VERB
+                           list, get, create, delete
   herald trigger KIND      make the API calls that fire an event of KIND
 `
 
@@ -166,6 +190,9 @@ func runVerb(ctx context.Context, cmd string, v verb, args []string, stdout, std
 	e := &envFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
 	e.synopsis = strings.TrimSpace(name + " " + strings.Join(v.args, " "))
 	e.summary = v.about
+	if v.op != "" {
+		e.summary += " (" + v.op + ")"
+	}
 	e.fs.SetOutput(stderr)
 	run := v.setup(e)
 	af := addAPIFlags(e)
@@ -196,11 +223,18 @@ func runVerb(ctx context.Context, cmd string, v verb, args []string, stdout, std
 		}
 		return usageError{name, fmt.Errorf("want %s, got %d argument(s)", want, len(pos))}
 	}
+	e.pos = pos
+	if err := e.runChecks(); err != nil {
+		return err
+	}
+	if v.public && *af.token == "" {
+		*af.token = "-" // sent, and not read: these calls need none
+	}
 	c, err := af.client()
 	if err != nil {
 		return err
 	}
-	x := &call{c: c, pos: pos, out: stdout, json: *af.json}
+	x := &call{cmd: name, c: c, pos: pos, out: stdout, json: *af.json}
 	x.ctx = client.WithAnswer(ctx, &x.answer)
 	return explain(run(x), *af.server)
 }
@@ -219,6 +253,42 @@ func explain(err error, server string) error {
 		return fmt.Errorf("%w\nCheck --api-token or HERALD_API_TOKEN: it must be one of this account's API tokens (the operator token calls /v3/operator/ only)", err)
 	}
 	return err
+}
+
+// jsonFlag reads a flag that takes JSON, or, with fromFile, @FILE to read
+// it from a file. Text that is not JSON is refused in the flag's words,
+// before any call: the API would never see it.
+func jsonFlag(cmd, name, value string, fromFile bool) (json.RawMessage, error) {
+	b := []byte(value)
+	if file, ok := strings.CutPrefix(value, "@"); ok && fromFile {
+		var err error
+		if b, err = os.ReadFile(file); err != nil {
+			return nil, usageError{cmd, fmt.Errorf("--%s: cannot read %s: %w", name, file, errors.Unwrap(err))}
+		}
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, usageError{cmd, fmt.Errorf("--%s is not valid JSON: %v", name, err)}
+	}
+	return b, nil
+}
+
+// required refuses a command line that leaves out required flags, naming
+// every one missing; flags are pairs of a flag's name and its value.
+func required(cmd string, flags ...string) error {
+	var missing []string
+	for i := 0; i+1 < len(flags); i += 2 {
+		if strings.TrimSpace(flags[i+1]) == "" {
+			missing = append(missing, "--"+flags[i])
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return usageError{cmd, fmt.Errorf("%s is required", missing[0])}
+	}
+	return usageError{cmd, fmt.Errorf("%s and %s are required", strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])}
 }
 
 // splitList reads a comma-separated flag value.

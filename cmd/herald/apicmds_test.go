@@ -107,7 +107,7 @@ func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
 	}
 
 	// Mistakes are named.
-	if out := run(1, "trigger", "license.exploded"); !strings.Contains(out, `unknown event kind "license.exploded"`) {
+	if out := run(2, "trigger", "license.exploded"); !strings.Contains(out, `unknown event kind "license.exploded"`) {
 		t.Errorf("an unknown kind: %q", out)
 	}
 	if out := run(1, "logs", "show", "no-such-log"); !strings.Contains(out, "404") {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/backup"
@@ -17,7 +19,8 @@ import (
 // backupCmd is `herald backup --to FILE`: a consistent copy of a SQLite
 // herald, running or not, with its key beside it.
 func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	e := &envFlags{fs: flag.NewFlagSet("herald backup", flag.ContinueOnError)}
+	e := &envFlags{fs: flag.NewFlagSet("herald backup", flag.ContinueOnError),
+		summary: "Copy a SQLite herald's database, running or not, to a new file, checked with integrity_check,\nwith its secret key beside it (FILE.key). On PostgreSQL use pg_dump."}
 	e.fs.SetOutput(stderr)
 	sf := addStoreFlags(e)
 	to := e.fs.String("to", "", "the new `file` to write the copy to (required; its key goes to FILE.key); never replaced")
@@ -25,7 +28,14 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *to == "" {
-		return errors.New("backup: --to is required: the new file to write the copy to")
+		return usageError{"herald backup", errors.New("--to is required: the new file to write the copy to")}
+	}
+	// The copy is written beside --to first: a missing folder would be
+	// named by that file's name, which the user never gave.
+	if dir := filepath.Dir(*to); dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--to %s: the folder %s does not exist; create it first, or choose another place", *to, dir)
+		}
 	}
 	path, err := sqlitePath(*sf.database, "backup", "pg_dump")
 	if err != nil {
@@ -54,7 +64,8 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // restoreCmd is `herald restore --from FILE`: a copy made by herald backup
 // put in place of the database, with herald stopped.
 func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	e := &envFlags{fs: flag.NewFlagSet("herald restore", flag.ContinueOnError)}
+	e := &envFlags{fs: flag.NewFlagSet("herald restore", flag.ContinueOnError),
+		summary: "Put a copy made by herald backup in place of the SQLite database, herald stopped."}
 	e.fs.SetOutput(stderr)
 	sf := addStoreFlags(e)
 	from := e.fs.String("from", "", "the `file` herald backup wrote (required); its key is read from FILE.key unless --secret-key gives it")
@@ -63,7 +74,7 @@ func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if *from == "" {
-		return errors.New("restore: --from is required: the file herald backup wrote")
+		return usageError{"herald restore", errors.New("--from is required: the file herald backup wrote")}
 	}
 	path, err := sqlitePath(*sf.database, "restore", "pg_restore")
 	if err != nil {

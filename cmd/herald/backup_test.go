@@ -222,6 +222,12 @@ func TestBackupAndRestoreRefusals(t *testing.T) {
 		{append(other, "HERALD_SECRET_KEY="+base64.StdEncoding.EncodeToString(make([]byte, 32))), []string{"restore", "--from", copyPath},
 			"the secret key is not the one this database was created with"},
 	} {
+		if len(tc.args) == 1 { // a required flag left out: the command line, exit 2
+			if code, out := runToEnd(t, tc.env, tc.args...); code != 2 || !strings.Contains(out, tc.want) {
+				t.Errorf("herald %v: exit %d, %q; want exit 2 and %q", tc.args, code, out, tc.want)
+			}
+			continue
+		}
 		if out := runFails(t, tc.env, tc.args...); !strings.Contains(out, tc.want) {
 			t.Errorf("herald %v printed %q; want %q", tc.args, out, tc.want)
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/heraldhq/herald/internal/admission"
@@ -44,6 +46,25 @@ type envFlags struct {
 	// synopsis replaces "NAME [flags]" on help's first line (herald logs
 	// show ID); summary, when set, follows it.
 	synopsis, summary string
+
+	// checks read what the flags say (JSON, required flags) once they are
+	// parsed, before any call is made: a mistake on the command line is
+	// answered as one (exit 2), not as the API's refusal.
+	checks []func() error
+	pos    []string // the positional arguments, for the checks of a verb
+}
+
+// check adds a check of the parsed flags; a usageError it returns exits 2.
+func (e *envFlags) check(fn func() error) { e.checks = append(e.checks, fn) }
+
+// runChecks runs the checks in order and returns the first failure.
+func (e *envFlags) runChecks() error {
+	for _, fn := range e.checks {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type flagAbout struct {
@@ -599,21 +620,33 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	e := &envFlags{fs: flag.NewFlagSet("herald listen", flag.ContinueOnError)}
+	e := &envFlags{fs: flag.NewFlagSet("herald listen", flag.ContinueOnError),
+		summary: "A local receiver for building an integration: it verifies each delivery's signature, prints it,\nand answers 200 (401 when the signature does not verify), or passes it on to --forward."}
 	e.fs.SetOutput(stderr)
-	token := e.String("token", "HERALD_WEBHOOK_TOKEN", "", "the webhook's token, to verify signatures")
+	token := e.String("token", "HERALD_WEBHOOK_TOKEN", "", "the webhook's token, to verify signatures (required)")
+	next := e.String("next-token", "HERALD_WEBHOOK_NEXT_TOKEN", "", "during a token rotation, the next token as well: a delivery signed with either verifies (herald webhooks token ID prints both)")
 	port := e.fs.Int("port", 9000, "port to listen on, on 127.0.0.1 (0 picks a free one)")
-	forward := e.fs.String("forward", "", "URL of your app to pass verified deliveries on to, unchanged")
+	forward := e.fs.String("forward", "", "URL of your app to pass verified deliveries on to, unchanged, such as http://localhost:3000/webhooks")
 	if err := parse(e, args); err != nil {
 		return err
 	}
+	const cmd = "herald listen"
 	if *token == "" {
-		return errors.New("listen: --token or $HERALD_WEBHOOK_TOKEN is required: the webhook's token, to verify signatures")
+		return usageError{cmd, errors.New("--token or $HERALD_WEBHOOK_TOKEN is required: the webhook's token, to verify signatures")}
 	}
 	if *port < 0 || *port > 65535 {
-		return fmt.Errorf("--port %d is not a port (0 to 65535)", *port)
+		return usageError{cmd, fmt.Errorf("--port %d is not a port: want 1 to 65535, or 0 for a free one", *port)}
 	}
-	return listen.Run(ctx, listen.Config{Token: *token, Addr: fmt.Sprintf("127.0.0.1:%d", *port), Forward: *forward, Out: stdout})
+	if *forward != "" {
+		if u, err := url.Parse(*forward); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError{cmd, fmt.Errorf("--forward %q: want an absolute http or https URL, such as http://localhost:3000/webhooks", *forward)}
+		}
+	}
+	err := listen.Run(ctx, listen.Config{Token: *token, NextToken: *next, Addr: fmt.Sprintf("127.0.0.1:%d", *port), Forward: *forward, Out: stdout})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("--port %d: 127.0.0.1:%d is in use; stop what uses it, or choose another port with --port (0 picks a free one)", *port, *port)
+	}
+	return err
 }
 
 // parseSize reads a byte count such as 4096, 4KiB or 64KiB, from 0 to max.

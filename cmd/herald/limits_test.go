@@ -25,15 +25,16 @@ func TestAccountsLimitsCommand(t *testing.T) {
 		t.Errorf("limits printed %q", out)
 	}
 	for _, tc := range []struct {
+		code int
 		args []string
 		want string
 	}{
-		{[]string{"limits", id, "--webhooks", "0"}, `--webhooks "0": want a whole number from 1 to 1000000, or default`},
-		{[]string{"limits", id, "--webhooks", "3", "--api-rps", "1.5"}, `--api-rps "1.5": want a whole number`},
-		{[]string{"limits", id, "--api-rps", "-2"}, `--api-rps "-2"`},
-		{[]string{"limits", store.NewID(), "--webhooks", "3"}, "no account"},
+		{2, []string{"limits", id, "--webhooks", "0"}, `--webhooks "0": want a whole number from 1 to 1000000, or default`},
+		{2, []string{"limits", id, "--webhooks", "3", "--api-rps", "1.5"}, `--api-rps "1.5": want a whole number`},
+		{2, []string{"limits", id, "--api-rps", "-2"}, `--api-rps "-2"`},
+		{1, []string{"limits", store.NewID(), "--webhooks", "3"}, "no account"},
 	} {
-		if out := accountsCLI(t, env, 1, tc.args...); !strings.Contains(out, tc.want) {
+		if out := accountsCLI(t, env, tc.code, tc.args...); !strings.Contains(out, tc.want) {
 			t.Errorf("accounts %v printed %q; want %q", tc.args, out, tc.want)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,9 +15,9 @@ import (
 )
 
 var logsNoun = noun{name: "logs", about: "Event logs: each event's delivery to one webhook, with every attempt.", verbs: []verb{
-	{name: "list", about: "list event logs, newest first, a page at a time", setup: logsList},
-	{name: "show", args: []string{"ID"}, about: "show a log: every attempt, the receiver's answer and the exact payload", setup: logShow(false)},
-	{name: "resend", args: []string{"ID"}, about: "send a log's event again now, with the same bytes", setup: logShow(true)},
+	{name: "list", op: "GET /v3/webhook-event-logs", about: "list event logs, newest first, a page at a time", setup: logsList},
+	{name: "show", args: []string{"ID"}, op: "GET /v3/webhook-event-logs/{id}", about: "show a log: every attempt, the receiver's answer and the exact payload", setup: logShow(false)},
+	{name: "resend", args: []string{"ID"}, op: "POST /v3/webhook-event-logs/{id}/resend", about: "send a log's event again now, with the same bytes", setup: logShow(true)},
 }}
 
 func logsList(e *envFlags) func(x *call) error {
@@ -45,11 +46,19 @@ func logsList(e *envFlags) func(x *call) error {
 		if err != nil {
 			return err
 		}
+		names := map[string]string{}
+		if !x.json {
+			names = webhookNames(x, p.Data)
+		}
 		err = x.show(func(tw *tabwriter.Writer) {
 			fmt.Fprintln(tw, "ID\tEVENT\tSTATUS\tCODE\tATTEMPTS\tCREATED\tWEBHOOK")
 			for _, l := range p.Data {
+				hook := l.WebhookID
+				if n := names[l.WebhookID]; n != "" {
+					hook = n + " (" + l.WebhookID + ")"
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", l.ID, l.Event, l.Status, code(l.StatusCode), l.AttemptCount,
-					l.CreatedAt.Format(time.RFC3339), l.WebhookID)
+					l.CreatedAt.Format(time.RFC3339), hook)
 			}
 		})
 		// The next page keeps the filters: repeat every flag given.
@@ -62,6 +71,25 @@ func logsList(e *envFlags) func(x *call) error {
 		x.more(p.NextCursor, strings.Join(append([]string{"herald logs list"}, line...), " "))
 		return err
 	}
+}
+
+// webhookNames names the webhooks of a page of logs, one call per webhook;
+// a webhook it cannot read (deleted since) keeps its id alone. The answer
+// kept for --json is the logs', so it is put back after.
+func webhookNames(x *call, logs []client.EventLog) map[string]string {
+	names := map[string]string{}
+	kept := x.answer
+	defer func() { x.answer = kept }()
+	for _, l := range logs {
+		if _, seen := names[l.WebhookID]; seen {
+			continue
+		}
+		names[l.WebhookID] = ""
+		if w, err := x.c.Webhook(x.ctx, l.WebhookID); err == nil {
+			names[l.WebhookID] = w.Name
+		}
+	}
+	return names
 }
 
 func logShow(resend bool) func(e *envFlags) func(x *call) error {
@@ -116,9 +144,9 @@ func printLog(w io.Writer, l client.EventLog) {
 }
 
 var apiTokensNoun = noun{name: "api-tokens", about: "The account's API tokens: each program's credentials for the API.", verbs: []verb{
-	{name: "list", about: "list the tokens: name, scope, who made it, last use and expiry, never a secret", setup: apiTokensList},
-	{name: "create", about: "make a token; prints its secret, the one time it is shown", setup: apiTokenCreate},
-	{name: "revoke", args: []string{"ID"}, about: "revoke a token: it answers 401 from then on", setup: apiTokenRevoke},
+	{name: "list", op: "GET /v3/api-tokens", about: "list the tokens: name, scope, who made it, last use and expiry, never a secret", setup: apiTokensList},
+	{name: "create", op: "POST /v3/api-tokens", about: "make a token; prints its secret, the one time it is shown", setup: apiTokenCreate},
+	{name: "revoke", args: []string{"ID"}, op: "DELETE /v3/api-tokens/{id}", about: "revoke a token: it answers 401 from then on", setup: apiTokenRevoke},
 }}
 
 func apiTokensList(e *envFlags) func(x *call) error {
@@ -148,6 +176,7 @@ func apiTokenCreate(e *envFlags) func(x *call) error {
 	name := e.fs.String("name", "", "what the token is for (required)")
 	scope := e.fs.String("scope", "write", "write, or read for GET calls only")
 	expires := e.fs.String("expires", "", "when it stops working: RFC 3339, or how long from now, such as 720h or 90d (default: never)")
+	e.check(func() error { return required("herald api-tokens create", "name", *name) })
 	return func(x *call) error {
 		in := client.APITokenCreate{Name: *name, Scope: *scope}
 		if *expires != "" {
@@ -187,7 +216,7 @@ func apiTokenRevoke(e *envFlags) func(x *call) error {
 }
 
 var emailsNoun = noun{name: "emails", about: "The notification emails herald wrote to the account: sent, or kept when herald has no SMTP server.", verbs: []verb{
-	{name: "list", about: "list the emails, newest first, with their text", setup: emailsList},
+	{name: "list", op: "GET /v3/emails", about: "list the emails, newest first, with their text", setup: emailsList},
 }}
 
 func emailsList(e *envFlags) func(x *call) error {
@@ -223,9 +252,18 @@ func emailsList(e *envFlags) func(x *call) error {
 func triggerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	v := verb{args: []string{"KIND"}, about: "make the real API calls that fire an event of KIND: " + strings.Join(client.TriggerKinds, ", "),
 		setup: func(e *envFlags) func(x *call) error {
+			var kind string
+			e.check(func() error {
+				// An unknown kind is a mistake on the command line: said
+				// before any call, with the kinds there are.
+				if kind = e.pos[0]; !slices.Contains(client.TriggerKinds, kind) {
+					return usageError{"herald trigger", fmt.Errorf("unknown event kind %q; want one of %s", kind, strings.Join(client.TriggerKinds, ", "))}
+				}
+				return nil
+			})
 			cleanup := e.fs.Bool("cleanup", true, "delete the product and user the calls made, once the event has fired; they are test data, so that fires nothing (--cleanup=false keeps them)")
 			return func(x *call) error {
-				kind := x.pos[0]
+				kind = x.pos[0]
 				calls, err := x.c.TriggerWith(x.ctx, kind, client.TriggerOptions{Cleanup: *cleanup})
 				if x.json {
 					if perr := printJSON(x.out, map[string]any{"event": kind, "calls": calls}); perr != nil {

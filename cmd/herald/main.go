@@ -29,6 +29,8 @@ func main() {
 	var usage usageError
 	switch {
 	case errors.Is(err, flag.ErrHelp): // -h: the flags have been printed
+	case errors.Is(err, errQuiet):
+		os.Exit(1)
 	case errors.As(err, &usage):
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -42,7 +44,7 @@ const usage = `herald: webhook notifications for a licensing account
 
 Usage:
   herald serve   [flags]   run the API and deliver events
-  herald listen  --token T [--port P] [--forward URL]
+  herald listen  --token T [--next-token T] [--port P] [--forward URL]
                            a local receiver that verifies and prints deliveries
   herald migrate [flags]   apply database migrations and exit
   herald backup  --to FILE [flags]
@@ -58,6 +60,10 @@ Usage:
 Run "herald COMMAND --help" for a command's flags. Every serve flag can also be
 set by the environment variable shown with it.
 `
+
+// errQuiet ends a command with exit status 1 and nothing more printed: what
+// it printed already says why (a filter that does not match).
+var errQuiet = errors.New("the check failed")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -82,6 +88,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "restore":
 		return restoreCmd(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
+		e := &envFlags{fs: flag.NewFlagSet("herald version", flag.ContinueOnError), summary: "print the version"}
+		e.fs.SetOutput(stdout)
+		if err := parse(e, rest); err != nil {
+			return err
+		}
 		fmt.Fprintln(stdout, "herald", server.VersionString())
 		return nil
 	case "help", "-h", "--help":

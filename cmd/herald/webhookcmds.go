@@ -1,34 +1,41 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/heraldhq/herald/internal/validator"
-	"os"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 var webhooksNoun = noun{name: "webhooks", about: "The account's webhooks: the receivers events are sent to.", verbs: []verb{
-	{name: "list", about: "list the webhooks, newest first, a page at a time", setup: webhooksList},
-	{name: "get", args: []string{"ID"}, about: "show one webhook", setup: webhookGet},
-	{name: "create", about: "add a webhook; prints its signing token", setup: webhookCreate},
-	{name: "update", args: []string{"ID"}, about: "change a webhook's name, URL, events, token, filter, headers or signature scheme", setup: webhookUpdate},
-	{name: "delete", args: []string{"ID"}, about: "delete a webhook and its logs", setup: webhookDelete},
-	{name: "enable", args: []string{"ID"}, about: "send it events again", setup: webhookEnable(true)},
-	{name: "disable", args: []string{"ID"}, about: "stop sending it events (they are logged as cancelled)", setup: webhookEnable(false)},
-	{name: "test", args: []string{"ID"}, about: "send a sample event and show the receiver's answer", setup: webhookTest},
-	{name: "token", args: []string{"ID"}, about: "print the signing token (and the next one during a rotation)", setup: webhookToken},
-	{name: "rotate", args: []string{"ID"}, about: "start replacing the signing token, with an overlap", setup: webhookRotate},
-	{name: "finish-rotation", args: []string{"ID"}, about: "end the rotation under way now: the next token signs alone", setup: webhookFinishRotation},
-	{name: "recover", args: []string{"ID"}, about: "resend, once each, the events a webhook missed", setup: webhookRecover},
-	{name: "recoveries", args: []string{"ID"}, about: "list a webhook's recoveries and their progress", setup: webhookRecoveries},
-	{name: "filter-test", about: "say whether a filter matches an event's payload, and why", setup: webhookFilterTest},
+	{name: "list", op: "GET /v3/webhooks", about: "list the webhooks, newest first, a page at a time", setup: webhooksList},
+	{name: "get", args: []string{"ID"}, op: "GET /v3/webhooks/{id}", about: "show one webhook", setup: webhookGet},
+	{name: "create", op: "POST /v3/webhooks", about: "add a webhook; prints its signing token", setup: webhookCreate},
+	{name: "update", args: []string{"ID"}, op: "PATCH /v3/webhooks/{id}", about: "change a webhook's name, URL, events, token, filter, headers or signature scheme", setup: webhookUpdate},
+	{name: "delete", args: []string{"ID"}, op: "DELETE /v3/webhooks/{id}", about: "delete a webhook and its logs", setup: webhookDelete},
+	{name: "enable", args: []string{"ID"}, op: "PATCH /v3/webhooks/{id}", about: "send it events again", setup: webhookEnable(true)},
+	{name: "disable", args: []string{"ID"}, op: "PATCH /v3/webhooks/{id}", about: "stop sending it events (they are logged as cancelled)", setup: webhookEnable(false)},
+	{name: "test", args: []string{"ID"}, op: "POST /v3/webhooks/{id}/test", about: "send a sample event and show the receiver's answer", setup: webhookTest},
+	{name: "token", args: []string{"ID"}, op: "GET /v3/webhooks/{id}/token", about: "print the signing token (and the next one during a rotation)", setup: webhookToken},
+	{name: "rotate", args: []string{"ID"}, op: "POST /v3/webhooks/{id}/token/rotate", about: "start replacing the signing token, with an overlap", setup: webhookRotate},
+	{name: "finish-rotation", args: []string{"ID"}, op: "POST /v3/webhooks/{id}/token/rotate/finish", about: "end the rotation under way now: the next token signs alone", setup: webhookFinishRotation},
+	{name: "recover", args: []string{"ID"}, op: "POST /v3/webhooks/{id}/recover", about: "resend, once each, the events a webhook missed", setup: webhookRecover},
+	{name: "recoveries", args: []string{"ID"}, op: "GET /v3/webhooks/{id}/recoveries", about: "list a webhook's recoveries and their progress", setup: webhookRecoveries},
+	{name: "recovery", args: []string{"ID", "RECOVERY_ID"}, op: "GET /v3/webhooks/{id}/recoveries/{rid}", about: "show one recovery's progress", setup: webhookRecovery(false)},
+	{name: "cancel-recovery", args: []string{"ID", "RECOVERY_ID"}, op: "DELETE /v3/webhooks/{id}/recoveries/{rid}", about: "stop a running recovery; resends in flight are still recorded", setup: webhookRecovery(true)},
+	{name: "filter-test", op: "POST /v3/webhooks/filter-test", about: "say whether a filter matches an event's payload, and why; exit 1 when it does not", setup: webhookFilterTest},
 }}
 
 func webhookTable(x *call, hooks ...client.Webhook) func(tw *tabwriter.Writer) {
@@ -77,8 +84,52 @@ func webhookGet(e *envFlags) func(x *call) error {
 		if err != nil {
 			return err
 		}
-		return x.show(webhookTable(x, w))
+		if x.json {
+			return x.printAnswer()
+		}
+		printWebhook(x.out, w)
+		return nil
 	}
+}
+
+// printWebhook shows every setting of a webhook, one a line, as `get` does:
+// what the list's row leaves out (the filter, the headers, the scheme, the
+// rotation, when it was made) included. Header values stay masked, as the
+// API answers them.
+func printWebhook(out io.Writer, w client.Webhook) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	rate := "none"
+	if w.RateLimit != nil {
+		rate = fmt.Sprintf("%d/s", *w.RateLimit)
+	}
+	filter := "none"
+	if w.HasFilter() {
+		var b bytes.Buffer
+		if json.Compact(&b, w.Filter) == nil {
+			filter = b.String()
+		}
+	}
+	headers := "none"
+	if len(w.Headers) > 0 {
+		names := slices.Sorted(maps.Keys(w.Headers))
+		for i, n := range names {
+			names[i] = n + ": " + w.Headers[n]
+		}
+		headers = strings.Join(names, "\n\t")
+	}
+	rotation := "none"
+	if r := w.TokenRotation; r != nil {
+		rotation = fmt.Sprintf("under way since %s; both tokens sign until %s", r.StartedAt.Format(time.RFC3339), r.EndsAt.Format(time.RFC3339))
+	}
+	for _, row := range [][2]string{
+		{"ID", w.ID}, {"Name", w.Name}, {"URL", w.URL}, {"Events", strings.Join(w.Events, ", ")},
+		{"Enabled", strconv.FormatBool(w.Enabled)}, {"Status", w.Status}, {"Undelivered", strconv.Itoa(w.UndeliveredCount)},
+		{"Filter", filter}, {"Headers", headers}, {"Signature scheme", w.SignatureScheme}, {"Rate limit", rate},
+		{"Token rotation", rotation}, {"Created", w.CreatedAt.Format(time.RFC3339)}, {"Updated", w.UpdatedAt.Format(time.RFC3339)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
 }
 
 func webhookCreate(e *envFlags) func(x *call) error {
@@ -94,8 +145,20 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	e.fs.Var(&rate, "rate-limit", "the most deliveries per second to send it, 1 to 10000, or none (default: none)")
 	var headers headerFlags
 	e.fs.Var(&headers, "header", "a custom header to send with every request, as 'Name: value' (repeatable)")
+	var filterJSON json.RawMessage
+	e.check(func() error {
+		if err := required("herald webhooks create", "name", *name, "url", *u, "events", *events); err != nil {
+			return err
+		}
+		if *filter == "" {
+			return nil
+		}
+		var err error
+		filterJSON, err = jsonFlag("herald webhooks create", "filter", *filter, false)
+		return err
+	})
 	return func(x *call) error {
-		if !*again && *name != "" && *u != "" {
+		if !*again {
 			// The same name and URL twice is most often a command run
 			// twice: the second webhook gets another token, and its
 			// deliveries fail at a receiver that knows the first one.
@@ -117,9 +180,7 @@ func webhookCreate(e *envFlags) func(x *call) error {
 			}
 		}
 		in := client.WebhookCreate{Name: *name, URL: *u, Events: splitList(*events), Token: *token, SignatureScheme: *scheme}
-		if *filter != "" {
-			in.Filter = json.RawMessage(*filter)
-		}
+		in.Filter = filterJSON
 		if len(headers) > 0 {
 			in.Headers = headers
 		}
@@ -154,7 +215,7 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	name := e.fs.String("name", "", "a new name")
 	u := e.fs.String("url", "", "a new receiver URL")
 	events := e.fs.String("events", "", "new comma-separated event kinds, in place of the old")
-	token := e.fs.String("token", "", "a new signing token, at once (see rotate for one with an overlap)")
+	token := e.fs.String("token", "", "a new signing token, at once (see rotate for one with an overlap): "+validator.TokenRule+"; with --signature-scheme standard-webhooks, "+validator.StandardTokenRule)
 	e.fs.Var(&enabled, "enabled", "true or false")
 	filter := e.fs.String("filter", "", `a new JSON filter on the payload; 'null' removes it`)
 	scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald or standard-webhooks")
@@ -163,13 +224,21 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	var headers headerFlags
 	e.fs.Var(&headers, "header", "a custom header, as 'Name: value' (repeatable); the headers given replace the old ones")
 	noHeaders := e.fs.Bool("no-headers", false, "remove every custom header")
+	set := map[string]bool{}
+	var filterJSON json.RawMessage
+	e.check(func() error {
+		e.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["filter"] {
+			return nil
+		}
+		var err error
+		filterJSON, err = jsonFlag("herald webhooks update", "filter", *filter, false)
+		return err
+	})
 	return func(x *call) error {
 		var in client.WebhookUpdate
-		set := map[string]bool{}
-		e.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if set["filter"] {
-			f := json.RawMessage(*filter)
-			in.Filter = &f
+			in.Filter = &filterJSON
 		}
 		if set["signature-scheme"] {
 			in.SignatureScheme = scheme
@@ -321,6 +390,15 @@ func webhookRotate(e *envFlags) func(x *call) error {
 	overlap := e.fs.Duration("overlap", 24*time.Hour, "how long both tokens sign, from a minute to 30 days")
 	return func(x *call) error {
 		w, err := x.c.RotateWebhookToken(x.ctx, x.pos[0], *overlap)
+		if client.IsStatus(err, http.StatusConflict) {
+			// The API names its own call; here the command is what to run.
+			until := ""
+			if cur, gerr := x.c.Webhook(x.ctx, x.pos[0]); gerr == nil && cur.TokenRotation != nil {
+				until = " (both tokens sign until " + cur.TokenRotation.EndsAt.Format(time.RFC3339) + ")"
+			}
+			return fmt.Errorf("webhook %s is already rotating its token%s: finish that rotation with 'herald webhooks finish-rotation %s', or wait for its end, then rotate again",
+				x.pos[0], until, x.pos[0])
+		}
 		if err != nil {
 			return err
 		}
@@ -330,11 +408,24 @@ func webhookRotate(e *envFlags) func(x *call) error {
 
 func webhookFinishRotation(e *envFlags) func(x *call) error {
 	return func(x *call) error {
+		// The API finishes nothing quietly when no rotation is under way;
+		// the command says so, as the user meant to end one.
+		before, err := x.c.Webhook(x.ctx, x.pos[0])
+		if err != nil {
+			return err
+		}
+		if before.TokenRotation == nil {
+			return fmt.Errorf("webhook %s has no token rotation under way: nothing to finish; start one with 'herald webhooks rotate %s'", x.pos[0], x.pos[0])
+		}
 		w, err := x.c.FinishWebhookTokenRotation(x.ctx, x.pos[0])
 		if err != nil {
 			return err
 		}
-		return rotationLine(x, w)
+		if x.json {
+			return x.printAnswer()
+		}
+		fmt.Fprintf(x.out, "finished %s's rotation: the next token signs alone from now, and the old one is erased; read it with 'herald webhooks token %s'\n", w.ID, w.ID)
+		return nil
 	}
 }
 
@@ -357,15 +448,24 @@ func webhookRecover(e *envFlags) func(x *call) error {
 			return usageError{"herald webhooks recover", fmt.Errorf("--until %w", err)}
 		}
 		req := client.RecoverRequest{Since: s, Until: u, Statuses: splitList(*statuses)}
+		n, err := x.c.CountRecoverable(x.ctx, x.pos[0], req)
+		if err != nil {
+			return err
+		}
 		if *dry {
-			n, err := x.c.CountRecoverable(x.ctx, x.pos[0], req)
-			if err != nil {
-				return err
-			}
 			if x.json {
 				return x.printAnswer()
 			}
 			fmt.Fprintf(x.out, "%d events would be resent; run again without --dry-run to send them\n", n)
+			return nil
+		}
+		if n == 0 {
+			// No recovery is started for nothing: an empty one in the
+			// list would only say that something had been resent.
+			if x.json {
+				return x.printAnswer()
+			}
+			fmt.Fprintf(x.out, "nothing to resend: webhook %s has no failed or cancelled events in that time; no recovery was started\n", x.pos[0])
 			return nil
 		}
 		r, err := x.c.Recover(x.ctx, x.pos[0], req)
@@ -401,25 +501,36 @@ func webhookRecoveries(e *envFlags) func(x *call) error {
 }
 
 func webhookFilterTest(e *envFlags) func(x *call) error {
+	e.summary += "\n\nExit status: 0 when the filter matches, 1 when it does not (or herald refused the filter),\n2 for a command line herald cannot read; so a script can gate on it."
 	filter := e.fs.String("filter", "", "the JSON filter (required)")
 	payload := e.fs.String("payload", "", "an event's payload as JSON, or @FILE to read it from a file (required; an event log's payload will do)")
-	return func(x *call) error {
-		body := []byte(*payload)
-		if name, ok := strings.CutPrefix(*payload, "@"); ok {
-			var err error
-			if body, err = os.ReadFile(name); err != nil {
-				return fmt.Errorf("read --payload: %w", err)
-			}
+	var filterJSON, body json.RawMessage
+	e.check(func() error {
+		const cmd = "herald webhooks filter-test"
+		if err := required(cmd, "filter", *filter, "payload", *payload); err != nil {
+			return err
 		}
-		r, err := x.c.TestFilter(x.ctx, json.RawMessage(*filter), body)
+		var err error
+		if filterJSON, err = jsonFlag(cmd, "filter", *filter, false); err != nil {
+			return err
+		}
+		body, err = jsonFlag(cmd, "payload", *payload, true)
+		return err
+	})
+	return func(x *call) error {
+		r, err := x.c.TestFilter(x.ctx, filterJSON, body)
 		if err != nil {
 			return err
 		}
 		if x.json {
-			return x.printAnswer()
+			err = x.printAnswer()
+		} else {
+			fmt.Fprintf(x.out, "matches: %t\n%s\n", r.Matches, r.Explanation)
 		}
-		fmt.Fprintf(x.out, "matches: %t\n%s\n", r.Matches, r.Explanation)
-		return nil
+		if err == nil && !r.Matches {
+			return errQuiet // the answer said it; exit 1 lets a script gate on it
+		}
+		return err
 	}
 }
 
@@ -438,4 +549,26 @@ func (h *headerFlags) Set(v string) error {
 	}
 	(*h)[strings.TrimSpace(name)] = strings.TrimSpace(value)
 	return nil
+}
+
+func webhookRecovery(cancel bool) func(e *envFlags) func(x *call) error {
+	return func(e *envFlags) func(x *call) error {
+		return func(x *call) error {
+			var r client.Recovery
+			var err error
+			if cancel {
+				r, err = x.c.CancelRecovery(x.ctx, x.pos[0], x.pos[1])
+			} else {
+				r, err = x.c.Recovery(x.ctx, x.pos[0], x.pos[1])
+			}
+			if err != nil {
+				return err
+			}
+			return x.show(func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "ID\tSTATUS\tSENT\tOF\tSUCCEEDED\tFAILED\tSTARTED\tFINISHED")
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.ID, r.Status, r.Sent, r.Count, r.Succeeded, r.Failed,
+					r.CreatedAt.Format(time.RFC3339), when(r.FinishedAt))
+			})
+		}
+	}
 }

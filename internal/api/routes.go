@@ -157,6 +157,7 @@ func New(c Config) http.Handler {
 	// no token; everything else does.
 	root := http.NewServeMux()
 	root.HandleFunc("GET /v3/openapi.json", a.serve(func(w http.ResponseWriter, r *http.Request) error { serveOpenAPI(w, r); return nil }))
+	root.HandleFunc("GET /v3/event-types", a.serve(a.listEventTypes))
 	root.HandleFunc("GET /v3/event-types/{kind}/schema", a.serve(a.getEventTypeSchema))
 	root.Handle("/v3/operator/", a.operator())
 	root.Handle("/", a.authenticate(mux))

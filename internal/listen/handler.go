@@ -86,9 +86,13 @@ func (h *handler) verify(r *http.Request, body []byte) (problem string) {
 		return "no token configured"
 	}
 	signature := r.Header.Get(webhook.SignatureHeader)
+	tokens, under := []string{h.cfg.Token}, "this token"
+	if h.cfg.NextToken != "" {
+		tokens, under = append(tokens, h.cfg.NextToken), "either token"
+	}
 	if webhook.IsStandard(r.Header) {
 		// A webhook whose signatureScheme is standard-webhooks.
-		switch err := webhook.VerifyStandard([]string{h.cfg.Token}, r.Header.Get(webhook.IDHeader), r.Header.Get(webhook.TimestampHeader),
+		switch err := webhook.VerifyStandard(tokens, r.Header.Get(webhook.IDHeader), r.Header.Get(webhook.TimestampHeader),
 			signature, body, time.Now()); {
 		case err == nil:
 			return ""
@@ -97,9 +101,9 @@ func (h *handler) verify(r *http.Request, body []byte) (problem string) {
 		case errors.Is(err, webhook.ErrMissingHeaders):
 			return "no webhook-id header (Standard Webhooks)"
 		}
-		return "no v1 signature matches webhook-id.webhook-timestamp.body under this token (Standard Webhooks)"
+		return "no v1 signature matches webhook-id.webhook-timestamp.body under " + under + " (Standard Webhooks)"
 	}
-	err := webhook.Verify(h.cfg.Token, body, signature)
+	err := webhook.VerifyAny(tokens, body, signature)
 	switch {
 	case err == nil:
 		return ""
@@ -109,7 +113,7 @@ func (h *handler) verify(r *http.Request, body []byte) (problem string) {
 	if _, err := base64.StdEncoding.Strict().DecodeString(signature); err != nil {
 		return "webhook-signature is not base64"
 	}
-	return "signature does not match the body under this token"
+	return "signature does not match the body under " + under
 }
 
 // print writes one delivery to cfg.Out: the header line, the body

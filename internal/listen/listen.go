@@ -35,6 +35,10 @@ type Config struct {
 	// Token is the webhook's token, the HMAC key. Required: with no token
 	// every request is answered 401.
 	Token string
+	// NextToken, during a token rotation, is the next token: a delivery
+	// signed with either verifies, as the example receivers accept
+	// HERALD_WEBHOOK_NEXT_TOKEN. Empty: Token alone.
+	NextToken string
 	// Addr is the host:port that Run listens on. Default DefaultAddr.
 	Addr string
 	// Forward, when set, is the absolute http or https URL that verified

@@ -67,11 +67,12 @@ its event log, as cancelled, so that they can be resent.
 
 To restore it: fix the receiving endpoint, check it with Test on the
 webhook's page (a successful Test does not lift the suspension), then
-resend the events it missed from that page (or one at a time with
-POST /v3/webhook-event-logs/{id}/resend). The first successful delivery
+resend the events it missed from that page, or from the command line with
+herald webhooks recover %s --since 7d (--dry-run counts them first; or
+one at a time with POST /v3/webhook-event-logs/{id}/resend). The first successful delivery
 makes the webhook Healthy again.
 
-`, c.SuspendAfter)
+`, c.SuspendAfter, c.WebhookID)
 	w.writeLink(&b, c.WebhookID)
 	return fmt.Sprintf("Webhook %q suspended", c.Name), b.String()
 }
@@ -86,13 +87,14 @@ Herald sends it nothing while it is suspended; the events that fire are
 recorded in its event log, as cancelled, so that they can be resent.
 
 To restore it: fix the receiving endpoint, check it with Test on the
-webhook's page, then resend the events it missed from that page. The first
-successful delivery makes it Healthy again. If it is no longer needed,
-disable or delete it, and these reminders stop.
+webhook's page, then resend the events it missed from that page (or with
+herald webhooks recover %s --since and a time a little before the
+suspension). The first successful delivery makes it Healthy again. If it
+is no longer needed, disable or delete it, and these reminders stop.
 
 This reminder comes every %s while the webhook stays suspended.
 
-`, formatPeriod(r.Every))
+`, r.WebhookID, formatPeriod(r.Every))
 	w.writeLink(&b, r.WebhookID)
 	return fmt.Sprintf("Webhook %q is still suspended", r.Name), b.String()
 }
@@ -105,7 +107,7 @@ func writeHook(b *strings.Builder, id, rawURL string) {
 	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
 		origin = u.Scheme + "://" + u.Host
 	}
-	fmt.Fprintf(b, "Webhook id: %s\nSends to:   %s\n", id, origin)
+	fmt.Fprintf(b, "Webhook id:          %s\nSends to (origin):   %s\n", id, origin)
 }
 
 func writeFailure(b *strings.Builder, f *event.Failure) {

@@ -34,12 +34,14 @@ func TestWordsOfTheWarnings(t *testing.T) {
 		want    []string
 	}{
 		{"unhealthy", store.Email{Kind: store.EmailUnhealthy, Facts: &unhealthy}, `Webhook "w" is Unhealthy`,
-			[]string{`"w"`, "wh-1", "https://example.com\n", "evt-1", "log-1", "license.created", "HTTP 503",
+			[]string{`"w"`, "wh-1", "Sends to (origin):   https://example.com\n", "evt-1", "log-1", "license.created", "HTTP 503",
 				"receiver answered 503; no attempts left", "2 more events fail", link}},
 		{"suspended", store.Email{Kind: store.EmailSuspended, Facts: &suspended}, `Webhook "w" suspended`,
-			[]string{`"w"`, "wh-1", "evt-1", "HTTP 502", "3 most recent completed events", "does not lift the suspension", link}},
+			[]string{`"w"`, "wh-1", "evt-1", "HTTP 502", "3 most recent completed events", "does not lift the suspension",
+				"Sends to (origin):   https://example.com\n", "herald webhooks recover wh-1 --since", link}},
 		{"reminder", store.Email{Kind: store.EmailReminder, Facts: &reminder}, `Webhook "w" is still suspended`,
-			[]string{`"w"`, "wh-1", "HTTP 500", "since 2026-11-18 09:30 UTC", "every 7 days", link}},
+			[]string{`"w"`, "wh-1", "HTTP 500", "since 2026-11-18 09:30 UTC", "every 7 days",
+				"herald webhooks recover wh-1 --since", link}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

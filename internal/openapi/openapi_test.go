@@ -87,6 +87,7 @@ func TestOperationsConsistent(t *testing.T) {
 	}
 	public := map[string]bool{
 		"GET /v3/openapi.json":              true,
+		"GET /v3/event-types":               true,
 		"GET /v3/event-types/{kind}/schema": true,
 		"GET /healthz":                      true,
 		"GET /readyz":                       true,

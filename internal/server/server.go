@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
@@ -43,6 +44,7 @@ import (
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/tracing"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 // Version is herald's version when set at build time with
@@ -207,6 +209,15 @@ func (c Config) Validate() error {
 	if c.OperatorToken != "" && len(c.OperatorToken) < MinOperatorToken {
 		msgs = append(msgs, fmt.Sprintf("--operator-token must be at least %d characters: it opens every account", MinOperatorToken))
 	}
+	// The first start's credentials are held to the rules every later
+	// password and token is: a weak one would open the first account.
+	if n := utf8.RuneCountInString(c.BootstrapPassword); c.BootstrapPassword != "" && (n < validator.MinPasswordLength || n > validator.MaxPasswordLength) {
+		msgs = append(msgs, fmt.Sprintf("HERALD_BOOTSTRAP_PASSWORD must be %d to %d characters, as every portal password must (leave it unset to have herald make one)",
+			validator.MinPasswordLength, validator.MaxPasswordLength))
+	}
+	if c.BootstrapToken != "" && len(c.BootstrapToken) < MinBootstrapToken {
+		msgs = append(msgs, fmt.Sprintf("HERALD_BOOTSTRAP_TOKEN must be at least %d characters: it is the first account's API token (leave it unset to have herald make one)", MinBootstrapToken))
+	}
 	if c.SuspendedReminder < 0 {
 		msgs = append(msgs, "--suspended-reminder must not be negative (0 turns reminders off)")
 	}
@@ -235,6 +246,11 @@ func (c Config) Validate() error {
 // MinOperatorToken is the shortest operator token (--operator-token): 32
 // characters of a generated secret, as `openssl rand -hex 16` prints.
 const MinOperatorToken = 32
+
+// MinBootstrapToken is the shortest first API token (HERALD_BOOTSTRAP_TOKEN)
+// herald takes: as many characters as the operator token, a generated
+// secret's. The tokens herald makes are hrld_ and 32 random characters.
+const MinBootstrapToken = 32
 
 // CheckPublicURL accepts "" or an absolute http or https URL with a host and
 // nothing after its path, since emails and links append a page's path to it
@@ -643,10 +659,15 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		metricsAddr = s.cfg.MetricsListener.Addr().String()
 		go func() { errc <- metricsSrv.Serve(s.cfg.MetricsListener) }()
 	}
+	dc := s.Dispatcher.Config()
 	s.log.Info("herald serving", "addr", ln.Addr().String(), "metrics_addr", metricsAddr, "database", s.Store.Engine(), "version", VersionString(),
 		"retention", retention.FormatDuration(s.cfg.Retention.Keep), "response_body_limit", max(0, s.Dispatcher.Config().ResponseBodyLimit),
 		"rate_limit", rateLabel(s.limits.Token), "rate_limit_anonymous", rateLabel(s.limits.Anonymous),
-		"connections", conns.Total, "connections_per_address", conns.PerAddress, "bodies_in_flight", s.bodies.Limit())
+		"connections", conns.Total, "connections_per_address", conns.PerAddress, "bodies_in_flight", s.bodies.Limit(),
+		// The delivery settings in force: what a receiver on loopback, a
+		// slow retry or an early suspension comes from.
+		"allow_private_networks", s.cfg.AllowPrivate, "max_attempts", dc.MaxAttempts, "retry_interval", dc.RetryInterval.String(),
+		"attempt_timeout", dc.AttemptTimeout.String(), "suspend_after", dc.SuspendAfter)
 	var err error
 	select {
 	case <-ctx.Done():

@@ -82,7 +82,27 @@ func TestAPIMatchesItsReference(t *testing.T) {
 			t.Errorf("/v3/event-types/%s/schema: title = %v", k, schema["title"])
 		}
 	}
-	c.call(404, "GET", "/v3/event-types/license.exploded/schema", nil, nil, noToken)
+	// The kinds are listed with where each one's schema is, and an unknown
+	// kind's 404 names them.
+	var types struct {
+		Data []struct{ Kind, Group, Description, Resource, Schema string }
+	}
+	c.call(200, "GET", "/v3/event-types", nil, &types, noToken)
+	var listed []string
+	for _, ty := range types.Data {
+		listed = append(listed, ty.Kind)
+		if ty.Schema != "/v3/event-types/"+ty.Kind+"/schema" || ty.Description == "" || ty.Group == "" || ty.Resource == "" {
+			t.Errorf("GET /v3/event-types: %+v; want its group, what fires it, its resource and its schema's path", ty)
+		}
+	}
+	if want := allKinds(t); !slices.Equal(listed, want) {
+		t.Errorf("GET /v3/event-types lists %v; want %v", listed, want)
+	}
+	var unknownKind struct{ Detail string }
+	c.call(404, "GET", "/v3/event-types/license.exploded/schema", nil, &unknownKind, noToken)
+	if !strings.Contains(unknownKind.Detail, "license.created, license.updated") || !strings.Contains(unknownKind.Detail, "GET /v3/event-types") {
+		t.Errorf("an unknown kind's 404 says %q; want the kinds named", unknownKind.Detail)
+	}
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		c.call(200, "GET", path, nil, nil, noToken)
 	}
