@@ -1,9 +1,9 @@
 // Command kindgen writes everything that lists herald's event kinds from
 // their one declaration, internal/event/kinds.yaml: the Kind constants, the
 // list and the declarations as Go (internal/event/kinds_gen.go), the
-// client's lists (client/kinds_gen.go), and the generated regions of the
-// API reference (the kinds' enumeration, a payload schema per kind and the
-// webhooks). It runs through go generate in package event; a test fails
+// client's lists (client/kinds_gen.go), and the generated parts of the
+// API reference (the introduction's kinds table, the kinds' enumeration, a
+// payload schema per kind and the webhooks). It runs through go generate in package event; a test fails
 // while any file it writes is stale.
 package main
 

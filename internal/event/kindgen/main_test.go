@@ -51,3 +51,20 @@ func TestParseRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestReplaceTable: the reference's kinds table is rewritten whole, a row
+// edited by hand or a kind missing alike, and the Markdown around it kept;
+// a reference without the table is refused.
+func TestReplaceTable(t *testing.T) {
+	kinds := []decl{{Kind: "a.b", Fires: "A b: `POST /v3/a|b`.", Data: "A"}, {Kind: "a.c", Fires: "A c.", Data: "A, as it was"}}
+	doc := "info:\n  description: |\n    Before.\n\n    | Event kind | Fired by | `data` |\n    |---|---|---|\n    | `a.b` | edited by hand | A |\n\n    After.\npaths: {}\n"
+	want := "info:\n  description: |\n    Before.\n\n    | Event kind | Fires when | `data` |\n    |---|---|---|\n" +
+		"    | `a.b` | A b: `POST /v3/a\\|b`. | A |\n    | `a.c` | A c. | A, as it was |\n\n    After.\npaths: {}\n"
+	got, err := replaceTable([]byte(doc), kindsTable(kinds))
+	if err != nil || string(got) != want {
+		t.Errorf("replaceTable = %v\n%s\nwant\n%s", err, got, want)
+	}
+	if _, err := replaceTable([]byte("info:\n  description: no table\n"), kindsTable(kinds)); err == nil || !strings.Contains(err.Error(), "no kinds table") {
+		t.Errorf("a reference without the table: err = %v; want one saying so", err)
+	}
+}

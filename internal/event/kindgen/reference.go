@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // The API reference's generated regions. Each runs from the line
 // "# generated: NAME …" to the line "# end generated: NAME", both at the
-// region's indentation; the rest of the document is written by hand.
+// region's indentation; the rest of the document is written by hand, but
+// for the kinds table of its introduction (kindsTable), which sits inside
+// a block of Markdown, where a comment line would be text.
 const (
 	regionSchemas  = "kinds"      // in components/schemas: EventKind and a payload schema per kind
 	regionWebhooks = "webhooks"   // top level: the webhooks, one per kind
@@ -31,7 +34,53 @@ func reference(doc []byte, kinds []decl) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return replaceRegion(doc, regionWebhooks, webhooksRegion(kinds))
+	doc, err = replaceRegion(doc, regionWebhooks, webhooksRegion(kinds))
+	if err != nil {
+		return nil, err
+	}
+	return replaceTable(doc, kindsTable(kinds))
+}
+
+// tableHeader begins the kinds table in the reference's introduction.
+const tableHeader = "| Event kind | Fires when | `data` |"
+
+// kindsTable is the introduction's table: a row per kind, what fires it and
+// its data, as the catalog's (docs/events.md) says them.
+func kindsTable(kinds []decl) []string {
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	rows := []string{tableHeader, "|---|---|---|"}
+	for _, k := range kinds {
+		rows = append(rows, "| `"+k.Kind+"` | "+cell(k.Fires)+" | "+cell(k.Data)+" |")
+	}
+	return rows
+}
+
+// replaceTable rewrites the table that starts with a line beginning as
+// tableHeader does, through its last row, at the header's indentation.
+func replaceTable(doc []byte, rows []string) ([]byte, error) {
+	lines := bytes.SplitAfter(doc, []byte("\n"))
+	begin := slices.IndexFunc(lines, func(l []byte) bool {
+		return strings.HasPrefix(strings.TrimSpace(string(l)), "| Event kind |")
+	})
+	if begin < 0 {
+		return nil, fmt.Errorf("no kinds table (a line beginning %q)", "| Event kind |")
+	}
+	end := begin + 1
+	for end < len(lines) && strings.HasPrefix(strings.TrimSpace(string(lines[end])), "|") {
+		end++
+	}
+	indent := string(lines[begin][:len(lines[begin])-len(bytes.TrimLeft(lines[begin], " "))])
+	var b bytes.Buffer
+	for _, l := range lines[:begin] {
+		b.Write(l)
+	}
+	for _, r := range rows {
+		b.WriteString(indent + r + "\n")
+	}
+	for _, l := range lines[end:] {
+		b.Write(l)
+	}
+	return b.Bytes(), nil
 }
 
 func replaceRegion(doc []byte, name string, text func(indent string) string) ([]byte, error) {
