@@ -216,4 +216,3 @@ func cut(b []byte, n int) []byte {
 	}
 	return b
 }
-

@@ -87,7 +87,9 @@ func (h *handing) settle(n int) {
 // (the store does not ask for those, whose send slots claims reserve); and
 // only to a webhook with nothing older waiting as far as this process
 // knows (noteClaim).
-func (d *Dispatcher) Reserve(accountID, webhookID string) bool { return d.producer.reserve(accountID, webhookID) }
+func (d *Dispatcher) Reserve(accountID, webhookID string) bool {
+	return d.producer.reserve(accountID, webhookID)
+}
 
 func (p *producer) reserve(accountID, webhookID string) bool {
 	s := p.slots
