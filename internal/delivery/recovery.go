@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/internal/startstop"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -78,12 +79,11 @@ func (rs *recoveries) run(ctx context.Context) {
 func (rs *recoveries) runRecovery(ctx context.Context, r store.Recovery, lease string) {
 	held, lost := context.WithCancel(ctx)
 	defer lost()
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		rs.renew(held, lost, r.ID, lease)
-	}()
-	defer func() { <-renewed }()
+	// The lease is kept while the run lasts, and no longer: the next
+	// recovery is taken up at once.
+	renewing := startstop.New(func(ctx context.Context) { rs.renew(ctx, lost, r.ID, lease) })
+	_ = renewing.Start(held) // new: Start refuses none
+	defer renewing.Stop()
 	for held.Err() == nil {
 		markUntil := rs.cfg.Now().Add(manualWait + rs.cfg.AttemptTimeout + 30*time.Second)
 		claims, err := rs.store.NextRecoveryLogs(context.WithoutCancel(held), r.ID, lease, rs.slots.recoveryBatch(r.AccountID, r.WebhookID), markUntil)
