@@ -57,7 +57,7 @@ type Config struct {
 	PerWebhook     int           // 64: of those, to one webhook
 	BatchSize      int           // 256: logs per claim
 	// Recorders is how many batches of outcomes may be recorded at once (4;
-	// see record). A store with one writer (SQLite) gains nothing from more
+	// see completer.record). A store with one writer (SQLite) gains nothing from more
 	// than one, whose commits it takes one at a time anyway: the server
 	// gives it 1.
 	Recorders    int

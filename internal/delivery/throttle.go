@@ -144,7 +144,7 @@ func (a *attempts) awaitSlot(c store.Claim, p *pacing, claimed time.Time, o stor
 	return true, o
 }
 
-// awaitRecoverySlot waits for a send slot of a throttled webhook for one
+// awaitSlot waits for a send slot of a throttled webhook for one
 // resend of a recovery, and reports false when stop closes first.
 func (r *recoveries) awaitSlot(c store.Claim, stop <-chan struct{}) bool {
 	r.cfg.Metrics.throttleWaiting(1)
