@@ -12,7 +12,7 @@ import (
 // webhook, or of its account, waiting in the queue.
 func TestReserveWaitsBehindWhatMayBeQueued(t *testing.T) {
 	d := New(nil, Config{Concurrency: 64, PerWebhook: 2})
-	d.startHanding(&handing{})
+	d.producer.startHanding(&handing{})
 	claimOf := func(hook, account string, n int) []attempt.Claim {
 		var cs []attempt.Claim
 		for range n {
@@ -23,9 +23,9 @@ func TestReserveWaitsBehindWhatMayBeQueued(t *testing.T) {
 	// note records a claim of limit logs, with room for "w" of wRoom and for
 	// account "a" of aRoom, that took got.
 	note := func(limit, wRoom, aRoom int, exclude []string, got ...attempt.Claim) {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		d.noteClaim(attempt.ClaimParams{Limit: limit, PerWebhook: 2, Room: map[string]int{"w": wRoom}, Exclude: exclude,
+		d.slots.mu.Lock()
+		defer d.slots.mu.Unlock()
+		d.producer.noteClaim(attempt.ClaimParams{Limit: limit, PerWebhook: 2, Room: map[string]int{"w": wRoom}, Exclude: exclude,
 			PerAccount: 8, AccountRoom: map[string]int{"a": aRoom}}, got)
 	}
 	// free gives back n reservations of "w" (their firing rolled back).
@@ -67,10 +67,10 @@ func TestReserveWaitsBehindWhatMayBeQueued(t *testing.T) {
 	// due of the webhook, unless the webhook's or its account's room
 	// stopped it.
 	step("before", true)
-	d.mu.Lock()
-	d.wait("w", "a") // as record does for a released attempt
-	d.wait("w", "a")
-	d.mu.Unlock()
+	d.slots.mu.Lock()
+	d.producer.wait("w", "a") // as record does for a released attempt
+	d.producer.wait("w", "a")
+	d.slots.mu.Unlock()
 	step("released attempts wait", false) // 3
 	note(8, 1, 8, nil, claimOf("w", "a", 1)...)
 	step("a claim that took as many as the webhook's room", false) // 2 + 1
@@ -79,6 +79,6 @@ func TestReserveWaitsBehindWhatMayBeQueued(t *testing.T) {
 	note(8, 4, 8, nil, claimOf("w", "a", 1)...)
 	step("a short claim that took less than both", true)
 
-	d.stopHanding()
+	d.producer.stopHanding()
 	step("stopped", false)
 }

@@ -23,7 +23,7 @@ import (
 // (A suspended one may be resent to: that is how it recovers.)
 var ErrWebhookDisabled = errors.New("the webhook is disabled; enable it to resend")
 
-// Resend attempts a log's delivery now, with the same bytes, and records the
+// resend (Dispatcher.Resend) attempts a log's delivery now, with the same bytes, and records the
 // attempt on the same log with trigger "resend". It goes out whether the
 // webhook is Healthy, Unhealthy or Suspended, but not while it is disabled. A
 // 2xx completes the log as succeeded and makes the webhook Healthy at once; a
@@ -34,55 +34,55 @@ var ErrWebhookDisabled = errors.New("the webhook is disabled; enable it to resen
 // the log meanwhile: one request asks, one POST goes out. The request takes
 // one of the webhook's slots like an automatic attempt; when none frees in
 // time, the resend is not made (ErrBusy).
-func (d *Dispatcher) Resend(ctx context.Context, accountID, logID string) error {
+func (a *attempts) resend(ctx context.Context, accountID, logID string) error {
 	// A client that hangs up does not cut the resend short: it is made and
 	// recorded whole, within the attempt time-out.
 	ctx = context.WithoutCancel(ctx)
 	// The mark outlives the wait for a slot, the attempt and its recording.
-	until := d.cfg.Now().Add(manualWait + d.cfg.AttemptTimeout + 30*time.Second)
-	c, err := d.store.BeginResend(ctx, accountID, logID, until)
+	until := a.cfg.Now().Add(manualWait + a.cfg.AttemptTimeout + 30*time.Second)
+	c, err := a.store.BeginResend(ctx, accountID, logID, until)
 	if err != nil {
 		return err
 	}
 	if !c.Enabled {
-		d.endResend(ctx, logID)
+		a.endResend(ctx, logID)
 		return ErrWebhookDisabled
 	}
 	var span trace.Span
-	res, err := d.manual(nil, c.AccountID, c.WebhookID, func() Result {
+	res, err := a.slots.manual(nil, c.AccountID, c.WebhookID, func() Result {
 		// A child of the request that asked, linked to the trace that fired
 		// the event: the resend is this request's work, and part of the
 		// event's story.
 		var sctx context.Context
-		sctx, span = d.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: event.Kind(c.Event), webhookID: c.WebhookID,
+		sctx, span = a.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: event.Kind(c.Event), webhookID: c.WebhookID,
 			logID: c.LogID, fired: c.TraceParent, link: true})
-		return d.sender.Send(sctx, signed(c))
+		return a.sender.Send(sctx, signed(c))
 	})
 	if err != nil {
-		d.endResend(ctx, logID)
+		a.endResend(ctx, logID)
 		return err
 	}
-	d.cfg.Metrics.attempted(res)
-	o := attempt.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: attempt.TriggerResend, Attempt: d.attemptRecord(res), Result: attempt.Delivered}
+	a.cfg.Metrics.attempted(res)
+	o := attempt.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: attempt.TriggerResend, Attempt: a.attemptRecord(res), Result: attempt.Delivered}
 	if !res.OK() {
 		o.Result, o.Reason = attempt.ResendFailed, res.Err
 	}
 	endSpan(span, res, o.Result.String())
-	suspended, err := d.store.Complete(ctx, []attempt.Outcome{o}, d.cfg.SuspendAfter)
+	suspended, err := a.store.Complete(ctx, []attempt.Outcome{o}, a.cfg.SuspendAfter)
 	if err != nil {
 		return fmt.Errorf("resend: %w", err)
 	}
-	if len(suspended) > 0 && d.cfg.OnSuspend != nil {
-		d.cfg.OnSuspend(suspended)
+	if len(suspended) > 0 && a.cfg.OnSuspend != nil {
+		a.cfg.OnSuspend(suspended)
 	}
 	return nil
 }
 
 // endResend ends a resend's mark when nothing was sent; if the database does
 // not answer, the mark ends by itself.
-func (d *Dispatcher) endResend(ctx context.Context, logID string) {
-	if err := d.store.EndResend(ctx, logID); err != nil {
-		d.cfg.Logger.Warn("end resend", "log", logID, "err", err)
+func (a *attempts) endResend(ctx context.Context, logID string) {
+	if err := a.store.EndResend(ctx, logID); err != nil {
+		a.cfg.Logger.Warn("end resend", "log", logID, "err", err)
 	}
 }
 
@@ -160,12 +160,12 @@ type VerificationCheck struct {
 	Error      *string `json:"error"`
 }
 
-// Test sends a sample payload of kind to a webhook, signed like a real
+// test (Dispatcher.Test) sends a sample payload of kind to a webhook, signed like a real
 // delivery. It records nothing and never touches health. Its requests take
 // the webhook's slots like any attempt (ErrBusy when none frees in time).
-func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind event.Kind, opt TestOptions) (TestResult, error) {
+func (a *attempts) test(ctx context.Context, accountID, webhookID string, kind event.Kind, opt TestOptions) (TestResult, error) {
 	checkVerification := opt.CheckVerification
-	w, err := d.store.TestTarget(ctx, accountID, webhookID)
+	w, err := a.store.TestTarget(ctx, accountID, webhookID)
 	if err != nil {
 		return TestResult{}, err
 	}
@@ -177,7 +177,7 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		// As deliveries will be signed after the switch: the next token alone.
 		w.Token, w.NextToken, signedWith = w.NextToken, "", SignedWithNext
 	}
-	now := d.cfg.Now()
+	now := a.cfg.Now()
 	id := store.NewID()
 	body, err := event.Build(id, kind, event.Sample(kind, now), now)
 	if err != nil {
@@ -185,9 +185,9 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 	}
 	req := signed(attempt.Claim{URL: w.URL, EventID: id, Body: body, Token: w.Token, NextToken: w.NextToken, Headers: w.Headers,
 		SignatureScheme: w.SignatureScheme})
-	res, err := d.manual(ctx.Done(), accountID, w.WebhookID, func() Result {
-		sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.WebhookID})
-		res := d.sender.Send(sctx, req)
+	res, err := a.slots.manual(ctx.Done(), accountID, w.WebhookID, func() Result {
+		sctx, span := a.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.WebhookID})
+		res := a.sender.Send(sctx, req)
 		endSpan(span, res, testOutcome(res.OK()))
 		return res
 	})
@@ -219,8 +219,8 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 		out.VerificationCheck = &VerificationCheck{Error: &reason}
 	case checkVerification:
 		// Signed with a token the receiver cannot hold: well-formed, and wrong.
-		forged, err := d.manual(ctx.Done(), accountID, w.WebhookID, func() Result {
-			sctx, span := d.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.WebhookID})
+		forged, err := a.slots.manual(ctx.Done(), accountID, w.WebhookID, func() Result {
+			sctx, span := a.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.WebhookID})
 			if span != nil {
 				span.SetAttributes(attribute.Bool("herald.verification_check", true))
 			}
@@ -228,7 +228,7 @@ func (d *Dispatcher) Test(ctx context.Context, accountID, webhookID string, kind
 			if w.SignatureScheme == store.SchemeStandardWebhooks {
 				forged.Signature, forged.StandardTokens = "", []string{auth.NewWebhookToken()}
 			}
-			res := d.sender.Send(sctx, forged)
+			res := a.sender.Send(sctx, forged)
 			// Here a rejection is what a verifying receiver should answer, so
 			// only a POST that got no answer is an error.
 			check, outcome := Result{StatusCode: res.StatusCode}, "accepted"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"runtime/metrics"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,19 +43,39 @@ const (
 	calmWindows = 10
 )
 
-// busy reports whether the process is short of CPU now.
-func (d *Dispatcher) busy() bool {
-	if d.cfg.Busy != nil {
-		return d.cfg.Busy()
-	}
-	return d.cpuShort.Load()
+// pacer owns pacing the clients' changes: whether the process is short of
+// CPU (its watch, a background service), what each account owes, and the
+// changes waiting in Pace. The producer's claims repay the debts.
+type pacer struct {
+	cfg *Config
+	// mu is the slots' mutex: a debt is weighed with the room a firing
+	// reserves and with what a claim learns waits in the queue.
+	mu *sync.Mutex
+	// owed and paced are guarded by mu: what each account's changes left
+	// in the queue while the process was short of CPU (cpuShort), in
+	// half-logs, and a channel closed when a debt falls.
+	owed     map[string]int
+	paced    chan struct{}
+	cpuShort atomic.Bool
 }
 
-// watchCPU reads the scheduler's latencies every busyWindow until ctx
-// ends, keeping d.cpuShort (see above); debts are forgiven once the
+func newPacer(cfg *Config, mu *sync.Mutex) *pacer {
+	return &pacer{cfg: cfg, mu: mu, owed: map[string]int{}, paced: make(chan struct{})}
+}
+
+// busy reports whether the process is short of CPU now.
+func (p *pacer) busy() bool {
+	if p.cfg.Busy != nil {
+		return p.cfg.Busy()
+	}
+	return p.cpuShort.Load()
+}
+
+// watch reads the scheduler's latencies every busyWindow until ctx
+// ends, keeping cpuShort (see above); debts are forgiven once the
 // process is calm.
-func (d *Dispatcher) watchCPU(ctx context.Context) {
-	if d.cfg.Busy != nil {
+func (p *pacer) watch(ctx context.Context) {
+	if p.cfg.Busy != nil {
 		return
 	}
 	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
@@ -70,21 +92,21 @@ func (d *Dispatcher) watchCPU(ctx context.Context) {
 		if last != nil {
 			switch mean := meanSince(h, last); {
 			case mean > busyLatency.Seconds():
-				d.cpuShort.Store(true)
+				p.cpuShort.Store(true)
 				calm = 0
-			case d.cpuShort.Load() && mean < busyLatency.Seconds()/2:
+			case p.cpuShort.Load() && mean < busyLatency.Seconds()/2:
 				if calm++; calm >= calmWindows {
-					d.cpuShort.Store(false)
-					d.mu.Lock()
-					d.forgive()
-					d.mu.Unlock()
+					p.cpuShort.Store(false)
+					p.mu.Lock()
+					p.forgive()
+					p.mu.Unlock()
 				}
 			}
 		}
 		last = append(last[:0], h.Counts...)
 		select {
 		case <-ctx.Done():
-			d.cpuShort.Store(false)
+			p.cpuShort.Store(false)
 			return
 		case <-t.C:
 		}
@@ -121,93 +143,91 @@ func meanSince(h *metrics.Float64Histogram, last []uint64) float64 {
 // promptly. Debts count half-logs, each log a claim takes repaying one,
 // and begin in credit: an account may leave a claim's batch in the queue
 // before its changes wait, so that a light load beside a draining backlog
-// (a few logs between two claims) is not held for the next claim. d.mu is
+// (a few logs between two claims) is not held for the next claim. mu is
 // held.
-func (d *Dispatcher) owe(accountID string, st *hookState) {
-	if st.slow || st.seen.IsZero() || !d.busy() {
+func (p *pacer) owe(accountID string, st *hookState) {
+	if st.slow || st.seen.IsZero() || !p.busy() {
 		return
 	}
-	owed, ok := d.owed[accountID]
+	owed, ok := p.owed[accountID]
 	if !ok {
-		owed = -d.paceCredit()
+		owed = -p.credit()
 	}
-	d.owed[accountID] = owed + 2
+	p.owed[accountID] = owed + 2
 }
 
-// paceCredit is the most an account's debt may fall below zero, in
+// credit is the most an account's debt may fall below zero, in
 // half-logs: a claim's batch.
-func (d *Dispatcher) paceCredit() int { return 2 * d.cfg.BatchSize }
+func (p *pacer) credit() int { return 2 * p.cfg.BatchSize }
 
 // repay lowers each account's debt by what a claim took of its logs (the
 // accounts' counts), and to no more than twice what it has waiting in the
-// queue as far as this process knows: a debt for logs no longer there
-// would hold the account's changes with nothing left to deliver. Once the
-// process has CPU to spare every debt is forgiven. d.mu is held, and the
-// claim counted in d.waiting.
-func (d *Dispatcher) repay(accounts map[string]int) {
-	if len(d.owed) == 0 {
+// queue as far as this process knows (queued, the producer's count, the
+// claim counted in it): a debt for logs no longer there would hold the
+// account's changes with nothing left to deliver. Once the process has CPU
+// to spare every debt is forgiven. mu is held.
+func (p *pacer) repay(accounts map[string]int, queued map[string]*waitCount) {
+	if len(p.owed) == 0 {
 		return
 	}
-	if !d.busy() {
-		d.forgive()
+	if !p.busy() {
+		p.forgive()
 		return
 	}
-	waiting := make(map[string]int, len(d.owed))
-	for _, w := range d.waiting {
-		if _, ok := d.owed[w.account]; ok && w.logs > 0 {
+	waiting := make(map[string]int, len(p.owed))
+	for _, w := range queued {
+		if _, ok := p.owed[w.account]; ok && w.logs > 0 {
 			waiting[w.account] += w.logs
 		}
 	}
 	repaid := false
-	for id, owed := range d.owed {
-		now := min(max(owed-accounts[id], -d.paceCredit()), 2*waiting[id])
-		d.owed[id] = now
+	for id, owed := range p.owed {
+		now := min(max(owed-accounts[id], -p.credit()), 2*waiting[id])
+		p.owed[id] = now
 		repaid = repaid || (owed > 0 && now < owed)
 	}
 	if repaid {
-		d.wakePaced()
+		p.wake()
 	}
 }
 
-// forgive forgets every debt: no change waits. d.mu is held.
-func (d *Dispatcher) forgive() {
-	if len(d.owed) > 0 {
-		clear(d.owed)
-		d.wakePaced()
+// forgive forgets every debt: no change waits. mu is held.
+func (p *pacer) forgive() {
+	if len(p.owed) > 0 {
+		clear(p.owed)
+		p.wake()
 	}
 }
 
-// wakePaced wakes the changes waiting in Pace to look again. d.mu is held.
-func (d *Dispatcher) wakePaced() {
-	close(d.paced)
-	d.paced = make(chan struct{})
+// wake wakes the changes waiting in Pace to look again. mu is held.
+func (p *pacer) wake() {
+	close(p.paced)
+	p.paced = make(chan struct{})
 }
 
-// Pace waits, before a change of the account that fires events, while the
-// process is short of CPU and the account owes (see above), and at most
-// Config.PaceWait. It returns ctx's error if ctx ends first, else nil: the
-// change goes ahead.
-func (d *Dispatcher) Pace(ctx context.Context, accountID string) error {
+// pace is Dispatcher.Pace: it waits while the process is short of CPU and
+// the account owes (see above), and at most Config.PaceWait.
+func (p *pacer) pace(ctx context.Context, accountID string) error {
 	var timer *time.Timer
 	for {
-		if !d.busy() { // the common case: no lock on the API's path
+		if !p.busy() { // the common case: no lock on the API's path
 			break
 		}
-		d.mu.Lock()
-		if d.owed[accountID] <= 0 {
-			d.mu.Unlock()
+		p.mu.Lock()
+		if p.owed[accountID] <= 0 {
+			p.mu.Unlock()
 			break
 		}
-		more := d.paced
-		d.mu.Unlock()
+		more := p.paced
+		p.mu.Unlock()
 		if timer == nil {
-			timer = time.NewTimer(d.cfg.PaceWait)
+			timer = time.NewTimer(p.cfg.PaceWait)
 			start := time.Now()
-			d.cfg.Metrics.pacing(1)
+			p.cfg.Metrics.pacing(1)
 			defer func() {
 				timer.Stop()
-				d.cfg.Metrics.pacing(-1)
-				d.cfg.Metrics.paced(time.Since(start))
+				p.cfg.Metrics.pacing(-1)
+				p.cfg.Metrics.paced(time.Since(start))
 			}()
 		}
 		select {

@@ -22,9 +22,9 @@ func TestPaceDebts(t *testing.T) {
 	prompt := &hookState{seen: time.Unix(1, 0)}
 	owes := func(what string, want int) {
 		t.Helper()
-		d.mu.Lock()
-		got, ok := d.owed["a"]
-		d.mu.Unlock()
+		d.slots.mu.Lock()
+		got, ok := d.pacer.owed["a"]
+		d.slots.mu.Unlock()
 		if !ok {
 			got = math.MinInt
 		}
@@ -33,21 +33,21 @@ func TestPaceDebts(t *testing.T) {
 		}
 	}
 	leave := func(st *hookState, n int) {
-		d.mu.Lock()
-		defer d.mu.Unlock()
+		d.slots.mu.Lock()
+		defer d.slots.mu.Unlock()
 		for range n {
-			d.wait("w", "a")
-			d.owe("a", st)
+			d.producer.wait("w", "a")
+			d.pacer.owe("a", st)
 		}
 	}
 	claim := func(n int) {
-		d.mu.Lock()
-		defer d.mu.Unlock()
+		d.slots.mu.Lock()
+		defer d.slots.mu.Unlock()
 		var cs []attempt.Claim
 		for range n {
 			cs = append(cs, attempt.Claim{WebhookID: "w", AccountID: "a"})
 		}
-		d.noteClaim(attempt.ClaimParams{Limit: n, PerWebhook: 100}, cs) // all it asked for: more may wait
+		d.producer.noteClaim(attempt.ClaimParams{Limit: n, PerWebhook: 100}, cs) // all it asked for: more may wait
 	}
 
 	leave(&hookState{}, 3)
@@ -90,10 +90,10 @@ func TestPaceWaitsAtMostPaceWait(t *testing.T) {
 		short := true
 		d := New(nil, Config{BatchSize: 1, PaceWait: 3 * time.Second, Busy: func() bool { return short }})
 		owe := func() {
-			d.mu.Lock()
-			d.owed["a"] = 2
-			d.wait("w", "a")
-			d.mu.Unlock()
+			d.slots.mu.Lock()
+			d.pacer.owed["a"] = 2
+			d.producer.wait("w", "a")
+			d.slots.mu.Unlock()
 		}
 		owe()
 		start := time.Now()
@@ -123,9 +123,9 @@ func TestPaceWaitsAtMostPaceWait(t *testing.T) {
 			t.Fatal("Pace returned while its account owed")
 		default:
 		}
-		d.mu.Lock()
-		d.noteClaim(attempt.ClaimParams{Limit: 10}, []attempt.Claim{{WebhookID: "w", AccountID: "a"}, {WebhookID: "w", AccountID: "a"}})
-		d.mu.Unlock()
+		d.slots.mu.Lock()
+		d.producer.noteClaim(attempt.ClaimParams{Limit: 10}, []attempt.Claim{{WebhookID: "w", AccountID: "a"}, {WebhookID: "w", AccountID: "a"}})
+		d.slots.mu.Unlock()
 		<-done
 		if time.Since(start) != 0 {
 			t.Fatalf("Pace returned %v after the claim that repaid its debt; want at once", time.Since(start))

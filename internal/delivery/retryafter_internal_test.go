@@ -43,7 +43,7 @@ func show(d *time.Duration) string {
 
 func TestNextAttemptTakesTheLaterOfRetryAfterAndTheInterval(t *testing.T) {
 	now := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)
-	d := &Dispatcher{cfg: Config{RetryInterval: 5 * time.Minute, Now: func() time.Time { return now }}}
+	a := &attempts{cfg: &Config{RetryInterval: 5 * time.Minute, Now: func() time.Time { return now }}}
 	wait := func(v time.Duration) *time.Duration { return &v }
 	for _, tt := range []struct {
 		asked *time.Duration
@@ -56,7 +56,7 @@ func TestNextAttemptTakesTheLaterOfRetryAfterAndTheInterval(t *testing.T) {
 		{wait(3 * time.Hour), time.Hour, "; receiver asked to retry after 10800 s; retrying after at most 3600 s"},
 		{wait(math.MaxInt64), time.Hour, "; receiver asked to retry after more than 3600 s; retrying after at most 3600 s"},
 	} {
-		next, note := d.nextAttempt(Result{RetryAfter: tt.asked})
+		next, note := a.nextAttempt(Result{RetryAfter: tt.asked})
 		if next.Sub(now) != tt.want || note != tt.note {
 			t.Errorf("asked %v: next in %v, %q; want %v, %q", show(tt.asked), next.Sub(now), note, tt.want, tt.note)
 		}

@@ -55,10 +55,10 @@ func TestRoomSharesBetweenAccounts(t *testing.T) {
 			d := New(nil, Config{Concurrency: 64, PerWebhook: 64})
 			for _, h := range tc.held {
 				for range h.n {
-					d.acquire(h.account, h.webhook, 0)
+					d.slots.acquire(h.account, h.webhook, 0)
 				}
 			}
-			_, _, exclude, perAccount, accountRoom := d.room()
+			_, _, exclude, perAccount, accountRoom := d.slots.room()
 			if perAccount != tc.wantPerAccount {
 				t.Errorf("room for an account holding nothing: got %d; want %d", perAccount, tc.wantPerAccount)
 			}
@@ -85,10 +85,10 @@ func TestRoomSharesBetweenAccounts(t *testing.T) {
 func TestManualSendsCountForTheirAccount(t *testing.T) {
 	d := New(nil, Config{Concurrency: 64, PerWebhook: 64})
 	var during int
-	if _, err := d.manual(nil, "A", "a1", func() Result {
-		d.mu.Lock()
-		during = d.heldBy("A")
-		d.mu.Unlock()
+	if _, err := d.slots.manual(nil, "A", "a1", func() Result {
+		d.slots.mu.Lock()
+		during = d.slots.heldBy("A")
+		d.slots.mu.Unlock()
 		return Result{}
 	}); err != nil {
 		t.Fatal(err)
@@ -96,8 +96,8 @@ func TestManualSendsCountForTheirAccount(t *testing.T) {
 	if during != 1 {
 		t.Errorf("account A held %d during a manual send; want 1", during)
 	}
-	if d.heldBy("A") != 0 || d.accountsActive != 0 {
-		t.Errorf("after the send account A holds %d, %d accounts hold slots; want none", d.heldBy("A"), d.accountsActive)
+	if d.slots.heldBy("A") != 0 || d.slots.accountsActive != 0 {
+		t.Errorf("after the send account A holds %d, %d accounts hold slots; want none", d.slots.heldBy("A"), d.slots.accountsActive)
 	}
 }
 
@@ -117,17 +117,17 @@ func TestWebhookShareIsWithinItsAccount(t *testing.T) {
 			d := New(nil, Config{Concurrency: 512, PerWebhook: 64})
 			for i := range tc.hooksA {
 				for range 4 {
-					d.acquire("A", fmt.Sprint("a", i), 0)
+					d.slots.acquire("A", fmt.Sprint("a", i), 0)
 				}
 			}
-			d.acquire("B", "b", 0)
-			d.mu.Lock()
-			got := d.shareOf(d.hooks["b"])
+			d.slots.acquire("B", "b", 0)
+			d.slots.mu.Lock()
+			got := d.slots.shareOf(d.slots.hooks["b"])
 			var shareA int
 			if tc.hooksA > 0 {
-				shareA = d.shareOf(d.hooks["a0"])
+				shareA = d.slots.shareOf(d.slots.hooks["a0"])
 			}
-			d.mu.Unlock()
+			d.slots.mu.Unlock()
 			if got != tc.want {
 				t.Errorf("share of B's webhook: got %d; want %d", got, tc.want)
 			}

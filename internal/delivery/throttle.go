@@ -66,12 +66,12 @@ type pacing struct {
 	stop  <-chan struct{} // Run's end: a log still waiting is released
 }
 
-// pace reserves, for each throttled webhook among claims, send slots for its
+// reserveSends reserves, for each throttled webhook among claims, send slots for its
 // claimed logs, each reservation in a goroutine of its own, and returns the
 // pacing of each claimed log of a throttled webhook by log id. Slots are
 // reserved only up to until: past it, an attempt could not be made under
 // the claim's lease.
-func (d *Dispatcher) pace(claims []attempt.Claim, until time.Time, stop <-chan struct{}) map[string]*pacing {
+func (pr *producer) reserveSends(claims []attempt.Claim, until time.Time, stop <-chan struct{}) map[string]*pacing {
 	var byLog map[string]*pacing
 	groups := map[string]*pacing{}
 	rates := map[string]int{}
@@ -96,10 +96,10 @@ func (d *Dispatcher) pace(claims []attempt.Claim, until time.Time, stop <-chan s
 			defer close(p.ready)
 			ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 			defer cancel()
-			now := d.cfg.Now()
-			p.grant, p.err = d.store.ReserveSends(ctx, id, sendInterval(rates[id]), len(p.index), now, until)
-			if p.err != nil && !d.refusedForFullDisk(p.err) {
-				d.cfg.Logger.Warn("reserve send slots of a throttled webhook; its logs wait", "webhook", id, "err", p.err)
+			now := pr.cfg.Now()
+			p.grant, p.err = pr.queue.ReserveSends(ctx, id, sendInterval(rates[id]), len(p.index), now, until)
+			if p.err != nil && !pr.leases.refusedForFullDisk(p.err) {
+				pr.cfg.Logger.Warn("reserve send slots of a throttled webhook; its logs wait", "webhook", id, "err", p.err)
 			}
 		}()
 	}
@@ -110,9 +110,9 @@ func (d *Dispatcher) pace(claims []attempt.Claim, until time.Time, stop <-chan s
 // (or the dispatcher stops meanwhile), reports false with the Release
 // outcome that gives the log back to the queue: due when a slot may be
 // free, or at once when stopping.
-func (d *Dispatcher) awaitSlot(c attempt.Claim, p *pacing, claimed time.Time, o attempt.Outcome) (bool, attempt.Outcome) {
-	d.cfg.Metrics.throttleWaiting(1)
-	defer d.cfg.Metrics.throttleWaiting(-1)
+func (a *attempts) awaitSlot(c attempt.Claim, p *pacing, claimed time.Time, o attempt.Outcome) (bool, attempt.Outcome) {
+	a.cfg.Metrics.throttleWaiting(1)
+	defer a.cfg.Metrics.throttleWaiting(-1)
 	o.Result = attempt.Release
 	select {
 	case <-p.ready:
@@ -122,16 +122,16 @@ func (d *Dispatcher) awaitSlot(c attempt.Claim, p *pacing, claimed time.Time, o 
 	i := p.index[c.LogID]
 	switch {
 	case p.err != nil:
-		o.NextAt = d.cfg.Now().Add(throttleRetry)
-		d.cfg.Metrics.throttleDeferred()
+		o.NextAt = a.cfg.Now().Add(throttleRetry)
+		a.cfg.Metrics.throttleDeferred()
 		return false, o
 	case i >= p.grant.Count:
 		o.NextAt = p.grant.Next
-		d.cfg.Metrics.throttleDeferred()
+		a.cfg.Metrics.throttleDeferred()
 		return false, o
 	}
 	slot := p.grant.Slot(i)
-	if wait := slot.Sub(d.cfg.Now()); wait > 0 {
+	if wait := slot.Sub(a.cfg.Now()); wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
@@ -140,25 +140,25 @@ func (d *Dispatcher) awaitSlot(c attempt.Claim, p *pacing, claimed time.Time, o 
 			return false, o
 		}
 	}
-	d.cfg.Metrics.throttleWaited(d.cfg.Now().Sub(claimed))
+	a.cfg.Metrics.throttleWaited(a.cfg.Now().Sub(claimed))
 	return true, o
 }
 
-// awaitRecoverySlot waits for a send slot of a throttled webhook for one
+// awaitSlot waits for a send slot of a throttled webhook for one
 // resend of a recovery, and reports false when stop closes first.
-func (d *Dispatcher) awaitRecoverySlot(c attempt.Claim, stop <-chan struct{}) bool {
-	d.cfg.Metrics.throttleWaiting(1)
-	defer d.cfg.Metrics.throttleWaiting(-1)
-	start := d.cfg.Now()
+func (r *recoveries) awaitSlot(c attempt.Claim, stop <-chan struct{}) bool {
+	r.cfg.Metrics.throttleWaiting(1)
+	defer r.cfg.Metrics.throttleWaiting(-1)
+	start := r.cfg.Now()
 	for {
-		now := d.cfg.Now()
+		now := r.cfg.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
-		g, err := d.store.ReserveSends(ctx, c.WebhookID, sendInterval(c.RateLimit), 1, now, now.Add(recoveryHorizon))
+		g, err := r.store.ReserveSends(ctx, c.WebhookID, sendInterval(c.RateLimit), 1, now, now.Add(recoveryHorizon))
 		cancel()
 		at := now.Add(throttleRetry)
 		switch {
 		case err != nil:
-			d.cfg.Logger.Warn("reserve a send slot for a recovery", "webhook", c.WebhookID, "err", err)
+			r.cfg.Logger.Warn("reserve a send slot for a recovery", "webhook", c.WebhookID, "err", err)
 		case g.Count == 1:
 			at = g.First
 		default:
@@ -174,7 +174,7 @@ func (d *Dispatcher) awaitRecoverySlot(c attempt.Claim, stop <-chan struct{}) bo
 			}
 		}
 		if err == nil && g.Count == 1 {
-			d.cfg.Metrics.throttleWaited(d.cfg.Now().Sub(start))
+			r.cfg.Metrics.throttleWaited(r.cfg.Now().Sub(start))
 			return true
 		}
 	}

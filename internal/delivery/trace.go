@@ -38,8 +38,8 @@ type spanOf struct {
 // startSpan starts the client span of one POST. It returns a nil span when
 // tracing is off, so an attempt pays nothing for it. No URL is recorded:
 // receivers put credentials in them.
-func (d *Dispatcher) startSpan(ctx context.Context, s spanOf) (context.Context, trace.Span) {
-	if d.cfg.Tracer == nil {
+func (a *attempts) startSpan(ctx context.Context, s spanOf) (context.Context, trace.Span) {
+	if a.cfg.Tracer == nil {
 		return ctx, nil
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
@@ -62,7 +62,7 @@ func (d *Dispatcher) startSpan(ctx context.Context, s spanOf) (context.Context, 
 	if s.attempt > 0 {
 		attrs = append(attrs, attribute.Int("herald.attempt", s.attempt))
 	}
-	return d.cfg.Tracer.Start(ctx, s.name, append(opts, trace.WithAttributes(attrs...))...)
+	return a.cfg.Tracer.Start(ctx, s.name, append(opts, trace.WithAttributes(attrs...))...)
 }
 
 // endSpan records what the POST saw and what came of it (outcome: delivered,

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/heraldhq/herald/internal/startstop"
 )
 
 // Accounts limits each account's API requests, whatever token makes them,
@@ -49,18 +51,11 @@ func (a *Accounts) Run(ctx context.Context, shared Shared, log *slog.Logger) {
 	if a == nil || shared == nil {
 		return
 	}
-	t := time.NewTicker(SyncInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	startstop.Every(ctx, SyncInterval, func() {
 		if err := a.sync(ctx, shared); err != nil && ctx.Err() == nil {
 			log.Warn("share account rate-limit counts", "err", err)
 		}
-	}
+	})
 }
 
 // sync shares each rate's counts once; it returns the first error.

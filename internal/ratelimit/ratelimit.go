@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/heraldhq/herald/internal/startstop"
 )
 
 // SyncInterval is how often a Limiter shares its counts.
@@ -192,15 +194,8 @@ func (l *Limiter) Run(ctx context.Context, shared Shared, prefix string, log *sl
 	if l == nil || shared == nil {
 		return
 	}
-	t := time.NewTicker(SyncInterval)
-	defer t.Stop()
 	pruned := time.Time{}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	startstop.Every(ctx, SyncInterval, func() {
 		if err := l.sync(ctx, shared, prefix); err != nil && ctx.Err() == nil {
 			log.Warn("share rate-limit counts", "err", err)
 		}
@@ -210,7 +205,7 @@ func (l *Limiter) Run(ctx context.Context, shared Shared, prefix string, log *sl
 				log.Warn("prune rate-limit counts", "err", err)
 			}
 		}
-	}
+	})
 }
 
 // sync adds this process's new counts to the shared ones and reads back the

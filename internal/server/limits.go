@@ -2,38 +2,34 @@ package server
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/heraldhq/herald/internal/portal"
 	"github.com/heraldhq/herald/internal/ratelimit"
+	"github.com/heraldhq/herald/internal/startstop"
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// shareLimits runs while herald serves: on PostgreSQL, where several
-// processes may serve one database, the rate limiters share their counts
-// through it; on either engine, old sign-in failures are forgotten.
-func (s *Server) shareLimits(ctx context.Context) {
-	var wg sync.WaitGroup
-	if s.Store.Engine() == "postgres" {
-		shared := sharedCounts{s.Store}
-		wg.Go(func() { s.limits.Token.Run(ctx, shared, "t", s.log) })
-		wg.Go(func() { s.limits.Anonymous.Run(ctx, shared, "a", s.log) })
-		wg.Go(func() { s.limits.Accounts.Run(ctx, shared, s.log) })
-	}
-	t := time.NewTicker(10 * time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return
-		case <-t.C:
+// limitServices are what runs for the rate limits while herald serves: on
+// PostgreSQL, where several processes may serve one database, the rate
+// limiters share their counts through it; on either engine, old sign-in
+// failures are forgotten.
+func (s *Server) limitServices() startstop.Group {
+	g := startstop.Group{startstop.New(func(ctx context.Context) {
+		startstop.Every(ctx, 10*time.Minute, func() {
 			if err := s.Store.PruneSignInFailures(ctx, s.Store.Now().Add(-portal.SignInWindow)); err != nil && ctx.Err() == nil {
 				s.log.Warn("prune sign-in failures", "err", err)
 			}
-		}
+		})
+	})}
+	if s.Store.Engine() == "postgres" {
+		shared := sharedCounts{s.Store}
+		g = append(g,
+			startstop.New(func(ctx context.Context) { s.limits.Token.Run(ctx, shared, "t", s.log) }),
+			startstop.New(func(ctx context.Context) { s.limits.Anonymous.Run(ctx, shared, "a", s.log) }),
+			startstop.New(func(ctx context.Context) { s.limits.Accounts.Run(ctx, shared, s.log) }))
 	}
+	return g
 }
 
 // sharedCounts lets the rate limiters share their counts through the store.

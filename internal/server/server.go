@@ -42,6 +42,7 @@ import (
 	"github.com/heraldhq/herald/internal/portal"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/retention"
+	"github.com/heraldhq/herald/internal/startstop"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/tracing"
 	"github.com/heraldhq/herald/internal/validator"
@@ -490,7 +491,7 @@ func (s *Server) remind(ctx context.Context) {
 	if s.cfg.SuspendedReminder <= 0 {
 		return
 	}
-	every(ctx, cmp.Or(s.cfg.ReminderCheck, DefaultReminderCheck), func() {
+	startstop.Every(ctx, cmp.Or(s.cfg.ReminderCheck, DefaultReminderCheck), func() {
 		if n, err := s.Store.RemindSuspended(ctx, s.Store.Now(), s.cfg.SuspendedReminder); err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("queue reminders of suspended webhooks", "err", err)
@@ -499,20 +500,6 @@ func (s *Server) remind(ctx context.Context) {
 			s.log.Info("reminders of suspended webhooks queued", "webhooks", n)
 		}
 	})
-}
-
-// every calls f every d until ctx is done, the first time d from now.
-func every(ctx context.Context, d time.Duration, f func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		f()
-	}
 }
 
 // QueueVacuumEvery is how often a process vacuums delivery_queue on
@@ -537,7 +524,7 @@ func (s *Server) vacuumQueue(ctx context.Context) {
 	// The first look analyses what is stale already (a database that ran
 	// without autovacuum before this start).
 	vacuumed, lastChurn, analysed := time.Now(), s.Store.QueueChurn(), time.Time{}
-	every(ctx, QueueVacuumCheck, func() {
+	startstop.Every(ctx, QueueVacuumCheck, func() {
 		churn := s.Store.QueueChurn()
 		switch {
 		case time.Since(vacuumed) >= QueueVacuumEvery:
@@ -572,7 +559,7 @@ const PartitionsEvery = time.Hour
 // makePartitions runs store.MakePartitionsAhead every PartitionsEvery until
 // ctx is done (the store made them at open too).
 func (s *Server) makePartitions(ctx context.Context) {
-	every(ctx, PartitionsEvery, func() {
+	startstop.Every(ctx, PartitionsEvery, func() {
 		if err := s.Store.MakePartitionsAhead(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("make the history's partitions ahead; rows go to the default partition until they are", "err", err)
 		}
@@ -625,31 +612,26 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	ln, conns := s.limitConns(ln)
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout), IdleTimeout: 120 * time.Second}
-	work, stop := context.WithCancel(ctx)
-	defer stop()
-	// Every background loop is started by loop, so the wait below waits
-	// for each of them, however many there are.
-	done := make(chan struct{})
-	loops := 0
-	loop := func(f func()) {
-		loops++
-		go func() { f(); done <- struct{}{} }()
+	// Every background service starts and stops on one pattern
+	// (internal/startstop): the stop below ends each and waits for all.
+	services := append(s.limitServices(),
+		startstop.New(s.remind),
+		startstop.New(s.Dispatcher.Run),
+		startstop.New(s.Dispatcher.RunRecoveries),
+		startstop.New(s.outbox.Run),
+		startstop.New(s.Expiries.Run),
+		startstop.New(s.vacuumQueue),
+		startstop.New(s.makePartitions),
+		startstop.New(func(ctx context.Context) {
+			// Always: with Keep 0 (logs kept forever) it still removes
+			// expired idempotency keys.
+			rc := s.cfg.Retention
+			rc.Logger = cmp.Or(rc.Logger, s.log)
+			retention.Run(ctx, s.Store, rc)
+		}))
+	if err := services.Start(ctx); err != nil {
+		return fmt.Errorf("start the background services: %w", err)
 	}
-	loop(func() { s.shareLimits(work) })
-	loop(func() { s.remind(work) })
-	loop(func() { s.Dispatcher.Run(work) })
-	loop(func() { s.Dispatcher.RunRecoveries(work) })
-	loop(func() { s.outbox.Run(work) })
-	loop(func() { s.Expiries.Run(work) })
-	loop(func() { s.vacuumQueue(work) })
-	loop(func() { s.makePartitions(work) })
-	loop(func() {
-		// Always: with Keep 0 (logs kept forever) it still removes
-		// expired idempotency keys.
-		rc := s.cfg.Retention
-		rc.Logger = cmp.Or(rc.Logger, s.log)
-		retention.Run(work, s.Store, rc)
-	})
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	var metricsSrv *http.Server
@@ -681,10 +663,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	if metricsSrv != nil {
 		metricsSrv.Shutdown(shutdown)
 	}
-	stop()
-	for range loops {
-		<-done
-	}
+	services.Stop()
 	s.Store.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
