@@ -29,6 +29,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		fn      func(*testing.T, *bundle)
 	}{
 		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
+		{"LicenseEventsAreNumbered", 3, testLicenseEventsAreNumbered},
 		{"AChangeAndItsEventAreOneWrite", 1, testAChangeAndItsEventAreOneWrite},
 		{"ChangesMadeAtOnceAreEachMadeAsAlone", 1, testChangesMadeAtOnceAreEachMadeAsAlone},
 		{"AChangeSeesEveryWebhookChangeBeforeIt", 2, testAChangeSeesEveryWebhookChangeBeforeIt},
