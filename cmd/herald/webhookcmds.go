@@ -94,7 +94,12 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	e.fs.Var(&rate, "rate-limit", "the most deliveries per second to send it, 1 to 10000, or none (default: none)")
 	var headers headerFlags
 	e.fs.Var(&headers, "header", "a custom header to send with every request, as 'Name: value' (repeatable)")
+	retry := addRetryFlags(e.fs, "herald webhooks create", false)
 	return func(x *call) error {
+		policy, err := retry.policy()
+		if err != nil {
+			return err
+		}
 		if !*again && *name != "" && *u != "" {
 			// The same name and URL twice is most often a command run
 			// twice: the second webhook gets another token, and its
@@ -129,6 +134,7 @@ func webhookCreate(e *envFlags) func(x *call) error {
 		if rate.v != nil {
 			in.RateLimit = *rate.v
 		}
+		in.RetryPolicy = policy
 		w, err := x.c.CreateWebhook(x.ctx, in)
 		if err != nil {
 			return err
@@ -163,8 +169,14 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	var headers headerFlags
 	e.fs.Var(&headers, "header", "a custom header, as 'Name: value' (repeatable); the headers given replace the old ones")
 	noHeaders := e.fs.Bool("no-headers", false, "remove every custom header")
+	retry := addRetryFlags(e.fs, "herald webhooks update", true)
 	return func(x *call) error {
 		var in client.WebhookUpdate
+		policy, err := retry.policy()
+		if err != nil {
+			return err
+		}
+		in.RetryPolicy = policy
 		set := map[string]bool{}
 		e.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if set["filter"] {
@@ -196,8 +208,8 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 		}
 		in.Enabled = enabled.v
 		in.RateLimit = rate.v
-		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil {
-			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme or --rate-limit")}
+		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
+			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme, --rate-limit, --max-attempts, --backoff, --retry-interval, --max-retry-interval or --default-retry")}
 		}
 		w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], in)
 		if err != nil {

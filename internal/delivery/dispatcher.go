@@ -712,12 +712,12 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	switch {
 	case res.OK():
 		o.Result = store.Delivered
-	case number >= d.cfg.MaxAttempts:
+	case number >= d.maxAttempts(c):
 		o.Result, o.Reason = store.Exhausted, res.Err+"; no attempts left"
 	default:
 		var note string
 		o.Result = store.Retry
-		o.NextAt, note = d.nextAttempt(res)
+		o.NextAt, note = d.nextAttempt(res, d.retryWait(c, number))
 		o.Reason = res.Err + note
 		o.Attempt.Error = o.Reason
 	}
@@ -729,20 +729,21 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 const MaxRetryAfter = time.Hour
 
 // nextAttempt is when a failed attempt with attempts left is retried: after
-// the retry interval, or, when a 429 or 503 answer's Retry-After asked for
-// longer, after that (at most MaxRetryAfter), whichever is later. note says
-// what the receiver asked and what herald does, for the retry reason.
-func (d *Dispatcher) nextAttempt(res Result) (time.Time, string) {
+// interval (the webhook's retry policy's wait), or, when a 429 or 503
+// answer's Retry-After asked for longer, after that (at most
+// MaxRetryAfter), whichever is later. note says what the receiver asked
+// and what herald does, for the retry reason.
+func (d *Dispatcher) nextAttempt(res Result, interval time.Duration) (time.Time, string) {
 	now := d.cfg.Now()
-	next := now.Add(d.cfg.RetryInterval)
+	next := now.Add(interval)
 	if res.RetryAfter == nil {
 		return next, ""
 	}
 	asked := *res.RetryAfter
 	note := fmt.Sprintf("; receiver asked to retry after %s", seconds(asked))
 	switch wait := min(asked, MaxRetryAfter); {
-	case wait < d.cfg.RetryInterval:
-		note += fmt.Sprintf("; retrying after the retry interval, %s", seconds(d.cfg.RetryInterval))
+	case wait < interval:
+		note += fmt.Sprintf("; retrying after the retry interval, %s", seconds(interval))
 	case asked > MaxRetryAfter:
 		next = now.Add(wait)
 		note += fmt.Sprintf("; retrying after at most %s", seconds(MaxRetryAfter))

@@ -30,6 +30,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 	}{
 		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
 		{"LicenseEventsAreNumbered", 3, testLicenseEventsAreNumbered},
+		{"RetryPolicyIsKeptAndClaimed", 1, testRetryPolicyIsKeptAndClaimed},
 		{"AChangeAndItsEventAreOneWrite", 1, testAChangeAndItsEventAreOneWrite},
 		{"ChangesMadeAtOnceAreEachMadeAsAlone", 1, testChangesMadeAtOnceAreEachMadeAsAlone},
 		{"AChangeSeesEveryWebhookChangeBeforeIt", 2, testAChangeSeesEveryWebhookChangeBeforeIt},

@@ -1,0 +1,55 @@
+package delivery
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// DefaultRetryPolicy is the policy of a webhook without its own: the
+// operator's attempts and interval (5 attempts 5 minutes apart unless
+// --max-attempts or --retry-interval change them), fixed. Its interval is
+// shown in whole seconds, at least one.
+func (d *Dispatcher) DefaultRetryPolicy() store.RetryPolicy {
+	s := max(int((d.cfg.RetryInterval+time.Second-1)/time.Second), 1)
+	return store.RetryPolicy{MaxAttempts: d.cfg.MaxAttempts, Backoff: store.BackoffFixed, IntervalSeconds: s, MaxIntervalSeconds: s}
+}
+
+// maxAttempts is how many automatic attempts c's webhook gets, the first
+// included.
+func (d *Dispatcher) maxAttempts(c store.Claim) int {
+	if c.RetryPolicy == nil {
+		return d.cfg.MaxAttempts
+	}
+	return c.RetryPolicy.MaxAttempts
+}
+
+// retryWait is the wait before retrying c after its failed attempt
+// number: the operator's interval for a webhook without its own policy,
+// else the policy's (RetryWait).
+func (d *Dispatcher) retryWait(c store.Claim, number int) time.Duration {
+	if c.RetryPolicy == nil {
+		return d.cfg.RetryInterval
+	}
+	return RetryWait(*c.RetryPolicy, number, rand.Float64())
+}
+
+// RetryWait is the wait a policy asks for after failed attempt number
+// (from 1), given r in [0, 1) drawn at random. Fixed: the interval.
+// Exponential: the interval doubled for each attempt before, capped at
+// the maximum interval, then drawn between half of that and all of it
+// ("equal jitter"), so that the retries of many events that failed
+// together do not come back together; jitter only shortens a wait, so a
+// policy's span (validator.RetrySpan) bounds its real one.
+func RetryWait(p store.RetryPolicy, number int, r float64) time.Duration {
+	interval := time.Duration(p.IntervalSeconds) * time.Second
+	if p.Backoff != store.BackoffExponential {
+		return interval
+	}
+	wait := time.Duration(p.MaxIntervalSeconds) * time.Second
+	if number < 40 { // past 2^40 any interval is beyond every cap
+		wait = min(interval<<(number-1), wait)
+	}
+	return wait/2 + time.Duration(r*float64(wait/2))
+}
