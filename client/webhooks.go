@@ -39,6 +39,9 @@ type Webhook struct {
 	// RetryPolicy is how its failed deliveries are retried: its own, or
 	// the default it follows.
 	RetryPolicy RetryPolicy `json:"retryPolicy"`
+	// DisabledReason is why herald disabled it (its receiver answered 410
+	// Gone); "" otherwise.
+	DisabledReason string `json:"disabledReason,omitempty"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }

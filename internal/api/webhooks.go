@@ -43,14 +43,17 @@ type webhookJSON struct {
 	// RetryPolicy is how its failed deliveries are retried: its own, or
 	// the default it follows.
 	RetryPolicy store.RetryPolicy `json:"retryPolicy"`
-	Token       string            `json:"token,omitempty"`
+	// DisabledReason is why herald disabled it (its receiver answered 410
+	// Gone); absent otherwise.
+	DisabledReason string `json:"disabledReason,omitempty"`
+	Token          string `json:"token,omitempty"`
 }
 
 // toWebhookJSON is w as the API shows it, with the retry policy it
 // follows.
 func (a *API) toWebhookJSON(w store.Webhook) webhookJSON {
 	out := toWebhookJSON(w)
-	out.RetryPolicy = a.retry
+	out.RetryPolicy, out.DisabledReason = a.retry, w.DisabledReason
 	if w.RetryPolicy != nil {
 		out.RetryPolicy = *w.RetryPolicy
 	}

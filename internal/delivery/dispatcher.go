@@ -712,6 +712,12 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claim, leaseUntil, cla
 	switch {
 	case res.OK():
 		o.Result = store.Delivered
+	case res.Gone():
+		// The receiver says the endpoint is gone for good (Standard
+		// Webhooks): no retry, and the webhook is disabled until its
+		// owner enables it again (decision 0124).
+		o.Result, o.Reason, o.Disable = store.Cancel, ReasonGone, DisabledGone
+		o.Attempt.Error = res.Err
 	case number >= d.maxAttempts(c):
 		o.Result, o.Reason = store.Exhausted, res.Err+"; no attempts left"
 	default:

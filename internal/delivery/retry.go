@@ -2,10 +2,20 @@ package delivery
 
 import (
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/heraldhq/herald/internal/store"
 )
+
+// What a 410 Gone does: the log's reason, and the webhook's.
+const (
+	ReasonGone   = "receiver answered 410 Gone; the webhook is disabled and this event was not retried (enable the webhook, then resend)"
+	DisabledGone = "its receiver answered 410 Gone, which asks that nothing more be sent; enable it again once the endpoint is back"
+)
+
+// Gone reports a 410 answer.
+func (r Result) Gone() bool { return r.StatusCode != nil && *r.StatusCode == http.StatusGone }
 
 // DefaultRetryPolicy is the policy of a webhook without its own: the
 // operator's attempts and interval (5 attempts 5 minutes apart unless

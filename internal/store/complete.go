@@ -65,6 +65,10 @@ type Outcome struct {
 	// Recovery names the recovery that made this resend, which counts it
 	// in the same transaction; "" for any other attempt.
 	Recovery string
+	// Disable, when not "", disables the webhook with this reason once
+	// the outcome is recorded (its receiver answered 410 Gone), and
+	// emails the owner.
+	Disable string
 }
 
 // AttemptRecord is what one POST saw.
@@ -151,6 +155,7 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			return err
 		}
 		var effects []healthEffect
+		goneEmailed := false
 		for _, o := range outs {
 			applied := moved[o.LogID]
 			if o.Trigger != TriggerAutomatic || perLog[o.LogID] > 1 {
@@ -166,6 +171,13 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			if !applied {
 				continue
 			}
+			if o.Disable != "" {
+				sent, err := tx.disableGone(ctx, o, now)
+				if err != nil {
+					return err
+				}
+				goneEmailed = goneEmailed || sent
+			}
 			if !changing[o.WebhookID] {
 				continue
 			}
@@ -177,6 +189,7 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			}
 		}
 		suspended, emailed, err = tx.applyHealth(ctx, effects, suspendAfter, now)
+		emailed = emailed || goneEmailed
 		return err
 	})
 	if err != nil {
@@ -203,6 +216,11 @@ func (tx *Tx) healthMayChange(ctx context.Context, outs []Outcome) (map[string]b
 	changing := map[string]bool{}
 	var delivered []string
 	for _, o := range outs {
+		if o.Disable != "" {
+			// Locked first, as a change of health is: the outcome
+			// writes the webhook's row (disableGone).
+			changing[o.WebhookID] = true
+		}
 		switch o.Result {
 		case Exhausted:
 			changing[o.WebhookID] = true
