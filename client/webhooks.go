@@ -36,6 +36,12 @@ type Webhook struct {
 	// RateLimit is the most deliveries per second it is sent; nil for no
 	// limit.
 	RateLimit *int `json:"rateLimit"`
+	// RetryPolicy is how its failed deliveries are retried: its own, or
+	// the default it follows.
+	RetryPolicy RetryPolicy `json:"retryPolicy"`
+	// DisabledReason is why herald disabled it (its receiver answered 410
+	// Gone); "" otherwise.
+	DisabledReason string `json:"disabledReason,omitempty"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -57,7 +63,29 @@ type WebhookCreate struct {
 	// RateLimit is the most deliveries per second to send it, 1 to 10000;
 	// 0 for no limit.
 	RateLimit int `json:"rateLimit,omitempty"`
+	// RetryPolicy is its own retry policy; nil follows the default. Its
+	// fields left zero take their defaults.
+	RetryPolicy *RetryPolicy `json:"retryPolicy,omitempty"`
 }
+
+// RetryPolicy is how a webhook's failed deliveries are retried:
+// MaxAttempts attempts in all (1 to 30, the first included), a wait of
+// IntervalSeconds between two ("fixed") or doubling from IntervalSeconds
+// up to MaxIntervalSeconds, with jitter ("exponential"); at most 3 days
+// from the first attempt to the last. Sent, a field left zero takes its
+// default (5, "fixed", 300, the interval or 3600 for "exponential").
+type RetryPolicy struct {
+	MaxAttempts        int    `json:"maxAttempts,omitempty"`
+	Backoff            string `json:"backoff,omitempty"`
+	IntervalSeconds    int    `json:"intervalSeconds,omitempty"`
+	MaxIntervalSeconds int    `json:"maxIntervalSeconds,omitempty"`
+}
+
+// Backoffs of a RetryPolicy.
+const (
+	BackoffFixed       = "fixed"
+	BackoffExponential = "exponential"
+)
 
 // HasFilter reports whether w has a filter.
 func (w Webhook) HasFilter() bool {
@@ -84,6 +112,9 @@ type WebhookUpdate struct {
 	// RateLimit changes the most deliveries per second to send it; a
 	// pointer to 0 removes the limit (sent as null).
 	RateLimit *int `json:"-"`
+	// RetryPolicy replaces the retry policy; a pointer to RetryPolicy{}
+	// goes back to the default (sent as null).
+	RetryPolicy *RetryPolicy `json:"-"`
 }
 
 // MarshalJSON writes the fields that are set, a RateLimit of 0 as null.
@@ -91,8 +122,15 @@ func (u WebhookUpdate) MarshalJSON() ([]byte, error) {
 	type fields WebhookUpdate // without this method
 	out := struct {
 		fields
-		RateLimit *json.RawMessage `json:"rateLimit,omitempty"`
+		RateLimit   *json.RawMessage `json:"rateLimit,omitempty"`
+		RetryPolicy any              `json:"retryPolicy,omitempty"`
 	}{fields: fields(u)}
+	if u.RetryPolicy != nil {
+		out.RetryPolicy = u.RetryPolicy
+		if *u.RetryPolicy == (RetryPolicy{}) {
+			out.RetryPolicy = json.RawMessage("null")
+		}
+	}
 	if u.RateLimit != nil {
 		v := json.RawMessage("null")
 		if *u.RateLimit != 0 {

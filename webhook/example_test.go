@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -110,4 +111,40 @@ func ExampleVerifyAny() {
 	// <nil>
 	// <nil>
 	// webhook: signature does not match the body
+}
+
+// Deliveries of one license's events can arrive out of order: here its
+// license.created is retried and arrives after license.updated. Keeping the
+// sequence of the last event applied to each resource (in a real receiver,
+// a column beside the row it mirrors, written in the same transaction)
+// makes applying idempotent and order-proof: the stale license.created, and
+// any repeat, change nothing.
+func ExamplePayload_Newer() {
+	applied := map[string]int64{} // resource id -> sequence of its last applied event
+	for _, b := range []string{
+		`{"id":"e2","event":"license.updated","data":{"id":"L1","allowedActivations":5},"triggeredAt":"2026-11-21T09:00:00.000Z","sequence":2}`,
+		`{"id":"e1","event":"license.created","data":{"id":"L1","allowedActivations":3},"triggeredAt":"2026-11-21T08:07:13.120Z","sequence":1}`,
+		`{"id":"e2","event":"license.updated","data":{"id":"L1","allowedActivations":5},"triggeredAt":"2026-11-21T09:00:00.000Z","sequence":2}`,
+	} {
+		p, err := webhook.Parse([]byte(b))
+		if err != nil {
+			panic(err)
+		}
+		var resource struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(p.Data, &resource); err != nil {
+			panic(err)
+		}
+		if !p.Newer(applied[resource.ID]) {
+			fmt.Println("skip", p.Event, p.Sequence)
+			continue
+		}
+		applied[resource.ID] = p.Sequence
+		fmt.Println("apply", p.Event, p.Sequence)
+	}
+	// Output:
+	// apply license.updated 2
+	// skip license.created 1
+	// skip license.updated 2
 }

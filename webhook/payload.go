@@ -20,6 +20,26 @@ type Payload struct {
 	Data json.RawMessage `json:"data"`
 	// TriggeredAt is when the event happened (UTC, millisecond precision).
 	TriggeredAt time.Time `json:"triggeredAt"`
+	// Sequence is the event's number among its license's events, counted
+	// from 1 (license.created) across the license's kinds and its
+	// activations' events; 0 for an event that concerns no license and
+	// for a Test delivery. Deliveries can arrive out of order (a failed
+	// attempt is retried later while newer events go through), so a
+	// receiver that mirrors licenses keeps, for each resource it stores,
+	// the Sequence of the event it last applied, and applies an event only
+	// when its Sequence is higher ([Payload.Newer]): a stale or repeated
+	// one then changes nothing.
+	Sequence int64 `json:"sequence,omitempty"`
+}
+
+// Newer reports whether p should be applied over a resource whose last
+// applied event had the sequence applied (0: none yet): true for an event
+// that concerns no license, and for one numbered higher than applied. A
+// gap (p.Sequence > applied+1) is fine to apply: data holds the whole
+// resource as it is after the change, and the events in between, when
+// they arrive, are older and change nothing.
+func (p Payload) Newer(applied int64) bool {
+	return p.Sequence == 0 || p.Sequence > applied
 }
 
 // maxDepth is how deeply a payload may nest ({"a":[1]} nests 2). Herald

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
 
@@ -96,6 +97,32 @@ func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
 	}
 	if out := run(2, "webhooks", "update", throttled.ID, "--rate-limit", "fast"); !strings.Contains(out, "rate-limit") {
 		t.Errorf("--rate-limit fast: %q; want the flag named", out)
+	}
+	// A retry policy at creation, changed, back to the default; bad ones
+	// refused naming the flag or the field.
+	out = run(0, "webhooks", "create", "--name", "patient", "--url", a.url, "--events", "license.created",
+		"--max-attempts", "8", "--backoff", "exponential", "--retry-interval", "30s", "--max-retry-interval", "1h", "--json")
+	var patient struct {
+		ID          string
+		RetryPolicy client.RetryPolicy
+	}
+	if err := json.Unmarshal([]byte(out), &patient); err != nil || patient.RetryPolicy != (client.RetryPolicy{MaxAttempts: 8, Backoff: "exponential", IntervalSeconds: 30, MaxIntervalSeconds: 3600}) {
+		t.Errorf("webhooks create with a retry policy printed %q; want 8 attempts, exponential from 30 s to 3600 s", out)
+	}
+	if out := run(0, "webhooks", "update", patient.ID, "--max-attempts", "3", "--json"); !strings.Contains(out, `"maxAttempts": 3`) || !strings.Contains(out, `"backoff": "fixed"`) {
+		t.Errorf("webhooks update --max-attempts 3 printed %q; want 3 attempts, the other fields their defaults", out)
+	}
+	if out := run(0, "webhooks", "update", patient.ID, "--default-retry", "--json"); !strings.Contains(out, `"maxAttempts": 5`) {
+		t.Errorf("webhooks update --default-retry printed %q; want the default's 5 attempts", out)
+	}
+	if out := run(1, "webhooks", "update", patient.ID, "--max-attempts", "30", "--retry-interval", "24h"); !strings.Contains(out, "422") || !strings.Contains(out, "retryPolicy") {
+		t.Errorf("a policy past 3 days: %q; want a 422 naming retryPolicy", out)
+	}
+	if out := run(2, "webhooks", "update", patient.ID, "--max-attempts", "31"); !strings.Contains(out, "--max-attempts") {
+		t.Errorf("--max-attempts 31: %q; want the flag named", out)
+	}
+	if out := run(2, "webhooks", "update", patient.ID, "--retry-interval", "1.5s"); !strings.Contains(out, "--retry-interval") {
+		t.Errorf("--retry-interval 1.5s: %q; want the flag named", out)
 	}
 	payload := filepath.Join(t.TempDir(), "payload.json")
 	os.WriteFile(payload, a.requests()[0].Body, 0o600)

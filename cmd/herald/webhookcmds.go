@@ -145,15 +145,20 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	e.fs.Var(&rate, "rate-limit", "the most deliveries per second to send it, 1 to 10000, or none (default: none)")
 	var headers headerFlags
 	e.fs.Var(&headers, "header", "a custom header to send with every request, as 'Name: value' (repeatable)")
+	retry := addRetryFlags(e.fs, "herald webhooks create", false)
 	var filterJSON json.RawMessage
+	var policy *client.RetryPolicy
 	e.check(func() error {
 		if err := required("herald webhooks create", "name", *name, "url", *u, "events", *events); err != nil {
+			return err
+		}
+		var err error
+		if policy, err = retry.policy(); err != nil {
 			return err
 		}
 		if *filter == "" {
 			return nil
 		}
-		var err error
 		filterJSON, err = jsonFlag("herald webhooks create", "filter", *filter, false)
 		return err
 	})
@@ -190,6 +195,7 @@ func webhookCreate(e *envFlags) func(x *call) error {
 		if rate.v != nil {
 			in.RateLimit = *rate.v
 		}
+		in.RetryPolicy = policy
 		w, err := x.c.CreateWebhook(x.ctx, in)
 		if err != nil {
 			return err
@@ -224,19 +230,25 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	var headers headerFlags
 	e.fs.Var(&headers, "header", "a custom header, as 'Name: value' (repeatable); the headers given replace the old ones")
 	noHeaders := e.fs.Bool("no-headers", false, "remove every custom header")
+	retry := addRetryFlags(e.fs, "herald webhooks update", true)
 	set := map[string]bool{}
 	var filterJSON json.RawMessage
+	var policy *client.RetryPolicy
 	e.check(func() error {
 		e.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		var err error
+		if policy, err = retry.policy(); err != nil {
+			return err
+		}
 		if !set["filter"] {
 			return nil
 		}
-		var err error
 		filterJSON, err = jsonFlag("herald webhooks update", "filter", *filter, false)
 		return err
 	})
 	return func(x *call) error {
 		var in client.WebhookUpdate
+		in.RetryPolicy = policy
 		if set["filter"] {
 			in.Filter = &filterJSON
 		}
@@ -265,8 +277,8 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 		}
 		in.Enabled = enabled.v
 		in.RateLimit = rate.v
-		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil {
-			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme or --rate-limit")}
+		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
+			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme, --rate-limit, --max-attempts, --backoff, --retry-interval, --max-retry-interval or --default-retry")}
 		}
 		w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], in)
 		if err != nil {

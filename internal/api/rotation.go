@@ -50,7 +50,7 @@ func (a *API) rotateWebhookToken(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	return writeJSON(w, http.StatusOK, toWebhookJSON(hook))
+	return writeJSON(w, http.StatusOK, a.toWebhookJSON(hook))
 }
 
 // finishWebhookTokenRotation ends a rotation now: the next token signs
@@ -69,5 +69,5 @@ func (a *API) finishWebhookTokenRotation(w http.ResponseWriter, r *http.Request)
 	case err != nil:
 		return err
 	}
-	return writeJSON(w, http.StatusOK, toWebhookJSON(hook))
+	return writeJSON(w, http.StatusOK, a.toWebhookJSON(hook))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/internal/openapi"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 // deliverer is what the API asks of the delivery package: the Test action
@@ -36,6 +37,8 @@ type API struct {
 	policy    netguard.Policy
 	log       *slog.Logger
 	limits    ratelimit.Limits
+	// retry is the retry policy a webhook without its own follows.
+	retry store.RetryPolicy
 
 	operatorHash string // SHA-256 of the operator token; "" when off
 	publicURL    string
@@ -69,9 +72,11 @@ type Config struct {
 
 // New returns the API's handler, to be mounted at /.
 func New(c Config) http.Handler {
-	a := &API{store: c.Store, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits}
+	a := &API{store: c.Store, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits,
+		retry: validator.DefaultRetryPolicy}
 	if c.Dispatcher != nil {
 		a.delivery = c.Dispatcher
+		a.retry = c.Dispatcher.DefaultRetryPolicy()
 		// A client's changes wait while what they fired falls behind
 		// (decision 0115).
 		a.licensing = a.licensing.PacedBy(c.Dispatcher)

@@ -39,8 +39,25 @@ type webhookJSON struct {
 	// standard-webhooks.
 	SignatureScheme string `json:"signatureScheme"`
 	// RateLimit is deliveries per second to it, null for no limit.
-	RateLimit *int   `json:"rateLimit"`
-	Token     string `json:"token,omitempty"`
+	RateLimit *int `json:"rateLimit"`
+	// RetryPolicy is how its failed deliveries are retried: its own, or
+	// the default it follows.
+	RetryPolicy store.RetryPolicy `json:"retryPolicy"`
+	// DisabledReason is why herald disabled it (its receiver answered 410
+	// Gone); absent otherwise.
+	DisabledReason string `json:"disabledReason,omitempty"`
+	Token          string `json:"token,omitempty"`
+}
+
+// toWebhookJSON is w as the API shows it, with the retry policy it
+// follows.
+func (a *API) toWebhookJSON(w store.Webhook) webhookJSON {
+	out := toWebhookJSON(w)
+	out.RetryPolicy, out.DisabledReason = a.retry, w.DisabledReason
+	if w.RetryPolicy != nil {
+		out.RetryPolicy = *w.RetryPolicy
+	}
+	return out
 }
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
@@ -57,8 +74,8 @@ func toWebhookJSON(w store.Webhook) webhookJSON {
 }
 
 // toWebhookJSONRevealed is toWebhookJSON with the headers' values shown.
-func toWebhookJSONRevealed(w store.Webhook) webhookJSON {
-	out := toWebhookJSON(w)
+func (a *API) toWebhookJSONRevealed(w store.Webhook) webhookJSON {
+	out := a.toWebhookJSON(w)
 	out.Headers = w.Headers
 	if out.Headers == nil {
 		out.Headers = map[string]string{}
@@ -82,15 +99,18 @@ type webhookInput struct {
 	// RateLimit likewise: null removes it. Read here rather than by the
 	// decoder, so that a wrong type is a 422 naming the field.
 	RateLimit json.RawMessage `json:"rateLimit"`
+	// RetryPolicy likewise: null goes back to the default.
+	RetryPolicy json.RawMessage `json:"retryPolicy"`
 
-	oldHeaders map[string]string  // stored, for masked values
-	checked    *map[string]string // Headers once read and checked
-	rate       *int               // RateLimit once read and checked: 0 for none
+	oldHeaders map[string]string   // stored, for masked values
+	checked    *map[string]string  // Headers once read and checked
+	rate       *int                // RateLimit once read and checked: 0 for none
+	retry      **store.RetryPolicy // RetryPolicy once read and checked: nil for the default
 }
 
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
-	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil
+	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil && in.RetryPolicy == nil
 }
 
 // rateLimit reads the rate limit sent: nil when none was sent, 0 when it
@@ -150,6 +170,17 @@ func (a *API) validate(in *webhookInput, create bool, scheme string) error {
 		v.Add(e.Field, e.Detail)
 	}
 	in.checked = in.headers(&v, in.oldHeaders)
+	if in.RetryPolicy != nil {
+		var p *store.RetryPolicy
+		if string(in.RetryPolicy) != "null" {
+			var errs validator.Errors
+			p = validator.ReadRetryPolicy(&errs, "retryPolicy", in.RetryPolicy)
+			for _, e := range errs {
+				v.Add(e.Field, e.Detail)
+			}
+		}
+		in.retry = &p
+	}
 	return v.Err()
 }
 
@@ -174,6 +205,9 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if in.Enabled != nil {
 		n.Enabled = *in.Enabled
 	}
+	if in.retry != nil {
+		n.RetryPolicy = *in.retry
+	}
 	if in.Token != nil {
 		n.Token = *in.Token
 	}
@@ -186,7 +220,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := toWebhookJSON(hook)
+	out := a.toWebhookJSON(hook)
 	out.Token = n.Token
 	w.Header().Set("Location", "/v3/webhooks/"+hook.ID)
 	return writeJSON(w, http.StatusCreated, out)
@@ -207,7 +241,7 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]webhookJSON, len(hooks))
 	for i, h := range hooks {
-		out[i] = toWebhookJSON(h)
+		out[i] = a.toWebhookJSON(h)
 	}
 	return writeJSON(w, http.StatusOK, newList(out, next))
 }
@@ -230,9 +264,9 @@ func (a *API) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	if reveal == "headers" {
 		w.Header().Set("Cache-Control", "no-store")
-		return writeJSON(w, http.StatusOK, toWebhookJSONRevealed(hook))
+		return writeJSON(w, http.StatusOK, a.toWebhookJSONRevealed(hook))
 	}
-	return writeJSON(w, http.StatusOK, toWebhookJSON(hook))
+	return writeJSON(w, http.StatusOK, a.toWebhookJSON(hook))
 }
 
 func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
@@ -241,7 +275,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.empty() {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit"}}.Err()
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy"}}.Err()
 	}
 	sentFilter := in.Filter != nil
 	var scheme string
@@ -272,6 +306,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		p.RecodeTokens = validator.StandardForm
 	}
 	p.RateLimit = in.rate
+	p.RetryPolicy = in.retry
 	if in.Events != nil {
 		p.Events = *in.Events
 	}
@@ -282,7 +317,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, toWebhookJSON(hook))
+	return writeJSON(w, http.StatusOK, a.toWebhookJSON(hook))
 }
 
 func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {

@@ -57,7 +57,9 @@ type Claim struct {
 	SignatureScheme string
 	// RateLimit is the webhook's deliveries per second, 0 for none: a
 	// dispatcher reserves the attempt's send slot (ReserveSends) first.
-	RateLimit    int
+	RateLimit int
+	// RetryPolicy is the webhook's own; nil follows the operator's.
+	RetryPolicy  *RetryPolicy
 	Enabled      bool
 	Health       string // the webhook's health.Status
 	AttemptCount int    // automatic attempts made before this one
@@ -120,6 +122,10 @@ type Outcome struct {
 	// Recovery names the recovery that made this resend, which counts it
 	// in the same transaction; "" for any other attempt.
 	Recovery string
+	// Disable, when not "", disables the webhook with this reason once
+	// the outcome is recorded (its receiver answered 410 Gone), and
+	// emails the owner.
+	Disable string
 }
 
 // AttemptRecord is what one POST saw.
@@ -267,3 +273,19 @@ type Recovery struct {
 // own: it ended (done or cancelled), or another process took it over after
 // its lease ran out.
 var ErrLeaseLost = errors.New("the recovery is no longer held under this lease")
+
+// RetryPolicy is a webhook's own schedule of automatic attempts: how many
+// in all, and the wait before each retry, fixed or growing exponentially
+// up to a cap.
+type RetryPolicy struct {
+	MaxAttempts        int    `json:"maxAttempts"`
+	Backoff            string `json:"backoff"`
+	IntervalSeconds    int    `json:"intervalSeconds"`
+	MaxIntervalSeconds int    `json:"maxIntervalSeconds"`
+}
+
+// Backoffs of a retry policy.
+const (
+	BackoffFixed       = "fixed"
+	BackoffExponential = "exponential"
+)

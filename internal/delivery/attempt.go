@@ -94,12 +94,18 @@ func (a *attempts) attempt(ctx context.Context, c attempt.Claim, leaseUntil, cla
 	switch {
 	case res.OK():
 		o.Result = attempt.Delivered
-	case number >= a.cfg.MaxAttempts:
+	case res.Gone():
+		// The receiver says the endpoint is gone for good (Standard
+		// Webhooks): no retry, and the webhook is disabled until its
+		// owner enables it again (decision 0124).
+		o.Result, o.Reason, o.Disable = attempt.Cancel, ReasonGone, DisabledGone
+		o.Attempt.Error = res.Err
+	case number >= a.maxAttempts(c):
 		o.Result, o.Reason = attempt.Exhausted, res.Err+"; no attempts left"
 	default:
 		var note string
 		o.Result = attempt.Retry
-		o.NextAt, note = a.nextAttempt(res)
+		o.NextAt, note = a.nextAttempt(res, a.retryWait(c, number))
 		o.Reason = res.Err + note
 		o.Attempt.Error = o.Reason
 	}
@@ -111,20 +117,21 @@ func (a *attempts) attempt(ctx context.Context, c attempt.Claim, leaseUntil, cla
 const MaxRetryAfter = time.Hour
 
 // nextAttempt is when a failed attempt with attempts left is retried: after
-// the retry interval, or, when a 429 or 503 answer's Retry-After asked for
-// longer, after that (at most MaxRetryAfter), whichever is later. note says
-// what the receiver asked and what herald does, for the retry reason.
-func (a *attempts) nextAttempt(res Result) (time.Time, string) {
+// interval (the webhook's retry policy's wait), or, when a 429 or 503
+// answer's Retry-After asked for longer, after that (at most
+// MaxRetryAfter), whichever is later. note says what the receiver asked
+// and what herald does, for the retry reason.
+func (a *attempts) nextAttempt(res Result, interval time.Duration) (time.Time, string) {
 	now := a.cfg.Now()
-	next := now.Add(a.cfg.RetryInterval)
+	next := now.Add(interval)
 	if res.RetryAfter == nil {
 		return next, ""
 	}
 	asked := *res.RetryAfter
 	note := fmt.Sprintf("; receiver asked to retry after %s", seconds(asked))
 	switch wait := min(asked, MaxRetryAfter); {
-	case wait < a.cfg.RetryInterval:
-		note += fmt.Sprintf("; retrying after the retry interval, %s", seconds(a.cfg.RetryInterval))
+	case wait < interval:
+		note += fmt.Sprintf("; retrying after the retry interval, %s", seconds(interval))
 	case asked > MaxRetryAfter:
 		next = now.Add(wait)
 		note += fmt.Sprintf("; retrying after at most %s", seconds(MaxRetryAfter))

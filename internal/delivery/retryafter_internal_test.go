@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
 func TestRetryAfterReadsSecondsAndDates(t *testing.T) {
@@ -56,9 +58,33 @@ func TestNextAttemptTakesTheLaterOfRetryAfterAndTheInterval(t *testing.T) {
 		{wait(3 * time.Hour), time.Hour, "; receiver asked to retry after 10800 s; retrying after at most 3600 s"},
 		{wait(math.MaxInt64), time.Hour, "; receiver asked to retry after more than 3600 s; retrying after at most 3600 s"},
 	} {
-		next, note := a.nextAttempt(Result{RetryAfter: tt.asked})
+		next, note := a.nextAttempt(Result{RetryAfter: tt.asked}, a.cfg.RetryInterval)
 		if next.Sub(now) != tt.want || note != tt.note {
 			t.Errorf("asked %v: next in %v, %q; want %v, %q", show(tt.asked), next.Sub(now), note, tt.want, tt.note)
+		}
+	}
+}
+
+// TestRetryWaitFollowsThePolicy: a fixed policy waits its interval; an
+// exponential one doubles from its interval up to its cap, each wait
+// drawn between half of that and all of it.
+func TestRetryWaitFollowsThePolicy(t *testing.T) {
+	fixed := attempt.RetryPolicy{MaxAttempts: 5, Backoff: attempt.BackoffFixed, IntervalSeconds: 300, MaxIntervalSeconds: 300}
+	for n := 1; n < 5; n++ {
+		if got := RetryWait(fixed, n, 0.7); got != 5*time.Minute {
+			t.Errorf("fixed, attempt %d: %v; want 5m", n, got)
+		}
+	}
+	exp := attempt.RetryPolicy{MaxAttempts: 30, Backoff: attempt.BackoffExponential, IntervalSeconds: 10, MaxIntervalSeconds: 3600}
+	for _, tt := range []struct {
+		number int
+		full   time.Duration
+	}{{1, 10 * time.Second}, {2, 20 * time.Second}, {3, 40 * time.Second}, {9, 2560 * time.Second}, {10, time.Hour}, {29, time.Hour}, {500, time.Hour}} {
+		if lo := RetryWait(exp, tt.number, 0); lo != tt.full/2 {
+			t.Errorf("exponential, attempt %d, least jitter: %v; want %v", tt.number, lo, tt.full/2)
+		}
+		if hi := RetryWait(exp, tt.number, 0.999999999); hi > tt.full || hi < tt.full*99/100 {
+			t.Errorf("exponential, attempt %d, most jitter: %v; want just under %v", tt.number, hi, tt.full)
 		}
 	}
 }

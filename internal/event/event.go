@@ -36,12 +36,14 @@ func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
 // fractional digits (trailing zeros kept), and Z.
 const TimeFormat = "2006-01-02T15:04:05.000Z"
 
-// payload fixes the field order receivers see: id, event, data, triggeredAt.
+// payload fixes the field order receivers see: id, event, data,
+// triggeredAt, and sequence last, where it was added (decision 0122).
 type payload struct {
 	ID          string          `json:"id"`
 	Event       Kind            `json:"event"`
 	Data        json.RawMessage `json:"data"`
 	TriggeredAt string          `json:"triggeredAt"`
+	Sequence    int64           `json:"sequence,omitempty"`
 }
 
 // Build returns the exact body of a delivery. data is encoded without HTML
@@ -49,13 +51,20 @@ type payload struct {
 // hashes is what a person reads. A body nested deeper than
 // jsonlimit.MaxDepth is an error wrapping jsonlimit.ErrTooDeep.
 func Build(id string, kind Kind, data any, triggeredAt time.Time) ([]byte, error) {
+	return BuildSequenced(id, kind, data, triggeredAt, 0)
+}
+
+// BuildSequenced is Build with the event's number among its license's
+// events (from 1); 0 leaves sequence out, for an event that concerns no
+// license.
+func BuildSequenced(id string, kind Kind, data any, triggeredAt time.Time, sequence int64) ([]byte, error) {
 	raw, err := Marshal(data)
 	if err != nil {
 		return nil, fmt.Errorf("build %s payload: %w", kind, err)
 	}
 	body, err := Marshal(payload{
 		ID: id, Event: kind, Data: raw,
-		TriggeredAt: triggeredAt.UTC().Format(TimeFormat),
+		TriggeredAt: triggeredAt.UTC().Format(TimeFormat), Sequence: sequence,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build %s payload: %w", kind, err)

@@ -91,7 +91,8 @@ var declarations = []Declaration{
     "createdAt": "2026-11-21T08:07:13.120Z",
     "updatedAt": "2026-11-21T08:07:13.120Z"
   },
-  "triggeredAt": "2026-11-21T08:07:13.120Z"
+  "triggeredAt": "2026-11-21T08:07:13.120Z",
+  "sequence": 1
 }`,
 	},
 	{
@@ -119,7 +120,8 @@ var declarations = []Declaration{
     "createdAt": "2026-11-21T08:07:13.120Z",
     "updatedAt": "2026-11-21T09:00:00.000Z"
   },
-  "triggeredAt": "2026-11-21T09:00:00.000Z"
+  "triggeredAt": "2026-11-21T09:00:00.000Z",
+  "sequence": 2
 }`,
 	},
 	{
@@ -147,7 +149,8 @@ var declarations = []Declaration{
     "createdAt": "2026-11-21T08:07:13.120Z",
     "updatedAt": "2026-11-21T09:15:00.000Z"
   },
-  "triggeredAt": "2026-11-21T09:15:00.000Z"
+  "triggeredAt": "2026-11-21T09:15:00.000Z",
+  "sequence": 3
 }`,
 	},
 	{
@@ -175,7 +178,8 @@ var declarations = []Declaration{
     "createdAt": "2026-11-21T08:07:13.120Z",
     "updatedAt": "2026-11-21T09:20:00.000Z"
   },
-  "triggeredAt": "2026-11-21T09:20:00.000Z"
+  "triggeredAt": "2026-11-21T09:20:00.000Z",
+  "sequence": 4
 }`,
 	},
 	{
@@ -203,7 +207,8 @@ var declarations = []Declaration{
     "createdAt": "2026-11-21T08:07:13.120Z",
     "updatedAt": "2026-11-21T09:20:00.000Z"
   },
-  "triggeredAt": "2026-11-21T13:00:00.000Z"
+  "triggeredAt": "2026-11-21T13:00:00.000Z",
+  "sequence": 10
 }`,
 	},
 	{
@@ -231,7 +236,8 @@ var declarations = []Declaration{
     "createdAt": "2026-11-21T08:07:13.120Z",
     "updatedAt": "2026-11-21T09:20:00.000Z"
   },
-  "triggeredAt": "2026-11-21T10:00:00.000Z"
+  "triggeredAt": "2026-11-21T10:00:00.000Z",
+  "sequence": 6
 }`,
 	},
 	{
@@ -259,7 +265,8 @@ var declarations = []Declaration{
     "createdAt": "2026-11-21T08:07:13.120Z",
     "updatedAt": "2026-11-21T08:07:13.120Z"
   },
-  "triggeredAt": "2027-11-14T08:07:13.163Z"
+  "triggeredAt": "2027-11-14T08:07:13.163Z",
+  "sequence": 7
 }`,
 	},
 	{
@@ -287,7 +294,8 @@ var declarations = []Declaration{
     "createdAt": "2026-11-21T08:07:13.120Z",
     "updatedAt": "2026-11-21T08:07:13.120Z"
   },
-  "triggeredAt": "2027-11-21T08:07:13.402Z"
+  "triggeredAt": "2027-11-21T08:07:13.402Z",
+  "sequence": 8
 }`,
 	},
 	{
@@ -308,7 +316,8 @@ var declarations = []Declaration{
     "os": "linux",
     "createdAt": "2026-11-21T10:00:00.000Z"
   },
-  "triggeredAt": "2026-11-21T10:00:00.000Z"
+  "triggeredAt": "2026-11-21T10:00:00.000Z",
+  "sequence": 5
 }`,
 	},
 	{
@@ -329,7 +338,8 @@ var declarations = []Declaration{
     "os": "linux",
     "createdAt": "2026-11-21T10:00:00.000Z"
   },
-  "triggeredAt": "2026-11-21T10:45:00.000Z"
+  "triggeredAt": "2026-11-21T10:45:00.000Z",
+  "sequence": 9
 }`,
 	},
 	{

@@ -131,14 +131,14 @@ func (s *Service) CreateActivation(ctx context.Context, accountID string, in Act
 first_activated_at = COALESCE(first_activated_at, ?) WHERE id = ?`, store.MS(now.Time), l.ID); err != nil {
 			return fmt.Errorf("count activation: %w", err)
 		}
-		if _, err := tx.Fire(ctx, accountID, event.ActivationCreated, a); err != nil {
+		if _, err := tx.FireLicense(ctx, accountID, l.ID, event.ActivationCreated, a); err != nil {
 			return err
 		}
 		if l.firstActivated {
 			return nil
 		}
 		l.TotalActivations++
-		_, err = tx.Fire(ctx, accountID, event.LicenseFirstActivated, l)
+		_, err = tx.FireLicense(ctx, accountID, l.ID, event.LicenseFirstActivated, l)
 		return err
 	})
 	return a, err
@@ -191,7 +191,7 @@ func (s *Service) DeleteActivation(ctx context.Context, accountID, id string) er
 			accountID, a.LicenseID); err != nil {
 			return fmt.Errorf("uncount activation: %w", err)
 		}
-		_, err = tx.Fire(ctx, accountID, event.ActivationDeleted, a)
+		_, err = tx.FireLicense(ctx, accountID, a.LicenseID, event.ActivationDeleted, a)
 		return err
 	})
 }

@@ -55,7 +55,7 @@ func (s *Service) FireDueExpiries(ctx context.Context, limit int) (int, error) {
 			if d.Soon {
 				kind = event.LicenseExpiringSoon
 			}
-			firings[i] = store.Firing{AccountID: d.AccountID, Kind: kind, Data: l.License}
+			firings[i] = store.Firing{AccountID: d.AccountID, License: d.LicenseID, Kind: kind, Data: l.License}
 		}
 		if _, err := tx.FireBatch(ctx, firings); err != nil {
 			return err

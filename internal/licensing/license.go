@@ -246,7 +246,7 @@ RETURNING id`,
 		"id": l.ID, "account_id": accountID, "product_id": l.ProductID, "user_id": l.UserID, "key": l.Key,
 		"expires_at": optMS(l.ExpiresAt), "validity": l.Validity, "allowed_activations": l.AllowedActivations,
 		"metadata": string(l.Metadata), "created_at": store.MS(l.CreatedAt.Time), "updated_at": store.MS(l.UpdatedAt.Time)}}
-	made, err := s.store.ChangeAndFire(ctx, change, store.Firing{AccountID: accountID, Kind: event.LicenseCreated, Data: l})
+	made, err := s.store.ChangeAndFire(ctx, change, store.Firing{AccountID: accountID, License: l.ID, First: true, Kind: event.LicenseCreated, Data: l})
 	if err != nil {
 		return false, fmt.Errorf("insert license: %w", err)
 	}
@@ -344,7 +344,7 @@ updated_at = ? WHERE account_id = ? AND id = ?`, l.UserID, optMS(l.ExpiresAt), l
 			store.MS(now.Time), accountID, id); err != nil {
 			return fmt.Errorf("update license: %w", err)
 		}
-		if _, err = tx.Fire(ctx, accountID, kind, l); err != nil {
+		if _, err = tx.FireLicense(ctx, accountID, l.ID, kind, l); err != nil {
 			return err
 		}
 		// A moved expiresAt re-arms the expiry events for the new instant.
@@ -460,7 +460,7 @@ func (s *Service) DeleteLicense(ctx context.Context, accountID, id string) error
 		if _, err := tx.Exec(ctx, `DELETE FROM licenses WHERE account_id = ? AND id = ?`, accountID, id); err != nil {
 			return fmt.Errorf("delete license: %w", err)
 		}
-		_, err = tx.Fire(ctx, accountID, event.LicenseDeleted, l)
+		_, err = tx.FireLicense(ctx, accountID, l.ID, event.LicenseDeleted, l)
 		return err
 	})
 }

@@ -27,6 +27,8 @@ func Words(e store.Email, publicURL string) (subject, body string) {
 		return w.suspended(*e.Facts)
 	case store.EmailReminder:
 		return w.reminder(*e.Facts)
+	case store.EmailDisabled:
+		return w.disabled(*e.Facts)
 	}
 	return e.Subject, e.Body
 }
@@ -75,6 +77,26 @@ makes the webhook Healthy again.
 `, c.SuspendAfter, c.WebhookID)
 	w.writeLink(&b, c.WebhookID)
 	return fmt.Sprintf("Webhook %q suspended", c.Name), b.String()
+}
+
+func (w words) disabled(c store.EmailFacts) (string, string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Your webhook %q has been disabled by herald.\n\n", c.Name)
+	writeHook(&b, c.WebhookID, c.URL)
+	fmt.Fprintf(&b, `
+Why: %s.
+
+Herald sends nothing to it while it is disabled. Events that fire
+meanwhile are still recorded in its event log, as cancelled, so that they
+can be resent.
+
+To restore it: make sure the endpoint accepts deliveries again, check it
+with Test on the webhook's page, enable the webhook there (or PATCH
+/v3/webhooks/{id} with "enabled": true), then resend the events it missed.
+
+`, c.Reason)
+	w.writeLink(&b, c.WebhookID)
+	return fmt.Sprintf("Webhook %q disabled: its receiver answered 410 Gone", c.Name), b.String()
 }
 
 func (w words) reminder(r store.EmailFacts) (string, string) {

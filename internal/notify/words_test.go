@@ -25,6 +25,8 @@ func TestWordsOfTheWarnings(t *testing.T) {
 	unhealthy.Streak, unhealthy.SuspendAfter, unhealthy.Failure = 1, 3, failure(503)
 	suspended.Streak, suspended.SuspendAfter, suspended.Failure = 3, 3, failure(502)
 	reminder.Streak, reminder.Failure = 3, failure(500)
+	disabled := unhealthy
+	disabled.Failure, disabled.Reason = nil, "its receiver answered 410 Gone, which asks that nothing more be sent"
 	reminder.Since, reminder.Every = time.Date(2026, 11, 18, 9, 30, 0, 0, time.UTC), 7*24*time.Hour
 	link := publicURL + "/webhooks/wh-1"
 	tests := []struct {
@@ -42,6 +44,8 @@ func TestWordsOfTheWarnings(t *testing.T) {
 		{"reminder", store.Email{Kind: store.EmailReminder, Facts: &reminder}, `Webhook "w" is still suspended`,
 			[]string{`"w"`, "wh-1", "HTTP 500", "since 2026-11-18 09:30 UTC", "every 7 days",
 				"herald webhooks recover wh-1 --since", link}},
+		{"disabled", store.Email{Kind: store.EmailDisabled, Facts: &disabled}, `Webhook "w" disabled: its receiver answered 410 Gone`,
+			[]string{`"w"`, "wh-1", "Why: its receiver answered 410 Gone, which asks", "enable the webhook", "resend", link}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

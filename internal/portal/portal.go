@@ -26,6 +26,7 @@ import (
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/validator"
 )
 
 // Config holds what the portal needs.
@@ -86,6 +87,8 @@ type handler struct {
 	// suspendAfter is how many failed events in a row suspend a webhook,
 	// for the page that explains suspension.
 	suspendAfter int
+	// retry is the retry policy a webhook without its own follows.
+	retry store.RetryPolicy
 	// emailsKept is Config.EmailsKept.
 	emailsKept bool
 }
@@ -99,10 +102,12 @@ func New(c Config) http.Handler {
 		pages:      mustParsePages(static), static: static,
 		hashing:  make(chan struct{}, max(2, runtime.NumCPU())),
 		checking: make(chan struct{}, max(2, runtime.NumCPU())),
+		retry:    validator.DefaultRetryPolicy,
 	}
 	if c.Dispatcher != nil {
 		h.delivery = c.Dispatcher
 		h.suspendAfter = c.Dispatcher.Config().SuspendAfter
+		h.retry = c.Dispatcher.DefaultRetryPolicy()
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -34,6 +34,9 @@ type webhookForm struct {
 	SignatureScheme string
 	// RateLimit is deliveries per second as typed, "" for no limit.
 	RateLimit string
+	// The retry policy as typed, all "" for the default: attempts,
+	// backoff (fixed or exponential), and the waits in seconds.
+	RetryAttempts, RetryBackoff, RetryInterval, RetryMaxInterval string
 }
 
 type webhookFormData struct {
@@ -65,7 +68,9 @@ func (d *webhookFormData) fillKinds() {
 func readWebhookForm(r *http.Request) webhookForm { return webhookFormFrom(r.PostForm) }
 
 func webhookFormFrom(v url.Values) webhookForm {
-	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers"), SignatureScheme: cmp.Or(v.Get("signatureScheme"), store.SchemeHerald), RateLimit: v.Get("rateLimit")}
+	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers"), SignatureScheme: cmp.Or(v.Get("signatureScheme"), store.SchemeHerald), RateLimit: v.Get("rateLimit"),
+		RetryAttempts: v.Get("retryPolicy.maxAttempts"), RetryBackoff: v.Get("retryPolicy.backoff"),
+		RetryInterval: v.Get("retryPolicy.intervalSeconds"), RetryMaxInterval: v.Get("retryPolicy.maxIntervalSeconds")}
 	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
@@ -74,9 +79,9 @@ func webhookFormFrom(v url.Values) webhookForm {
 
 // check applies the API's rules; an empty token is generated on create and
 // left as it is on edit. It returns the filter (nil for none), the headers
-// to save, against old, the stored headers, and the rate limit (0 for
-// none).
-func (h *handler) check(f *webhookForm, create bool, old map[string]string) (json.RawMessage, map[string]string, int, fieldErrors) {
+// to save, against old, the stored headers, the rate limit (0 for
+// none) and the retry policy (nil for the default).
+func (h *handler) check(f *webhookForm, create bool, old map[string]string) (json.RawMessage, map[string]string, int, *store.RetryPolicy, fieldErrors) {
 	filter := json.RawMessage(f.Filter)
 	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events, Filter: &filter, SignatureScheme: &f.SignatureScheme}
 	if f.Token != "" {
@@ -106,7 +111,50 @@ func (h *handler) check(f *webhookForm, create bool, old map[string]string) (jso
 		headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
 	}
 	validator.CheckHeaders(&errs, "headers", headers, old)
-	return filter, headers, rate, fromValidator(errs)
+	retry := checkRetryForm(&errs, f)
+	return filter, headers, rate, retry, fromValidator(errs)
+}
+
+// checkRetryForm reads the retry policy's fields, nil when all are empty
+// (the default), with the API's rules and the API's field names.
+func checkRetryForm(errs *validator.Errors, f *webhookForm) *store.RetryPolicy {
+	var p validator.RetryPolicyFields
+	given, whole := false, true
+	for _, n := range []struct {
+		name string
+		text *string
+		to   **int
+	}{{"maxAttempts", &f.RetryAttempts, &p.MaxAttempts}, {"intervalSeconds", &f.RetryInterval, &p.IntervalSeconds},
+		{"maxIntervalSeconds", &f.RetryMaxInterval, &p.MaxIntervalSeconds}} {
+		if *n.text = strings.TrimSpace(*n.text); *n.text == "" {
+			continue
+		}
+		given = true
+		v, err := strconv.Atoi(*n.text)
+		if err != nil {
+			errs.Add("retryPolicy."+n.name, "must be a whole number")
+			whole = false
+			continue
+		}
+		*n.to = &v
+	}
+	if f.RetryBackoff != "" {
+		given, p.Backoff = true, &f.RetryBackoff
+	}
+	if !given || !whole {
+		return nil
+	}
+	return validator.CheckRetryPolicy(errs, "retryPolicy", p)
+}
+
+// retryForm shows a webhook's own retry policy in the form; all empty for
+// the default.
+func retryForm(f *webhookForm, p *store.RetryPolicy) {
+	if p == nil {
+		return
+	}
+	f.RetryAttempts, f.RetryBackoff = strconv.Itoa(p.MaxAttempts), p.Backoff
+	f.RetryInterval, f.RetryMaxInterval = strconv.Itoa(p.IntervalSeconds), strconv.Itoa(p.MaxIntervalSeconds)
 }
 
 // headersText shows stored headers in the form, one a line, masked.
@@ -158,7 +206,7 @@ func (h *handler) newWebhook(w http.ResponseWriter, r *http.Request, s store.Ses
 // createWebhook adds a webhook and opens its page.
 func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d := webhookFormData{Form: readWebhookForm(r)}
-	filter, headers, rate, errs := h.check(&d.Form, true, nil)
+	filter, headers, rate, retry, errs := h.check(&d.Form, true, nil)
 	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/new", errs)
 	}
@@ -166,7 +214,7 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 		d.Form.Token = auth.NewWebhookToken()
 	}
 	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
-		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme, RateLimit: rate})
+		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme, RateLimit: rate, RetryPolicy: retry})
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
 		// The same words as the API's 409: the limit and how many exist.
@@ -189,6 +237,7 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 	d := webhookFormData{Editing: true, ID: hook.ID,
 		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers), SignatureScheme: hook.SignatureScheme,
 			RateLimit: rateText(hook.RateLimit)}}
+	retryForm(&d.Form, hook.RetryPolicy)
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
 	}
@@ -204,12 +253,12 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: id, Form: readWebhookForm(r)}
-	filter, headers, rate, errs := h.check(&d.Form, true, hook.Headers)
+	filter, headers, rate, retry, errs := h.check(&d.Form, true, hook.Headers)
 	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
 	}
 	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers, SignatureScheme: &d.Form.SignatureScheme,
-		RateLimit: &rate}
+		RateLimit: &rate, RetryPolicy: &retry}
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
 	}

@@ -26,6 +26,9 @@ type webhookData struct {
 	Recovery recovery
 	// SuspendAfter is how many failed events in a row suspend a webhook.
 	SuspendAfter int
+	// Retry is the retry policy it follows; OwnRetry says it is its own.
+	Retry    store.RetryPolicy
+	OwnRetry bool
 	// Waiting is, for a throttled webhook, how many of its logs wait for
 	// an attempt (at most maxWaitingShown; see WaitingMore).
 	Waiting     int
@@ -76,7 +79,10 @@ func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, er
 	if err != nil {
 		return webhookData{}, err
 	}
-	d := webhookData{Webhook: hook, Overlaps: rotationOverlaps, SuspendAfter: h.suspendAfter}
+	d := webhookData{Webhook: hook, Overlaps: rotationOverlaps, SuspendAfter: h.suspendAfter, Retry: h.retry}
+	if hook.RetryPolicy != nil {
+		d.Retry, d.OwnRetry = *hook.RetryPolicy, true
+	}
 	if d.Recovery, err = h.recoveryData(r, s, hook); err != nil {
 		return webhookData{}, err
 	}

@@ -19,6 +19,7 @@ type (
 	AttemptHeaders = attempt.AttemptHeaders
 	RecoveryStatus = attempt.RecoveryStatus
 	Recovery       = attempt.Recovery
+	RetryPolicy    = attempt.RetryPolicy
 )
 
 // Results, log statuses, triggers and bounds: package attempt's.
@@ -47,6 +48,9 @@ const (
 	RecoveryRunning   = attempt.RecoveryRunning
 	RecoveryDone      = attempt.RecoveryDone
 	RecoveryCancelled = attempt.RecoveryCancelled
+
+	BackoffFixed       = attempt.BackoffFixed
+	BackoffExponential = attempt.BackoffExponential
 )
 
 // ErrLeaseLost is attempt.ErrLeaseLost.

@@ -54,7 +54,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 // its webhook, in scanClaim's order, over logs l, events e and webhooks w.
 const claimColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
 e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status,
-w.headers_sealed, w.signature_scheme, w.rate_limit`
+w.headers_sealed, w.signature_scheme, w.rate_limit, w.retry_policy`
 
 // loadClaims loads the logs a claim under lease took, by id.
 func (s *Store) loadClaims(ctx context.Context, lease string, ids []string) ([]Claim, error) {
@@ -87,13 +87,17 @@ func (s *Store) scanClaim(sc interface{ Scan(...any) error }, more ...any) (Clai
 	var lease, traceParent sql.NullString
 	var sealed, nextSealed, headers []byte
 	var rotationEnds, rate sql.NullInt64
+	var retry sql.NullString
 	if err := sc.Scan(append([]any{&c.LogID, &c.AccountID, &c.WebhookID, &c.EventID, &kind, &c.AttemptCount, &lease,
-		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health, &headers, &c.SignatureScheme, &rate},
+		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health, &headers, &c.SignatureScheme, &rate, &retry},
 		more...)...); err != nil {
 		return Claim{}, err
 	}
 	c.RateLimit = int(rate.Int64)
 	var err error
+	if c.RetryPolicy, err = scanRetryPolicy(c.WebhookID, retry); err != nil {
+		return Claim{}, err
+	}
 	if c.Headers, err = s.openHeaders(c.WebhookID, headers); err != nil {
 		return Claim{}, err
 	}

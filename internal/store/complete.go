@@ -78,6 +78,7 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			return err
 		}
 		var effects []healthEffect
+		goneEmailed := false
 		for _, o := range outs {
 			applied := moved[o.LogID]
 			if o.Trigger != TriggerAutomatic || perLog[o.LogID] > 1 {
@@ -93,6 +94,13 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			if !applied {
 				continue
 			}
+			if o.Disable != "" {
+				sent, err := tx.disableGone(ctx, o, now)
+				if err != nil {
+					return err
+				}
+				goneEmailed = goneEmailed || sent
+			}
 			if !changing[o.WebhookID] {
 				continue
 			}
@@ -104,6 +112,7 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 			}
 		}
 		suspended, emailed, err = tx.applyHealth(ctx, effects, suspendAfter, now)
+		emailed = emailed || goneEmailed
 		return err
 	})
 	if err != nil {
@@ -130,6 +139,11 @@ func (tx *Tx) healthMayChange(ctx context.Context, outs []Outcome) (map[string]b
 	changing := map[string]bool{}
 	var delivered []string
 	for _, o := range outs {
+		if o.Disable != "" {
+			// Locked first, as a change of health is: the outcome
+			// writes the webhook's row (disableGone).
+			changing[o.WebhookID] = true
+		}
 		switch o.Result {
 		case Exhausted:
 			changing[o.WebhookID] = true

@@ -57,7 +57,7 @@ func (s *Store) recordAtOnce(ctx context.Context, outs []Outcome) (bool, error) 
 	seen := make(map[string]bool, len(outs))
 	var delivered []string
 	for _, o := range outs {
-		if o.Trigger != TriggerAutomatic || o.Recovery != "" || o.Result == Exhausted || seen[o.LogID] {
+		if o.Trigger != TriggerAutomatic || o.Recovery != "" || o.Result == Exhausted || o.Disable != "" || seen[o.LogID] {
 			return false, nil
 		}
 		seen[o.LogID] = true

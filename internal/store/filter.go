@@ -28,6 +28,7 @@ type target struct {
 	sealed, nextSealed, headers []byte
 	rotationEnds                sql.NullInt64
 	rate                        int64
+	retry                       sql.NullString
 }
 
 // fireTargets decides the logs of events being fired (ids and bodies, in
@@ -74,7 +75,7 @@ func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, b
 	// check below leaves out.
 	columns := `id, account_id, events, enabled, status, filter`
 	if tx.handoff != nil {
-		columns += `, url, token_sealed, next_token_sealed, rotation_ends_at, headers_sealed, signature_scheme, rate_limit`
+		columns += `, url, token_sealed, next_token_sealed, rotation_ends_at, headers_sealed, signature_scheme, rate_limit, retry_policy`
 	}
 	// A change made in one statement (ChangeAndFire) reads its webhooks
 	// before it and outside any transaction, where a lock would end with
@@ -166,7 +167,7 @@ ORDER BY id`+lock, args...)
 			dest = append([]any{version}, dest...)
 		}
 		if tx.handoff != nil {
-			dest = append(dest, &t.url, &t.sealed, &t.nextSealed, &t.rotationEnds, &t.headers, &t.scheme, &rate)
+			dest = append(dest, &t.url, &t.sealed, &t.nextSealed, &t.rotationEnds, &t.headers, &t.scheme, &rate, &t.retry)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("match webhooks: %w", err)

@@ -24,6 +24,17 @@ func (tx *Tx) Fire(ctx context.Context, accountID string, kind event.Kind, data 
 	return tx.fire(ctx, accountID, kind, data, "")
 }
 
+// FireLicense is Fire for an event that concerns license licenseID (its
+// own or one of its activations'): the payload's sequence is the event's
+// number among that license's events (sequence.go).
+func (tx *Tx) FireLicense(ctx context.Context, accountID, licenseID string, kind event.Kind, data any) (string, error) {
+	ids, err := tx.fireAll(ctx, []Firing{{AccountID: accountID, License: licenseID, Kind: kind, Data: data}})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
 // fire is Fire leaving out the webhook except (an operational event is never
 // sent to the webhook it is about; "" leaves out none).
 func (tx *Tx) fire(ctx context.Context, accountID string, kind event.Kind, data any, except string) (string, error) {
@@ -40,7 +51,13 @@ type Firing struct {
 	AccountID string
 	Kind      event.Kind
 	Data      any
-	except    string // a webhook left out (see fire)
+	// License is the license the event concerns, its own or one of its
+	// activations' ("" for none): the payload carries the event's number
+	// among that license's events. First says the event creates the
+	// license, so its number is 1.
+	License string
+	First   bool
+	except  string // a webhook left out (see fire)
 }
 
 // FireBatch fires several events in this transaction, each as Fire would
@@ -64,6 +81,8 @@ type firedEvent struct {
 	Kind        string  `json:"k"`
 	Body        string  `json:"b"` // the exact bytes: as text on SQLite, base64 on PostgreSQL (see writeFired)
 	TraceParent *string `json:"t"`
+	License     *string `json:"l"`
+	Sequence    *int64  `json:"q"`
 	// In a batch of changes (changebatch.go): the key of the change the
 	// event reports, and the account and version of the webhooks its
 	// logs were decided from, which the statement must still find.
@@ -132,14 +151,21 @@ func (tx *Tx) prepareFired(ctx context.Context, firings []Firing, now time.Time)
 	ids := make([]string, len(firings))
 	bodies := make([][]byte, len(firings))
 	events := make([]firedEvent, len(firings))
+	seqs, err := tx.sequences(ctx, firings)
+	if err != nil {
+		return prepared{}, err
+	}
 	for i, f := range firings {
 		ids[i] = NewIDAt(now)
-		body, err := event.Build(ids[i], f.Kind, f.Data, now)
+		body, err := event.BuildSequenced(ids[i], f.Kind, f.Data, now, seqs[i])
 		if err != nil {
 			return prepared{}, err
 		}
 		bodies[i] = body
 		events[i] = firedEvent{ID: ids[i], AccountID: f.AccountID, Kind: string(f.Kind), TraceParent: traceParent}
+		if seqs[i] > 0 {
+			events[i].License, events[i].Sequence = &firings[i].License, &seqs[i]
+		}
 		if tx.s.eng.name() == "postgres" {
 			events[i].Body = base64.StdEncoding.EncodeToString(body)
 		} else {
@@ -205,15 +231,17 @@ SELECT log_id, webhook_id, due_at, CASE WHEN take THEN CAST(? AS TEXT) END, CASE
 FROM (SELECT l.value ->> 'i' AS log_id, l.value ->> 'w' AS webhook_id, CAST(? AS BIGINT) AS due_at,
   l.value ->> 'i' IN (SELECT value FROM json_texts(?)) AS take
   FROM json_rows(?) l WHERE l.value ->> 's' = 'queued')`
-	insertFiredEventsSQLite = `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
-SELECT value ->> 'i', value ->> 'a', value ->> 'k', CAST(value ->> 'b' AS BLOB), CAST(? AS BIGINT), value ->> 't'
+	insertFiredEventsSQLite = `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent, license_id, sequence)
+SELECT value ->> 'i', value ->> 'a', value ->> 'k', CAST(value ->> 'b' AS BLOB), CAST(? AS BIGINT), value ->> 't',
+  value ->> 'l', CAST(value ->> 'q' AS BIGINT)
 FROM json_rows(?)`
 	// PostgreSQL: the events and the logs in data-modifying WITHs, so
 	// events, logs and queue rows cost one round trip (firedStatement).
 	// The logs' foreign key to their event is checked at the end of the
 	// statement, when the events are in.
-	insertFiredEventsPostgres = `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent)
-  SELECT value ->> 'i', value ->> 'a', value ->> 'k', decode(value ->> 'b', 'base64'), CAST(? AS BIGINT), value ->> 't'
+	insertFiredEventsPostgres = `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent, license_id, sequence)
+  SELECT value ->> 'i', value ->> 'a', value ->> 'k', decode(value ->> 'b', 'base64'), CAST(? AS BIGINT), value ->> 't',
+    value ->> 'l', CAST(value ->> 'q' AS BIGINT)
   FROM json_rows(?)`
 	queueFiredPostgres = `INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, due_at FROM logs WHERE status = 'queued'`
 	// A queued log whose id is in the handed list (handoff.go) is leased

@@ -105,6 +105,8 @@ type EmailFacts struct {
 	// period (reminder).
 	Since time.Time     `json:"since,omitzero"`
 	Every time.Duration `json:"every,omitempty"`
+	// Reason is why herald disabled the webhook (disabled).
+	Reason string `json:"reason,omitempty"`
 }
 
 // queueEmail puts an email to the account's notification address in the

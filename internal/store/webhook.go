@@ -57,6 +57,11 @@ type Webhook struct {
 	// RateLimit is how many deliveries per second it may be sent, by every
 	// process together (see ReserveSends); 0 for no limit.
 	RateLimit int
+	// RetryPolicy is its own retry policy; nil follows the operator's.
+	RetryPolicy *RetryPolicy
+	// DisabledReason is why herald disabled it (its receiver answered 410
+	// Gone); "" when enabled, or disabled by its owner.
+	DisabledReason string
 }
 
 // Signature schemes of a webhook.
@@ -88,6 +93,9 @@ type NewWebhook struct {
 	// SchemeHerald.
 	SignatureScheme string
 	RateLimit       int // deliveries per second, 1 to MaxRateLimit; 0 for none
+	// RetryPolicy is its own retry policy (checked by the caller); nil
+	// follows the operator's.
+	RetryPolicy *RetryPolicy
 }
 
 // MaxRateLimit is the highest rate limit a webhook may have, in deliveries
@@ -102,7 +110,7 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 	}
 	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
 		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers,
-		RateLimit: n.RateLimit}
+		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy}
 	events, _ := json.Marshal(n.Events)
 	err := s.InTx(ctx, func(tx *Tx) error {
 		if err := checkWebhookCap(ctx, tx, accountID); err != nil {
@@ -112,6 +120,12 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, accountID, w.Name, w.URL, string(events), w.Enabled, string(Healthy),
 			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now), rawText(n.Filter), s.sealHeaders(w.ID, n.Headers), n.SignatureScheme, rateLimitArg(n.RateLimit))
+		if err != nil || n.RetryPolicy == nil {
+			return err
+		}
+		// Its own statement, so that a webhook without a policy is written
+		// as before migration 0123 (which tests of older migrations do).
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET retry_policy = ? WHERE id = ?`, retryPolicyArg(n.RetryPolicy), w.ID)
 		return err
 	})
 	var le *WebhookLimitError
@@ -164,7 +178,7 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 // Healthy and its undelivered count, the last through the partial index of
 // undelivered logs (failed, or cancelled for a suspension) by webhook and
 // completion (undelivered_at, migration 0060).
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit,
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit, retry_policy, disabled_reason,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.undelivered_at >= webhooks.left_healthy_at)`
 
@@ -179,11 +193,16 @@ func (s *Store) scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (
 	var filter sql.NullString
 	var headers []byte
 	var rate sql.NullInt64
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &w.UndeliveredCount); err != nil {
+	var retry, disabled sql.NullString
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &retry, &disabled, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
+	w.DisabledReason = disabled.String
 	w.RateLimit = int(rate.Int64)
 	var err error
+	if w.RetryPolicy, err = scanRetryPolicy(w.ID, retry); err != nil {
+		return Webhook{}, err
+	}
 	if w.Headers, err = s.openHeaders(w.ID, headers); err != nil {
 		return Webhook{}, err
 	}
@@ -325,6 +344,9 @@ type WebhookPatch struct {
 	// RateLimit, when set, replaces the rate limit: a pointer to 0 removes
 	// it.
 	RateLimit *int
+	// RetryPolicy, when set, replaces the retry policy: a pointer to nil
+	// goes back to the operator's.
+	RetryPolicy **RetryPolicy
 	// RecodeTokens, when set, rewrites the webhook's token and next token
 	// (those kept, or Token) into another form of the same key, in the
 	// same transaction: a webhook moved to the Standard Webhooks scheme
@@ -377,6 +399,10 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID, id string, p Webho
 	if p.RateLimit != nil {
 		rate = rateLimitArg(*p.RateLimit)
 	}
+	var retry any
+	if p.RetryPolicy != nil {
+		retry = retryPolicyArg(*p.RetryPolicy)
+	}
 	err := s.InTx(ctx, func(tx *Tx) error {
 		sealed := sealed
 		var nextSealed []byte
@@ -390,11 +416,13 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID, id string, p Webho
 enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed), signature_scheme = COALESCE(?, signature_scheme),
 filter = CASE WHEN ? THEN ? ELSE filter END, headers_sealed = CASE WHEN ? THEN ? ELSE headers_sealed END,
 rate_limit = CASE WHEN ? THEN ? ELSE rate_limit END,
+retry_policy = CASE WHEN ? THEN ? ELSE retry_policy END,
+disabled_reason = CASE WHEN ? THEN NULL ELSE disabled_reason END,
 next_token_sealed = CASE WHEN ? THEN NULL ELSE COALESCE(?, next_token_sealed) END,
 rotation_started_at = CASE WHEN ? THEN NULL ELSE rotation_started_at END,
 rotation_ends_at = CASE WHEN ? THEN NULL ELSE rotation_ends_at END,
 updated_at = ? WHERE account_id = ? AND id = ?`,
-			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, p.RateLimit != nil, rate, replaced, nextSealed, replaced, replaced, ms(s.now()), accountID, id)
+			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, p.RateLimit != nil, rate, p.RetryPolicy != nil, retry, p.Enabled != nil, replaced, nextSealed, replaced, replaced, ms(s.now()), accountID, id)
 		if err != nil {
 			return fmt.Errorf("update webhook: %w", err)
 		}

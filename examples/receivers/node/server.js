@@ -9,6 +9,13 @@
 // The signature covers the raw body bytes, so the body is kept as Buffers
 // until it is verified: no setEncoding, no string concatenation, no JSON
 // parsing before the hash.
+//
+// Each license's events carry a sequence. Deliveries can arrive out of
+// order (a failed attempt is retried while newer events go through), so the
+// receiver keeps the sequence of the last event it applied to each resource
+// and skips an older or repeated one, printing it as stale (see "Applying
+// events in order" in docs/receiving.md). A real receiver keeps that number
+// beside the row it mirrors, in its own database.
 'use strict';
 
 const crypto = require('node:crypto');
@@ -23,6 +30,18 @@ if (!token) {
 const tokens = [token, process.env.HERALD_WEBHOOK_NEXT_TOKEN].filter(Boolean);
 const port = Number(process.env.PORT ?? 8000);
 const maxBodyBytes = 1 << 20;
+// By resource id (a license's or an activation's): the sequence of the last
+// event applied to it.
+const applied = new Map();
+
+// isNewer reports whether payload should be applied: it concerns no
+// license (no sequence), or it is numbered higher than the last event
+// applied to its resource. A gap is fine: data is the whole resource, and
+// the events in between, when they come, are older.
+function isNewer(payload) {
+  if (typeof payload.sequence !== 'number') return true;
+  return payload.sequence > (applied.get(payload.data?.id) ?? 0);
+}
 
 // verify reports whether signature (the header's base64 text) is
 // base64(HMAC-SHA256(token, body)), comparing in constant time.
@@ -66,8 +85,15 @@ const server = http.createServer((req, res) => {
     } catch {
       return answer(res, 400, 'malformed payload\n');
     }
-    // Herald may deliver an event more than once: de-duplicate on
-    // payload.id, and queue slow work rather than doing it before answering.
+    // Herald may deliver an event more than once, and a retried one after
+    // newer ones: apply an event only over older state. A stale one is
+    // still answered 2xx, or herald would retry it. Queue slow work rather
+    // than doing it before answering.
+    if (!isNewer(payload)) {
+      console.log(`${payload.event} ${payload.id} stale`);
+      return answer(res, 204);
+    }
+    if (typeof payload.sequence === 'number') applied.set(payload.data.id, payload.sequence);
     console.log(`${payload.event} ${payload.id}`);
     answer(res, 204);
   });

@@ -9,6 +9,13 @@ is accepted (see "Rotating the token" in docs/receiving.md).
 The signature covers the raw body bytes: read them exactly (Content-Length
 bytes, or a chunked body's chunks joined), verify them, and only then decode
 the JSON.
+
+Each license's events carry a sequence. Deliveries can arrive out of order
+(a failed attempt is retried while newer events go through), so the
+receiver keeps the sequence of the last event it applied to each resource
+and skips an older or repeated one, printing it as stale (see "Applying
+events in order" in docs/receiving.md). A real receiver keeps that number
+beside the row it mirrors, in its own database.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import json
 import os
 import re
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOKEN = os.environ.get("HERALD_WEBHOOK_TOKEN", "").encode("utf-8")
@@ -28,6 +36,10 @@ NEXT_TOKEN = os.environ.get("HERALD_WEBHOOK_NEXT_TOKEN", "").encode("utf-8")
 TOKENS = [t for t in (TOKEN, NEXT_TOKEN) if t]
 PORT = int(os.environ.get("PORT", "8000"))
 MAX_BODY_BYTES = 1 << 20
+# By resource id (a license's or an activation's): the sequence of the last
+# event applied to it.
+APPLIED: dict[str, int] = {}
+APPLIED_LOCK = threading.Lock()
 CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,8})[ \t]*(?:;[^\r\n]*)?\r?\n\Z")
 
 
@@ -39,6 +51,23 @@ def verify(body: bytes, signature: str | None, token: bytes) -> bool:
     given = signature.encode("ascii", "replace")
     # Lengths first, then a constant-time comparison of the bytes.
     return len(given) == len(expected) and hmac.compare_digest(given, expected)
+
+
+def apply_if_newer(payload: dict) -> bool:
+    """Record and report whether payload should be applied: it concerns no
+    license (no sequence), or it is numbered higher than the last event
+    applied to its resource. A gap is fine: data is the whole resource, and
+    the events in between, when they come, are older."""
+    sequence = payload.get("sequence")
+    if not isinstance(sequence, int):
+        return True
+    data = payload.get("data")
+    resource = data.get("id") if isinstance(data, dict) else None
+    with APPLIED_LOCK:
+        if sequence <= APPLIED.get(resource, 0):
+            return False
+        APPLIED[resource] = sequence
+        return True
 
 
 def verify_any(body: bytes, signature: str | None, tokens: list[bytes]) -> bool:
@@ -74,9 +103,15 @@ class Receiver(BaseHTTPRequestHandler):
             payload = json.loads(body)
         except ValueError:
             return self.answer(400, b"malformed payload\n")
-        # Herald may deliver an event more than once: de-duplicate on
-        # payload["id"], and queue slow work rather than doing it before
-        # answering.
+        # Herald may deliver an event more than once, and a retried one
+        # after newer ones: apply an event only over older state. A stale
+        # one is still answered 2xx, or herald would retry it. Queue slow
+        # work rather than doing it before answering.
+        if not isinstance(payload, dict):
+            return self.answer(400, b"malformed payload\n")
+        if not apply_if_newer(payload):
+            print(payload.get("event"), payload.get("id"), "stale", flush=True)
+            return self.answer(204)
         print(payload.get("event"), payload.get("id"), flush=True)
         self.answer(204)
 

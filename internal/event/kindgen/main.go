@@ -56,6 +56,10 @@ type decl struct {
 	Example  string   `yaml:"example"`
 }
 
+// sequenced reports whether the kind's events concern a license, so that
+// each carries its number among the license's events (decision 0122).
+func (k decl) sequenced() bool { return k.Resource == "License" || k.Resource == "Activation" }
+
 // groups, in the order their constants are written, with their comments.
 var groups = []struct{ name, field, comment string }{
 	{"specification", "GroupSpecification", "The kinds the specification names. Their meaning never changes."},
@@ -125,14 +129,18 @@ func parse(src []byte) ([]decl, error) {
 		}
 		seen[k.Kind], seen[k.Const] = true, true
 		var p struct {
-			Event string          `json:"event"`
-			Data  json.RawMessage `json:"data"`
+			Event    string          `json:"event"`
+			Data     json.RawMessage `json:"data"`
+			Sequence *int64          `json:"sequence"`
 		}
 		if err := json.Unmarshal([]byte(k.Example), &p); err != nil {
 			return nil, fmt.Errorf("%s: example: %w", k.Kind, err)
 		}
 		if p.Event != k.Kind {
 			return nil, fmt.Errorf("%s: example's event is %q", k.Kind, p.Event)
+		}
+		if (p.Sequence != nil) != k.sequenced() {
+			return nil, fmt.Errorf("%s: example has a sequence %v; an event has one exactly when it concerns a license (its resource is License or Activation)", k.Kind, p.Sequence != nil)
 		}
 	}
 	return kinds, nil

@@ -28,7 +28,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 // TestParseRefuses: a declaration that would generate something broken is
 // refused with the kind and what is wrong.
 func TestParseRefuses(t *testing.T) {
-	const example = "  example: |\n    {\"id\": \"x\", \"event\": \"a.b\", \"data\": {}, \"triggeredAt\": \"t\"}\n"
+	const example = "  example: |\n    {\"id\": \"x\", \"event\": \"a.b\", \"data\": {}, \"triggeredAt\": \"t\", \"sequence\": 1}\n"
 	ok := "- kind: a.b\n  const: AB\n  group: licensing\n  resource: License\n  data: License\n  fires: x\n" + example
 	if _, err := parse([]byte(ok)); err != nil {
 		t.Fatalf("a good declaration: %v", err)
@@ -41,6 +41,8 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown field", ok + "  colour: red\n", "colour"},
 		{"twice", ok + ok, "declared twice"},
 		{"example of another kind", strings.Replace(ok, `"event": "a.b"`, `"event": "a.c"`, 1), "example's event"},
+		{"license example without sequence", strings.Replace(ok, `, "sequence": 1`, ``, 1), "sequence"},
+		{"product example with sequence", strings.Replace(ok, "resource: License", "resource: Product", 1), "sequence"},
 		{"example not JSON", strings.Replace(ok, `{"id"`, `{id`, 1), "example"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -157,6 +157,14 @@ func schemasRegion(kinds []decl) (func(string) string, error) {
 			w.line(3, "format: date-time")
 			w.line(3, "pattern: '"+triggeredAtPattern+"'")
 			w.line(3, "description: When the event fired, UTC with exactly three fractional digits.")
+			if k.sequenced() {
+				w.line(2, "sequence:")
+				w.line(3, "type: integer")
+				w.line(3, "minimum: 1")
+				w.block(3, "description", "The event's number among its license's events (the license's own and its activations'), from 1 for `license.created`, "+
+					"counted across kinds and the same for every webhook. Present on every delivery of this kind but a Test delivery, which concerns no real license. "+
+					"A receiver keeps the highest it applied per license: a lower one is stale, a gap means an event not yet received.")
+			}
 			w.line(1, "examples:")
 			w.line(2, "- "+examples[i])
 		}

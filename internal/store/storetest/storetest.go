@@ -29,6 +29,9 @@ import (
 func Exercise(t *testing.T, newURL func(testing.TB) string) {
 	Run(t, newURL, []Case{
 		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
+		{"LicenseEventsAreNumbered", 3, testLicenseEventsAreNumbered},
+		{"RetryPolicyIsKeptAndClaimed", 1, testRetryPolicyIsKeptAndClaimed},
+		{"GoneDisablesTheWebhookOnce", 1, testGoneDisablesTheWebhookOnce},
 		{"AChangeAndItsEventAreOneWrite", 1, testAChangeAndItsEventAreOneWrite},
 		{"ChangesMadeAtOnceAreEachMadeAsAlone", 1, testChangesMadeAtOnceAreEachMadeAsAlone},
 		{"AChangeSeesEveryWebhookChangeBeforeIt", 2, testAChangeSeesEveryWebhookChangeBeforeIt},
