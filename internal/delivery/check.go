@@ -13,7 +13,7 @@ import (
 // database, those asking next gather into the next. Under load hundreds of
 // attempts of one claim start more than StillHeldAfter after it, and with a
 // round trip each they queued for the dispatcher's connections and delayed
-// its claims and recordings (BENCHMARKS.md, "The dispatcher's own
+// its claims and recordings (decision 0095, "The dispatcher's own
 // connections").
 type checker struct {
 	queue Queue

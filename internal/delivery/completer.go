@@ -47,7 +47,7 @@ const (
 // (Concurrency) are freed only once their outcomes are recorded: with one
 // recorder at a time, on PostgreSQL under an API that kept the database
 // busy, recording was busy 85% of the time and the dispatcher fell seconds
-// behind (BENCHMARKS.md). Batches recorded at once touch different logs,
+// behind (decision 0095). Batches recorded at once touch different logs,
 // and take webhook locks only in id order and only to change health
 // (store.Complete), so they neither wait for nor deadlock with each other;
 // the renewal of leases passes over the rows they hold (store.RenewLeases).

@@ -66,7 +66,7 @@ type committer struct {
 // counts too), the transactions they carried, and the time it spent on
 // them. Busy growing by nearly a
 // second a second means writes queue for the writer: it, not the
-// machine's cores, bounds the process (BENCHMARKS.md, docs/scaling.md).
+// machine's cores, bounds the process (decision 0113, docs/scaling.md).
 type WriterStats struct {
 	Commits, Transactions int64
 	Busy                  time.Duration

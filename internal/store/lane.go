@@ -12,7 +12,7 @@ import (
 // a saturated API held every connection, and each claim and recording
 // queued behind its transactions for one: in `herald bench` scenario b the
 // dispatcher waited 73 s for connections in a 16 s run and fell seconds
-// behind the API (BENCHMARKS.md). A pool of its own means the dispatcher
+// behind the API (decision 0095). A pool of its own means the dispatcher
 // waits only for the database itself. SQLite has one writer either way,
 // whose commits it takes in turn, and no second pool.
 

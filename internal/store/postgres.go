@@ -130,7 +130,7 @@ func openPostgres(ctx context.Context, s *Store, dbURL string) error {
 // statement that reads the day-partitioned history by id (the claim, the
 // recording) cannot prune its partitions as a plan for known ids does:
 // claims of 29 ms and 5,400 buffers each, and fan-out on PostgreSQL
-// collapsing to 1,000 deliveries a second (BENCHMARKS.md). Planning each
+// collapsing to 1,000 deliveries a second (decision 0095). Planning each
 // time costs the database CPU per claim and per recording: at 200 events a
 // second, where each carries one or two deliveries, PostgreSQL's CPU per
 // delivery about doubles; under load it is shared by the batch.
