@@ -133,6 +133,9 @@ func TestServeShowsRetentionAndResponseBodyLimitAtStart(t *testing.T) {
 		{"flags", nil, []string{"--retention", "12h", "--response-body-limit", "1KiB"}, "retention=12h0m0s response_body_limit=1024"},
 		{"environment", []string{"HERALD_RETENTION=0", "HERALD_RESPONSE_BODY_LIMIT=0"}, nil, "retention=forever response_body_limit=0"},
 		{"bytes", nil, []string{"--response-body-limit", "65536"}, "retention=30d response_body_limit=65536"},
+		{"direct", nil, nil, "egress_proxy=direct"},
+		// The proxy's password is masked in the start line.
+		{"egress proxy", []string{"HERALD_EGRESS_PROXY=http://herald:proxy-pass-42@127.0.0.1:3128"}, nil, "egress_proxy=http://herald:xxxxx@127.0.0.1:3128"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,8 +145,8 @@ func TestServeShowsRetentionAndResponseBodyLimitAtStart(t *testing.T) {
 			heraldtest.Eventually(t, 20*time.Second, "the start line", func() bool {
 				return strings.Contains(p.out.String(), `msg="herald serving"`)
 			})
-			if out := p.out.String(); !strings.Contains(out, tt.want) {
-				t.Errorf("start printed %q; want it to show %q", out, tt.want)
+			if out := p.out.String(); !strings.Contains(out, tt.want) || strings.Contains(out, "proxy-pass-42") {
+				t.Errorf("start printed %q; want it to show %q (and no proxy password)", out, tt.want)
 			}
 		})
 	}
@@ -160,6 +163,15 @@ func TestServeRefusesAResponseBodyLimitOutOfBounds(t *testing.T) {
 				t.Errorf("exit %d, printed %q; want the limit refused with its bounds", code, out)
 			}
 		})
+	}
+}
+
+func TestServeRefusesAnEgressProxyItCannotUse(t *testing.T) {
+	t.Parallel()
+	env, _ := serveEnv(t)
+	code, out := runToEnd(t, env, "serve", "--egress-proxy", "socks5://proxy.internal:1080")
+	if code == 0 || !strings.Contains(out, "--egress-proxy: want an http:// URL") {
+		t.Errorf("exit %d, printed %q; want the proxy refused, the flag named", code, out)
 	}
 }
 

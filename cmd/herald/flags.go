@@ -375,7 +375,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 type serveFlags struct {
 	e                                                                                                                                           *envFlags
 	store                                                                                                                                       storeFlags
-	addr, metricsAddr, smtpURL, mailFrom, publicURL, operatorToken, keep, bodyLimit, logLevel, logFormat, bodies, memLimit, proxies, cpuProfile *string
+	addr, metricsAddr, smtpURL, mailFrom, publicURL, operatorToken, keep, bodyLimit, logLevel, logFormat, bodies, memLimit, proxies, cpuProfile, egressProxy *string
 	timeout, interval, reminder, lease                                                                                                          *time.Duration
 	maxAttempts, suspendAfter, concurrency, perWebhook, rateLimit, rateAnon, maxConns, maxConnsAddr                                             *int
 	secureCookies, allowPrivate, allowMetadata, accessLog                                                                                       *bool
@@ -396,6 +396,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	f.maxAttempts = e.Int("max-attempts", "HERALD_MAX_ATTEMPTS", 5, "attempts per event, the first included")
 	f.interval = e.Duration("retry-interval", "HERALD_RETRY_INTERVAL", 5*time.Minute, "time between attempts")
 	f.suspendAfter = e.Int("suspend-after", "HERALD_SUSPEND_AFTER", 50, "most recent completed events that must all have failed to suspend a webhook")
+	f.egressProxy = e.String("egress-proxy", "HERALD_EGRESS_PROXY", "", "an HTTP proxy, http://[user:password@]host:port, through which every delivery leaves by CONNECT, so receivers can allow its one address; the address guard still judges each receiver (default: deliveries connect directly)")
 	e.Group("Email")
 	f.smtpURL = e.String("smtp-url", "HERALD_SMTP_URL", "", "SMTP server for notification emails, smtp://user:pass@host:port (default: emails are logged and kept)")
 	f.mailFrom = e.String("mail-from", "HERALD_MAIL_FROM", "herald@localhost", "From address of notification emails")
@@ -483,7 +484,7 @@ func (f *serveFlags) config() (server.Config, error) {
 			SuspendAfter: *f.suspendAfter, Concurrency: *f.concurrency, PerWebhook: *f.perWebhook, Lease: *f.lease,
 			ResponseBodyLimit: keepBody},
 		OperatorToken: *f.operatorToken, PublicURL: strings.TrimRight(*f.publicURL, "/"), SuspendedReminder: *f.reminder,
-		SMTPURL: *f.smtpURL, MailFrom: *f.mailFrom, AllowPrivate: *f.allowPrivate, AllowMetadata: *f.allowMetadata, SecureCookies: *f.secureCookies,
+		SMTPURL: *f.smtpURL, MailFrom: *f.mailFrom, AllowPrivate: *f.allowPrivate, AllowMetadata: *f.allowMetadata, EgressProxy: *f.egressProxy, SecureCookies: *f.secureCookies,
 		Retention:   retention.Config{Keep: retain},
 		NoAccessLog: !*f.accessLog,
 		RateLimit:   offIfZero(*f.rateLimit), RateLimitAnonymous: offIfZero(*f.rateAnon), TrustedProxies: trusted,

@@ -20,7 +20,7 @@ var layers = [][]string{
 	{"client", "examples/receivers/go", "internal/accesslog", "internal/admission", "internal/attempt", "internal/auth",
 		"internal/conventions", "internal/event/kindgen", "internal/expiry", "internal/filter",
 		"internal/health", "internal/jsonlimit", "internal/netguard", "internal/notify/smtptest",
-		"internal/openapi", "internal/ratelimit", "internal/receivertest", "internal/secret", "internal/startstop", "internal/testdb"},
+		"internal/openapi", "internal/proxytest", "internal/ratelimit", "internal/receivertest", "internal/secret", "internal/startstop", "internal/testdb"},
 	// What the store and the edges build on: events, their catalogue and
 	// reference, tracing, the signature checker, the local listener.
 	{"internal/catalog", "internal/catalog/docgen", "internal/event", "internal/jsonlimit/jsonlimittest",

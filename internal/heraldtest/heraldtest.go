@@ -54,6 +54,9 @@ type Options struct {
 	ReadTimeout time.Duration
 	// OperatorToken turns on the operator calls (server.Config.OperatorToken).
 	OperatorToken string
+	// EgressProxy sends every delivery through this proxy
+	// (server.Config.EgressProxy).
+	EgressProxy string
 	// PublicURL, SuspendedReminder, ReminderCheck, EmailCheck and
 	// ExpiryCheck are server.Config's.
 	PublicURL                                                 string
@@ -149,7 +152,7 @@ func (h *Herald) run() {
 		AllowPrivate: !o.DenyPrivate, BootstrapEmail: o.Email, BootstrapPassword: o.Password, BootstrapPasswordHash: hash, BootstrapToken: o.Token,
 		Logger: logger, Out: io.Discard, ReadTimeout: o.ReadTimeout,
 		RateLimit: o.RateLimit, RateLimitAnonymous: o.RateLimitAnonymous, TrustedProxies: o.TrustedProxies,
-		OperatorToken: o.OperatorToken, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, EmailCheck: o.EmailCheck, ExpiryCheck: o.ExpiryCheck, Now: o.Now,
+		OperatorToken: o.OperatorToken, EgressProxy: o.EgressProxy, PublicURL: o.PublicURL, SuspendedReminder: o.SuspendedReminder, ReminderCheck: o.ReminderCheck, EmailCheck: o.EmailCheck, ExpiryCheck: o.ExpiryCheck, Now: o.Now,
 	})
 	if err != nil {
 		t.Fatalf("start herald: %v", err)

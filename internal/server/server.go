@@ -104,6 +104,11 @@ type Config struct {
 	// AllowMetadata, with AllowPrivate, also delivers to cloud metadata
 	// addresses (169.254.169.254 and the like), which are refused otherwise.
 	AllowMetadata bool
+	// EgressProxy, when set, is an HTTP proxy (http://[user:password@]host:port)
+	// through which every delivery leaves by CONNECT (netguard.ProxyDialContext):
+	// receivers see its one address. The address policy still judges each
+	// receiver; the proxy's own address is exempt.
+	EgressProxy string
 	// SecureCookies marks portal cookies Secure over plain HTTP too, for
 	// herald behind a proxy that terminates TLS.
 	SecureCookies bool
@@ -207,6 +212,11 @@ func (c Config) Validate() error {
 	if c.AllowMetadata && !c.AllowPrivate {
 		msgs = append(msgs, "--allow-metadata-addresses needs --allow-private-networks: metadata addresses are private addresses too")
 	}
+	if c.EgressProxy != "" {
+		if _, err := netguard.ParseProxy(c.EgressProxy); err != nil {
+			msgs = append(msgs, "--egress-proxy: "+err.Error())
+		}
+	}
 	if c.OperatorToken != "" && len(c.OperatorToken) < MinOperatorToken {
 		msgs = append(msgs, fmt.Sprintf("--operator-token must be at least %d characters: it opens every account", MinOperatorToken))
 	}
@@ -247,6 +257,19 @@ func (c Config) Validate() error {
 // MinOperatorToken is the shortest operator token (--operator-token): 32
 // characters of a generated secret, as `openssl rand -hex 16` prints.
 const MinOperatorToken = 32
+
+// egressLabel names the egress proxy in the serving line, its password
+// masked: "direct" without one.
+func egressLabel(raw string) string {
+	if raw == "" {
+		return "direct"
+	}
+	u, err := netguard.ParseProxy(raw)
+	if err != nil {
+		return "invalid"
+	}
+	return u.Redacted()
+}
 
 // MinBootstrapToken is the shortest first API token (HERALD_BOOTSTRAP_TOKEN)
 // herald takes: as many characters as the operator token, a generated
@@ -373,7 +396,16 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivate, AllowMetadata: cfg.AllowMetadata, Resolver: net.DefaultResolver}
 	dc := cfg.Delivery
-	dc.Dial = policy.DialContext(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	dc.Dial = policy.DialContext(dialer)
+	if cfg.EgressProxy != "" {
+		proxy, err := netguard.ParseProxy(cfg.EgressProxy) // Validate passed it
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("--egress-proxy: %w", err)
+		}
+		dc.Dial = policy.ProxyDialContext(dialer, proxy)
+	}
 	dc.UserAgent = "herald/" + VersionString()
 	dc.Logger = log
 	dc.Metrics = dm
@@ -649,7 +681,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		// The delivery settings in force: what a receiver on loopback, a
 		// slow retry or an early suspension comes from.
 		"allow_private_networks", s.cfg.AllowPrivate, "max_attempts", dc.MaxAttempts, "retry_interval", dc.RetryInterval.String(),
-		"attempt_timeout", dc.AttemptTimeout.String(), "suspend_after", dc.SuspendAfter)
+		"attempt_timeout", dc.AttemptTimeout.String(), "suspend_after", dc.SuspendAfter, "egress_proxy", egressLabel(s.cfg.EgressProxy))
 	var err error
 	select {
 	case <-ctx.Done():

@@ -20,6 +20,8 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 	}{
 		{"zero is every default", server.Config{}, ""},
 		{"metadata without private networks", server.Config{AllowMetadata: true}, "--allow-metadata-addresses needs --allow-private-networks"},
+		{"egress proxy not http", server.Config{EgressProxy: "socks5://proxy.internal:1080"}, "--egress-proxy: want an http:// URL"},
+		{"egress proxy without a port", server.Config{EgressProxy: "http://proxy.internal"}, "--egress-proxy: want the proxy's host and port"},
 		{"metadata with private networks", server.Config{AllowMetadata: true, AllowPrivate: true}, ""},
 		{"short operator token", server.Config{OperatorToken: "short"}, "--operator-token must be at least 32 characters"},
 		{"short first password", server.Config{BootstrapPassword: "a"}, "HERALD_BOOTSTRAP_PASSWORD must be 12 to 1024 characters"},
