@@ -373,13 +373,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // serveFlags are the flags of `herald serve`, each with its variable.
 type serveFlags struct {
-	e                                                                                                                                           *envFlags
-	store                                                                                                                                       storeFlags
+	e                                                                                                                                                        *envFlags
+	store                                                                                                                                                    storeFlags
 	addr, metricsAddr, smtpURL, mailFrom, publicURL, operatorToken, keep, bodyLimit, logLevel, logFormat, bodies, memLimit, proxies, cpuProfile, egressProxy *string
-	timeout, interval, reminder, lease                                                                                                          *time.Duration
-	maxAttempts, suspendAfter, concurrency, perWebhook, rateLimit, rateAnon, maxConns, maxConnsAddr                                             *int
-	secureCookies, allowPrivate, allowMetadata, accessLog                                                                                       *bool
-	memoryBytes                                                                                                                                 int64 // --memory-limit, read by config
+	timeout, interval, reminder, lease                                                                                                                       *time.Duration
+	maxAttempts, suspendAfter, concurrency, perWebhook, rateLimit, rateAnon, maxConns, maxConnsAddr                                                          *int
+	secureCookies, allowPrivate, allowMetadata, accessLog                                                                                                    *bool
+	memoryBytes                                                                                                                                              int64 // --memory-limit, read by config
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
