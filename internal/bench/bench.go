@@ -38,7 +38,7 @@ type Options struct {
 	// OrderedLicenses is how many licenses fire 10 events each in
 	// scenario i (default 1,000).
 	OrderedLicenses int
-	Clients   int           // concurrent API clients when firing as fast as the API allows
+	Clients         int // concurrent API clients when firing as fast as the API allows
 	// Processes, when more than 1, runs that many herald processes on one
 	// PostgreSQL database in scenarios a to f; the API calls go to them in
 	// turn.
