@@ -195,6 +195,10 @@ func testAFailedOrderedLogHoldsItsLicense(t *testing.T, b *Bundle) {
 	if s := names(of(b.Claim(t, b.St, time.Hour, time.Minute, 100, 100), w.ID), fired, label); s != "[]" {
 		t.Fatalf("with every license held, claimed %s an hour later; want nothing", s)
 	}
+	// The backlog is the three later events; the held logs are failed.
+	if g := b.gauges(t); g.Backlog[store.Queued] != 3 || g.Backlog[store.Retrying] != 0 || g.Backlog[store.Pending] != 0 {
+		t.Fatalf("backlog %v; want the 3 later events queued and nothing of the held", g.Backlog)
+	}
 	// A skipped, B resent and failed, C resent and delivered.
 	if err := b.St.SkipHeld(b.Ctx, b.Account.ID, byLicense[la].LogID); err != nil {
 		t.Fatalf("skip: %v", err)
