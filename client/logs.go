@@ -98,6 +98,15 @@ func (c *Client) EventLog(ctx context.Context, id string) (EventLog, error) {
 	return out, err
 }
 
+// SkipEventLog lets the later events of a held log's license go on to
+// its webhook ordered by license (orderingOnFailure "hold"): the log stays
+// failed. A log that holds nothing back answers a 409 APIError.
+func (c *Client) SkipEventLog(ctx context.Context, id string) (EventLog, error) {
+	var out EventLog
+	err := c.do(ctx, "POST", "/v3/webhook-event-logs/"+esc(id)+"/skip", nil, nil, &out)
+	return out, err
+}
+
 // ResendEventLog attempts the log's event again now, with the same bytes,
 // and answers once the attempt is over: the log with the new attempt last.
 func (c *Client) ResendEventLog(ctx context.Context, id string) (EventLog, error) {

@@ -42,6 +42,11 @@ type Webhook struct {
 	// DisabledReason is why herald disabled it (its receiver answered 410
 	// Gone); "" otherwise.
 	DisabledReason string `json:"disabledReason,omitempty"`
+	// Ordering is "none" or "license": a license's events in the order
+	// they fired. OrderingOnFailure is "hold" or "continue": what a failed
+	// one does to the later ones.
+	Ordering          string `json:"ordering"`
+	OrderingOnFailure string `json:"orderingOnFailure"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -66,6 +71,10 @@ type WebhookCreate struct {
 	// RetryPolicy is its own retry policy; nil follows the default. Its
 	// fields left zero take their defaults.
 	RetryPolicy *RetryPolicy `json:"retryPolicy,omitempty"`
+	// Ordering is "none" (when "") or "license"; OrderingOnFailure "hold"
+	// (when "") or "continue".
+	Ordering          string `json:"ordering,omitempty"`
+	OrderingOnFailure string `json:"orderingOnFailure,omitempty"`
 }
 
 // RetryPolicy is how a webhook's failed deliveries are retried:
@@ -115,6 +124,9 @@ type WebhookUpdate struct {
 	// RetryPolicy replaces the retry policy; a pointer to RetryPolicy{}
 	// goes back to the default (sent as null).
 	RetryPolicy *RetryPolicy `json:"-"`
+	// Ordering and OrderingOnFailure change the ordering.
+	Ordering          *string `json:"ordering,omitempty"`
+	OrderingOnFailure *string `json:"orderingOnFailure,omitempty"`
 }
 
 // MarshalJSON writes the fields that are set, a RateLimit of 0 as null.

@@ -66,6 +66,26 @@ func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
 	if n := len(a.requests()); n != 2 {
 		t.Errorf("the receiver got %d requests; want the delivery and the resend", n)
 	}
+	// A delivered log holds nothing back: skipping it is refused.
+	if out := run(1, "logs", "skip", logID); !strings.Contains(out, "holds back no later event") {
+		t.Errorf("logs skip of a delivered log printed %q; want the 409's reason", out)
+	}
+	// Ordering: set at creation and changed; a bad value is refused before any call.
+	if out := run(0, "webhooks", "create", "--name", "ordered", "--url", a.url, "--events", "license.created",
+		"--ordering", "license", "--ordering-on-failure", "continue"); !strings.Contains(out, "created webhook") {
+		t.Errorf("webhooks create --ordering printed %q", out)
+	}
+	run(0, "webhooks", "update", hookID, "--ordering", "license")
+	if out := run(0, "webhooks", "get", hookID); !strings.Contains(out, "Ordering:") || !strings.Contains(out, "license (a failed event: hold)") {
+		t.Errorf("webhooks update --ordering license printed %q; want the ordering shown", out)
+	}
+	if out := run(2, "webhooks", "update", hookID, "--ordering", "account"); !strings.Contains(out, "--ordering") {
+		t.Errorf("webhooks update --ordering account printed %q; want the flag named", out)
+	}
+	if out := run(2, "webhooks", "create", "--name", "x", "--url", a.url, "--events", "license.created", "--ordering-on-failure", "wait"); !strings.Contains(out, "--ordering-on-failure") {
+		t.Errorf("webhooks create --ordering-on-failure wait printed %q; want the flag named", out)
+	}
+	run(0, "webhooks", "update", hookID, "--ordering", "none")
 	if out := run(0, "webhooks", "test", hookID, "--event", "license.renewed"); !strings.Contains(out, "sent a test license.renewed") || !strings.Contains(out, "answered "+code) {
 		t.Errorf("webhooks test printed %q", out)
 	}

@@ -36,7 +36,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	peerKey := fs.String("peer-key", "", "the peer's API key (default: $HERALD_BENCH_PEER_KEY)")
 	peerKind := fs.String("peer-kind", "herald", "the peer's kind: "+strings.Join(bench.PeerKinds, ", "))
 	peerPIDs := fs.String("peer-pids", "", "comma-separated ids of the peer's processes on this machine, whose CPU time the report gives per 1,000 deliveries (default: not read)")
-	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios, a backlog of 2,000 and 1,000 expiries (overrides --duration, --backlog and --expiries)")
+	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios, a backlog of 2,000, 1,000 expiries and 100 ordered licenses (overrides --duration, --backlog and --expiries)")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a table")
 	chart := fs.String("chart", "", "also draw the report as an SVG chart in this file")
 	profile := fs.String("profile", "", "write a CPU profile of each scenario's herald into this directory, herald-<scenario>.pprof")
@@ -50,8 +50,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usageError{"herald bench", fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
+	orderedLicenses := 1000
 	if *quick {
-		*duration, *backlog, *expiries = time.Second, 2000, 1000
+		*duration, *backlog, *expiries, orderedLicenses = time.Second, 2000, 1000, 100
 	}
 	switch {
 	case *duration <= 0:
@@ -113,7 +114,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rep, err := bench.Run(ctx, bench.Options{Binary: self, Database: *database, Scenarios: strings.Split(*scenarios, ","),
-		Duration: *duration, Backlog: *backlog, Expiries: *expiries, Clients: *clients, Processes: *processes, Peer: peer, Log: stderr,
+		Duration: *duration, Backlog: *backlog, Expiries: *expiries, OrderedLicenses: orderedLicenses, Clients: *clients, Processes: *processes, Peer: peer, Log: stderr,
 		HistoryLogs: *historyLogs, HistoryReads: *historyReads, SeedAnalyze: *seedAnalyze, ProfileDir: *profile, MetricsDir: *metricsDir})
 	if err != nil {
 		return err

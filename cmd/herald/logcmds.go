@@ -18,6 +18,7 @@ var logsNoun = noun{name: "logs", about: "Event logs: each event's delivery to o
 	{name: "list", op: "GET /v3/webhook-event-logs", about: "list event logs, newest first, a page at a time", setup: logsList},
 	{name: "show", args: []string{"ID"}, op: "GET /v3/webhook-event-logs/{id}", about: "show a log: every attempt, the receiver's answer and the exact payload", setup: logShow(false)},
 	{name: "resend", args: []string{"ID"}, op: "POST /v3/webhook-event-logs/{id}/resend", about: "send a log's event again now, with the same bytes", setup: logShow(true)},
+	{name: "skip", args: []string{"ID"}, op: "POST /v3/webhook-event-logs/{id}/skip", about: "let the later events of a held log's license go on (the log stays failed)", setup: logSkip},
 }}
 
 func logsList(e *envFlags) func(x *call) error {
@@ -117,6 +118,20 @@ func logShow(resend bool) func(e *envFlags) func(x *call) error {
 			}
 			return nil
 		}
+	}
+}
+
+func logSkip(e *envFlags) func(x *call) error {
+	return func(x *call) error {
+		l, err := x.c.SkipEventLog(x.ctx, x.pos[0])
+		if err != nil {
+			return err
+		}
+		if x.json {
+			return x.printAnswer()
+		}
+		printLog(x.out, l)
+		return nil
 	}
 }
 

@@ -125,6 +125,7 @@ func printWebhook(out io.Writer, w client.Webhook) {
 		{"ID", w.ID}, {"Name", w.Name}, {"URL", w.URL}, {"Events", strings.Join(w.Events, ", ")},
 		{"Enabled", strconv.FormatBool(w.Enabled)}, {"Status", w.Status}, {"Undelivered", strconv.Itoa(w.UndeliveredCount)},
 		{"Filter", filter}, {"Headers", headers}, {"Signature scheme", w.SignatureScheme}, {"Rate limit", rate},
+		{"Ordering", orderingText(w)},
 		{"Token rotation", rotation}, {"Created", w.CreatedAt.Format(time.RFC3339)}, {"Updated", w.UpdatedAt.Format(time.RFC3339)},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
@@ -146,6 +147,8 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	var headers headerFlags
 	e.fs.Var(&headers, "header", "a custom header to send with every request, as 'Name: value' (repeatable)")
 	retry := addRetryFlags(e.fs, "herald webhooks create", false)
+	ordering := e.fs.String("ordering", "", "none (default): each event on its own; license: a license's events in the order they fired")
+	onFailure := e.fs.String("ordering-on-failure", "", "with --ordering license, what a failed event does to the later ones: hold (default) or continue")
 	var filterJSON json.RawMessage
 	var policy *client.RetryPolicy
 	e.check(func() error {
@@ -154,6 +157,9 @@ func webhookCreate(e *envFlags) func(x *call) error {
 		}
 		var err error
 		if policy, err = retry.policy(); err != nil {
+			return err
+		}
+		if err := checkOrdering("herald webhooks create", *ordering, *onFailure, true); err != nil {
 			return err
 		}
 		if *filter == "" {
@@ -196,6 +202,7 @@ func webhookCreate(e *envFlags) func(x *call) error {
 			in.RateLimit = *rate.v
 		}
 		in.RetryPolicy = policy
+		in.Ordering, in.OrderingOnFailure = *ordering, *onFailure
 		w, err := x.c.CreateWebhook(x.ctx, in)
 		if err != nil {
 			return err
@@ -207,6 +214,29 @@ func webhookCreate(e *envFlags) func(x *call) error {
 		fmt.Fprintf(x.out, "next: herald trigger %s, then herald logs list --webhook %s\n", cmpOr(firstOf(w.Events), "KIND"), w.ID)
 		return nil
 	}
+}
+
+// orderingText says how a webhook's events are ordered.
+func orderingText(w client.Webhook) string {
+	if w.Ordering != "license" {
+		return cmpOr(w.Ordering, "none")
+	}
+	return "license (a failed event: " + w.OrderingOnFailure + ")"
+}
+
+// checkOrdering checks --ordering and --ordering-on-failure before any
+// call; "" is unset, which create takes as the default.
+func checkOrdering(command, ordering, onFailure string, create bool) error {
+	if ordering != "" && ordering != "none" && ordering != "license" {
+		return usageError{command, fmt.Errorf("--ordering %q: want none or license", ordering)}
+	}
+	if onFailure != "" && onFailure != "hold" && onFailure != "continue" {
+		return usageError{command, fmt.Errorf("--ordering-on-failure %q: want hold or continue", onFailure)}
+	}
+	if create && onFailure != "" && ordering != "license" {
+		return usageError{command, errors.New("--ordering-on-failure applies to --ordering license: pass both")}
+	}
+	return nil
 }
 
 func firstOf(s []string) string {
@@ -231,6 +261,8 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	e.fs.Var(&headers, "header", "a custom header, as 'Name: value' (repeatable); the headers given replace the old ones")
 	noHeaders := e.fs.Bool("no-headers", false, "remove every custom header")
 	retry := addRetryFlags(e.fs, "herald webhooks update", true)
+	ordering := e.fs.String("ordering", "", "none: each event on its own; license: a license's events in the order they fired")
+	onFailure := e.fs.String("ordering-on-failure", "", "what a failed event of an ordered webhook does to the later ones: hold or continue")
 	set := map[string]bool{}
 	var filterJSON json.RawMessage
 	var policy *client.RetryPolicy
@@ -238,6 +270,9 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 		e.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		var err error
 		if policy, err = retry.policy(); err != nil {
+			return err
+		}
+		if err := checkOrdering("herald webhooks update", *ordering, *onFailure, false); err != nil {
 			return err
 		}
 		if !set["filter"] {
@@ -277,8 +312,14 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 		}
 		in.Enabled = enabled.v
 		in.RateLimit = rate.v
-		if !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
-			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme, --rate-limit, --max-attempts, --backoff, --retry-interval, --max-retry-interval or --default-retry")}
+		if set["ordering"] {
+			in.Ordering = ordering
+		}
+		if set["ordering-on-failure"] {
+			in.OrderingOnFailure = onFailure
+		}
+		if in.Ordering == nil && in.OrderingOnFailure == nil && !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
+			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme, --rate-limit, --max-attempts, --backoff, --retry-interval, --max-retry-interval, --default-retry, --ordering or --ordering-on-failure")}
 		}
 		w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], in)
 		if err != nil {

@@ -157,6 +157,26 @@ func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, toLogJSON(l, true))
 }
 
+// skipLog lets the later events of a held log's license go on (decision
+// 0131): the log stays failed, and is no longer waited for.
+func (a *API) skipLog(w http.ResponseWriter, r *http.Request) error {
+	err := a.store.SkipHeld(r.Context(), accountID(r), pathID(r, "id"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("event log")
+	case errors.Is(err, store.ErrConflict):
+		return problem(http.StatusConflict, "conflict", "Conflict",
+			"this log holds back no later event: only a failed log of a webhook ordered by license that holds on failure can be skipped")
+	case err != nil:
+		return err
+	}
+	l, err := a.store.Log(r.Context(), accountID(r), pathID(r, "id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toLogJSON(l, true))
+}
+
 // queryTime reads an optional RFC 3339 time from the query: zero when
 // absent, an entry in v when malformed.
 func queryTime(r *http.Request, name string, v *Invalid) time.Time {

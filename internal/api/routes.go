@@ -136,6 +136,7 @@ func New(c Config) http.Handler {
 	h("GET /v3/webhook-event-logs", a.listLogs)
 	h("GET /v3/webhook-event-logs/{id}", a.getLog)
 	h("POST /v3/webhook-event-logs/{id}/resend", a.resendLog)
+	h("POST /v3/webhook-event-logs/{id}/skip", a.skipLog)
 
 	a.licensingRoutes(h)
 

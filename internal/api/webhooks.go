@@ -47,6 +47,10 @@ type webhookJSON struct {
 	// Gone); absent otherwise.
 	DisabledReason string `json:"disabledReason,omitempty"`
 	Token          string `json:"token,omitempty"`
+	// Ordering is none or license, and OrderingOnFailure hold or continue
+	// (decision 0131).
+	Ordering          string `json:"ordering"`
+	OrderingOnFailure string `json:"orderingOnFailure"`
 }
 
 // toWebhookJSON is w as the API shows it, with the retry policy it
@@ -54,6 +58,7 @@ type webhookJSON struct {
 func (a *API) toWebhookJSON(w store.Webhook) webhookJSON {
 	out := toWebhookJSON(w)
 	out.RetryPolicy, out.DisabledReason = a.retry, w.DisabledReason
+	out.Ordering, out.OrderingOnFailure = w.Ordering, w.OrderingOnFailure
 	if w.RetryPolicy != nil {
 		out.RetryPolicy = *w.RetryPolicy
 	}
@@ -101,6 +106,10 @@ type webhookInput struct {
 	RateLimit json.RawMessage `json:"rateLimit"`
 	// RetryPolicy likewise: null goes back to the default.
 	RetryPolicy json.RawMessage `json:"retryPolicy"`
+	// Ordering: none (the default) or license; OrderingOnFailure: hold
+	// (the default) or continue.
+	Ordering          *string `json:"ordering"`
+	OrderingOnFailure *string `json:"orderingOnFailure"`
 
 	oldHeaders map[string]string   // stored, for masked values
 	checked    *map[string]string  // Headers once read and checked
@@ -110,7 +119,8 @@ type webhookInput struct {
 
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
-	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil && in.RetryPolicy == nil
+	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil && in.RetryPolicy == nil &&
+		in.Ordering == nil && in.OrderingOnFailure == nil
 }
 
 // rateLimit reads the rate limit sent: nil when none was sent, 0 when it
@@ -181,6 +191,12 @@ func (a *API) validate(in *webhookInput, create bool, scheme string) error {
 		}
 		in.retry = &p
 	}
+	if in.Ordering != nil && *in.Ordering != store.OrderingNone && *in.Ordering != store.OrderingLicense {
+		v.Add("ordering", `must be "none" or "license"`)
+	}
+	if in.OrderingOnFailure != nil && *in.OrderingOnFailure != store.OnFailureHold && *in.OrderingOnFailure != store.OnFailureContinue {
+		v.Add("orderingOnFailure", `must be "hold" or "continue"`)
+	}
 	return v.Err()
 }
 
@@ -210,6 +226,12 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	if in.Token != nil {
 		n.Token = *in.Token
+	}
+	if in.Ordering != nil {
+		n.Ordering = *in.Ordering
+	}
+	if in.OrderingOnFailure != nil {
+		n.OrderingOnFailure = *in.OrderingOnFailure
 	}
 	hook, err := a.store.CreateWebhook(r.Context(), accountID(r), n)
 	var le *store.WebhookLimitError
@@ -275,7 +297,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.empty() {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy"}}.Err()
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy, ordering, orderingOnFailure"}}.Err()
 	}
 	sentFilter := in.Filter != nil
 	var scheme string
@@ -307,6 +329,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.RateLimit = in.rate
 	p.RetryPolicy = in.retry
+	p.Ordering, p.OrderingOnFailure = in.Ordering, in.OrderingOnFailure
 	if in.Events != nil {
 		p.Events = *in.Events
 	}

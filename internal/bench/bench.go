@@ -35,7 +35,10 @@ type Options struct {
 	Duration  time.Duration // how long each timed scenario fires
 	Backlog   int           // deliveries queued in scenario e
 	Expiries  int           // licenses expiring in scenario x
-	Clients   int           // concurrent API clients when firing as fast as the API allows
+	// OrderedLicenses is how many licenses fire 10 events each in
+	// scenario i (default 1,000).
+	OrderedLicenses int
+	Clients         int // concurrent API clients when firing as fast as the API allows
 	// Processes, when more than 1, runs that many herald processes on one
 	// PostgreSQL database in scenarios a to f; the API calls go to them in
 	// turn.
@@ -133,7 +136,7 @@ type Report struct {
 // AllScenarios in the order they run: the ones a run makes when none is
 // named. Scenario h (a long history's reads) runs only when named: its
 // seeding takes long.
-var AllScenarios = []string{"a", "b", "c", "d", "e", "f", "g", "x"}
+var AllScenarios = []string{"a", "b", "c", "d", "e", "f", "g", "x", "i"}
 
 // Run runs the scenarios and returns their report.
 func Run(ctx context.Context, o Options) (*Report, error) {

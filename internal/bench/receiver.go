@@ -63,6 +63,9 @@ type endpoint struct {
 	got   map[string]int // event id → receipts
 	bad   int            // deliveries whose signature did not verify
 	hold  chan struct{}  // when not nil, requests wait until it closes
+	// accept, when set, decides each verified delivery by its event id
+	// and body: false answers 503, and it is not counted (scenario i).
+	accept func(id string, body []byte) bool
 }
 
 func newReceiver() (*receiver, error) {
@@ -221,8 +224,9 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 	e := r.hooks[n]
 	var hold chan struct{}
 	var token string
+	var accept func(string, []byte) bool
 	if e != nil {
-		hold, token = e.hold, e.token
+		hold, token, accept = e.hold, e.token, e.accept
 	}
 	sc := r.scheme
 	r.mu.Unlock()
@@ -265,6 +269,10 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 		p.ID, p.Data.Metadata.Bench = sc.read(req.Header, body)
 	} else {
 		json.Unmarshal(body, &p)
+	}
+	if accept != nil && !accept(p.ID, body) {
+		http.Error(w, "failing at random", http.StatusServiceUnavailable)
+		return
 	}
 	r.mu.Lock()
 	e.got[p.ID]++

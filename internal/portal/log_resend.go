@@ -8,6 +8,22 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
+// skip lets the later events of a held log's license go on (decision
+// 0131), and shows the log again.
+func (h *handler) skip(w http.ResponseWriter, r *http.Request, s store.Session) error {
+	id := r.PathValue("id")
+	page := "/webhook-event-logs/" + id
+	err := h.store.SkipHeld(r.Context(), s.AccountID, id)
+	if errors.Is(err, store.ErrConflict) {
+		return h.redirectWith(w, r, page, flash{Status: http.StatusConflict,
+			Error: "This log holds back no later event (it was skipped or resent already), so there is nothing to skip."})
+	}
+	if err != nil {
+		return err
+	}
+	return h.redirectWith(w, r, page, flash{Notice: "Skipped: the later events of its license go on."})
+}
+
 // resend delivers the log's payload again now, then shows the log with the
 // new attempt and its outcome; a refusal is shown on the log's page too,
 // answering its status there, so the address never stays at /resend.

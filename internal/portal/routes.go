@@ -44,6 +44,7 @@ func (h *handler) routes() http.Handler {
 	private("GET /webhook-event-logs", h.logs)
 	private("GET /webhook-event-logs/{id}", h.eventLog)
 	private("POST /webhook-event-logs/{id}/resend", h.resend)
+	private("POST /webhook-event-logs/{id}/skip", h.skip)
 
 	private("GET /account", h.account)
 	private("POST /account", h.saveAccount)

@@ -37,6 +37,9 @@ type webhookForm struct {
 	// The retry policy as typed, all "" for the default: attempts,
 	// backoff (fixed or exponential), and the waits in seconds.
 	RetryAttempts, RetryBackoff, RetryInterval, RetryMaxInterval string
+	// Ordering is none or license, OrderingOnFailure hold or continue
+	// (decision 0131).
+	Ordering, OrderingOnFailure string
 }
 
 type webhookFormData struct {
@@ -70,7 +73,8 @@ func readWebhookForm(r *http.Request) webhookForm { return webhookFormFrom(r.Pos
 func webhookFormFrom(v url.Values) webhookForm {
 	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers"), SignatureScheme: cmp.Or(v.Get("signatureScheme"), store.SchemeHerald), RateLimit: v.Get("rateLimit"),
 		RetryAttempts: v.Get("retryPolicy.maxAttempts"), RetryBackoff: v.Get("retryPolicy.backoff"),
-		RetryInterval: v.Get("retryPolicy.intervalSeconds"), RetryMaxInterval: v.Get("retryPolicy.maxIntervalSeconds")}
+		RetryInterval: v.Get("retryPolicy.intervalSeconds"), RetryMaxInterval: v.Get("retryPolicy.maxIntervalSeconds"),
+		Ordering: cmp.Or(v.Get("ordering"), store.OrderingNone), OrderingOnFailure: cmp.Or(v.Get("orderingOnFailure"), store.OnFailureHold)}
 	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
@@ -112,6 +116,12 @@ func (h *handler) check(f *webhookForm, create bool, old map[string]string) (jso
 	}
 	validator.CheckHeaders(&errs, "headers", headers, old)
 	retry := checkRetryForm(&errs, f)
+	if f.Ordering != store.OrderingNone && f.Ordering != store.OrderingLicense {
+		errs.Add("ordering", `must be "none" or "license"`)
+	}
+	if f.OrderingOnFailure != store.OnFailureHold && f.OrderingOnFailure != store.OnFailureContinue {
+		errs.Add("orderingOnFailure", `must be "hold" or "continue"`)
+	}
 	return filter, headers, rate, retry, fromValidator(errs)
 }
 
@@ -214,7 +224,8 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 		d.Form.Token = auth.NewWebhookToken()
 	}
 	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
-		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme, RateLimit: rate, RetryPolicy: retry})
+		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme, RateLimit: rate, RetryPolicy: retry,
+		Ordering: d.Form.Ordering, OrderingOnFailure: d.Form.OrderingOnFailure})
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
 		// The same words as the API's 409: the limit and how many exist.
@@ -236,7 +247,7 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 	}
 	d := webhookFormData{Editing: true, ID: hook.ID,
 		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers), SignatureScheme: hook.SignatureScheme,
-			RateLimit: rateText(hook.RateLimit)}}
+			RateLimit: rateText(hook.RateLimit), Ordering: hook.Ordering, OrderingOnFailure: hook.OrderingOnFailure}}
 	retryForm(&d.Form, hook.RetryPolicy)
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
@@ -258,7 +269,7 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
 	}
 	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers, SignatureScheme: &d.Form.SignatureScheme,
-		RateLimit: &rate, RetryPolicy: &retry}
+		RateLimit: &rate, RetryPolicy: &retry, Ordering: &d.Form.Ordering, OrderingOnFailure: &d.Form.OrderingOnFailure}
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
 	}

@@ -461,15 +461,16 @@ func batchStatement(k batchKey) string {
     AND (value ->> 'va' IS NULL
       OR (SELECT webhooks_version FROM accounts WHERE id = value ->> 'va') = CAST(value ->> 'vv' AS BIGINT)
       OR herald_webhooks_stale())
+  RETURNING id, license_id, sequence
 ), logs AS (
 ` + insertFiredLogs + `
   WHERE value ->> 'c' IN (SELECT id FROM change)
-  RETURNING id, webhook_id, due_at, status
+  RETURNING id, webhook_id, event_id, due_at, status
 ), queue AS (
-INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at)
+INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at, ordering_key, sequence)
 SELECT l.id, l.webhook_id, l.due_at, h.value ->> 'l', CAST(h.value ->> 'u' AS BIGINT),
-  CASE WHEN h.value IS NOT NULL THEN l.due_at END
-FROM logs l LEFT JOIN json_rows(?) h ON h.value ->> 'i' = l.id
+  CASE WHEN h.value IS NOT NULL THEN l.due_at END, ` + orderedKey + `, ` + orderedSequence + `
+FROM logs l LEFT JOIN json_rows(?) h ON h.value ->> 'i' = l.id LEFT JOIN ev e ON e.id = l.event_id
 WHERE l.status = 'queued'
 )
 SELECT herald_item, herald_key IN (SELECT id FROM change), herald_ok FROM given`)

@@ -336,6 +336,12 @@ func (tx *Tx) moveQueueRow(ctx context.Context, o Outcome, now time.Time) (bool,
 		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL, attempts = attempts + 1 WHERE log_id = ? AND lease = ?`, []any{ms(o.NextAt)}
 	case Release:
 		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL WHERE log_id = ? AND lease = ?`, []any{ms(releasedUntil(o, now))}
+	case Exhausted:
+		held, err := tx.holdFailed(ctx, o.LogID, o.Lease)
+		if err != nil || held {
+			return held, err
+		}
+		q = `DELETE FROM delivery_queue WHERE log_id = ? AND lease = ?`
 	default:
 		q = `DELETE FROM delivery_queue WHERE log_id = ? AND lease = ?`
 	}

@@ -206,13 +206,17 @@ func queueAndLogMoves(guard, bound string) string {
 	}
 	return `done AS (
   DELETE FROM delivery_queue q USING v
-  WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NULL` + guard + `
+  WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NULL AND NOT ` + holdsOnFailure + guard + `
+  RETURNING q.log_id),
+kept AS (
+  UPDATE delivery_queue q SET due_at = ` + heldDueSQL + `, lease = NULL, lease_until = NULL
+  FROM v WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NULL AND ` + holdsOnFailure + guard + `
   RETURNING q.log_id),
 again AS (
   UPDATE delivery_queue q SET due_at = v.new_due, lease = NULL, lease_until = NULL, attempts = q.attempts + v.attempted
   FROM v WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NOT NULL` + guard + `
   RETURNING q.log_id),
-held AS (SELECT log_id FROM done UNION ALL SELECT log_id FROM again),
+held AS (SELECT log_id FROM done UNION ALL SELECT log_id FROM kept UNION ALL SELECT log_id FROM again),
 moved AS (
   UPDATE webhook_event_logs AS l SET ` + moveSet + `
   FROM v WHERE l.id = v.log_id AND ` + bound + ` AND l.id IN (SELECT log_id FROM held)
@@ -239,14 +243,21 @@ RETURNING id`, ms(now), ms(now), ms(now), arg)
 	for _, id := range ids {
 		moved[id] = true
 	}
-	var done []string
+	var done, failed []string
 	for _, r := range rows {
 		if moved[r.LogID] && r.Due == nil {
 			done = append(done, r.LogID)
+			if r.Status != nil && *r.Status == string(Failed) {
+				failed = append(failed, r.LogID)
+			}
 		}
 	}
+	if err := tx.holdFailedRows(ctx, failed); err != nil {
+		return nil, err
+	}
 	if len(done) > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM delivery_queue WHERE log_id IN (SELECT value FROM json_texts(?))`, jsonTexts(done)); err != nil {
+		// A row held just now is unleased, and stays.
+		if _, err := tx.Exec(ctx, `DELETE FROM delivery_queue WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IS NOT NULL`, jsonTexts(done)); err != nil {
 			return nil, err
 		}
 	}

@@ -29,6 +29,7 @@ type target struct {
 	rotationEnds                sql.NullInt64
 	rate                        int64
 	retry                       sql.NullString
+	ordering                    string // OrderingLicense: never handed over (ordering.go)
 }
 
 // fireTargets decides the logs of events being fired (ids and bodies, in
@@ -75,7 +76,7 @@ func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, b
 	// check below leaves out.
 	columns := `id, account_id, events, enabled, status, filter`
 	if tx.handoff != nil {
-		columns += `, url, token_sealed, next_token_sealed, rotation_ends_at, headers_sealed, signature_scheme, rate_limit, retry_policy`
+		columns += `, url, token_sealed, next_token_sealed, rotation_ends_at, headers_sealed, signature_scheme, rate_limit, retry_policy, ordering`
 	}
 	// A change made in one statement (ChangeAndFire) reads its webhooks
 	// before it and outside any transaction, where a lock would end with
@@ -167,7 +168,7 @@ ORDER BY id`+lock, args...)
 			dest = append([]any{version}, dest...)
 		}
 		if tx.handoff != nil {
-			dest = append(dest, &t.url, &t.sealed, &t.nextSealed, &t.rotationEnds, &t.headers, &t.scheme, &rate, &t.retry)
+			dest = append(dest, &t.url, &t.sealed, &t.nextSealed, &t.rotationEnds, &t.headers, &t.scheme, &rate, &t.retry, &t.ordering)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("match webhooks: %w", err)

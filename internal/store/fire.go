@@ -221,16 +221,19 @@ SELECT value ->> 'i', value ->> 'a', value ->> 'w', value ->> 'e', value ->> 'k'
        CASE WHEN value ->> 's' = 'queued' THEN CAST(? AS BIGINT) END, value ->> 'r', CAST(? AS BIGINT), CAST(? AS BIGINT),
        CASE WHEN value ->> 's' = 'queued' THEN NULL ELSE CAST(? AS BIGINT) END, CAST(value ->> 'u' AS BIGINT)
 FROM json_rows(?)`
-	queueFiredLogsSQLite = `INSERT INTO delivery_queue (log_id, webhook_id, due_at)
-SELECT value ->> 'i', value ->> 'w', CAST(? AS BIGINT) FROM json_rows(?) WHERE value ->> 's' = 'queued'`
+	queueFiredLogsSQLite = `INSERT INTO delivery_queue (log_id, webhook_id, due_at, ordering_key, sequence)
+SELECT l.log_id, l.webhook_id, CAST(? AS BIGINT), ` + orderedKey + `, ` + orderedSequence + `
+FROM (SELECT value ->> 'i' AS log_id, value ->> 'w' AS webhook_id, value ->> 'e' AS event_id FROM json_rows(?) WHERE value ->> 's' = 'queued') l
+LEFT JOIN events e ON e.id = l.event_id`
 	// queueHandedSQLite is queueFiredLogsSQLite leasing the logs handed
 	// over, as queueHandedPostgres does.
-	queueHandedSQLite = `INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at)
-SELECT log_id, webhook_id, due_at, CASE WHEN take THEN CAST(? AS TEXT) END, CASE WHEN take THEN CAST(? AS BIGINT) END,
-  CASE WHEN take THEN due_at END
-FROM (SELECT l.value ->> 'i' AS log_id, l.value ->> 'w' AS webhook_id, CAST(? AS BIGINT) AS due_at,
-  l.value ->> 'i' IN (SELECT value FROM json_texts(?)) AS take
-  FROM json_rows(?) l WHERE l.value ->> 's' = 'queued')`
+	queueHandedSQLite = `INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at, ordering_key, sequence)
+SELECT l.log_id, l.webhook_id, l.due_at, CASE WHEN take THEN CAST(? AS TEXT) END, CASE WHEN take THEN CAST(? AS BIGINT) END,
+  CASE WHEN take THEN l.due_at END, ` + orderedKey + `, ` + orderedSequence + `
+FROM (SELECT g.value ->> 'i' AS log_id, g.value ->> 'w' AS webhook_id, g.value ->> 'e' AS event_id, CAST(? AS BIGINT) AS due_at,
+  g.value ->> 'i' IN (SELECT value FROM json_texts(?)) AS take
+  FROM json_rows(?) g WHERE g.value ->> 's' = 'queued') l
+LEFT JOIN events e ON e.id = l.event_id`
 	insertFiredEventsSQLite = `INSERT INTO events (id, account_id, kind, body, triggered_at, trace_parent, license_id, sequence)
 SELECT value ->> 'i', value ->> 'a', value ->> 'k', CAST(value ->> 'b' AS BLOB), CAST(? AS BIGINT), value ->> 't',
   value ->> 'l', CAST(value ->> 'q' AS BIGINT)
@@ -243,7 +246,9 @@ FROM json_rows(?)`
   SELECT value ->> 'i', value ->> 'a', value ->> 'k', decode(value ->> 'b', 'base64'), CAST(? AS BIGINT), value ->> 't',
     value ->> 'l', CAST(value ->> 'q' AS BIGINT)
   FROM json_rows(?)`
-	queueFiredPostgres = `INSERT INTO delivery_queue (log_id, webhook_id, due_at) SELECT id, webhook_id, due_at FROM logs WHERE status = 'queued'`
+	queueFiredPostgres = `INSERT INTO delivery_queue (log_id, webhook_id, due_at, ordering_key, sequence)
+SELECT l.id, l.webhook_id, l.due_at, ` + orderedKey + `, ` + orderedSequence + `
+FROM logs l LEFT JOIN ev e ON e.id = l.event_id WHERE l.status = 'queued'`
 	// A queued log whose id is in the handed list (handoff.go) is leased
 	// in its queue row as a claim would lease it (lease, lease_until,
 	// claimed_at). Which logs may be handed over is the dispatcher's to
@@ -251,11 +256,11 @@ FROM json_rows(?)`
 	// waiting): the statement reads no other row, so no plan it keeps can
 	// cost more than the rows it writes.
 	handedPostgres = `queued AS (
-  SELECT id, webhook_id, due_at, id IN (SELECT value FROM json_texts(?)) AS take FROM logs WHERE status = 'queued')`
-	queueHandedPostgres = `INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at)
-SELECT id, webhook_id, due_at, CASE WHEN take THEN CAST(? AS TEXT) END, CASE WHEN take THEN CAST(? AS BIGINT) END,
-  CASE WHEN take THEN due_at END
-FROM queued`
+  SELECT id, webhook_id, due_at, event_id, id IN (SELECT value FROM json_texts(?)) AS take FROM logs WHERE status = 'queued')`
+	queueHandedPostgres = `INSERT INTO delivery_queue (log_id, webhook_id, due_at, lease, lease_until, claimed_at, ordering_key, sequence)
+SELECT l.id, l.webhook_id, l.due_at, CASE WHEN take THEN CAST(? AS TEXT) END, CASE WHEN take THEN CAST(? AS BIGINT) END,
+  CASE WHEN take THEN l.due_at END, ` + orderedKey + `, ` + orderedSequence + `
+FROM queued l LEFT JOIN ev e ON e.id = l.event_id`
 )
 
 // PostgreSQL's firing statements, plain and handing logs over.
@@ -290,8 +295,8 @@ func firedStatement(change string, handing, unchanged bool) string {
 			evGate += "\n    AND ((SELECT webhooks_version FROM accounts WHERE id = CAST(? AS TEXT)) = CAST(? AS BIGINT) OR herald_webhooks_stale())"
 		}
 	}
-	b.WriteString("ev AS (\n  " + insertFiredEventsPostgres + evGate + "\n), logs AS (\n" + insertFiredLogs + gate +
-		"\n  RETURNING id, webhook_id, due_at, status\n)")
+	b.WriteString("ev AS (\n  " + insertFiredEventsPostgres + evGate + "\n  RETURNING id, license_id, sequence\n), logs AS (\n" + insertFiredLogs + gate +
+		"\n  RETURNING id, webhook_id, event_id, due_at, status\n)")
 	queue := queueFiredPostgres
 	if handing {
 		b.WriteString(", " + handedPostgres)

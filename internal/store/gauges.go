@@ -53,9 +53,10 @@ func (s *Store) Gauges(ctx context.Context) (Gauges, error) {
 		g.Writer = &w
 	}
 	// The backlog is delivery_queue: a leased row is pending, an unleased
-	// one queued until its first attempt and retrying after.
+	// one queued until its first attempt and retrying after. A held row
+	// (ordering.go) is a failed log's, waiting for no attempt.
 	rows, err := s.Query(ctx, `SELECT CASE WHEN lease IS NOT NULL THEN 'pending' WHEN attempts = 0 THEN 'queued' ELSE 'retrying' END AS st, COUNT(*)
-FROM delivery_queue GROUP BY st`)
+FROM delivery_queue WHERE due_at <> `+heldDueSQL+` GROUP BY st`)
 	if err != nil {
 		return g, fmt.Errorf("gauges: backlog: %w", err)
 	}

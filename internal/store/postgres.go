@@ -333,8 +333,9 @@ WITH hooks AS (
 due AS (
   SELECT d.log_id, h.account_id, d.due_at, d.lease IS NOT NULL AS was, d.attempts > 0 AS retry
   FROM hooks h CROSS JOIN LATERAL (
-    SELECT log_id, due_at, lease, attempts FROM delivery_queue
+    SELECT log_id, due_at, lease, attempts FROM delivery_queue q
     WHERE webhook_id = h.id AND due_at <= $4 AND COALESCE(lease_until, 0) <= $12 AND COALESCE(resend_until, 0) <= $4
+      AND `+orderedClaimable+`
     ORDER BY due_at
     LIMIT LEAST(h.room, $6, 4 * COALESCE(($10::jsonb ->> h.account_id)::int, $11))
     FOR NO KEY UPDATE SKIP LOCKED) d

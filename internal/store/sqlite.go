@@ -188,9 +188,10 @@ due AS (
   SELECT q.log_id, q.due_at, q.attempts > 0 AS retry, h.account_id, h.room,
     ROW_NUMBER() OVER (PARTITION BY h.id ORDER BY q.due_at, q.log_id) AS rn
   FROM hooks h JOIN delivery_queue q ON q.log_id IN (
-    SELECT log_id FROM delivery_queue
-    WHERE webhook_id = h.id AND due_at <= ? AND COALESCE(lease_until, 0) <= ? AND COALESCE(resend_until, 0) <= ?
-    ORDER BY due_at LIMIT ? + 0)),
+    SELECT q.log_id FROM delivery_queue q
+    WHERE q.webhook_id = h.id AND q.due_at <= ? AND COALESCE(q.lease_until, 0) <= ? AND COALESCE(q.resend_until, 0) <= ?
+      AND ` + orderedClaimable + `
+    ORDER BY q.due_at LIMIT ? + 0)),
 fit AS (
   SELECT log_id, due_at, retry, account_id, ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY retry, due_at, log_id) AS arn
   FROM due WHERE rn <= room),

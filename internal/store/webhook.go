@@ -62,6 +62,9 @@ type Webhook struct {
 	// DisabledReason is why herald disabled it (its receiver answered 410
 	// Gone); "" when enabled, or disabled by its owner.
 	DisabledReason string
+	// Ordering is OrderingNone or OrderingLicense (ordering.go), and
+	// OrderingOnFailure OnFailureHold or OnFailureContinue.
+	Ordering, OrderingOnFailure string
 }
 
 // Signature schemes of a webhook.
@@ -96,6 +99,9 @@ type NewWebhook struct {
 	// RetryPolicy is its own retry policy (checked by the caller); nil
 	// follows the operator's.
 	RetryPolicy *RetryPolicy
+	// Ordering and OrderingOnFailure as Webhook's; "" for the defaults
+	// (OrderingNone, OnFailureHold).
+	Ordering, OrderingOnFailure string
 }
 
 // MaxRateLimit is the highest rate limit a webhook may have, in deliveries
@@ -110,7 +116,13 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 	}
 	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
 		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers,
-		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy}
+		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy, Ordering: n.Ordering, OrderingOnFailure: n.OrderingOnFailure}
+	if w.Ordering == "" {
+		w.Ordering = OrderingNone
+	}
+	if w.OrderingOnFailure == "" {
+		w.OrderingOnFailure = OnFailureHold
+	}
 	events, _ := json.Marshal(n.Events)
 	err := s.InTx(ctx, func(tx *Tx) error {
 		if err := checkWebhookCap(ctx, tx, accountID); err != nil {
@@ -120,8 +132,17 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, accountID, w.Name, w.URL, string(events), w.Enabled, string(Healthy),
 			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now), rawText(n.Filter), s.sealHeaders(w.ID, n.Headers), n.SignatureScheme, rateLimitArg(n.RateLimit))
-		if err != nil || n.RetryPolicy == nil {
+		if err != nil {
 			return err
+		}
+		if w.Ordering != OrderingNone || w.OrderingOnFailure != OnFailureHold {
+			// Its own statement, as the retry policy's below.
+			if _, err := tx.Exec(ctx, `UPDATE webhooks SET ordering = ?, ordering_on_failure = ? WHERE id = ?`, w.Ordering, w.OrderingOnFailure, w.ID); err != nil {
+				return err
+			}
+		}
+		if n.RetryPolicy == nil {
+			return nil
 		}
 		// Its own statement, so that a webhook without a policy is written
 		// as before migration 0123 (which tests of older migrations do).
@@ -178,7 +199,7 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 // Healthy and its undelivered count, the last through the partial index of
 // undelivered logs (failed, or cancelled for a suspension) by webhook and
 // completion (undelivered_at, migration 0060).
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit, retry_policy, disabled_reason,
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit, retry_policy, disabled_reason, ordering, ordering_on_failure,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.undelivered_at >= webhooks.left_healthy_at)`
 
@@ -194,7 +215,7 @@ func (s *Store) scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (
 	var headers []byte
 	var rate sql.NullInt64
 	var retry, disabled sql.NullString
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &retry, &disabled, &w.UndeliveredCount); err != nil {
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &retry, &disabled, &w.Ordering, &w.OrderingOnFailure, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
 	w.DisabledReason = disabled.String
@@ -347,6 +368,9 @@ type WebhookPatch struct {
 	// RetryPolicy, when set, replaces the retry policy: a pointer to nil
 	// goes back to the operator's.
 	RetryPolicy **RetryPolicy
+	// Ordering and OrderingOnFailure, when set, replace the webhook's.
+	// Rows held for it (ordering.go) go when it no longer holds.
+	Ordering, OrderingOnFailure *string
 	// RecodeTokens, when set, rewrites the webhook's token and next token
 	// (those kept, or Token) into another form of the same key, in the
 	// same transaction: a webhook moved to the Standard Webhooks scheme
@@ -417,16 +441,23 @@ enabled = COALESCE(?, enabled), token_sealed = COALESCE(?, token_sealed), signat
 filter = CASE WHEN ? THEN ? ELSE filter END, headers_sealed = CASE WHEN ? THEN ? ELSE headers_sealed END,
 rate_limit = CASE WHEN ? THEN ? ELSE rate_limit END,
 retry_policy = CASE WHEN ? THEN ? ELSE retry_policy END,
+ordering = COALESCE(?, ordering), ordering_on_failure = COALESCE(?, ordering_on_failure),
 disabled_reason = CASE WHEN ? THEN NULL ELSE disabled_reason END,
 next_token_sealed = CASE WHEN ? THEN NULL ELSE COALESCE(?, next_token_sealed) END,
 rotation_started_at = CASE WHEN ? THEN NULL ELSE rotation_started_at END,
 rotation_ends_at = CASE WHEN ? THEN NULL ELSE rotation_ends_at END,
 updated_at = ? WHERE account_id = ? AND id = ?`,
-			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, p.RateLimit != nil, rate, p.RetryPolicy != nil, retry, p.Enabled != nil, replaced, nextSealed, replaced, replaced, ms(s.now()), accountID, id)
+			p.Name, p.URL, events, p.Enabled, sealed, p.SignatureScheme, p.Filter != nil, filter, p.Headers != nil, headers, p.RateLimit != nil, rate, p.RetryPolicy != nil, retry, p.Ordering, p.OrderingOnFailure, p.Enabled != nil, replaced, nextSealed, replaced, replaced, ms(s.now()), accountID, id)
 		if err != nil {
 			return fmt.Errorf("update webhook: %w", err)
 		}
-		return mustAffect(res)
+		if err := mustAffect(res); err != nil {
+			return err
+		}
+		if p.Ordering != nil || p.OrderingOnFailure != nil {
+			return tx.releaseHeld(ctx, id)
+		}
+		return nil
 	})
 	if err != nil {
 		return Webhook{}, err

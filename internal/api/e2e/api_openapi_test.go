@@ -342,6 +342,34 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(200, "POST", "/v3/webhook-event-logs/"+logID+"/resend", nil, nil)
 	c.call(404, "POST", "/v3/webhook-event-logs/"+missing+"/resend", nil, nil)
 
+	// Ordered delivery: a failed event of an ordered webhook that holds is
+	// skipped, once.
+	bad := heraldtest.NewReceiver(t)
+	bad.Status(500, "down")
+	var ordered map[string]any
+	c.call(422, "POST", "/v3/webhooks", map[string]any{"name": "Ordered", "url": bad.URL, "events": []string{"license.created"}, "ordering": "account"}, nil)
+	c.call(422, "POST", "/v3/webhooks", map[string]any{"name": "Ordered", "url": bad.URL, "events": []string{"license.created"}, "orderingOnFailure": "wait"}, nil)
+	c.call(201, "POST", "/v3/webhooks", map[string]any{"name": "Ordered", "url": bad.URL, "events": []string{"license.created"},
+		"ordering": "license", "orderingOnFailure": "hold",
+		"retryPolicy": map[string]any{"maxAttempts": 1, "backoff": "fixed", "intervalSeconds": 60, "maxIntervalSeconds": 60}}, &ordered)
+	if ordered["ordering"] != "license" || ordered["orderingOnFailure"] != "hold" {
+		t.Errorf("created webhook's ordering %v on failure %v; want license, hold", ordered["ordering"], ordered["orderingOnFailure"])
+	}
+	oid := ordered["id"].(string)
+	c.call(201, "POST", "/v3/licenses", map[string]any{"productId": pid}, nil)
+	var heldLog struct{ Data []map[string]any }
+	heraldtest.Eventually(t, 30*time.Second, "the ordered webhook's failed log", func() bool {
+		c.call(200, "GET", "/v3/webhook-event-logs?webhookId="+oid+"&status=failed", nil, &heldLog)
+		return len(heldLog.Data) == 1
+	})
+	heldID := heldLog.Data[0]["id"].(string)
+	c.call(200, "POST", "/v3/webhook-event-logs/"+heldID+"/skip", nil, nil)
+	c.call(409, "POST", "/v3/webhook-event-logs/"+heldID+"/skip", nil, nil)
+	c.call(404, "POST", "/v3/webhook-event-logs/"+missing+"/skip", nil, nil)
+	c.call(200, "PATCH", "/v3/webhooks/"+oid, map[string]any{"ordering": "none", "orderingOnFailure": "continue"}, nil)
+	c.call(422, "PATCH", "/v3/webhooks/"+oid, map[string]any{"ordering": 1}, nil)
+	c.call(204, "DELETE", "/v3/webhooks/"+oid, nil, nil)
+
 	// Operator: accounts and portal links, with the operator token only.
 	asOperator := "Bearer " + operatorToken
 	var created, link map[string]any

@@ -99,6 +99,9 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ReservationsTakeDisjointSlots", 3, testReservationsTakeDisjointSlots},
 		{"ReleaseAtATimeDefersWithoutAnAttempt", 1, testReleaseAtATimeDefersWithoutAnAttempt},
 		{"FireBatchFiresAsOneByOne", 1, testFireBatchFiresAsOneByOne},
+		{"OrderedClaimsFollowEachLicense", 2, testOrderedClaimsFollowEachLicense},
+		{"AFailedOrderedLogHoldsItsLicense", 1, testAFailedOrderedLogHoldsItsLicense},
+		{"OrderedClaimsAcrossHandles", 3, testOrderedClaimsAcrossHandles},
 	})
 }
 
