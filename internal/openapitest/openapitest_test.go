@@ -85,6 +85,7 @@ func webhook() map[string]any {
 		"undeliveredCount": 0,
 		"signatureScheme":  "herald",
 		"rateLimit":        nil,
+		"retryPolicy":      map[string]any{"maxAttempts": 5, "backoff": "fixed", "intervalSeconds": 300, "maxIntervalSeconds": 300},
 	}
 }
 
