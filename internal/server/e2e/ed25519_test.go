@@ -1,0 +1,111 @@
+package e2e_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/webhook"
+)
+
+// TestEd25519DeliveriesVerifyWithThePublicKey: on both engines, a webhook
+// signed with ed25519 shows a whpk_ public key and keeps a whsk_ private
+// one; a real delivery and a Test verify under the public key alone
+// (herald's receiver module, as a receiver uses it), not under another
+// key nor with a changed body; during a rotation a delivery carries both
+// keys' v1a signatures, each verifying alone, and after the rotation's
+// end only the next key's.
+func TestEd25519DeliveriesVerifyWithThePublicKey(t *testing.T) {
+	t.Parallel()
+	heraldtest.ForEachStore(t, func(t *testing.T, dbURL string) {
+		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: dbURL})
+		ctx := context.Background()
+		rcv := heraldtest.NewReceiver(t)
+		hook, err := h.API.CreateWebhook(ctx, client.WebhookCreate{Name: "ed", URL: rcv.URL, Events: []string{"license.created"},
+			SignatureScheme: "standard-webhooks-ed25519"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hook.SignatureScheme != "standard-webhooks-ed25519" {
+			t.Fatalf("signatureScheme %q", hook.SignatureScheme)
+		}
+		pub := hook.PublicKey
+		if _, ok := webhook.ParsePublicKey(pub); !ok {
+			t.Fatalf("publicKey %q is no whpk_ key", pub)
+		}
+		if derived, ok := webhook.PublicKeyOf(hook.Token); !ok || derived != pub {
+			t.Fatalf("token %q is no whsk_ key of publicKey %q (derived %q)", hook.Token, pub, derived)
+		}
+		if got, err := h.API.Webhook(ctx, hook.ID); err != nil || got.PublicKey != pub {
+			t.Fatalf("GET shows publicKey %q, %v; want %q", got.PublicKey, err, pub)
+		}
+
+		h.CreateLicense(nil)
+		heraldtest.Eventually(t, 10*time.Second, "the delivery", func() bool { return rcv.Count() == 1 })
+		test, err := h.API.TestWebhook(ctx, hook.ID, client.TestRequest{CheckVerification: true})
+		if err != nil || !test.Succeeded {
+			t.Fatalf("test: %+v, %v", test, err)
+		}
+		rotated, err := h.API.RotateWebhookToken(ctx, hook.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rotated.TokenRotation == nil || rotated.PublicKey != pub {
+			t.Fatalf("during the rotation: %+v", rotated)
+		}
+		nextPub := rotated.TokenRotation.NextPublicKey
+		if _, ok := webhook.ParsePublicKey(nextPub); !ok || nextPub == pub {
+			t.Fatalf("nextPublicKey %q (publicKey %q)", nextPub, pub)
+		}
+		h.CreateLicense(nil)
+		// The delivery, the Test, its forged sample, and the delivery
+		// during the rotation.
+		heraldtest.Eventually(t, 10*time.Second, "the delivery during the rotation", func() bool { return rcv.Count() == 4 })
+		if _, err := h.API.FinishWebhookTokenRotation(ctx, hook.ID); err != nil {
+			t.Fatal(err)
+		}
+		after, err := h.API.Webhook(ctx, hook.ID)
+		if err != nil || after.PublicKey != nextPub || after.TokenRotation != nil {
+			t.Fatalf("after the rotation: publicKey %q, rotation %+v, %v; want %q", after.PublicKey, after.TokenRotation, err, nextPub)
+		}
+		h.CreateLicense(nil)
+		heraldtest.Eventually(t, 10*time.Second, "the delivery after the rotation", func() bool { return rcv.Count() == 5 })
+
+		got := rcv.Requests()
+		verify := func(keys []string, r heraldtest.Request, body []byte) error {
+			return webhook.VerifyStandardEd25519(keys, r.Header.Get(webhook.IDHeader), r.Header.Get(webhook.TimestampHeader),
+				r.Header.Get(webhook.SignatureHeader), body, time.Now())
+		}
+		for i, c := range []struct {
+			name      string
+			pub, next bool // verifies under each key alone
+			sigs      int
+		}{
+			{"delivery", true, false, 1},
+			{"test", true, false, 1},
+			{"forged test sample", false, false, 1},
+			{"delivery during the rotation", true, true, 2},
+			{"delivery after the rotation", false, true, 1},
+		} {
+			r := got[i]
+			sig := r.Header.Get(webhook.SignatureHeader)
+			if n := len(strings.Fields(sig)); n != c.sigs || !strings.HasPrefix(sig, "v1a,") {
+				t.Errorf("%s: webhook-signature %q; want %d v1a signatures", c.name, sig, c.sigs)
+			}
+			if err := verify([]string{pub}, r, r.Body); (err == nil) != c.pub {
+				t.Errorf("%s under publicKey: %v; want ok %v", c.name, err, c.pub)
+			}
+			if err := verify([]string{nextPub}, r, r.Body); (err == nil) != c.next {
+				t.Errorf("%s under nextPublicKey: %v; want ok %v", c.name, err, c.next)
+			}
+			tampered := append([]byte(nil), r.Body...)
+			tampered[len(tampered)-2] ^= 1
+			if err := verify([]string{pub, nextPub}, r, tampered); err == nil {
+				t.Errorf("%s: a changed body verified", c.name)
+			}
+		}
+	})
+}
