@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,39 @@ func TestEd25519DeliveriesVerifyWithThePublicKey(t *testing.T) {
 			t.Fatalf("GET shows publicKey %q, %v; want %q", got.PublicKey, err, pub)
 		}
 
+		acct, err := h.API.Account(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No token: what a receiver fetches.
+		public := client.New(h.URL, "", nil)
+		keys := func() []client.SigningKey {
+			t.Helper()
+			k, err := public.SigningKeys(ctx, acct.ID)
+			if err != nil {
+				t.Fatalf("GET /v3/signing-keys without a token: %v", err)
+			}
+			return k
+		}
+		// Another webhook of the account, HMAC-signed, has no key to list.
+		if _, err := h.API.CreateWebhook(ctx, client.WebhookCreate{Name: "hmac", URL: rcv.URL, Events: []string{"license.renewed"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(); len(got) != 1 || got[0] != (client.SigningKey{WebhookID: hook.ID, PublicKey: pub}) {
+			t.Fatalf("signing keys %+v; want the webhook's publicKey alone", got)
+		}
+		other := h.NewAccount("other", "other@example.com")
+		if got, err := public.SigningKeys(ctx, mustAccountID(t, other)); err != nil || len(got) != 0 {
+			t.Errorf("another account's signing keys: %+v, %v; want none", got, err)
+		}
+		var apiErr *client.Error
+		if _, err := public.SigningKeys(ctx, "no-such-account"); !errors.As(err, &apiErr) || apiErr.Status != 404 {
+			t.Errorf("an unknown account: %v; want 404", err)
+		}
+		if _, err := public.SigningKeys(ctx, ""); !errors.As(err, &apiErr) || apiErr.Status != 422 || !strings.Contains(apiErr.Error(), "account") {
+			t.Errorf("no account: %v; want 422 naming account", err)
+		}
+
 		h.CreateLicense(nil)
 		heraldtest.Eventually(t, 10*time.Second, "the delivery", func() bool { return rcv.Count() == 1 })
 		test, err := h.API.TestWebhook(ctx, hook.ID, client.TestRequest{CheckVerification: true})
@@ -60,6 +94,9 @@ func TestEd25519DeliveriesVerifyWithThePublicKey(t *testing.T) {
 		if _, ok := webhook.ParsePublicKey(nextPub); !ok || nextPub == pub {
 			t.Fatalf("nextPublicKey %q (publicKey %q)", nextPub, pub)
 		}
+		if got := keys(); len(got) != 1 || got[0] != (client.SigningKey{WebhookID: hook.ID, PublicKey: pub, NextPublicKey: nextPub}) {
+			t.Fatalf("signing keys during the rotation %+v; want both", got)
+		}
 		h.CreateLicense(nil)
 		// The delivery, the Test, its forged sample, and the delivery
 		// during the rotation.
@@ -70,6 +107,9 @@ func TestEd25519DeliveriesVerifyWithThePublicKey(t *testing.T) {
 		after, err := h.API.Webhook(ctx, hook.ID)
 		if err != nil || after.PublicKey != nextPub || after.TokenRotation != nil {
 			t.Fatalf("after the rotation: publicKey %q, rotation %+v, %v; want %q", after.PublicKey, after.TokenRotation, err, nextPub)
+		}
+		if got := keys(); len(got) != 1 || got[0] != (client.SigningKey{WebhookID: hook.ID, PublicKey: nextPub}) {
+			t.Fatalf("signing keys after the rotation %+v; want the next key alone", got)
 		}
 		h.CreateLicense(nil)
 		heraldtest.Eventually(t, 10*time.Second, "the delivery after the rotation", func() bool { return rcv.Count() == 5 })
@@ -108,4 +148,13 @@ func TestEd25519DeliveriesVerifyWithThePublicKey(t *testing.T) {
 			}
 		}
 	})
+}
+
+func mustAccountID(t *testing.T, h *heraldtest.Herald) string {
+	t.Helper()
+	a, err := h.API.Account(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.ID
 }
