@@ -1,14 +1,19 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/heraldtest"
+	"github.com/heraldhq/herald/internal/listen"
 	"github.com/heraldhq/herald/webhook"
 )
 
@@ -141,6 +146,10 @@ func TestEd25519DeliveriesVerifyWithThePublicKey(t *testing.T) {
 			if err := verify([]string{nextPub}, r, r.Body); (err == nil) != c.next {
 				t.Errorf("%s under nextPublicKey: %v; want ok %v", c.name, err, c.next)
 			}
+			// herald listen, given the public key as its token.
+			if code := listenAnswer(t, pub, r); (code == http.StatusOK) != c.pub {
+				t.Errorf("%s: herald listen with publicKey answered %d; want ok %v", c.name, code, c.pub)
+			}
 			tampered := append([]byte(nil), r.Body...)
 			tampered[len(tampered)-2] ^= 1
 			if err := verify([]string{pub, nextPub}, r, tampered); err == nil {
@@ -157,4 +166,23 @@ func mustAccountID(t *testing.T, h *heraldtest.Herald) string {
 		t.Fatal(err)
 	}
 	return a.ID
+}
+
+// listenAnswer replays a delivery as received to herald listen's handler
+// configured with token, and returns its status.
+func listenAnswer(t *testing.T, token string, r heraldtest.Request) int {
+	t.Helper()
+	srv := httptest.NewServer(listen.Handler(listen.Config{Token: token, Out: io.Discard}))
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(r.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
