@@ -56,6 +56,7 @@ func TestReceiversVerifyEd25519(t *testing.T) {
 				{"one character of the body changed", tamper},
 				{"signed by another key", func(header http.Header, body []byte) []byte {
 					// As sent: lower-case names, which http.Header.Get would miss.
+					//lint:ignore SA1008 the names as herald sent them
 					ts, err := strconv.ParseInt(header[webhook.TimestampHeader][0], 10, 64)
 					if err != nil {
 						t.Fatalf("webhook-timestamp: %v", err)
