@@ -148,7 +148,8 @@ func TestWebhookFormEd25519(t *testing.T) {
 	if got.SignatureScheme != "standard-webhooks-ed25519" || !strings.HasPrefix(got.PublicKey, "whpk_") {
 		t.Fatalf("the API shows %+v", got)
 	}
-	if !strings.Contains(body, `<dd id="public-key" class="mono">`+got.PublicKey+`</dd>`) {
+	// html/template writes a + in text as &#43;.
+	if !strings.Contains(strings.ReplaceAll(body, "&#43;", "+"), `<dd id="public-key" class="mono">`+got.PublicKey+`</dd>`) {
 		t.Errorf("the page does not show the public key %s", got.PublicKey)
 	}
 	if _, _, body := b.get("/webhooks/" + id + "/edit"); !strings.Contains(body, `<option value="standard-webhooks-ed25519" selected>`) {
@@ -158,6 +159,22 @@ func TestWebhookFormEd25519(t *testing.T) {
 	h.Must(200, "GET", "/v3/webhooks/"+id+"/token", nil, &tok)
 	if !strings.HasPrefix(tok.Token, "whsk_") {
 		t.Fatalf("token %q; want the whsk_ private key", tok.Token)
+	}
+	// A rotation from the page makes a new key pair, shown beside the key.
+	if code, _, body := b.submit("/webhooks/"+id+"/token/rotate", url.Values{"overlap": {"3600"}}); code != http.StatusOK {
+		t.Fatalf("rotate: %d\n%s", code, body)
+	}
+	var rotated struct {
+		PublicKey     string
+		TokenRotation struct{ NextPublicKey string }
+	}
+	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &rotated)
+	next := rotated.TokenRotation.NextPublicKey
+	if rotated.PublicKey != got.PublicKey || !strings.HasPrefix(next, "whpk_") || next == got.PublicKey {
+		t.Fatalf("after a rotation from the page: %+v", rotated)
+	}
+	if _, _, body := b.get("/webhooks/" + id); !strings.Contains(strings.ReplaceAll(body, "&#43;", "+"), "next: "+next) {
+		t.Errorf("the page does not show the next public key %s", next)
 	}
 	edit := url.Values{"name": {"Ed"}, "url": {"https://example.com/h"}, "events": {"license.created"}, "enabled": {"on"}, "signatureScheme": {"herald"}}
 	if code, _, body := b.submit("/webhooks/"+id+"/edit", edit); code != http.StatusOK {
