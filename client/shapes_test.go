@@ -31,6 +31,7 @@ var shapes = []struct {
 	{WebhookCreate{}, "WebhookCreate", true},
 	{WebhookUpdate{}, "WebhookUpdate", true},
 	{TokenRotation{}, "TokenRotation", false},
+	{SigningKey{}, "SigningKey", false},
 	{RetryPolicy{}, "RetryPolicy", false},
 	{TestRequest{}, "WebhookTestRequest", true},
 	{TestResult{}, "WebhookTestResult", false},

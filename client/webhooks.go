@@ -30,9 +30,12 @@ type Webhook struct {
 	// Headers are the custom headers sent with every request, their values
 	// masked ("********") except from RevealHeaders.
 	Headers map[string]string `json:"headers"`
-	// SignatureScheme is how deliveries are signed: "herald" or
-	// "standard-webhooks".
+	// SignatureScheme is how deliveries are signed: "herald",
+	// "standard-webhooks" or "standard-webhooks-ed25519".
 	SignatureScheme string `json:"signatureScheme"`
+	// PublicKey, for "standard-webhooks-ed25519", is the "whpk_" key its
+	// "v1a," signatures verify with (see SigningKeys); "" otherwise.
+	PublicKey string `json:"publicKey,omitempty"`
 	// RateLimit is the most deliveries per second it is sent; nil for no
 	// limit.
 	RateLimit *int `json:"rateLimit"`
@@ -63,7 +66,8 @@ type WebhookCreate struct {
 	Filter json.RawMessage `json:"filter,omitempty"`
 	// Headers are custom headers to send with every request; nil for none.
 	Headers map[string]string `json:"headers,omitempty"`
-	// SignatureScheme is "herald" (when "") or "standard-webhooks".
+	// SignatureScheme is "herald" (when ""), "standard-webhooks" or
+	// "standard-webhooks-ed25519" (Token then is the "whsk_" private key).
 	SignatureScheme string `json:"signatureScheme,omitempty"`
 	// RateLimit is the most deliveries per second to send it, 1 to 10000;
 	// 0 for no limit.
@@ -236,6 +240,9 @@ func (c *Client) WebhookTokens(ctx context.Context, id string) (token, next stri
 type TokenRotation struct {
 	StartedAt time.Time `json:"startedAt"`
 	EndsAt    time.Time `json:"endsAt"`
+	// NextPublicKey, for an ed25519 webhook, is the next private key's
+	// public key, which signs beside PublicKey until EndsAt.
+	NextPublicKey string `json:"nextPublicKey,omitempty"`
 }
 
 // RotateWebhookToken starts a token rotation that lasts overlap (0: herald's

@@ -104,3 +104,49 @@ func VerifyStandardEd25519(publicKeys []string, id, timestamp, signatures string
 	}
 	return ErrInvalidSignature
 }
+
+// PrivateKeyPrefix starts the private key a sender signs "v1a," with, as
+// herald keeps and shows it.
+const PrivateKeyPrefix = "whsk_"
+
+// PrivateKeyString returns the form of an ed25519 private key that
+// [ParsePrivateKey] reads: "whsk_" and the standard base64 of its 32-byte
+// seed (RFC 8032's private key).
+func PrivateKeyString(priv ed25519.PrivateKey) string {
+	return PrivateKeyPrefix + base64.StdEncoding.EncodeToString(priv.Seed())
+}
+
+// ParsePrivateKey reads a private key: "whsk_" and the standard base64 of
+// its 32-byte seed, or of the 64 bytes of seed and public key that
+// libsodium and crypto/ed25519 keep (their public half must match the
+// seed). ok is false for anything else.
+func ParsePrivateKey(s string) (priv ed25519.PrivateKey, ok bool) {
+	if !strings.HasPrefix(s, PrivateKeyPrefix) {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(s[len(PrivateKeyPrefix):])
+	if err != nil {
+		return nil, false
+	}
+	switch len(b) {
+	case ed25519.SeedSize:
+		return ed25519.NewKeyFromSeed(b), true
+	case ed25519.PrivateKeySize:
+		priv = ed25519.NewKeyFromSeed(b[:ed25519.SeedSize])
+		if !priv.Public().(ed25519.PublicKey).Equal(ed25519.PublicKey(b[ed25519.SeedSize:])) {
+			return nil, false
+		}
+		return priv, true
+	}
+	return nil, false
+}
+
+// PublicKeyOf returns the "whpk_" public key of a "whsk_" private key; ok
+// is false when s is not one.
+func PublicKeyOf(s string) (pub string, ok bool) {
+	priv, ok := ParsePrivateKey(s)
+	if !ok {
+		return "", false
+	}
+	return PublicKeyString(priv.Public().(ed25519.PublicKey)), true
+}

@@ -3,7 +3,9 @@ package webhook_test
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +62,40 @@ func TestStandardEd25519SignaturesVerify(t *testing.T) {
 	} {
 		if err := webhook.VerifyStandardEd25519(tc.keys, tc.id, tc.ts, tc.sigs, tc.body, tc.at); !errors.Is(err, tc.want) && err != tc.want {
 			t.Errorf("%s: %v; want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestPrivateKeysReadInBothForms: a "whsk_" key reads from its seed and
+// from libsodium's 64 bytes alike, gives the public key its signatures
+// verify under, and anything else (another prefix, a wrong length, a
+// 64-byte key whose halves do not match) is refused.
+func TestPrivateKeysReadInBothForms(t *testing.T) {
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	short := webhook.PrivateKeyString(priv)
+	long := webhook.PrivateKeyPrefix + base64.StdEncoding.EncodeToString(priv)
+	for _, s := range []string{short, long} {
+		got, ok := webhook.ParsePrivateKey(s)
+		if !ok || !got.Equal(priv) {
+			t.Fatalf("ParsePrivateKey(%q) = %v", s, ok)
+		}
+		pub, ok := webhook.PublicKeyOf(s)
+		if !ok {
+			t.Fatalf("PublicKeyOf(%q) not ok", s)
+		}
+		sig := webhook.SignStandardEd25519(got, "msg_1", time.Now().Unix(), []byte("{}"))
+		if err := webhook.VerifyStandardEd25519([]string{pub}, "msg_1", strconv.FormatInt(time.Now().Unix(), 10), sig, []byte("{}"), time.Now()); err != nil {
+			t.Errorf("a signature by %q does not verify under %q: %v", s, pub, err)
+		}
+	}
+	mismatched := append(append([]byte(nil), priv[:ed25519.SeedSize]...), bytes.Repeat([]byte{1}, ed25519.PublicKeySize)...)
+	for _, bad := range []string{"", "whsec_" + short[5:], "whsk_" + base64.StdEncoding.EncodeToString([]byte("short")),
+		"whsk_" + base64.StdEncoding.EncodeToString(mismatched), "whsk_not base64"} {
+		if _, ok := webhook.ParsePrivateKey(bad); ok {
+			t.Errorf("ParsePrivateKey(%q) took it", bad)
+		}
+		if _, ok := webhook.PublicKeyOf(bad); ok {
+			t.Errorf("PublicKeyOf(%q) took it", bad)
 		}
 	}
 }

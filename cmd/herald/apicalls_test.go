@@ -17,7 +17,8 @@ import (
 
 // noCommand are the API calls docs/cli.md says have no command, each for
 // its reason there: the operator's calls (herald accounts does the same on
-// the database), the reference itself, and the probes. A call added to
+// the database), the reference itself, the public signing keys (what
+// receivers fetch) and the probes. A call added to
 // the reference must get a command, or be added here and there.
 var noCommand = []string{
 	"DELETE /v3/operator/accounts/{id}",
@@ -26,6 +27,7 @@ var noCommand = []string{
 	"GET /readyz",
 	"GET /v3/openapi.json",
 	"GET /v3/operator/accounts",
+	"GET /v3/signing-keys",
 	"PATCH /v3/operator/accounts/{id}",
 	"POST /v3/operator/accounts",
 	"POST /v3/operator/accounts/{id}/portal-link",

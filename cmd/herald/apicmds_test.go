@@ -97,6 +97,16 @@ func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
 		!strings.Contains(out, `"X-Api-Key": "********"`) || !strings.Contains(out, `"X-Tenant": "********"`) || !strings.Contains(out, `"signatureScheme": "standard-webhooks"`) {
 		t.Errorf("webhooks create --filter --header printed %q; want the webhook with its filter and masked headers", out)
 	}
+	// An ed25519 webhook shows its public key; a token that is no private
+	// key is refused, naming the flag's field.
+	out = run(0, "webhooks", "create", "--name", "ed", "--url", a.url, "--events", "license.created", "--signature-scheme", "standard-webhooks-ed25519")
+	if !strings.Contains(out, "public key: whpk_") {
+		t.Errorf("webhooks create --signature-scheme standard-webhooks-ed25519 printed %q; want its public key", out)
+	}
+	if out := run(1, "webhooks", "create", "--name", "ed2", "--url", a.url, "--events", "license.created", "--signature-scheme", "standard-webhooks-ed25519",
+		"--token", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"); !strings.Contains(out, "whsk_") {
+		t.Errorf("an ed25519 webhook with an HMAC secret printed %q; want the private key's rule", out)
+	}
 	// A rate limit at creation, changed, removed; a bad one refused.
 	out = run(0, "webhooks", "create", "--name", "throttled", "--url", a.url, "--events", "license.created", "--rate-limit", "50", "--json")
 	var throttled struct {

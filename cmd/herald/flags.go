@@ -624,8 +624,8 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	e := &envFlags{fs: flag.NewFlagSet("herald listen", flag.ContinueOnError),
 		summary: "A local receiver for building an integration: it verifies each delivery's signature, prints it,\nand answers 200 (401 when the signature does not verify), or passes it on to --forward."}
 	e.fs.SetOutput(stderr)
-	token := e.String("token", "HERALD_WEBHOOK_TOKEN", "", "the webhook's token, to verify signatures (required)")
-	next := e.String("next-token", "HERALD_WEBHOOK_NEXT_TOKEN", "", "during a token rotation, the next token as well: a delivery signed with either verifies (herald webhooks token ID prints both)")
+	token := e.String("token", "HERALD_WEBHOOK_TOKEN", "", "the webhook's token, to verify signatures (required); for an ed25519 webhook, its public key (whpk_…)")
+	next := e.String("next-token", "HERALD_WEBHOOK_NEXT_TOKEN", "", "during a token rotation, the next token (or next public key) as well: a delivery signed with either verifies (herald webhooks token ID prints both)")
 	port := e.fs.Int("port", 9000, "port to listen on, on 127.0.0.1 (0 picks a free one)")
 	forward := e.fs.String("forward", "", "URL of your app to pass verified deliveries on to, unchanged, such as http://localhost:3000/webhooks")
 	if err := parse(e, args); err != nil {

@@ -121,13 +121,20 @@ func printWebhook(out io.Writer, w client.Webhook) {
 	if r := w.TokenRotation; r != nil {
 		rotation = fmt.Sprintf("under way since %s; both tokens sign until %s", r.StartedAt.Format(time.RFC3339), r.EndsAt.Format(time.RFC3339))
 	}
-	for _, row := range [][2]string{
+	rows := [][2]string{
 		{"ID", w.ID}, {"Name", w.Name}, {"URL", w.URL}, {"Events", strings.Join(w.Events, ", ")},
 		{"Enabled", strconv.FormatBool(w.Enabled)}, {"Status", w.Status}, {"Undelivered", strconv.Itoa(w.UndeliveredCount)},
 		{"Filter", filter}, {"Headers", headers}, {"Signature scheme", w.SignatureScheme}, {"Rate limit", rate},
 		{"Ordering", orderingText(w)},
 		{"Token rotation", rotation}, {"Created", w.CreatedAt.Format(time.RFC3339)}, {"Updated", w.UpdatedAt.Format(time.RFC3339)},
-	} {
+	}
+	if w.PublicKey != "" {
+		rows = append(rows, [2]string{"Public key", w.PublicKey})
+		if r := w.TokenRotation; r != nil && r.NextPublicKey != "" {
+			rows = append(rows, [2]string{"Next public key", r.NextPublicKey})
+		}
+	}
+	for _, row := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
 	}
 	tw.Flush()
@@ -137,11 +144,11 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	name := e.fs.String("name", "", "the webhook's name (required)")
 	u := e.fs.String("url", "", "the receiver's URL (required)")
 	events := e.fs.String("events", "", "comma-separated event kinds (required)")
-	token := e.fs.String("token", "", "the signing token: "+validator.TokenRule+"; with --signature-scheme standard-webhooks, "+validator.StandardTokenRule+" (default: herald makes one)")
+	token := e.fs.String("token", "", "the signing token: "+validator.TokenRule+"; with --signature-scheme standard-webhooks, "+validator.StandardTokenRule+"; with standard-webhooks-ed25519, "+validator.PrivateKeyRule+" (default: herald makes one)")
 	disabled := e.fs.Bool("disabled", false, "create it disabled")
 	again := e.fs.Bool("again", false, "create it even when a webhook has this name and URL already")
 	filter := e.fs.String("filter", "", `a JSON filter on the payload, e.g. '{"data.metadata.plan": "pro"}' (default: none)`)
-	scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald (default) or standard-webhooks")
+	scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald (default), standard-webhooks or standard-webhooks-ed25519 (public-key signatures)")
 	var rate optRate
 	e.fs.Var(&rate, "rate-limit", "the most deliveries per second to send it, 1 to 10000, or none (default: none)")
 	var headers headerFlags
@@ -211,6 +218,9 @@ func webhookCreate(e *envFlags) func(x *call) error {
 			return x.printAnswer()
 		}
 		fmt.Fprintf(x.out, "created webhook %s (%s)\nsigning token: %s\n", w.ID, w.Name, w.Token)
+		if w.PublicKey != "" {
+			fmt.Fprintf(x.out, "public key: %s (receivers verify with it; the token is the private key)\n", w.PublicKey)
+		}
 		fmt.Fprintf(x.out, "next: herald trigger %s, then herald logs list --webhook %s\n", cmpOr(firstOf(w.Events), "KIND"), w.ID)
 		return nil
 	}
@@ -251,10 +261,10 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	name := e.fs.String("name", "", "a new name")
 	u := e.fs.String("url", "", "a new receiver URL")
 	events := e.fs.String("events", "", "new comma-separated event kinds, in place of the old")
-	token := e.fs.String("token", "", "a new signing token, at once (see rotate for one with an overlap): "+validator.TokenRule+"; with --signature-scheme standard-webhooks, "+validator.StandardTokenRule)
+	token := e.fs.String("token", "", "a new signing token, at once (see rotate for one with an overlap): "+validator.TokenRule+"; with --signature-scheme standard-webhooks, "+validator.StandardTokenRule+"; with standard-webhooks-ed25519, "+validator.PrivateKeyRule)
 	e.fs.Var(&enabled, "enabled", "true or false")
 	filter := e.fs.String("filter", "", `a new JSON filter on the payload; 'null' removes it`)
-	scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald or standard-webhooks")
+	scheme := e.fs.String("signature-scheme", "", "how deliveries are signed: herald, standard-webhooks or standard-webhooks-ed25519 (public-key signatures)")
 	var rate optRate
 	e.fs.Var(&rate, "rate-limit", "the most deliveries per second to send it, 1 to 10000; none removes the limit")
 	var headers headerFlags

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
 )
@@ -12,13 +11,20 @@ import (
 type tokenRotationJSON struct {
 	StartedAt string `json:"startedAt"`
 	EndsAt    string `json:"endsAt"`
+	// NextPublicKey, for an ed25519 webhook, is the public key of the next
+	// private key, which signs beside the current one until EndsAt.
+	NextPublicKey string `json:"nextPublicKey,omitempty"`
 }
 
-func toTokenRotationJSON(r *store.TokenRotation) *tokenRotationJSON {
+func toTokenRotationJSON(r *store.TokenRotation, k *store.SigningKey) *tokenRotationJSON {
 	if r == nil {
 		return nil
 	}
-	return &tokenRotationJSON{StartedAt: ts(r.StartedAt), EndsAt: ts(r.EndsAt)}
+	out := &tokenRotationJSON{StartedAt: ts(r.StartedAt), EndsAt: ts(r.EndsAt)}
+	if k != nil {
+		out.NextPublicKey = k.NextPublicKey
+	}
+	return out
 }
 
 // rotateWebhookToken starts a rotation to a new, generated token. The answer
@@ -40,7 +46,12 @@ func (a *API) rotateWebhookToken(w http.ResponseWriter, r *http.Request) error {
 			return Invalid{{v[0].Field, v[0].Detail}}.Err()
 		}
 	}
-	hook, err := a.store.RotateWebhookToken(r.Context(), accountID(r), pathID(r, "id"), auth.NewWebhookToken(), overlap)
+	// The next token is of the webhook's scheme: for ed25519, a new key
+	// pair, whose public half the webhook and GET /v3/signing-keys show.
+	hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
+	if err == nil {
+		hook, err = a.store.RotateWebhookToken(r.Context(), accountID(r), pathID(r, "id"), validator.NewToken(hook.SignatureScheme), overlap)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("webhook")

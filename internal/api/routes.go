@@ -159,12 +159,13 @@ func New(c Config) http.Handler {
 		return problem(http.StatusNotFound, "not-found", "Not found", "no API call at "+r.Method+" "+r.URL.Path)
 	})
 
-	// The API reference, and each event kind's payload schema from it, need
-	// no token; everything else does.
+	// The API reference, each event kind's payload schema from it, and the
+	// accounts' public signing keys need no token; everything else does.
 	root := http.NewServeMux()
 	root.HandleFunc("GET /v3/openapi.json", a.serve(func(w http.ResponseWriter, r *http.Request) error { serveOpenAPI(w, r); return nil }))
 	root.HandleFunc("GET /v3/event-types", a.serve(a.listEventTypes))
 	root.HandleFunc("GET /v3/event-types/{kind}/schema", a.serve(a.getEventTypeSchema))
+	root.HandleFunc("GET /v3/signing-keys", a.serve(a.listSigningKeys))
 	root.Handle("/v3/operator/", a.operator())
 	root.Handle("/", a.authenticate(mux))
 	return withRequestID(root)

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
@@ -35,9 +34,12 @@ type webhookJSON struct {
 	// Headers are the custom headers, their values masked unless a write
 	// token asked to see them (?reveal=headers); {} for none.
 	Headers map[string]string `json:"headers"`
-	// SignatureScheme is how deliveries are signed: herald or
-	// standard-webhooks.
+	// SignatureScheme is how deliveries are signed: herald,
+	// standard-webhooks or standard-webhooks-ed25519.
 	SignatureScheme string `json:"signatureScheme"`
+	// PublicKey, for standard-webhooks-ed25519, is the "whpk_" key its
+	// "v1a," signatures verify with; absent for the other schemes.
+	PublicKey string `json:"publicKey,omitempty"`
 	// RateLimit is deliveries per second to it, null for no limit.
 	RateLimit *int `json:"rateLimit"`
 	// RetryPolicy is how its failed deliveries are retried: its own, or
@@ -71,9 +73,12 @@ func toWebhookJSON(w store.Webhook) webhookJSON {
 	}
 	out := webhookJSON{ID: w.ID, Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled,
 		Status: w.Status, UndeliveredCount: w.UndeliveredCount, CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
-		TokenRotation: toTokenRotationJSON(w.Rotation), Filter: w.Filter, Headers: validator.MaskHeaders(w.Headers), SignatureScheme: w.SignatureScheme}
+		TokenRotation: toTokenRotationJSON(w.Rotation, w.SigningKey), Filter: w.Filter, Headers: validator.MaskHeaders(w.Headers), SignatureScheme: w.SignatureScheme}
 	if w.RateLimit > 0 {
 		out.RateLimit = &w.RateLimit
+	}
+	if w.SigningKey != nil {
+		out.PublicKey = w.SigningKey.PublicKey
 	}
 	return out
 }
@@ -99,7 +104,8 @@ type webhookInput struct {
 	Filter json.RawMessage `json:"filter"`
 	// Headers likewise: null or {} removes them.
 	Headers json.RawMessage `json:"headers"`
-	// SignatureScheme: herald (the default) or standard-webhooks.
+	// SignatureScheme: herald (the default), standard-webhooks or
+	// standard-webhooks-ed25519.
 	SignatureScheme *string `json:"signatureScheme"`
 	// RateLimit likewise: null removes it. Read here rather than by the
 	// decoder, so that a wrong type is a 422 naming the field.
@@ -208,13 +214,14 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := a.validate(&in, true, ""); err != nil {
 		return err
 	}
-	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Token: auth.NewWebhookToken(), Filter: in.Filter}
+	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Filter: in.Filter}
 	if in.checked != nil {
 		n.Headers = *in.checked
 	}
 	if in.SignatureScheme != nil {
 		n.SignatureScheme = *in.SignatureScheme
 	}
+	n.Token = validator.NewToken(n.SignatureScheme)
 	if in.rate != nil {
 		n.RateLimit = *in.rate
 	}
@@ -303,7 +310,8 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	var scheme string
 	// A token is checked for the scheme it will sign in, and headers
 	// against the ones they replace: both need the webhook as it is.
-	if in.Headers != nil || (in.Token != nil && in.SignatureScheme == nil) {
+	// So does a change of scheme to or from ed25519, whose token is a key.
+	if in.Headers != nil || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) {
 		hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("webhook")
@@ -322,6 +330,12 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Headers = in.checked
 	p.SignatureScheme = in.SignatureScheme
+	if in.SignatureScheme != nil && in.Token == nil && (scheme == store.SchemeStandardEd25519) != (*in.SignatureScheme == store.SchemeStandardEd25519) {
+		// A private key is no HMAC secret, nor the reverse: the new scheme
+		// gets a new token, read from GET …/token like any (decision 0125).
+		tok := validator.NewToken(*in.SignatureScheme)
+		p.Token = &tok
+	}
 	if in.SignatureScheme != nil && *in.SignatureScheme == store.SchemeStandardWebhooks {
 		// Its tokens shown in the Standard Webhooks form, with the same
 		// key (decision 0118).

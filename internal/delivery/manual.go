@@ -2,6 +2,8 @@ package delivery
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -225,8 +227,11 @@ func (a *attempts) test(ctx context.Context, accountID, webhookID string, kind e
 				span.SetAttributes(attribute.Bool("herald.verification_check", true))
 			}
 			forged := Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body), Headers: w.Headers}
-			if w.SignatureScheme == store.SchemeStandardWebhooks {
+			switch w.SignatureScheme {
+			case store.SchemeStandardWebhooks:
 				forged.Signature, forged.StandardTokens = "", []string{auth.NewWebhookToken()}
+			case store.SchemeStandardEd25519:
+				forged.Signature, forged.StandardTokens, forged.Ed25519 = "", []string{forgedKey()}, true
 			}
 			res := a.sender.Send(sctx, forged)
 			// Here a rejection is what a verifying receiver should answer, so
@@ -271,4 +276,13 @@ func flatten(h http.Header) map[string]string {
 		out[strings.ToLower(k)] = strings.Join(v, ", ")
 	}
 	return out
+}
+
+// forgedKey is a private key no receiver has the public half of.
+func forgedKey() string {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(fmt.Sprintf("ed25519 key: %v", err)) // crypto/rand does not fail
+	}
+	return webhook.PrivateKeyString(priv)
 }

@@ -95,14 +95,17 @@ type Request struct {
 	// webhook-signature header, over id.timestamp.body with the timestamp
 	// of the moment it is sent.
 	StandardTokens []string
+	// Ed25519, set with StandardTokens, says they are "whsk_" private keys
+	// that sign "v1a," signatures rather than "v1," secrets.
+	Ed25519 bool
 }
 
 // signed returns the request for a claim's body, signed with the tokens of
 // the claim's moment.
 func signed(c attempt.Claim) Request {
 	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
-	if c.SignatureScheme == store.SchemeStandardWebhooks {
-		r.StandardTokens = []string{c.Token}
+	if c.SignatureScheme == store.SchemeStandardWebhooks || c.SignatureScheme == store.SchemeStandardEd25519 {
+		r.StandardTokens, r.Ed25519 = []string{c.Token}, c.SignatureScheme == store.SchemeStandardEd25519
 		if c.NextToken != "" {
 			r.StandardTokens = append(r.StandardTokens, c.NextToken)
 		}
@@ -127,7 +130,7 @@ type Result struct {
 	Err        string // why it failed; "" when it succeeded
 	// Failure is Err's kind, one of a few fixed words (for metrics):
 	// timeout, connection, address_refused, headers_too_large, redirect,
-	// status, invalid_url; "" when it succeeded.
+	// status, invalid_url, signing_key; "" when it succeeded.
 	Failure string
 	// RetryAfter is how long a 429 or 503 answer's Retry-After header asked
 	// to wait (delay-seconds, or an HTTP date less the moment it came);
@@ -165,7 +168,16 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		ts := s.now().Unix()
 		sigs := make([]string, len(req.StandardTokens))
 		for i, tok := range req.StandardTokens {
-			sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
+			if !req.Ed25519 {
+				sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
+				continue
+			}
+			// The validator lets no other token be saved for the scheme.
+			priv, ok := webhook.ParsePrivateKey(tok)
+			if !ok {
+				return Result{SentAt: s.now(), Err: "the webhook's signing key is not an ed25519 private key: set a new token", Failure: "signing_key"}
+			}
+			sigs[i] = webhook.SignStandardEd25519(priv, req.EventID, ts, req.Body)
 		}
 		hr.Header[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
 		hr.Header[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,6 +90,22 @@ func (h *handler) verify(r *http.Request, body []byte) (problem string) {
 	tokens, under := []string{h.cfg.Token}, "this token"
 	if h.cfg.NextToken != "" {
 		tokens, under = append(tokens, h.cfg.NextToken), "either token"
+	}
+	if pubs := publicKeys(tokens); pubs != nil {
+		// An ed25519 webhook (standard-webhooks-ed25519): its whpk_ public
+		// key, or the whsk_ private key it is derived from.
+		switch err := webhook.VerifyStandardEd25519(pubs, r.Header.Get(webhook.IDHeader), r.Header.Get(webhook.TimestampHeader),
+			signature, body, time.Now()); {
+		case err == nil:
+			return ""
+		case errors.Is(err, webhook.ErrMissingSignature):
+			return "no webhook-signature header"
+		case errors.Is(err, webhook.ErrTimestamp):
+			return "webhook-timestamp is not within 5 minutes of now (Standard Webhooks)"
+		case errors.Is(err, webhook.ErrMissingHeaders):
+			return "no webhook-id or webhook-timestamp header (Standard Webhooks)"
+		}
+		return "no v1a signature verifies webhook-id.webhook-timestamp.body under " + strings.Replace(under, "token", "public key", 1) + " (Standard Webhooks, ed25519)"
 	}
 	if webhook.IsStandard(r.Header) {
 		// A webhook whose signatureScheme is standard-webhooks.
@@ -177,4 +194,18 @@ func indentedSize(body []byte) int {
 		return true
 	})
 	return size
+}
+
+// publicKeys returns the ed25519 public keys the tokens given are, or are
+// the private halves of; nil when none is a key (an HMAC webhook's).
+func publicKeys(tokens []string) []string {
+	var pubs []string
+	for _, t := range tokens {
+		if _, ok := webhook.ParsePublicKey(t); ok {
+			pubs = append(pubs, t)
+		} else if pub, ok := webhook.PublicKeyOf(t); ok {
+			pubs = append(pubs, pub)
+		}
+	}
+	return pubs
 }

@@ -32,8 +32,9 @@ const ForwardTimeout = 14 * time.Second
 
 // Config configures [Handler] and [Run].
 type Config struct {
-	// Token is the webhook's token, the HMAC key. Required: with no token
-	// every request is answered 401.
+	// Token is the webhook's token, the HMAC key; for an ed25519 webhook,
+	// its public key ("whpk_"), or the private key ("whsk_") it derives
+	// from. Required: with no token every request is answered 401.
 	Token string
 	// NextToken, during a token rotation, is the next token: a delivery
 	// signed with either verifies, as the example receivers accept

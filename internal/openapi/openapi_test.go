@@ -89,6 +89,7 @@ func TestOperationsConsistent(t *testing.T) {
 		"GET /v3/openapi.json":              true,
 		"GET /v3/event-types":               true,
 		"GET /v3/event-types/{kind}/schema": true,
+		"GET /v3/signing-keys":              true,
 		"GET /healthz":                      true,
 		"GET /readyz":                       true,
 		"GET /metrics":                      true,

@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
+	"github.com/heraldhq/herald/webhook"
 )
 
 // webhookForm is the spec's webhook form: name, URL, token, events,
@@ -216,6 +217,11 @@ func (h *handler) newWebhook(w http.ResponseWriter, r *http.Request, s store.Ses
 // createWebhook adds a webhook and opens its page.
 func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	d := webhookFormData{Form: readWebhookForm(r)}
+	if d.Form.SignatureScheme == store.SchemeStandardEd25519 && !strings.HasPrefix(d.Form.Token, webhook.PrivateKeyPrefix) {
+		// The form's generated secret is an HMAC one: herald makes the key
+		// pair (a whsk_ key typed in is checked and kept).
+		d.Form.Token = validator.NewToken(store.SchemeStandardEd25519)
+	}
 	filter, headers, rate, retry, errs := h.check(&d.Form, true, nil)
 	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/new", errs)
@@ -272,6 +278,10 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 		RateLimit: &rate, RetryPolicy: &retry, Ordering: &d.Form.Ordering, OrderingOnFailure: &d.Form.OrderingOnFailure}
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
+	} else if (hook.SignatureScheme == store.SchemeStandardEd25519) != (d.Form.SignatureScheme == store.SchemeStandardEd25519) {
+		// A private key is no HMAC secret, nor the reverse (decision 0125).
+		tok := validator.NewToken(d.Form.SignatureScheme)
+		p.Token = &tok
 	}
 	if d.Form.SignatureScheme == store.SchemeStandardWebhooks {
 		p.RecodeTokens = validator.StandardForm // the same key, in that scheme's form

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
 )
@@ -40,7 +39,13 @@ func (h *handler) rotateToken(w http.ResponseWriter, r *http.Request, s store.Se
 	if len(v) > 0 {
 		return h.webhookProblem(w, r, s, http.StatusUnprocessableEntity, "Overlap "+v[0].Detail+". Nothing was changed.")
 	}
-	_, err = h.store.RotateWebhookToken(r.Context(), s.AccountID, r.PathValue("id"), auth.NewWebhookToken(), overlap)
+	// The next token is of the webhook's scheme: for ed25519, a new key
+	// pair, whose public half the webhook's page shows.
+	hook, err := h.store.Webhook(r.Context(), s.AccountID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	_, err = h.store.RotateWebhookToken(r.Context(), s.AccountID, r.PathValue("id"), validator.NewToken(hook.SignatureScheme), overlap)
 	if errors.Is(err, store.ErrConflict) {
 		return h.webhookProblem(w, r, s, http.StatusConflict, "A token rotation is already under way. Finish it, or wait for its end, before starting another.")
 	}

@@ -80,7 +80,7 @@ func (h *handler) signaturePage(w http.ResponseWriter, r *http.Request, s store.
 			return store.ErrNotFound
 		}
 		d.Body = string(l.Payload)
-		if hook.SignatureScheme == store.SchemeStandardWebhooks {
+		if hook.SignatureScheme != store.SchemeHerald {
 			// The headers the latest attempt was signed with, when kept.
 			d.StandardID = l.EventID
 			if ts := sentTimestamps(l); len(ts) > 0 {
@@ -130,7 +130,7 @@ func (h *handler) checkSignature(w http.ResponseWriter, r *http.Request, s store
 	if d.SentLog != nil {
 		in.Sent = d.SentLog.Payload
 	}
-	if hook.SignatureScheme == store.SchemeStandardWebhooks {
+	if hook.SignatureScheme != store.SchemeHerald {
 		std := &sigcheck.Standard{ID: cmp.Or(strings.TrimSpace(d.StandardID), sigcheck.BodyID(body)), Timestamp: strings.TrimSpace(d.Timestamp), Now: h.now()}
 		d.StandardID, d.Timestamp = std.ID, std.Timestamp
 		if d.SentLog != nil {
@@ -203,7 +203,7 @@ func (d *signatureData) read() ([]byte, bool) {
 		}
 		d.Encoding = bodyText
 	}
-	if d.Webhook.SignatureScheme == store.SchemeStandardWebhooks {
+	if d.Webhook.SignatureScheme != store.SchemeHerald {
 		d.readStandard()
 	}
 	if len(d.Signature) > maxSignatureLength {
@@ -227,7 +227,7 @@ func (d *signatureData) read() ([]byte, bool) {
 			body = bytes.ReplaceAll(body, []byte("\n"), []byte("\r\n"))
 		}
 	}
-	if d.Webhook.SignatureScheme == store.SchemeStandardWebhooks && len(d.Errors) == 0 && strings.TrimSpace(d.StandardID) == "" && sigcheck.BodyID(body) == "" {
+	if d.Webhook.SignatureScheme != store.SchemeHerald && len(d.Errors) == 0 && strings.TrimSpace(d.StandardID) == "" && sigcheck.BodyID(body) == "" {
 		d.Errors.add("webhookId", "webhook-id must not be empty when the body has no id: paste the webhook-id header the request carried.")
 	}
 	return body, len(d.Errors) == 0

@@ -51,8 +51,8 @@ type Webhook struct {
 	// Headers are the custom headers sent with each of its requests, by
 	// name; nil for none. Kept sealed; the API shows their values masked.
 	Headers map[string]string
-	// SignatureScheme is how its deliveries are signed: SchemeHerald or
-	// SchemeStandardWebhooks.
+	// SignatureScheme is how its deliveries are signed: SchemeHerald,
+	// SchemeStandardWebhooks or SchemeStandardEd25519.
 	SignatureScheme string
 	// RateLimit is how many deliveries per second it may be sent, by every
 	// process together (see ReserveSends); 0 for no limit.
@@ -65,12 +65,18 @@ type Webhook struct {
 	// Ordering is OrderingNone or OrderingLicense (ordering.go), and
 	// OrderingOnFailure OnFailureHold or OnFailureContinue.
 	Ordering, OrderingOnFailure string
+	// SigningKey is the public half of its key pair when it signs with
+	// SchemeStandardEd25519; nil otherwise.
+	SigningKey *SigningKey
 }
 
 // Signature schemes of a webhook.
 const (
 	SchemeHerald           = "herald"
 	SchemeStandardWebhooks = "standard-webhooks"
+	// SchemeStandardEd25519 signs with ed25519 ("v1a,"); the webhook's
+	// token is its private key, "whsk_" (decision 0125).
+	SchemeStandardEd25519 = "standard-webhooks-ed25519"
 )
 
 // Subscribes reports whether w wants events of kind k.
@@ -122,6 +128,13 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 	}
 	if w.OrderingOnFailure == "" {
 		w.OrderingOnFailure = OnFailureHold
+	}
+	if w.SignatureScheme == SchemeStandardEd25519 {
+		k, err := signingKey(w.ID, WebhookTokens{Current: n.Token})
+		if err != nil {
+			return Webhook{}, fmt.Errorf("create webhook: %w", err)
+		}
+		w.SigningKey = &k
 	}
 	events, _ := json.Marshal(n.Events)
 	err := s.InTx(ctx, func(tx *Tx) error {
@@ -249,6 +262,13 @@ func (s *Store) Webhook(ctx context.Context, accountID, id string) (Webhook, err
 	if err != nil {
 		return Webhook{}, fmt.Errorf("read webhook: %w", err)
 	}
+	if w.SignatureScheme == SchemeStandardEd25519 {
+		k, err := s.WebhookSigningKey(ctx, accountID, id)
+		if err != nil {
+			return Webhook{}, err
+		}
+		w.SigningKey = &k
+	}
 	return w, nil
 }
 
@@ -305,6 +325,10 @@ func (s *Store) WebhookWindow(ctx context.Context, accountID string, f WebhookFi
 	}
 	if err := rows.Err(); err != nil {
 		return Window[Webhook]{}, fmt.Errorf("list webhooks: %w", err)
+	}
+	rows.Close() // before the keys' query, on SQLite's one connection
+	if err := s.addSigningKeys(ctx, accountID, list); err != nil {
+		return Window[Webhook]{}, err
 	}
 	return window(list, f.Page, func(w Webhook) string { return w.ID }), nil
 }

@@ -12,6 +12,8 @@ package validator
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/mail"
@@ -19,6 +21,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/filter"
 	"github.com/heraldhq/herald/internal/netguard"
@@ -88,12 +91,45 @@ func StandardForm(token string) string {
 	return webhook.StandardSecret(token)
 }
 
+// PrivateKeyRule says what an ed25519 webhook's token, its private key,
+// may be.
+const PrivateKeyRule = "whsk_ followed by the standard base64 of an ed25519 private key (its 32-byte seed, or the 64 bytes of seed and public key)"
+
+// KnownScheme reports whether scheme is a webhook signature scheme.
+func KnownScheme(scheme string) bool {
+	switch scheme {
+	case store.SchemeHerald, store.SchemeStandardWebhooks, store.SchemeStandardEd25519:
+		return true
+	}
+	return false
+}
+
+// NewToken returns a new signing token for a webhook of scheme: a random
+// secret for the HMAC schemes, a new private key ("whsk_") for
+// SchemeStandardEd25519.
+func NewToken(scheme string) string {
+	if scheme == store.SchemeStandardEd25519 {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			panic(fmt.Sprintf("ed25519 key: %v", err)) // crypto/rand does not fail
+		}
+		return webhook.PrivateKeyString(priv)
+	}
+	return auth.NewWebhookToken()
+}
+
 // CheckToken checks a webhook's token for its signature scheme: any
 // TokenRule text for herald's; the Standard Webhooks form for
 // standard-webhooks, so that the libraries take the secret herald shows
-// as it is.
+// as it is; an ed25519 private key for standard-webhooks-ed25519.
 func CheckToken(v *Errors, field, token, scheme string) {
 	if !CheckText(v, field, token) {
+		return
+	}
+	if scheme == store.SchemeStandardEd25519 {
+		if _, ok := webhook.ParsePrivateKey(token); !ok {
+			v.Add(field, "for signatureScheme "+store.SchemeStandardEd25519+", must be "+PrivateKeyRule)
+		}
 		return
 	}
 	if scheme == store.SchemeStandardWebhooks {
@@ -157,8 +193,8 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 	if w.Filter != nil {
 		CheckFilter(&v, "filter", w.Filter)
 	}
-	if w.SignatureScheme != nil && *w.SignatureScheme != store.SchemeHerald && *w.SignatureScheme != store.SchemeStandardWebhooks {
-		v.Add("signatureScheme", fmt.Sprintf("%q: must be %q or %q", *w.SignatureScheme, store.SchemeHerald, store.SchemeStandardWebhooks))
+	if w.SignatureScheme != nil && !KnownScheme(*w.SignatureScheme) {
+		v.Add("signatureScheme", fmt.Sprintf("%q: must be %q, %q or %q", *w.SignatureScheme, store.SchemeHerald, store.SchemeStandardWebhooks, store.SchemeStandardEd25519))
 	}
 	if w.RateLimit != nil {
 		CheckRateLimit(&v, "rateLimit", *w.RateLimit)

@@ -6,6 +6,12 @@
 // HERALD_WEBHOOK_NEXT_TOKEN to the next token: a delivery signed with either
 // is accepted (see "Rotating the token" in docs/receiving.md).
 //
+// For a webhook signed with ed25519 (signatureScheme
+// standard-webhooks-ed25519), set HERALD_WEBHOOK_TOKEN to its public key,
+// whpk_... (and HERALD_WEBHOOK_NEXT_TOKEN to the next one during a
+// rotation): the receiver then holds no secret, and verifies the v1a
+// signatures with node:crypto alone (see "Verifying without the secret").
+//
 // The signature covers the raw body bytes, so the body is kept as Buffers
 // until it is verified: no setEncoding, no string concatenation, no JSON
 // parsing before the hash.
@@ -21,6 +27,9 @@
 const crypto = require('node:crypto');
 const http = require('node:http');
 
+// An ed25519 public key in DER (SPKI) is this fixed prefix and its 32 bytes.
+const ed25519SPKIPrefix = Buffer.from('302a300506032b6570032100', 'hex');
+
 const token = process.env.HERALD_WEBHOOK_TOKEN;
 if (!token) {
   console.error('set HERALD_WEBHOOK_TOKEN to the webhook\'s token');
@@ -28,6 +37,8 @@ if (!token) {
 }
 // Every token a delivery may be signed with: during a rotation, two.
 const tokens = [token, process.env.HERALD_WEBHOOK_NEXT_TOKEN].filter(Boolean);
+// whpk_ tokens are an ed25519 webhook's public keys.
+const publicKeys = tokens.every((t) => t.startsWith('whpk_')) ? tokens.map(publicKey) : null;
 const port = Number(process.env.PORT ?? 8000);
 const maxBodyBytes = 1 << 20;
 // By resource id (a license's or an activation's): the sequence of the last
@@ -54,6 +65,28 @@ function verify(body, signature, token) {
   return given.length === expected.length && crypto.timingSafeEqual(given, expected);
 }
 
+// publicKey reads a whpk_ key: "whpk_" and the base64 of 32 bytes.
+function publicKey(text) {
+  const raw = Buffer.from(text.slice('whpk_'.length), 'base64');
+  if (raw.length !== 32) throw new Error(`${text} is not a whpk_ key of 32 bytes`);
+  return crypto.createPublicKey({ key: Buffer.concat([ed25519SPKIPrefix, raw]), format: 'der', type: 'spki' });
+}
+
+// verifyEd25519 reports whether any v1a signature of the webhook-signature
+// header is the ed25519 signature, under any of keys, of webhook-id,
+// webhook-timestamp and the raw body joined by dots, with a timestamp
+// within 5 minutes of now (replay protection).
+function verifyEd25519(body, headers, keys) {
+  const id = headers['webhook-id'];
+  const timestamp = headers['webhook-timestamp'];
+  const signatures = headers['webhook-signature'];
+  if (!id || !/^[0-9]+$/.test(timestamp ?? '') || typeof signatures !== 'string') return false;
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > 5 * 60) return false;
+  const signed = Buffer.concat([Buffer.from(`${id}.${timestamp}.`), body]);
+  return signatures.split(' ').some((s) => s.startsWith('v1a,') &&
+    keys.some((key) => crypto.verify(null, signed, key, Buffer.from(s.slice(4), 'base64'))));
+}
+
 // verifyAny reports whether signature verifies under any of tokens. Every
 // token is tried, so the time taken does not tell which one matched.
 function verifyAny(body, signature, tokens) {
@@ -76,7 +109,10 @@ const server = http.createServer((req, res) => {
     if (size > maxBodyBytes) return answer(res, 413, 'body too large\n');
     const body = Buffer.concat(chunks);
     // Node lower-cases incoming header names, whatever casing was sent.
-    if (!verifyAny(body, req.headers['webhook-signature'], tokens)) {
+    const verified = publicKeys
+      ? verifyEd25519(body, req.headers, publicKeys)
+      : verifyAny(body, req.headers['webhook-signature'], tokens);
+    if (!verified) {
       return answer(res, 401, 'invalid signature\n');
     }
     let payload;

@@ -6,6 +6,13 @@ While the webhook's token is being rotated, also set
 HERALD_WEBHOOK_NEXT_TOKEN to the next token: a delivery signed with either
 is accepted (see "Rotating the token" in docs/receiving.md).
 
+For a webhook signed with ed25519 (signatureScheme
+standard-webhooks-ed25519), set HERALD_WEBHOOK_TOKEN to its public key,
+whpk_... (and HERALD_WEBHOOK_NEXT_TOKEN to the next one during a rotation):
+the receiver then holds no secret, and verifies the v1a signatures with the
+cryptography package (pip install cryptography, or Debian's
+python3-cryptography); see "Verifying without the secret".
+
 The signature covers the raw body bytes: read them exactly (Content-Length
 bytes, or a chunked body's chunks joined), verify them, and only then decode
 the JSON.
@@ -28,6 +35,7 @@ import os
 import re
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOKEN = os.environ.get("HERALD_WEBHOOK_TOKEN", "").encode("utf-8")
@@ -36,6 +44,8 @@ NEXT_TOKEN = os.environ.get("HERALD_WEBHOOK_NEXT_TOKEN", "").encode("utf-8")
 TOKENS = [t for t in (TOKEN, NEXT_TOKEN) if t]
 PORT = int(os.environ.get("PORT", "8000"))
 MAX_BODY_BYTES = 1 << 20
+# The ed25519 public keys, when the tokens are whpk_ keys (set in main).
+PUBLIC_KEYS: list | None = None
 # By resource id (a license's or an activation's): the sequence of the last
 # event applied to it.
 APPLIED: dict[str, int] = {}
@@ -70,6 +80,47 @@ def apply_if_newer(payload: dict) -> bool:
         return True
 
 
+def public_keys(tokens: list[bytes]) -> list | None:
+    """Return the ed25519 public keys the tokens are, when all are whpk_
+    keys ("whpk_" and the base64 of 32 bytes); None for HMAC tokens."""
+    if not tokens or not all(t.startswith(b"whpk_") for t in tokens):
+        return None
+    # Imported only here: an HMAC receiver needs nothing beyond the
+    # standard library.
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    return [Ed25519PublicKey.from_public_bytes(base64.b64decode(t[len(b"whpk_"):], validate=True)) for t in tokens]
+
+
+def verify_ed25519(body: bytes, headers, keys: list) -> bool:
+    """Report whether any v1a signature of the webhook-signature header is
+    the ed25519 signature, under any of keys, of webhook-id,
+    webhook-timestamp and the raw body joined by dots, with a timestamp
+    within 5 minutes of now (replay protection)."""
+    from cryptography.exceptions import InvalidSignature
+
+    msg_id = headers.get("webhook-id")
+    timestamp = headers.get("webhook-timestamp") or ""
+    signatures = headers.get("webhook-signature") or ""
+    if not msg_id or not timestamp.isdigit() or abs(time.time() - int(timestamp)) > 5 * 60:
+        return False
+    signed = f"{msg_id}.{timestamp}.".encode("utf-8") + body
+    for sig in signatures.split(" "):
+        if not sig.startswith("v1a,"):
+            continue
+        try:
+            raw = base64.b64decode(sig[len("v1a,"):], validate=True)
+        except ValueError:
+            continue
+        for key in keys:
+            try:
+                key.verify(raw, signed)
+                return True
+            except InvalidSignature:
+                pass
+    return False
+
+
 def verify_any(body: bytes, signature: str | None, tokens: list[bytes]) -> bool:
     """Report whether signature verifies under any of tokens."""
     # Every token is tried, so the time taken does not tell which matched.
@@ -97,7 +148,11 @@ class Receiver(BaseHTTPRequestHandler):
             return self.answer(e.status, e.text)
 
         # self.headers.get matches header names case-insensitively.
-        if not verify_any(body, self.headers.get("webhook-signature"), TOKENS):
+        if PUBLIC_KEYS is not None:
+            verified = verify_ed25519(body, self.headers, PUBLIC_KEYS)
+        else:
+            verified = verify_any(body, self.headers.get("webhook-signature"), TOKENS)
+        if not verified:
             return self.answer(401, b"invalid signature\n")
         try:
             payload = json.loads(body)
@@ -180,8 +235,13 @@ class Receiver(BaseHTTPRequestHandler):
 
 
 def main() -> None:
+    global PUBLIC_KEYS
     if not TOKEN:
         sys.exit("set HERALD_WEBHOOK_TOKEN to the webhook's token")
+    try:
+        PUBLIC_KEYS = public_keys(TOKENS)
+    except ValueError as e:
+        sys.exit(f"HERALD_WEBHOOK_TOKEN: not a whpk_ public key of 32 bytes: {e}")
     server = ThreadingHTTPServer(("127.0.0.1", PORT), Receiver)
     host, port = server.server_address[:2]  # PORT=0 picks a free port
     print(f"listening on {host}:{port}", flush=True)

@@ -153,6 +153,21 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(201, "POST", "/v3/webhooks", map[string]any{"name": "CRM", "url": rcv.URL, "events": []string{"license.created", "license.deleted"}}, &hook)
 	c.call(201, "POST", "/v3/webhooks", map[string]any{"name": "All", "url": rcv.URL + "/all", "events": allKinds(t), "enabled": false, "token": "a-token-of-my-own-0123"}, &all)
 	c.call(422, "POST", "/v3/webhooks", map[string]any{"name": "x", "url": "ftp://example.com", "events": []string{"license.exploded"}}, nil)
+	// An ed25519 webhook: its public key listed without a token.
+	var ed map[string]any
+	c.call(201, "POST", "/v3/webhooks", map[string]any{"name": "Ed", "url": rcv.URL + "/ed", "events": []string{"license.created"}, "enabled": false,
+		"signatureScheme": "standard-webhooks-ed25519"}, &ed)
+	var keys struct {
+		Data []map[string]any `json:"data"`
+	}
+	c.call(200, "GET", "/v3/signing-keys?account="+acct["id"].(string), nil, &keys, noToken)
+	if len(keys.Data) != 1 || keys.Data[0]["publicKey"] != ed["publicKey"] || keys.Data[0]["webhookId"] != ed["id"] {
+		t.Errorf("GET /v3/signing-keys: %v; want the ed25519 webhook's publicKey %v", keys.Data, ed["publicKey"])
+	}
+	c.call(422, "GET", "/v3/signing-keys", nil, nil, noToken)
+	c.call(404, "GET", "/v3/signing-keys?account="+missing, nil, nil, noToken)
+	c.call(422, "POST", "/v3/webhooks", map[string]any{"name": "x", "url": rcv.URL, "events": []string{"license.created"},
+		"signatureScheme": "standard-webhooks-ed25519", "token": "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"}, nil)
 	hid := hook["id"].(string)
 	c.call(200, "GET", "/v3/webhooks", nil, nil)
 	c.call(200, "GET", "/v3/webhooks?status=Healthy&limit=1", nil, nil)

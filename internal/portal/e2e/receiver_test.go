@@ -127,6 +127,66 @@ func TestWebhookFormSignatureScheme(t *testing.T) {
 	}
 }
 
+// TestWebhookFormEd25519: choosing ed25519 in the form, with the secret
+// the form generated left in place, makes a key pair: the page shows the
+// public key, the API the same one; switching the webhook back to herald
+// without a token gives it a new secret rather than the private key.
+func TestWebhookFormEd25519(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	b := mustSignIn(t, h)
+	b.get("/webhooks/new")
+	form := url.Values{"name": {"Ed"}, "url": {"https://example.com/h"}, "events": {"license.created"}, "enabled": {"on"},
+		"token": {"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"}, "signatureScheme": {"standard-webhooks-ed25519"}}
+	code, loc, body := b.submit("/webhooks/new", form)
+	if code != http.StatusOK || !strings.Contains(body, `Standard Webhooks, ed25519`) {
+		t.Fatalf("add: %d; want the page naming ed25519\n%s", code, body)
+	}
+	id := strings.TrimPrefix(loc, "/webhooks/")
+	var got struct{ SignatureScheme, PublicKey string }
+	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &got)
+	if got.SignatureScheme != "standard-webhooks-ed25519" || !strings.HasPrefix(got.PublicKey, "whpk_") {
+		t.Fatalf("the API shows %+v", got)
+	}
+	// html/template writes a + in text as &#43;.
+	if !strings.Contains(strings.ReplaceAll(body, "&#43;", "+"), `<dd id="public-key" class="mono">`+got.PublicKey+`</dd>`) {
+		t.Errorf("the page does not show the public key %s", got.PublicKey)
+	}
+	if _, _, body := b.get("/webhooks/" + id + "/edit"); !strings.Contains(body, `<option value="standard-webhooks-ed25519" selected>`) {
+		t.Errorf("the edit form does not show the chosen scheme")
+	}
+	var tok struct{ Token string }
+	h.Must(200, "GET", "/v3/webhooks/"+id+"/token", nil, &tok)
+	if !strings.HasPrefix(tok.Token, "whsk_") {
+		t.Fatalf("token %q; want the whsk_ private key", tok.Token)
+	}
+	// A rotation from the page makes a new key pair, shown beside the key.
+	if code, _, body := b.submit("/webhooks/"+id+"/token/rotate", url.Values{"overlap": {"3600"}}); code != http.StatusOK {
+		t.Fatalf("rotate: %d\n%s", code, body)
+	}
+	var rotated struct {
+		PublicKey     string
+		TokenRotation struct{ NextPublicKey string }
+	}
+	h.Must(200, "GET", "/v3/webhooks/"+id, nil, &rotated)
+	next := rotated.TokenRotation.NextPublicKey
+	if rotated.PublicKey != got.PublicKey || !strings.HasPrefix(next, "whpk_") || next == got.PublicKey {
+		t.Fatalf("after a rotation from the page: %+v", rotated)
+	}
+	if _, _, body := b.get("/webhooks/" + id); !strings.Contains(strings.ReplaceAll(body, "&#43;", "+"), "next: "+next) {
+		t.Errorf("the page does not show the next public key %s", next)
+	}
+	edit := url.Values{"name": {"Ed"}, "url": {"https://example.com/h"}, "events": {"license.created"}, "enabled": {"on"}, "signatureScheme": {"herald"}}
+	if code, _, body := b.submit("/webhooks/"+id+"/edit", edit); code != http.StatusOK {
+		t.Fatalf("back to herald: %d\n%s", code, body)
+	}
+	var after struct{ Token string }
+	h.Must(200, "GET", "/v3/webhooks/"+id+"/token", nil, &after)
+	if after.Token == tok.Token || strings.HasPrefix(after.Token, "whsk_") {
+		t.Errorf("after the switch to herald the token is %q; want a new HMAC secret", after.Token)
+	}
+}
+
 // TestWebhookFormRateLimit: the form takes a rate limit, refuses one out of
 // range beside the field (saving nothing), shows it on the webhook's page
 // with the logs waiting their turn, and removes it when emptied.

@@ -482,3 +482,37 @@ func TestRotationWordsFollowTheScheme(t *testing.T) {
 		}
 	}
 }
+
+// TestSignatureCheckEd25519: Check a signature on an ed25519 webhook says
+// so, and a real delivery's v1a signature, checked with its headers as
+// sent, matches the one herald makes again from its key (ed25519 is
+// deterministic); with a changed body it does not.
+func TestSignatureCheckEd25519(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	rcv := heraldtest.NewReceiver(t)
+	var hook struct{ ID string }
+	h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": "Ed", "url": rcv.URL, "events": []string{"license.created"},
+		"signatureScheme": "standard-webhooks-ed25519"}, &hook)
+	h.CreateLicense(nil)
+	heraldtest.Eventually(t, 30*time.Second, "the delivery", func() bool { return rcv.Count() == 1 })
+	sent := rcv.Requests()[0]
+	sig := sent.Header.Get("webhook-signature")
+	if !strings.HasPrefix(sig, "v1a,") {
+		t.Fatalf("webhook-signature %q; want v1a", sig)
+	}
+	b := mustSignIn(t, h)
+	if _, _, page := b.get("/webhooks/" + hook.ID + "/signature"); !strings.Contains(page, "with ed25519") {
+		t.Errorf("the page does not say the webhook signs with ed25519")
+	}
+	form := url.Values{"body": {string(sent.Body)}, "webhookId": {sent.Header.Get("webhook-id")},
+		"timestamp": {sent.Header.Get("webhook-timestamp")}, "signature": {sig}}
+	code, _, page := b.post("/webhooks/"+hook.ID+"/signature", form)
+	if code != http.StatusOK || firstMatch(verdictAttr, page) != "match" || firstMatch(heraldSig, page) != sig {
+		t.Errorf("the delivery as sent: %d, verdict %q, herald's signature %q; want a match with %q", code, firstMatch(verdictAttr, page), firstMatch(heraldSig, page), sig)
+	}
+	form.Set("body", strings.Replace(string(sent.Body), `"license.created"`, `"license.deleted"`, 1))
+	if _, _, page := b.post("/webhooks/"+hook.ID+"/signature", form); firstMatch(verdictAttr, page) == "match" {
+		t.Errorf("a changed body matched")
+	}
+}
