@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -86,7 +87,7 @@ func (p Policy) proxyTargets(ctx context.Context, resolver Resolver, address str
 	if err != nil {
 		return nil, &BlockedError{Addr: address, Reason: "not a host and port"}
 	}
-	port, err := netip.ParseAddrPort("0.0.0.0:" + portText)
+	port, err := strconv.ParseUint(portText, 10, 16)
 	if err != nil {
 		return nil, &BlockedError{Addr: address, Reason: "not a port"}
 	}
@@ -108,7 +109,7 @@ func (p Policy) proxyTargets(ctx context.Context, resolver Resolver, address str
 			refused = &BlockedError{Addr: ip.String(), Reason: reason}
 			continue
 		}
-		allowed = append(allowed, netip.AddrPortFrom(ip, port.Port()))
+		allowed = append(allowed, netip.AddrPortFrom(ip, uint16(port)))
 	}
 	if len(allowed) == 0 {
 		if refused == nil {
