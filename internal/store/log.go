@@ -37,8 +37,8 @@ type EventLog struct {
 	// Holding says a failed log of a webhook ordered by license holds its
 	// license's later events back until it is resent and delivered, or
 	// skipped (decision 0131).
-	Holding bool
-	Attempts     []Attempt // filled by Log, not by Logs
+	Holding  bool
+	Attempts []Attempt // filled by Log, not by Logs
 }
 
 // Attempt is one POST of a log's payload.
