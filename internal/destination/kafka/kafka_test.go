@@ -167,7 +167,9 @@ func TestABrokersRefusalIsAFailedAttempt(t *testing.T) {
 		t.Errorf("produce with SASL: %+v", res)
 	}
 
-	refuse := func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("address refused by policy") }
+	refuse := func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("address refused by policy")
+	}
 	if _, err := open(t, destination.Config{"brokers": brokers(c), "topic": "licensing"}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
 		t.Errorf("guarded dial: %v; want the guard's refusal", err)
 	}
