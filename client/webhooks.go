@@ -50,6 +50,12 @@ type Webhook struct {
 	// one does to the later ones.
 	Ordering          string `json:"ordering"`
 	OrderingOnFailure string `json:"orderingOnFailure"`
+	// Type is "http" (POSTs to URL) or a destination's: "rabbitmq",
+	// "kafka", "pubsub", "nats", "sqs" or "eventbridge", which publishes
+	// to the broker Config describes (its URL then says where, written by
+	// herald). Config's secrets come masked ("********").
+	Type   string         `json:"type"`
+	Config map[string]any `json:"config,omitempty"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -57,8 +63,9 @@ type Webhook struct {
 // WebhookCreate is a new webhook. Enabled nil means enabled; Token "" has
 // herald generate one.
 type WebhookCreate struct {
-	Name    string   `json:"name"`
-	URL     string   `json:"url"`
+	Name string `json:"name"`
+	// URL is an http webhook's; a destination has none to give.
+	URL     string   `json:"url,omitempty"`
 	Events  []string `json:"events"`
 	Enabled *bool    `json:"enabled,omitempty"`
 	Token   string   `json:"token,omitempty"`
@@ -79,6 +86,10 @@ type WebhookCreate struct {
 	// (when "") or "continue".
 	Ordering          string `json:"ordering,omitempty"`
 	OrderingOnFailure string `json:"orderingOnFailure,omitempty"`
+	// Type is "http" (when "") or a destination's, whose broker Config
+	// describes (docs/destinations.md).
+	Type   string         `json:"type,omitempty"`
+	Config map[string]any `json:"config,omitempty"`
 }
 
 // RetryPolicy is how a webhook's failed deliveries are retried:
@@ -131,6 +142,11 @@ type WebhookUpdate struct {
 	// Ordering and OrderingOnFailure change the ordering.
 	Ordering          *string `json:"ordering,omitempty"`
 	OrderingOnFailure *string `json:"orderingOnFailure,omitempty"`
+	// Type, sent, must be the webhook's own: a type stays what it was made.
+	Type *string `json:"type,omitempty"`
+	// Config replaces a destination's config; a secret sent as "********"
+	// keeps its stored value.
+	Config map[string]any `json:"config,omitempty"`
 }
 
 // MarshalJSON writes the fields that are set, a RateLimit of 0 as null.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/destination"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/webhook"
@@ -27,6 +28,7 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // proxy from the environment, so the dial policy sees every address.
 type Sender struct {
 	client    *http.Client
+	dest      Destinations // publishes a destination's attempts; nil: they fail
 	timeout   time.Duration
 	userAgent string
 	now       func() time.Time // stamps SentAt and ReceivedAt
@@ -79,6 +81,10 @@ const MaxResponseHeaderBytes = 32 << 10
 
 // Request is one delivery to make.
 type Request struct {
+	// WebhookID and Kind name the webhook and the event's kind, for a
+	// destination's attempt (destination.go).
+	WebhookID string
+	Kind      string
 	URL       string
 	EventID   string
 	Body      []byte
@@ -103,7 +109,7 @@ type Request struct {
 // signed returns the request for a claim's body, signed with the tokens of
 // the claim's moment.
 func signed(c attempt.Claim) Request {
-	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
+	r := Request{WebhookID: c.WebhookID, Kind: c.Event, URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
 	if c.SignatureScheme == store.SchemeStandardWebhooks || c.SignatureScheme == store.SchemeStandardEd25519 {
 		r.StandardTokens, r.Ed25519 = []string{c.Token}, c.SignatureScheme == store.SchemeStandardEd25519
 		if c.NextToken != "" {
@@ -145,6 +151,9 @@ func (r Result) OK() bool { return r.Err == "" }
 // Send POSTs the body as is. Any 2xx within the time-out succeeds; anything
 // else, a redirect included, fails with a reason a person can act on.
 func (s *Sender) Send(ctx context.Context, req Request) Result {
+	if typ, ok := destination.TypeOf(req.URL); ok {
+		return s.publish(ctx, typ, req)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
@@ -161,37 +170,9 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		webhook.IDHeader:        {req.EventID},
 		"User-Agent":            {s.userAgent},
 	}
-	if req.NextSignature != "" {
-		hr.Header[webhook.NextSignatureHeader] = []string{req.NextSignature}
-	}
-	if len(req.StandardTokens) > 0 {
-		ts := s.now().Unix()
-		sigs := make([]string, len(req.StandardTokens))
-		for i, tok := range req.StandardTokens {
-			if !req.Ed25519 {
-				sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
-				continue
-			}
-			// The validator lets no other token be saved for the scheme.
-			priv, ok := webhook.ParsePrivateKey(tok)
-			if !ok {
-				return Result{SentAt: s.now(), Err: "the webhook's signing key is not an ed25519 private key: set a new token", Failure: "signing_key"}
-			}
-			sigs[i] = webhook.SignStandardEd25519(priv, req.EventID, ts, req.Body)
-		}
-		hr.Header[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
-		hr.Header[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
-	}
-	// What is kept and shown of the request (the attempt's headers, a Test
-	// result) has the custom headers' values masked: they are often
-	// credentials, kept sealed, never in the clear in a log.
-	shown := hr.Header.Clone()
-	for name, value := range req.Headers {
-		if _, own := hr.Header[name]; own { // never herald's own, whatever was stored
-			continue
-		}
-		hr.Header[name] = []string{value}
-		shown[name] = []string{store.MaskedHeaderValue}
+	shown, failed := s.sign(req, hr.Header)
+	if failed != nil {
+		return *failed
 	}
 	res := Result{Headers: shown, SentAt: s.now()}
 	resp, err := s.client.Do(hr)
@@ -221,6 +202,45 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		}
 	}
 	return res
+}
+
+// sign adds the signature's headers and the custom headers to header, and
+// returns what is kept and shown of them. failed, when not nil, is the
+// attempt's result: the key could not sign.
+func (s *Sender) sign(req Request, header http.Header) (shown http.Header, failed *Result) {
+	if req.NextSignature != "" {
+		header[webhook.NextSignatureHeader] = []string{req.NextSignature}
+	}
+	if len(req.StandardTokens) > 0 {
+		ts := s.now().Unix()
+		sigs := make([]string, len(req.StandardTokens))
+		for i, tok := range req.StandardTokens {
+			if !req.Ed25519 {
+				sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
+				continue
+			}
+			// The validator lets no other token be saved for the scheme.
+			priv, ok := webhook.ParsePrivateKey(tok)
+			if !ok {
+				return nil, &Result{SentAt: s.now(), Err: "the webhook's signing key is not an ed25519 private key: set a new token", Failure: "signing_key"}
+			}
+			sigs[i] = webhook.SignStandardEd25519(priv, req.EventID, ts, req.Body)
+		}
+		header[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
+		header[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
+	}
+	// What is kept and shown of the request (the attempt's headers, a Test
+	// result) has the custom headers' values masked: they are often
+	// credentials, kept sealed, never in the clear in a log.
+	shown = header.Clone()
+	for name, value := range req.Headers {
+		if _, own := header[name]; own { // never herald's own, whatever was stored
+			continue
+		}
+		header[name] = []string{value}
+		shown[name] = []string{store.MaskedHeaderValue}
+	}
+	return shown, nil
 }
 
 // retryAfter reads a Retry-After header (RFC 9110, section 10.2.3): a
