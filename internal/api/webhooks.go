@@ -53,6 +53,8 @@ type webhookJSON struct {
 	// (decision 0131).
 	Ordering          string `json:"ordering"`
 	OrderingOnFailure string `json:"orderingOnFailure"`
+	// reachJSON: payload, tls and oauth2 (webhooks_reach.go).
+	reachJSON
 }
 
 // toWebhookJSON is w as the API shows it, with the retry policy it
@@ -61,6 +63,7 @@ func (a *API) toWebhookJSON(w store.Webhook) webhookJSON {
 	out := toWebhookJSON(w)
 	out.RetryPolicy, out.DisabledReason = a.retry, w.DisabledReason
 	out.Ordering, out.OrderingOnFailure = w.Ordering, w.OrderingOnFailure
+	out.reachJSON = toReachJSON(w.WebhookReach)
 	if w.RetryPolicy != nil {
 		out.RetryPolicy = *w.RetryPolicy
 	}
@@ -116,7 +119,10 @@ type webhookInput struct {
 	// (the default) or continue.
 	Ordering          *string `json:"ordering"`
 	OrderingOnFailure *string `json:"orderingOnFailure"`
+	// reachInput: payload, tls and oauth2 (webhooks_reach.go).
+	reachInput
 
+	oldReach   store.WebhookReach  // stored, for a masked key or secret
 	oldHeaders map[string]string   // stored, for masked values
 	checked    *map[string]string  // Headers once read and checked
 	rate       *int                // RateLimit once read and checked: 0 for none
@@ -126,7 +132,7 @@ type webhookInput struct {
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
 	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil && in.RetryPolicy == nil &&
-		in.Ordering == nil && in.OrderingOnFailure == nil
+		in.Ordering == nil && in.OrderingOnFailure == nil && !in.reachInput.sent()
 }
 
 // rateLimit reads the rate limit sent: nil when none was sent, 0 when it
@@ -203,6 +209,7 @@ func (a *API) validate(in *webhookInput, create bool, scheme string) error {
 	if in.OrderingOnFailure != nil && *in.OrderingOnFailure != store.OnFailureHold && *in.OrderingOnFailure != store.OnFailureContinue {
 		v.Add("orderingOnFailure", `must be "hold" or "continue"`)
 	}
+	a.checkReach(&v, &in.reachInput, in.oldReach)
 	return v.Err()
 }
 
@@ -240,6 +247,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if in.OrderingOnFailure != nil {
 		n.OrderingOnFailure = *in.OrderingOnFailure
 	}
+	n.Reach = in.reach.Set()
 	hook, err := a.store.CreateWebhook(r.Context(), accountID(r), n)
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
@@ -304,14 +312,14 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.empty() {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy, ordering, orderingOnFailure"}}.Err()
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy, ordering, orderingOnFailure, payload, tls, oauth2"}}.Err()
 	}
 	sentFilter := in.Filter != nil
 	var scheme string
 	// A token is checked for the scheme it will sign in, and headers
 	// against the ones they replace: both need the webhook as it is.
 	// So does a change of scheme to or from ed25519, whose token is a key.
-	if in.Headers != nil || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) {
+	if in.Headers != nil || in.needsStored() || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) {
 		hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("webhook")
@@ -319,7 +327,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		in.oldHeaders, scheme = hook.Headers, hook.SignatureScheme
+		in.oldHeaders, in.oldReach, scheme = hook.Headers, hook.WebhookReach, hook.SignatureScheme
 	}
 	if err := a.validate(&in, false, scheme); err != nil {
 		return err
@@ -344,6 +352,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	p.RateLimit = in.rate
 	p.RetryPolicy = in.retry
 	p.Ordering, p.OrderingOnFailure = in.Ordering, in.OrderingOnFailure
+	p.Reach = in.reach
 	if in.Events != nil {
 		p.Events = *in.Events
 	}

@@ -68,6 +68,9 @@ type Webhook struct {
 	// SigningKey is the public half of its key pair when it signs with
 	// SchemeStandardEd25519; nil otherwise.
 	SigningKey *SigningKey
+	// WebhookReach is its body's form, client certificate and OAuth2
+	// client (webhook_reach.go).
+	WebhookReach
 }
 
 // Signature schemes of a webhook.
@@ -108,6 +111,9 @@ type NewWebhook struct {
 	// Ordering and OrderingOnFailure as Webhook's; "" for the defaults
 	// (OrderingNone, OnFailureHold).
 	Ordering, OrderingOnFailure string
+	// Reach is its body's form, client certificate and OAuth2 client
+	// (checked by the caller).
+	Reach WebhookReach
 }
 
 // MaxRateLimit is the highest rate limit a webhook may have, in deliveries
@@ -122,7 +128,13 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 	}
 	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
 		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers,
-		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy, Ordering: n.Ordering, OrderingOnFailure: n.OrderingOnFailure}
+		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy, Ordering: n.Ordering, OrderingOnFailure: n.OrderingOnFailure, WebhookReach: n.Reach}
+	if w.Payload == "" {
+		w.Payload = PayloadFull
+	}
+	if w.TLS != nil {
+		w.TLS.Subject, w.TLS.NotAfter, _ = CertificateInfo(w.TLS.ClientCertificate)
+	}
 	if w.Ordering == "" {
 		w.Ordering = OrderingNone
 	}
@@ -153,6 +165,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			if _, err := tx.Exec(ctx, `UPDATE webhooks SET ordering = ?, ordering_on_failure = ? WHERE id = ?`, w.Ordering, w.OrderingOnFailure, w.ID); err != nil {
 				return err
 			}
+		}
+		if err := s.setReach(ctx, tx, w.ID, n.Reach.patch()); err != nil {
+			return err
 		}
 		if n.RetryPolicy == nil {
 			return nil
@@ -269,7 +284,11 @@ func (s *Store) Webhook(ctx context.Context, accountID, id string) (Webhook, err
 		}
 		w.SigningKey = &k
 	}
-	return w, nil
+	one := []Webhook{w}
+	if err := s.addReach(ctx, one); err != nil {
+		return Webhook{}, err
+	}
+	return one[0], nil
 }
 
 // WebhookFilter narrows a webhook list.
@@ -328,6 +347,9 @@ func (s *Store) WebhookWindow(ctx context.Context, accountID string, f WebhookFi
 	}
 	rows.Close() // before the keys' query, on SQLite's one connection
 	if err := s.addSigningKeys(ctx, accountID, list); err != nil {
+		return Window[Webhook]{}, err
+	}
+	if err := s.addReach(ctx, list); err != nil {
 		return Window[Webhook]{}, err
 	}
 	return window(list, f.Page, func(w Webhook) string { return w.ID }), nil
@@ -400,6 +422,8 @@ type WebhookPatch struct {
 	// same transaction: a webhook moved to the Standard Webhooks scheme
 	// shows its secret in that scheme's form (the caller's rule).
 	RecodeTokens func(token string) string
+	// Reach changes its body's form, client certificate or OAuth2 client.
+	Reach ReachPatch
 }
 
 // rateLimitArg stores a rate limit, 0 (none) as NULL.
@@ -478,6 +502,9 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 		if err := mustAffect(res); err != nil {
 			return err
 		}
+		if err := s.setReach(ctx, tx, id, p.Reach); err != nil {
+			return err
+		}
 		if p.Ordering != nil || p.OrderingOnFailure != nil {
 			return tx.releaseHeld(ctx, id)
 		}
@@ -485,6 +512,9 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 	})
 	if err != nil {
 		return Webhook{}, err
+	}
+	if !p.Reach.empty() { // once committed, so a read after it sees the change
+		s.reachGen.Add(1)
 	}
 	return s.Webhook(ctx, accountID, id)
 }
