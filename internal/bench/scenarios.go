@@ -38,6 +38,11 @@ var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, 
 			"d", "10 webhooks, one never answers (figures: the nine others)")
 	},
 	"e": backlog,
+	"t": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
+		return measure(ctx, o, r, setup{webhooks: 1, rateLimit: throttledRate},
+			firing{duration: o.Duration, events: max(1, int(o.Duration.Seconds())) * throttledRate},
+			"t", fmt.Sprintf("one webhook limited to %d/s (its limit is its ceiling)", throttledRate))
+	},
 	"g": twoAccounts,
 	"x": expiries,
 	"f": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
@@ -46,12 +51,19 @@ var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, 
 	},
 }
 
+// throttledRate is scenario t's limit: a pace the test suite held a fleet
+// of three processes to until it was measured here instead (decision 0143).
+const throttledRate = 100
+
 // setup is a scenario's herald and webhooks.
 type setup struct {
 	webhooks int
 	dead     int  // of them, the last dead never answer
 	hold     bool // every receiver holds its requests until released
-	env      []string
+	// rateLimit, when above 0, is every webhook's rate limit: scenario t
+	// measures how close to it herald keeps (one process or a fleet).
+	rateLimit int
+	env       []string
 }
 
 // firing is how a scenario fires events.
@@ -159,8 +171,11 @@ func (ss *session) addHooks(ctx context.Context, s setup) error {
 		// The path is registered before the token is known: a delivery
 		// cannot come before the webhook exists, and the token is set next.
 		url := ss.rcv.add(i, "", s.hold || i >= s.webhooks-s.dead)
-		if _, err := ss.c.call(ctx, "POST", "/v3/webhooks", map[string]any{"name": fmt.Sprint("bench ", i), "url": url,
-			"events": []string{"license.created"}}, &w); err != nil {
+		create := map[string]any{"name": fmt.Sprint("bench ", i), "url": url, "events": []string{"license.created"}}
+		if s.rateLimit > 0 {
+			create["rateLimit"] = s.rateLimit
+		}
+		if _, err := ss.c.call(ctx, "POST", "/v3/webhooks", create, &w); err != nil {
 			return err
 		}
 		ss.rcv.setToken(i, w.Token)

@@ -126,31 +126,25 @@ func onceEach(t *testing.T, rcv *heraldtest.Receiver, n int, what string) {
 	}
 }
 
-// The test: 2,000 events to a webhook limited to 50/s arrive in
-// 40 s ± 10%, every one once, none failed or counted as a failed attempt,
-// the webhook Healthy throughout; and another webhook of the same account,
-// unlimited, gets its 2,000 while the throttled one is far from done.
+// 2,000 events to a webhook limited to 50/s arrive no faster than the
+// limit (sends 20ms apart take 39.98 s), every one once, none failed or
+// counted as a failed attempt, the webhook Healthy throughout; another
+// webhook of the same account, unlimited, gets its 2,000 too.
 //
-// The lower bound is the throttle's own (sends 20ms apart take 39.98 s); the
-// upper bound asks only that herald keep up with 50/s. The other webhook is
-// "far from done" when the throttled one has had under three quarters of
-// its events: 30 s of a 40 s run in which herald sends the other 2,000.
-// Those two need herald to be fast enough on the machine at the time: a
-// probe (tooBusy) before the run, and for the upper bound after it too,
-// leaves them out, saying so, when it is not; the
-// dispatcher's own test, on a faked clock, holds both exactly.
+// Only the throttle's own bound is held here: how fast herald keeps up
+// with the limit depends on the machine at the time, and a pace is the
+// benchmark's to measure, not a test's (decision 0143). The dispatcher's
+// own test, on the bubble's clock, holds the spacing of each send and the
+// unlimited webhook going ahead exactly.
 //
-// Not parallel with the package's other tests: those start dozens of heralds
-// at once, and on a loaded machine under -race herald then falls below 50/s
-// for reasons that are not the throttle's, failing the upper bound. Its two
-// engines run beside each other.
+// Not parallel with the package's other tests, which start dozens of
+// heralds at once. Its two engines run beside each other.
 func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
 	heraldtest.SkipShort(t, "two thousand deliveries paced over 40 s, on each engine")
 	heraldtest.ForEachStore(t, func(t *testing.T, db string) {
 		const rate, events = 50, 2000
 		h := heraldtest.Start(t, heraldtest.Options{DatabaseURL: db})
 		ctx := context.Background()
-		busy := tooBusy(t, h, 4*rate)
 		throttled, free := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 		slow, err := h.API.CreateWebhook(ctx, client.WebhookCreate{Name: "throttled", URL: throttled.URL, Events: []string{"license.created"}, RateLimit: rate})
 		if err != nil {
@@ -160,9 +154,6 @@ func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
 		fireMany(t, h, events)
 
 		heraldtest.Eventually(t, 2*time.Minute, "every delivery to the unlimited webhook", func() bool { return free.Count() == events })
-		if n := throttled.Count(); n >= events*3/4 && !busy {
-			t.Errorf("the unlimited webhook's %d deliveries arrived once the throttled one had %d of %d; want it far from done (under 3/4)", events, n, events)
-		}
 		t.Logf("the unlimited webhook's %d arrived when the throttled one had %d", events, throttled.Count())
 		heraldtest.Eventually(t, 2*time.Minute, "every delivery to the throttled webhook", func() bool { return throttled.Count() >= events })
 		h.Settled()
@@ -170,13 +161,10 @@ func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
 		got := throttled.Requests()
 		span := got[len(got)-1].At.Sub(got[0].At)
 		want := time.Duration(events-1) * time.Second / rate
-		t.Logf("%d deliveries at %d/s took %s (want %s ± 10%%)", events, rate, span.Round(time.Millisecond), want)
+		t.Logf("%d deliveries at %d/s took %s (the limit allows no less than %s)", events, rate, span.Round(time.Millisecond), want)
 		if span < want*9/10 {
 			t.Errorf("%d deliveries at %d/s arrived over %s; want at least %s", events, rate, span.Round(time.Millisecond), want*9/10)
 		}
-		// (The spacing of each send is the dispatcher's test, on a faked
-		// clock: here a busy machine holds sends back and lets them go
-		// together, so only the whole run's pace is the throttle's alone.)
 		onceEach(t, throttled, events, "the throttled webhook")
 		onceEach(t, free, events, "the unlimited webhook")
 		db2 := heraldtest.OpenDB(t, db)
@@ -199,36 +187,20 @@ func TestThrottledWebhookArrivesAtItsRate(t *testing.T) {
 		if s := metricValue(metrics, "herald_delivery_throttle_wait_seconds_sum"); s < 1 {
 			t.Errorf("herald_delivery_throttle_wait_seconds_sum %v; want the deliveries' waits added up", s)
 		}
-		// The upper bound asks herald to have kept up throughout: the
-		// machine is probed again once the run is over (its two webhooks
-		// removed first, so that the probe's events go to no one else),
-		// since a probe before it says nothing of the 40 s that followed.
-		if span <= want*11/10 {
-			return
-		}
-		for _, id := range []string{slow.ID, fast.ID} {
-			if err := h.API.DeleteWebhook(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if !busy && !tooBusy(t, h, 4*rate) {
-			t.Errorf("%d deliveries at %d/s arrived over %s; want at most %s", events, rate, span.Round(time.Millisecond), want*11/10)
-		}
 	})
 }
 
 // Three herald processes on one PostgreSQL send to one webhook limited to
-// 100/s: together at 100/s within 10%, each of them sending some, every
-// event once. Not parallel, for the reason TestThrottledWebhookArrivesAtItsRate
-// is not.
+// 100/s: together no faster than the limit (within 10%), each of them
+// sending some, every event once. How close to the limit they keep is a
+// pace, the benchmark's to measure (decision 0143). Not parallel, for the
+// reason TestThrottledWebhookArrivesAtItsRate is not.
 func TestFleetKeepsOneRateLimitTogether(t *testing.T) {
 	const rate, events = 100, 1500
 	fleet := startFleet(t, 3, heraldtest.Options{})
 	h := fleet[0]
-	busy := tooBusy(t, h, 4*rate)
 	rcv := heraldtest.NewReceiver(t)
-	hook, err := h.API.CreateWebhook(context.Background(), client.WebhookCreate{Name: "shared", URL: rcv.URL, Events: []string{"license.created"}, RateLimit: rate})
-	if err != nil {
+	if _, err := h.API.CreateWebhook(context.Background(), client.WebhookCreate{Name: "shared", URL: rcv.URL, Events: []string{"license.created"}, RateLimit: rate}); err != nil {
 		t.Fatal(err)
 	}
 	fireMany(t, h, events)
@@ -249,48 +221,6 @@ func TestFleetKeepsOneRateLimitTogether(t *testing.T) {
 			t.Errorf("process %d sent nothing; want the three to share the work (and the limit)", i)
 		}
 	}
-	// The lower bound asks the fleet to have kept up throughout: probed
-	// again once the run is over, as TestThrottledWebhookArrivesAtItsRate
-	// does, the shared webhook removed first.
-	if perSecond >= rate*0.9 {
-		return
-	}
-	if err := h.API.DeleteWebhook(context.Background(), hook.ID); err != nil {
-		t.Fatal(err)
-	}
-	if !busy && !tooBusy(t, h, 4*rate) {
-		t.Errorf("three processes together sent at %.1f/s; want at least %d/s", perSecond, rate*9/10)
-	}
-}
-
-// tooBusy measures how fast h delivers now, with nothing throttled: 400
-// events fired to a webhook of its own, from the first firing to the last
-// arrival. Under want a second, the machine is too busy for a test to hold
-// herald to a rate. Callers ask for four times the rate they check, and
-// probe before and after: a probe at 129/s was followed by a 50/s run that
-// a loaded machine stretched by 13%, so twice the rate, once, was too
-// little margin to say herald could keep up throughout (the upper bound of a throttled run's time, or the lower
-// bound of its rate): those bounds would fail for the machine's sake, not
-// the throttle's, and the caller leaves them out, saying so. The throttle's
-// own bounds (never faster than the limit) are checked whatever the load.
-func tooBusy(t *testing.T, h *heraldtest.Herald, want float64) bool {
-	t.Helper()
-	const n = 400
-	rcv := heraldtest.NewReceiver(t)
-	probe := h.CreateWebhook("probe", rcv.URL, "license.created")
-	start := time.Now()
-	fireMany(t, h, n)
-	heraldtest.Eventually(t, 2*time.Minute, "the probe's deliveries", func() bool { return rcv.Count() >= n })
-	got := float64(n) / time.Since(start).Seconds()
-	if err := h.API.DeleteWebhook(context.Background(), probe.ID); err != nil {
-		t.Fatal(err)
-	}
-	if got < want {
-		t.Logf("herald delivers %.0f/s on this machine now, under the %.0f/s a bound on its pace needs: only the throttle's own bounds are checked", got, want)
-		return true
-	}
-	t.Logf("herald delivers %.0f/s on this machine now", got)
-	return false
 }
 
 // scrape reads a herald's /metrics.
