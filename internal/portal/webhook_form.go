@@ -41,6 +41,9 @@ type webhookForm struct {
 	// Ordering is none or license, OrderingOnFailure hold or continue
 	// (decision 0131).
 	Ordering, OrderingOnFailure string
+	// reachForm: the payload, client certificate and OAuth2 client
+	// (webhook_reach.go).
+	reachForm
 }
 
 type webhookFormData struct {
@@ -75,7 +78,8 @@ func webhookFormFrom(v url.Values) webhookForm {
 	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers"), SignatureScheme: cmp.Or(v.Get("signatureScheme"), store.SchemeHerald), RateLimit: v.Get("rateLimit"),
 		RetryAttempts: v.Get("retryPolicy.maxAttempts"), RetryBackoff: v.Get("retryPolicy.backoff"),
 		RetryInterval: v.Get("retryPolicy.intervalSeconds"), RetryMaxInterval: v.Get("retryPolicy.maxIntervalSeconds"),
-		Ordering: cmp.Or(v.Get("ordering"), store.OrderingNone), OrderingOnFailure: cmp.Or(v.Get("orderingOnFailure"), store.OnFailureHold)}
+		Ordering: cmp.Or(v.Get("ordering"), store.OrderingNone), OrderingOnFailure: cmp.Or(v.Get("orderingOnFailure"), store.OnFailureHold),
+		reachForm: reachFormFrom(v)}
 	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
@@ -223,19 +227,21 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 		d.Form.Token = validator.NewToken(store.SchemeStandardEd25519)
 	}
 	filter, headers, rate, retry, errs := h.check(&d.Form, true, nil)
-	if len(errs) > 0 {
-		return h.refused(w, r, "/webhooks/new", errs)
+	var reachErrs validator.Errors
+	reach := h.checkReach(&reachErrs, &d.Form.reachForm, store.WebhookReach{})
+	if errs = mergeErrors(errs, fromValidator(reachErrs)); len(errs) > 0 {
+		return h.redirectWith(w, r, "/webhooks/new", flash{Status: http.StatusUnprocessableEntity, Form: withoutSecrets(typed(r.PostForm)), Errors: errs})
 	}
 	if d.Form.Token == "" {
 		d.Form.Token = auth.NewWebhookToken()
 	}
 	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
 		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme, RateLimit: rate, RetryPolicy: retry,
-		Ordering: d.Form.Ordering, OrderingOnFailure: d.Form.OrderingOnFailure})
+		Ordering: d.Form.Ordering, OrderingOnFailure: d.Form.OrderingOnFailure, Reach: reach})
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
 		// The same words as the API's 409: the limit and how many exist.
-		return h.redirectWith(w, r, "/webhooks/new", flash{Status: http.StatusConflict, Form: typed(r.PostForm),
+		return h.redirectWith(w, r, "/webhooks/new", flash{Status: http.StatusConflict, Form: withoutSecrets(typed(r.PostForm)),
 			Error: "The webhook was not added: " + le.Error() + ". Delete one, or ask whoever runs herald to raise the limit."})
 	}
 	if err != nil {
@@ -253,7 +259,7 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 	}
 	d := webhookFormData{Editing: true, ID: hook.ID,
 		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers), SignatureScheme: hook.SignatureScheme,
-			RateLimit: rateText(hook.RateLimit), Ordering: hook.Ordering, OrderingOnFailure: hook.OrderingOnFailure}}
+			RateLimit: rateText(hook.RateLimit), Ordering: hook.Ordering, OrderingOnFailure: hook.OrderingOnFailure, reachForm: reachFormOf(hook.WebhookReach)}}
 	retryForm(&d.Form, hook.RetryPolicy)
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
@@ -271,11 +277,13 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 	}
 	d := webhookFormData{Editing: true, ID: id, Form: readWebhookForm(r)}
 	filter, headers, rate, retry, errs := h.check(&d.Form, true, hook.Headers)
-	if len(errs) > 0 {
-		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
+	var reachErrs validator.Errors
+	reach := h.checkReach(&reachErrs, &d.Form.reachForm, hook.WebhookReach)
+	if errs = mergeErrors(errs, fromValidator(reachErrs)); len(errs) > 0 {
+		return h.redirectWith(w, r, "/webhooks/"+id+"/edit", flash{Status: http.StatusUnprocessableEntity, Form: withoutSecrets(typed(r.PostForm)), Errors: errs})
 	}
 	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers, SignatureScheme: &d.Form.SignatureScheme,
-		RateLimit: &rate, RetryPolicy: &retry, Ordering: &d.Form.Ordering, OrderingOnFailure: &d.Form.OrderingOnFailure}
+		RateLimit: &rate, RetryPolicy: &retry, Ordering: &d.Form.Ordering, OrderingOnFailure: &d.Form.OrderingOnFailure, Reach: reachPatch(reach)}
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
 	} else if (hook.SignatureScheme == store.SchemeStandardEd25519) != (d.Form.SignatureScheme == store.SchemeStandardEd25519) {
