@@ -31,6 +31,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
 		{"LicenseEventsAreNumbered", 3, testLicenseEventsAreNumbered},
 		{"RetryPolicyIsKeptAndClaimed", 1, testRetryPolicyIsKeptAndClaimed},
+		{"ReachIsSealedKeptAndWarned", 1, testReachIsSealedKeptAndWarned},
 		{"GoneDisablesTheWebhookOnce", 1, testGoneDisablesTheWebhookOnce},
 		{"AChangeAndItsEventAreOneWrite", 1, testAChangeAndItsEventAreOneWrite},
 		{"ChangesMadeAtOnceAreEachMadeAsAlone", 1, testChangesMadeAtOnceAreEachMadeAsAlone},
