@@ -57,6 +57,12 @@ type Webhook struct {
 	// OAuth2 is the OAuth2 client whose token deliveries carry; nil for
 	// none. Its ClientSecret is masked.
 	OAuth2 *OAuth2Client `json:"oauth2"`
+	// Type is "http" (POSTs to URL) or a destination's: "rabbitmq",
+	// "kafka", "pubsub", "nats", "sqs" or "eventbridge", which publishes
+	// to the broker Config describes (its URL then says where, written by
+	// herald). Config's secrets come masked ("********").
+	Type   string         `json:"type"`
+	Config map[string]any `json:"config,omitempty"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -64,8 +70,9 @@ type Webhook struct {
 // WebhookCreate is a new webhook. Enabled nil means enabled; Token "" has
 // herald generate one.
 type WebhookCreate struct {
-	Name    string   `json:"name"`
-	URL     string   `json:"url"`
+	Name string `json:"name"`
+	// URL is an http webhook's; a destination has none to give.
+	URL     string   `json:"url,omitempty"`
 	Events  []string `json:"events"`
 	Enabled *bool    `json:"enabled,omitempty"`
 	Token   string   `json:"token,omitempty"`
@@ -92,6 +99,10 @@ type WebhookCreate struct {
 	TLS *ClientCertificate `json:"tls,omitempty"`
 	// OAuth2 is an OAuth2 client (client credentials); nil for none.
 	OAuth2 *OAuth2Client `json:"oauth2,omitempty"`
+	// Type is "http" (when "") or a destination's, whose broker Config
+	// describes (docs/destinations.md).
+	Type   string         `json:"type,omitempty"`
+	Config map[string]any `json:"config,omitempty"`
 }
 
 // RetryPolicy is how a webhook's failed deliveries are retried:
@@ -154,6 +165,11 @@ type WebhookUpdate struct {
 	// removes it (sent as null). A ClientSecret of "********" keeps the
 	// stored secret.
 	OAuth2 *OAuth2Client `json:"-"`
+	// Type, sent, must be the webhook's own: a type stays what it was made.
+	Type *string `json:"type,omitempty"`
+	// Config replaces a destination's config; a secret sent as "********"
+	// keeps its stored value.
+	Config map[string]any `json:"config,omitempty"`
 }
 
 // MarshalJSON writes the fields that are set, a RateLimit of 0 as null.

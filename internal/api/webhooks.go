@@ -53,6 +53,11 @@ type webhookJSON struct {
 	// (decision 0131).
 	Ordering          string `json:"ordering"`
 	OrderingOnFailure string `json:"orderingOnFailure"`
+	// Type is http or a destination's (webhook_destination.go), and
+	// Config a destination's config with its secrets masked; absent for
+	// http.
+	Type   string         `json:"type"`
+	Config map[string]any `json:"config,omitempty"`
 	// reachJSON: payload, tls and oauth2 (webhooks_reach.go).
 	reachJSON
 }
@@ -63,6 +68,7 @@ func (a *API) toWebhookJSON(w store.Webhook) webhookJSON {
 	out := toWebhookJSON(w)
 	out.RetryPolicy, out.DisabledReason = a.retry, w.DisabledReason
 	out.Ordering, out.OrderingOnFailure = w.Ordering, w.OrderingOnFailure
+	out.Type, out.Config = w.Type, validator.MaskConfig(w.Type, w.Config)
 	out.reachJSON = toReachJSON(w.WebhookReach)
 	if w.RetryPolicy != nil {
 		out.RetryPolicy = *w.RetryPolicy
@@ -119,6 +125,12 @@ type webhookInput struct {
 	// (the default) or continue.
 	Ordering          *string `json:"ordering"`
 	OrderingOnFailure *string `json:"orderingOnFailure"`
+	// Type: http (the default) or a destination's; Config, a destination's
+	// (webhook_destination.go).
+	Type   *string         `json:"type"`
+	Config json.RawMessage `json:"config"`
+
+	dest destinationInput // the type and config once read and checked
 	// reachInput: payload, tls and oauth2 (webhooks_reach.go).
 	reachInput
 
@@ -132,7 +144,7 @@ type webhookInput struct {
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
 	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil && in.RetryPolicy == nil &&
-		in.Ordering == nil && in.OrderingOnFailure == nil && !in.reachInput.sent()
+		in.Ordering == nil && in.OrderingOnFailure == nil && in.Type == nil && in.Config == nil && !in.reachInput.sent()
 }
 
 // rateLimit reads the rate limit sent: nil when none was sent, 0 when it
@@ -185,6 +197,7 @@ func (a *API) validate(in *webhookInput, create bool, scheme string) error {
 	var rate *int
 	in.rate, rate = in.rateLimit(&v)
 	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token, SignatureScheme: in.SignatureScheme, CurrentScheme: scheme, RateLimit: rate}
+	w.Type = in.checkDestination(&v, a.policy, create)
 	if in.Filter != nil {
 		w.Filter = &in.Filter
 	}
@@ -221,7 +234,8 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := a.validate(&in, true, ""); err != nil {
 		return err
 	}
-	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Filter: in.Filter}
+	n := store.NewWebhook{Events: *in.Events, Enabled: true, Filter: in.Filter}
+	n.Name, n.URL, n.Type, n.Config = *in.Name, in.url(), in.dest.typ, in.dest.config
 	if in.checked != nil {
 		n.Headers = *in.checked
 	}
@@ -312,14 +326,15 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.empty() {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy, ordering, orderingOnFailure, payload, tls, oauth2"}}.Err()
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy, ordering, orderingOnFailure, config, payload, tls, oauth2"}}.Err()
 	}
 	sentFilter := in.Filter != nil
 	var scheme string
 	// A token is checked for the scheme it will sign in, and headers
 	// against the ones they replace: both need the webhook as it is.
 	// So does a change of scheme to or from ed25519, whose token is a key.
-	if in.Headers != nil || in.needsStored() || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) {
+	if in.Headers != nil || in.needsStored() || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) ||
+		in.Type != nil || in.Config != nil || in.URL != nil {
 		hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("webhook")
@@ -328,11 +343,13 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		in.oldHeaders, in.oldReach, scheme = hook.Headers, hook.WebhookReach, hook.SignatureScheme
+		in.dest.stored, in.dest.oldConfig = hook.Type, hook.Config
 	}
 	if err := a.validate(&in, false, scheme); err != nil {
 		return err
 	}
 	p := store.WebhookPatch{Name: in.Name, URL: in.URL, Enabled: in.Enabled, Token: in.Token}
+	in.patchDestination(&p)
 	if sentFilter {
 		p.Filter = &in.Filter
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/destination"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/store"
@@ -28,6 +29,7 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // proxy from the environment, so the dial policy sees every address.
 type Sender struct {
 	client    *http.Client
+	dest      Destinations // publishes a destination's attempts; nil: they fail
 	timeout   time.Duration
 	userAgent string
 	now       func() time.Time // stamps SentAt and ReceivedAt
@@ -79,6 +81,10 @@ const MaxResponseHeaderBytes = 32 << 10
 
 // Request is one delivery to make.
 type Request struct {
+	// WebhookID and Kind name the webhook and the event's kind, for a
+	// destination's attempt (destination.go).
+	WebhookID string
+	Kind      string
 	URL       string
 	EventID   string
 	Body      []byte
@@ -132,7 +138,7 @@ func (s *Sender) request(ctx context.Context, c attempt.Claim) Request {
 // signed returns the request for a claim's body, signed with the tokens of
 // the claim's moment.
 func signed(c attempt.Claim) Request {
-	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
+	r := Request{WebhookID: c.WebhookID, Kind: c.Event, URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
 	if c.SignatureScheme == store.SchemeStandardWebhooks || c.SignatureScheme == store.SchemeStandardEd25519 {
 		r.StandardTokens, r.Ed25519 = []string{c.Token}, c.SignatureScheme == store.SchemeStandardEd25519
 		if c.NextToken != "" {
@@ -178,6 +184,9 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	if req.fail != "" {
 		return Result{SentAt: s.now(), Err: req.fail, Failure: req.failure}
 	}
+	if typ, ok := destination.TypeOf(req.URL); ok {
+		return s.publish(ctx, typ, req)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	client, bearer := s.client, ""
@@ -221,37 +230,9 @@ func (s *Sender) sendOnce(ctx context.Context, client *http.Client, req Request,
 		webhook.IDHeader:        {req.EventID},
 		"User-Agent":            {s.userAgent},
 	}
-	if req.NextSignature != "" {
-		hr.Header[webhook.NextSignatureHeader] = []string{req.NextSignature}
-	}
-	if len(req.StandardTokens) > 0 {
-		ts := s.now().Unix()
-		sigs := make([]string, len(req.StandardTokens))
-		for i, tok := range req.StandardTokens {
-			if !req.Ed25519 {
-				sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
-				continue
-			}
-			// The validator lets no other token be saved for the scheme.
-			priv, ok := webhook.ParsePrivateKey(tok)
-			if !ok {
-				return Result{SentAt: s.now(), Err: "the webhook's signing key is not an ed25519 private key: set a new token", Failure: "signing_key"}
-			}
-			sigs[i] = webhook.SignStandardEd25519(priv, req.EventID, ts, req.Body)
-		}
-		hr.Header[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
-		hr.Header[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
-	}
-	// What is kept and shown of the request (the attempt's headers, a Test
-	// result) has the custom headers' values masked: they are often
-	// credentials, kept sealed, never in the clear in a log.
-	shown := hr.Header.Clone()
-	for name, value := range req.Headers {
-		if _, own := hr.Header[name]; own { // never herald's own, whatever was stored
-			continue
-		}
-		hr.Header[name] = []string{value}
-		shown[name] = []string{store.MaskedHeaderValue}
+	shown, failed := s.sign(req, hr.Header)
+	if failed != nil {
+		return *failed
 	}
 	if bearer != "" {
 		hr.Header["Authorization"] = []string{"Bearer " + bearer}
@@ -285,6 +266,45 @@ func (s *Sender) sendOnce(ctx context.Context, client *http.Client, req Request,
 		}
 	}
 	return res
+}
+
+// sign adds the signature's headers and the custom headers to header, and
+// returns what is kept and shown of them. failed, when not nil, is the
+// attempt's result: the key could not sign.
+func (s *Sender) sign(req Request, header http.Header) (shown http.Header, failed *Result) {
+	if req.NextSignature != "" {
+		header[webhook.NextSignatureHeader] = []string{req.NextSignature}
+	}
+	if len(req.StandardTokens) > 0 {
+		ts := s.now().Unix()
+		sigs := make([]string, len(req.StandardTokens))
+		for i, tok := range req.StandardTokens {
+			if !req.Ed25519 {
+				sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
+				continue
+			}
+			// The validator lets no other token be saved for the scheme.
+			priv, ok := webhook.ParsePrivateKey(tok)
+			if !ok {
+				return nil, &Result{SentAt: s.now(), Err: "the webhook's signing key is not an ed25519 private key: set a new token", Failure: "signing_key"}
+			}
+			sigs[i] = webhook.SignStandardEd25519(priv, req.EventID, ts, req.Body)
+		}
+		header[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
+		header[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
+	}
+	// What is kept and shown of the request (the attempt's headers, a Test
+	// result) has the custom headers' values masked: they are often
+	// credentials, kept sealed, never in the clear in a log.
+	shown = header.Clone()
+	for name, value := range req.Headers {
+		if _, own := header[name]; own { // never herald's own, whatever was stored
+			continue
+		}
+		header[name] = []string{value}
+		shown[name] = []string{store.MaskedHeaderValue}
+	}
+	return shown, nil
 }
 
 // retryAfter reads a Retry-After header (RFC 9110, section 10.2.3): a

@@ -71,6 +71,10 @@ type Webhook struct {
 	// WebhookReach is its body's form, client certificate and OAuth2
 	// client (webhook_reach.go).
 	WebhookReach
+	// Type is TypeHTTP, or a destination's type (webhook_destination.go);
+	// Config is a destination's config, opened (nil for http).
+	Type   string
+	Config json.RawMessage
 }
 
 // Signature schemes of a webhook.
@@ -114,6 +118,9 @@ type NewWebhook struct {
 	// Reach is its body's form, client certificate and OAuth2 client
 	// (checked by the caller).
 	Reach WebhookReach
+	// Type and Config as Webhook's ("" is TypeHTTP), checked by the caller.
+	Type   string
+	Config json.RawMessage
 }
 
 // MaxRateLimit is the highest rate limit a webhook may have, in deliveries
@@ -134,6 +141,10 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 	}
 	if w.TLS != nil {
 		w.TLS.Subject, w.TLS.NotAfter, _ = CertificateInfo(w.TLS.ClientCertificate)
+	}
+	w.Type, w.Config = n.Type, n.Config
+	if w.Type == "" {
+		w.Type = TypeHTTP
 	}
 	if w.Ordering == "" {
 		w.Ordering = OrderingNone
@@ -158,6 +169,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, accountID, w.Name, w.URL, string(events), w.Enabled, string(Healthy),
 			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now), rawText(n.Filter), s.sealHeaders(w.ID, n.Headers), n.SignatureScheme, rateLimitArg(n.RateLimit))
 		if err != nil {
+			return err
+		}
+		if err := s.setDestination(ctx, tx, w); err != nil {
 			return err
 		}
 		if w.Ordering != OrderingNone || w.OrderingOnFailure != OnFailureHold {
@@ -227,7 +241,7 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 // Healthy and its undelivered count, the last through the partial index of
 // undelivered logs (failed, or cancelled for a suspension) by webhook and
 // completion (undelivered_at, migration 0060).
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit, retry_policy, disabled_reason, ordering, ordering_on_failure,
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit, retry_policy, disabled_reason, ordering, ordering_on_failure, type, config_sealed,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.undelivered_at >= webhooks.left_healthy_at)`
 
@@ -241,14 +255,18 @@ func (s *Store) scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (
 	var started, ends, left sql.NullInt64
 	var filter sql.NullString
 	var headers []byte
+	var err error
 	var rate sql.NullInt64
 	var retry, disabled sql.NullString
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &retry, &disabled, &w.Ordering, &w.OrderingOnFailure, &w.UndeliveredCount); err != nil {
+	var config []byte
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &retry, &disabled, &w.Ordering, &w.OrderingOnFailure, &w.Type, &config, &w.UndeliveredCount); err != nil {
+		return Webhook{}, err
+	}
+	if w.Config, err = s.openConfig(w.ID, config); err != nil {
 		return Webhook{}, err
 	}
 	w.DisabledReason = disabled.String
 	w.RateLimit = int(rate.Int64)
-	var err error
 	if w.RetryPolicy, err = scanRetryPolicy(w.ID, retry); err != nil {
 		return Webhook{}, err
 	}
@@ -417,6 +435,8 @@ type WebhookPatch struct {
 	// Ordering and OrderingOnFailure, when set, replace the webhook's.
 	// Rows held for it (ordering.go) go when it no longer holds.
 	Ordering, OrderingOnFailure *string
+	// Config, when set, replaces a destination's config (its type stays).
+	Config *json.RawMessage
 	// RecodeTokens, when set, rewrites the webhook's token and next token
 	// (those kept, or Token) into another form of the same key, in the
 	// same transaction: a webhook moved to the Standard Webhooks scheme
@@ -503,6 +523,9 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 			return err
 		}
 		if err := s.setReach(ctx, tx, id, p.Reach); err != nil {
+			return err
+		}
+		if err := s.patchConfig(ctx, tx, accountID, id, p); err != nil {
 			return err
 		}
 		if p.Ordering != nil || p.OrderingOnFailure != nil {
