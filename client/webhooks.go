@@ -50,6 +50,12 @@ type Webhook struct {
 	// one does to the later ones.
 	Ordering          string `json:"ordering"`
 	OrderingOnFailure string `json:"orderingOnFailure"`
+	// Type is "http" (POSTs to URL) or a destination's: "rabbitmq",
+	// "kafka", "pubsub", "nats", "sqs" or "eventbridge", which publishes
+	// to the broker Config describes (its URL then says where, written by
+	// herald). Config's secrets come masked ("********").
+	Type   string         `json:"type"`
+	Config map[string]any `json:"config,omitempty"`
 	// Payload is "full" or "thin" (the object's id and API path only).
 	Payload string `json:"payload"`
 	// TLS is the client certificate deliveries present; nil for none.
@@ -57,12 +63,6 @@ type Webhook struct {
 	// OAuth2 is the OAuth2 client whose token deliveries carry; nil for
 	// none. Its ClientSecret is masked.
 	OAuth2 *OAuth2Client `json:"oauth2"`
-	// Type is "http" (POSTs to URL) or a destination's: "rabbitmq",
-	// "kafka", "pubsub", "nats", "sqs" or "eventbridge", which publishes
-	// to the broker Config describes (its URL then says where, written by
-	// herald). Config's secrets come masked ("********").
-	Type   string         `json:"type"`
-	Config map[string]any `json:"config,omitempty"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -93,16 +93,16 @@ type WebhookCreate struct {
 	// (when "") or "continue".
 	Ordering          string `json:"ordering,omitempty"`
 	OrderingOnFailure string `json:"orderingOnFailure,omitempty"`
+	// Type is "http" (when "") or a destination's, whose broker Config
+	// describes (docs/destinations.md).
+	Type   string         `json:"type,omitempty"`
+	Config map[string]any `json:"config,omitempty"`
 	// Payload is "full" (when "") or "thin".
 	Payload string `json:"payload,omitempty"`
 	// TLS is a client certificate for mutual TLS; nil for none.
 	TLS *ClientCertificate `json:"tls,omitempty"`
 	// OAuth2 is an OAuth2 client (client credentials); nil for none.
 	OAuth2 *OAuth2Client `json:"oauth2,omitempty"`
-	// Type is "http" (when "") or a destination's, whose broker Config
-	// describes (docs/destinations.md).
-	Type   string         `json:"type,omitempty"`
-	Config map[string]any `json:"config,omitempty"`
 }
 
 // RetryPolicy is how a webhook's failed deliveries are retried:
@@ -155,6 +155,11 @@ type WebhookUpdate struct {
 	// Ordering and OrderingOnFailure change the ordering.
 	Ordering          *string `json:"ordering,omitempty"`
 	OrderingOnFailure *string `json:"orderingOnFailure,omitempty"`
+	// Type, sent, must be the webhook's own: a type stays what it was made.
+	Type *string `json:"type,omitempty"`
+	// Config replaces a destination's config; a secret sent as "********"
+	// keeps its stored value.
+	Config map[string]any `json:"config,omitempty"`
 	// Payload changes the body's form: "full" or "thin".
 	Payload *string `json:"payload,omitempty"`
 	// TLS replaces the client certificate; a pointer to ClientCertificate{}
@@ -165,11 +170,6 @@ type WebhookUpdate struct {
 	// removes it (sent as null). A ClientSecret of "********" keeps the
 	// stored secret.
 	OAuth2 *OAuth2Client `json:"-"`
-	// Type, sent, must be the webhook's own: a type stays what it was made.
-	Type *string `json:"type,omitempty"`
-	// Config replaces a destination's config; a secret sent as "********"
-	// keeps its stored value.
-	Config map[string]any `json:"config,omitempty"`
 }
 
 // MarshalJSON writes the fields that are set, a RateLimit of 0 as null.

@@ -300,8 +300,8 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	retry := addRetryFlags(e.fs, "herald webhooks update", true)
 	ordering := e.fs.String("ordering", "", "none: each event on its own; license: a license's events in the order they fired")
 	onFailure := e.fs.String("ordering-on-failure", "", "what a failed event of an ordered webhook does to the later ones: hold or continue")
-	reach := addReachFlags(e.fs, "herald webhooks update", true)
 	config := e.fs.String("config", "", `a destination's new config as JSON, or @FILE; a secret given as "********" keeps the stored one`)
+	reach := addReachFlags(e.fs, "herald webhooks update", true)
 	set := map[string]bool{}
 	var filterJSON json.RawMessage
 	var policy *client.RetryPolicy
@@ -364,7 +364,6 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 		if set["ordering-on-failure"] {
 			in.OrderingOnFailure = onFailure
 		}
-		in.Config = configMap
 		if reach.tls != nil || reach.oauth2 != nil {
 			// PATCH replaces a certificate or client whole: what the flags
 			// leave out is the webhook's.
@@ -375,7 +374,8 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 			reach.merged(w)
 		}
 		reach.setUpdate(&in)
-		if !reach.changes() && in.Config == nil && in.Ordering == nil && in.OrderingOnFailure == nil && !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
+		in.Config = configMap
+		if in.Config == nil && !reach.changes() && in.Ordering == nil && in.OrderingOnFailure == nil && !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
 			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme, --rate-limit, --max-attempts, --backoff, --retry-interval, --max-retry-interval, --default-retry, --ordering, --ordering-on-failure, --config, --payload, --client-cert, --client-key, --client-ca, --no-client-cert, --oauth2-…, or --no-oauth2")}
 		}
 		w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], in)

@@ -68,13 +68,13 @@ type Webhook struct {
 	// SigningKey is the public half of its key pair when it signs with
 	// SchemeStandardEd25519; nil otherwise.
 	SigningKey *SigningKey
-	// WebhookReach is its body's form, client certificate and OAuth2
-	// client (webhook_reach.go).
-	WebhookReach
 	// Type is TypeHTTP, or a destination's type (webhook_destination.go);
 	// Config is a destination's config, opened (nil for http).
 	Type   string
 	Config json.RawMessage
+	// WebhookReach is its body's form, client certificate and OAuth2
+	// client (webhook_reach.go).
+	WebhookReach
 }
 
 // Signature schemes of a webhook.
@@ -115,12 +115,12 @@ type NewWebhook struct {
 	// Ordering and OrderingOnFailure as Webhook's; "" for the defaults
 	// (OrderingNone, OnFailureHold).
 	Ordering, OrderingOnFailure string
-	// Reach is its body's form, client certificate and OAuth2 client
-	// (checked by the caller).
-	Reach WebhookReach
 	// Type and Config as Webhook's ("" is TypeHTTP), checked by the caller.
 	Type   string
 	Config json.RawMessage
+	// Reach is its body's form, client certificate and OAuth2 client
+	// (checked by the caller).
+	Reach WebhookReach
 }
 
 // MaxRateLimit is the highest rate limit a webhook may have, in deliveries
@@ -136,15 +136,15 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
 		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers,
 		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy, Ordering: n.Ordering, OrderingOnFailure: n.OrderingOnFailure, WebhookReach: n.Reach}
+	w.Type, w.Config = n.Type, n.Config
+	if w.Type == "" {
+		w.Type = TypeHTTP
+	}
 	if w.Payload == "" {
 		w.Payload = PayloadFull
 	}
 	if w.TLS != nil {
 		w.TLS.Subject, w.TLS.NotAfter, _ = CertificateInfo(w.TLS.ClientCertificate)
-	}
-	w.Type, w.Config = n.Type, n.Config
-	if w.Type == "" {
-		w.Type = TypeHTTP
 	}
 	if w.Ordering == "" {
 		w.Ordering = OrderingNone
@@ -522,10 +522,10 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 		if err := mustAffect(res); err != nil {
 			return err
 		}
-		if err := s.setReach(ctx, tx, id, p.Reach); err != nil {
+		if err := s.patchConfig(ctx, tx, accountID, id, p); err != nil {
 			return err
 		}
-		if err := s.patchConfig(ctx, tx, accountID, id, p); err != nil {
+		if err := s.setReach(ctx, tx, id, p.Reach); err != nil {
 			return err
 		}
 		if p.Ordering != nil || p.OrderingOnFailure != nil {
