@@ -40,8 +40,11 @@ func (s *Sender) publish(ctx context.Context, typ string, req Request) Result {
 	if failed != nil {
 		return *failed
 	}
-	m := destination.Message{EventID: req.EventID, Kind: req.Kind, Body: req.Body, Headers: ordered(header),
-		Key: destination.LicenseOf(req.Kind, req.Body)}
+	key := req.license
+	if key == "" {
+		key = destination.LicenseOf(req.Kind, req.Body)
+	}
+	m := destination.Message{EventID: req.EventID, Kind: req.Kind, Body: req.Body, Headers: ordered(header), Key: key}
 	r := s.dest.Publish(ctx, req.WebhookID, m)
 	res := Result{Headers: shown, SentAt: sent, Duration: r.Duration, Err: r.Err, Failure: r.Failure, RespBody: []byte(r.Answer)}
 	if r.OK() {

@@ -86,3 +86,29 @@ func TestOAuth2TokensAreSharedAndFetchedAgainOnce(t *testing.T) {
 		t.Errorf("got %s halfway through a 40 s token; want it kept", tok)
 	}
 }
+
+// thinReaches says every webhook wants thin bodies.
+type thinReaches struct{}
+
+func (thinReaches) WebhookReach(context.Context, string) (attempt.Reach, error) {
+	return attempt.Reach{Thin: true}, nil
+}
+func (thinReaches) ReachGeneration() uint64 { return 0 }
+
+// A thin body names no license for an activation's event, so the license a
+// destination keys its message by is read from the full body before it is
+// thinned: a license's events stay on one partition or ordering key.
+func TestAThinEventKeepsItsLicenseForADestination(t *testing.T) {
+	s := &Sender{routes: &routes{reaches: thinReaches{}, base: &http.Transport{}, now: time.Now}}
+	body := []byte(`{"id":"e1","event":"activation.created","triggeredAt":"2026-11-29T10:00:00Z","data":{"id":"a1","licenseId":"l1"}}`)
+	r := s.request(context.Background(), attempt.Claim{WebhookID: "w", Event: "activation.created", EventID: "e1", Body: body, Token: "whsec_test"})
+	if r.fail != "" {
+		t.Fatalf("request failed: %s", r.fail)
+	}
+	if string(r.Body) == string(body) {
+		t.Fatalf("body not thinned: %s", r.Body)
+	}
+	if r.license != "l1" {
+		t.Errorf("license %q; want l1, read from the full body", r.license)
+	}
+}

@@ -107,6 +107,9 @@ type Request struct {
 	// via is the webhook's own way to its receiver (reach.go); nil is the
 	// plain one.
 	via *route
+	// license is the license the event concerns, read from the full body
+	// before a thin one replaced it: a destination keys its message by it.
+	license string
 	// fail, when not "", is why the request cannot be made: sent, it
 	// fails at once with this reason.
 	fail, failure string
@@ -120,7 +123,10 @@ func (s *Sender) request(ctx context.Context, c attempt.Claim) Request {
 	if err != nil {
 		return Request{URL: c.URL, EventID: c.EventID, fail: err.Error(), failure: "connection"}
 	}
+	license := ""
 	if rt.thin {
+		// A thin activation event names no license: the key is read now.
+		license = destination.LicenseOf(c.Event, c.Body)
 		body, err := event.Thin(c.Body)
 		if err != nil {
 			return Request{URL: c.URL, EventID: c.EventID, fail: err.Error(), failure: "invalid_body"}
@@ -128,7 +134,7 @@ func (s *Sender) request(ctx context.Context, c attempt.Claim) Request {
 		c.Body = body
 	}
 	r := signed(c)
-	r.via = rt
+	r.via, r.license = rt, license
 	if rt.fail != "" {
 		r.fail, r.failure = rt.fail, "tls"
 	}
