@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/heraldhq/herald/internal/jsonlimit"
 	"github.com/heraldhq/herald/internal/sigcheck"
 	"github.com/heraldhq/herald/internal/store"

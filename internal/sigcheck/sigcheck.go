@@ -21,11 +21,12 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
-	"github.com/heraldhq/herald/webhook"
 	"hash"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/heraldhq/herald/webhook"
 )
 
 // Category groups causes into the mistakes a receiver can make.
