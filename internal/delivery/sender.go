@@ -152,36 +152,13 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		return Result{SentAt: s.now(), Err: "invalid URL: " + err.Error(), Failure: "invalid_url"}
 	}
 	hr.ContentLength = int64(len(req.Body))
-	// Set as the specification spells them; Go would otherwise canonicalise
-	// webhook-signature to Webhook-Signature. Receivers read them in any case.
-	hr.Header = http.Header{
-		"Content-Type":          {"application/json; charset=utf-8"},
-		"Content-Length":        {strconv.Itoa(len(req.Body))},
-		webhook.SignatureHeader: {req.Signature},
-		webhook.IDHeader:        {req.EventID},
-		"User-Agent":            {s.userAgent},
+	own, err := signedHeaders(req, s.now())
+	if err != nil {
+		return Result{SentAt: s.now(), Err: err.Error(), Failure: "signing_key"}
 	}
-	if req.NextSignature != "" {
-		hr.Header[webhook.NextSignatureHeader] = []string{req.NextSignature}
-	}
-	if len(req.StandardTokens) > 0 {
-		ts := s.now().Unix()
-		sigs := make([]string, len(req.StandardTokens))
-		for i, tok := range req.StandardTokens {
-			if !req.Ed25519 {
-				sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
-				continue
-			}
-			// The validator lets no other token be saved for the scheme.
-			priv, ok := webhook.ParsePrivateKey(tok)
-			if !ok {
-				return Result{SentAt: s.now(), Err: "the webhook's signing key is not an ed25519 private key: set a new token", Failure: "signing_key"}
-			}
-			sigs[i] = webhook.SignStandardEd25519(priv, req.EventID, ts, req.Body)
-		}
-		hr.Header[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
-		hr.Header[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
-	}
+	hr.Header = own
+	hr.Header["Content-Length"] = []string{strconv.Itoa(len(req.Body))}
+	hr.Header["User-Agent"] = []string{s.userAgent}
 	// What is kept and shown of the request (the attempt's headers, a Test
 	// result) has the custom headers' values masked: they are often
 	// credentials, kept sealed, never in the clear in a log.
@@ -221,6 +198,53 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		}
 	}
 	return res
+}
+
+// errSigningKey is a webhook whose ed25519 signing key does not parse.
+var errSigningKey = errors.New("the webhook's signing key is not an ed25519 private key: set a new token")
+
+// signedHeaders returns herald's own headers of a delivery of req's body at
+// now: its content type, its id and its signatures (with their timestamp
+// for the Standard Webhooks schemes), spelt as the specification spells
+// them (Go would otherwise canonicalise webhook-signature to
+// Webhook-Signature; receivers read them in any case). A POST carries
+// them, and so does a pull webhook's event as it is read (Signed).
+func signedHeaders(req Request, now time.Time) (http.Header, error) {
+	h := http.Header{
+		"Content-Type":          {"application/json; charset=utf-8"},
+		webhook.SignatureHeader: {req.Signature},
+		webhook.IDHeader:        {req.EventID},
+	}
+	if req.NextSignature != "" {
+		h[webhook.NextSignatureHeader] = []string{req.NextSignature}
+	}
+	if len(req.StandardTokens) > 0 {
+		ts := now.Unix()
+		sigs := make([]string, len(req.StandardTokens))
+		for i, tok := range req.StandardTokens {
+			if !req.Ed25519 {
+				sigs[i] = webhook.SignStandard(tok, req.EventID, ts, req.Body)
+				continue
+			}
+			// The validator lets no other token be saved for the scheme.
+			priv, ok := webhook.ParsePrivateKey(tok)
+			if !ok {
+				return nil, errSigningKey
+			}
+			sigs[i] = webhook.SignStandardEd25519(priv, req.EventID, ts, req.Body)
+		}
+		h[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
+		h[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
+	}
+	return h, nil
+}
+
+// Signed returns the headers a POST of c's body would carry at now, signed
+// with c's tokens, without the webhook's custom headers (a pull webhook's
+// consumer reads herald's own only): what a pull webhook's event is read
+// with, so that the libraries that verify a POST verify it.
+func Signed(c attempt.Claim, now time.Time) (http.Header, error) {
+	return signedHeaders(signed(c), now)
 }
 
 // retryAfter reads a Retry-After header (RFC 9110, section 10.2.3): a
