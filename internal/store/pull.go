@@ -52,7 +52,7 @@ func (s *Store) CreatePullToken(ctx context.Context, accountID, webhookID, hash 
 		now := tx.Now()
 		t.CreatedAt = fromMS(ms(now))
 		res, err := tx.Exec(ctx, `INSERT INTO webhook_pull_tokens (id, account_id, webhook_id, token_hash, created_at)
-SELECT ?, account_id, id, ?, ? FROM webhooks WHERE account_id = ? AND id = ?`, t.ID, hash, ms(now), accountID, webhookID)
+SELECT ?, account_id, id, ?, ? FROM webhooks WHERE account_id = ? AND id = ? AND type = '`+TypePull+`'`, t.ID, hash, ms(now), accountID, webhookID)
 		if err != nil {
 			return fmt.Errorf("insert pull token: %w", err)
 		}

@@ -68,6 +68,8 @@ type Webhook struct {
 	// SigningKey is the public half of its key pair when it signs with
 	// SchemeStandardEd25519; nil otherwise.
 	SigningKey *SigningKey
+	// Type is TypeHTTP or TypePull (webhook_type.go).
+	Type string
 }
 
 // Signature schemes of a webhook.
@@ -108,6 +110,8 @@ type NewWebhook struct {
 	// Ordering and OrderingOnFailure as Webhook's; "" for the defaults
 	// (OrderingNone, OnFailureHold).
 	Ordering, OrderingOnFailure string
+	// Type as Webhook's ("" is TypeHTTP), checked by the caller.
+	Type string
 }
 
 // MaxRateLimit is the highest rate limit a webhook may have, in deliveries
@@ -123,6 +127,10 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
 		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers,
 		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy, Ordering: n.Ordering, OrderingOnFailure: n.OrderingOnFailure}
+	w.Type = n.Type
+	if w.Type == "" {
+		w.Type = TypeHTTP
+	}
 	if w.Ordering == "" {
 		w.Ordering = OrderingNone
 	}
@@ -146,6 +154,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, accountID, w.Name, w.URL, string(events), w.Enabled, string(Healthy),
 			s.box.Seal([]byte(n.Token), []byte(w.ID)), ms(now), ms(now), rawText(n.Filter), s.sealHeaders(w.ID, n.Headers), n.SignatureScheme, rateLimitArg(n.RateLimit))
 		if err != nil {
+			return err
+		}
+		if err := setType(ctx, tx, w); err != nil {
 			return err
 		}
 		if w.Ordering != OrderingNone || w.OrderingOnFailure != OnFailureHold {
@@ -212,7 +223,7 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 // Healthy and its undelivered count, the last through the partial index of
 // undelivered logs (failed, or cancelled for a suspension) by webhook and
 // completion (undelivered_at, migration 0060).
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit, retry_policy, disabled_reason, ordering, ordering_on_failure,
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit, retry_policy, disabled_reason, ordering, ordering_on_failure, type,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.undelivered_at >= webhooks.left_healthy_at)`
 
@@ -228,7 +239,7 @@ func (s *Store) scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (
 	var headers []byte
 	var rate sql.NullInt64
 	var retry, disabled sql.NullString
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &retry, &disabled, &w.Ordering, &w.OrderingOnFailure, &w.UndeliveredCount); err != nil {
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &retry, &disabled, &w.Ordering, &w.OrderingOnFailure, &w.Type, &w.UndeliveredCount); err != nil {
 		return Webhook{}, err
 	}
 	w.DisabledReason = disabled.String
