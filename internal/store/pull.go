@@ -353,3 +353,41 @@ WHERE id = ? AND status = 'Healthy'`, ms(now), webhookID)
 	})
 	return n, err
 }
+
+// RequeuePull puts a pull webhook's log back in its queue, for its
+// consumer to read again (a resend, or a recovery's): the log queued, its
+// queue row due now with no position, so that the next read gives it one
+// after every position given. A log still in the queue keeps its place.
+// Given a recovery, the log counts as sent by it. The log's resend mark
+// ends.
+func (s *Store) RequeuePull(ctx context.Context, logID, recovery string) error {
+	err := s.InTx(ctx, func(tx *Tx) error {
+		now := ms(tx.Now())
+		if _, err := tx.Exec(ctx, `INSERT INTO delivery_queue (log_id, webhook_id, due_at)
+SELECT id, webhook_id, ? FROM webhook_event_logs WHERE id = ? AND NOT EXISTS (SELECT 1 FROM delivery_queue WHERE log_id = ?)`,
+			now, logID, logID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET resend_until = NULL WHERE log_id = ?`, logID); err != nil {
+			return err
+		}
+		res, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET status = 'queued', due_at = ?, completed_at = NULL, undelivered_at = NULL,
+retry_reason = NULL, resend_until = NULL, updated_at = ? WHERE id = ?`, now, now, logID)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(res); err != nil {
+			return err
+		}
+		if recovery != "" {
+			return tx.recordRecovery(ctx, Outcome{LogID: logID, Recovery: recovery, Result: Delivered})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("queue log %s again: %w", logID, err)
+	}
+	s.wake() // a consumer waiting for an event reads it at once
+	s.eng.announce()
+	return nil
+}

@@ -167,6 +167,19 @@ func testUnacknowledgedPullsExpire(t *testing.T, b *Bundle) {
 	if left := b.pull(t, hook, 0, 10); len(left) != 0 {
 		t.Fatalf("read after expiry: %d events; want none", len(left))
 	}
+	// A resend (or a recovery) queues an expired event again, read after
+	// every position given.
+	failed := b.logs(t, store.LogFilter{WebhookID: hook.ID, Status: store.Failed})
+	if err := b.St.RequeuePull(b.Ctx, failed[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	again := b.pull(t, hook, 0, 10)
+	if len(again) != 1 || again[0].LogID != failed[0].ID || again[0].Cursor != 2 {
+		t.Fatalf("read after a requeue: %+v; want the requeued log at cursor 2", again)
+	}
+	if _, err := b.St.AckPull(b.Ctx, b.Account.ID, hook.ID, again[0].Cursor); err != nil {
+		t.Fatal(err)
+	}
 	b.Fire(t, b.St, 1)
 	ps := b.pull(t, hook, 0, 10)
 	if _, err := b.St.AckPull(b.Ctx, b.Account.ID, hook.ID, ps[0].Cursor); err != nil {
