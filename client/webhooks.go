@@ -11,8 +11,9 @@ import (
 // Webhook is a receiver of events.
 type Webhook struct {
 	ID      string   `json:"id"`
-	Name    string   `json:"name"`
-	URL     string   `json:"url"`
+	Name string `json:"name"`
+	// URL is an http webhook's; a pull webhook has none.
+	URL     string   `json:"url,omitempty"`
 	Events  []string `json:"events"`
 	Enabled bool     `json:"enabled"`
 	Status  string   `json:"status"` // Healthy, Unhealthy or Suspended
@@ -50,6 +51,9 @@ type Webhook struct {
 	// one does to the later ones.
 	Ordering          string `json:"ordering"`
 	OrderingOnFailure string `json:"orderingOnFailure"`
+	// Type is "http" (POSTs to URL) or "pull" (no URL: its consumer reads
+	// its events, ReadEvents).
+	Type string `json:"type"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -79,6 +83,8 @@ type WebhookCreate struct {
 	// (when "") or "continue".
 	Ordering          string `json:"ordering,omitempty"`
 	OrderingOnFailure string `json:"orderingOnFailure,omitempty"`
+	// Type is "http" (when "") or "pull".
+	Type string `json:"type,omitempty"`
 }
 
 // RetryPolicy is how a webhook's failed deliveries are retried:

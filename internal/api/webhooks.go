@@ -53,6 +53,8 @@ type webhookJSON struct {
 	// (decision 0131).
 	Ordering          string `json:"ordering"`
 	OrderingOnFailure string `json:"orderingOnFailure"`
+	// Type is http, or pull (webhook_type.go).
+	Type string `json:"type"`
 }
 
 // toWebhookJSON is w as the API shows it, with the retry policy it
@@ -61,6 +63,7 @@ func (a *API) toWebhookJSON(w store.Webhook) webhookJSON {
 	out := toWebhookJSON(w)
 	out.RetryPolicy, out.DisabledReason = a.retry, w.DisabledReason
 	out.Ordering, out.OrderingOnFailure = w.Ordering, w.OrderingOnFailure
+	out.Type = w.Type
 	if w.RetryPolicy != nil {
 		out.RetryPolicy = *w.RetryPolicy
 	}
@@ -116,7 +119,10 @@ type webhookInput struct {
 	// (the default) or continue.
 	Ordering          *string `json:"ordering"`
 	OrderingOnFailure *string `json:"orderingOnFailure"`
+	// Type: http (the default) or pull (webhook_type.go).
+	Type *string `json:"type"`
 
+	typ, storedType string // the type after the request, and before it ("" for a new webhook)
 	oldHeaders map[string]string   // stored, for masked values
 	checked    *map[string]string  // Headers once read and checked
 	rate       *int                // RateLimit once read and checked: 0 for none
@@ -126,7 +132,7 @@ type webhookInput struct {
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
 	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil && in.RetryPolicy == nil &&
-		in.Ordering == nil && in.OrderingOnFailure == nil
+		in.Ordering == nil && in.OrderingOnFailure == nil && in.Type == nil
 }
 
 // rateLimit reads the rate limit sent: nil when none was sent, 0 when it
@@ -182,7 +188,11 @@ func (a *API) validate(in *webhookInput, create bool, scheme string) error {
 	if in.Filter != nil {
 		w.Filter = &in.Filter
 	}
+	in.checkType(&v, create)
 	for _, e := range validator.CheckWebhook(a.policy, w, create) {
+		if e.Field == "url" && in.typ == store.TypePull {
+			continue // said by checkType
+		}
 		v.Add(e.Field, e.Detail)
 	}
 	in.checked = in.headers(&v, in.oldHeaders)
@@ -214,7 +224,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := a.validate(&in, true, ""); err != nil {
 		return err
 	}
-	n := store.NewWebhook{Name: *in.Name, URL: *in.URL, Events: *in.Events, Enabled: true, Filter: in.Filter}
+	n := store.NewWebhook{Name: *in.Name, URL: in.url(), Type: in.typ, Events: *in.Events, Enabled: true, Filter: in.Filter}
 	if in.checked != nil {
 		n.Headers = *in.checked
 	}
@@ -311,7 +321,8 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	// A token is checked for the scheme it will sign in, and headers
 	// against the ones they replace: both need the webhook as it is.
 	// So does a change of scheme to or from ed25519, whose token is a key.
-	if in.Headers != nil || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) {
+	if in.Headers != nil || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) ||
+		in.Type != nil || in.URL != nil {
 		hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("webhook")
@@ -319,7 +330,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		in.oldHeaders, scheme = hook.Headers, hook.SignatureScheme
+		in.oldHeaders, scheme, in.storedType = hook.Headers, hook.SignatureScheme, hook.Type
 	}
 	if err := a.validate(&in, false, scheme); err != nil {
 		return err

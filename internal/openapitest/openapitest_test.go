@@ -86,6 +86,7 @@ func webhook() map[string]any {
 		"signatureScheme":  "herald",
 		"rateLimit":        nil,
 		"retryPolicy":      map[string]any{"maxAttempts": 5, "backoff": "fixed", "intervalSeconds": 300, "maxIntervalSeconds": 300},
+		"type":             "http",
 	}
 }
 
