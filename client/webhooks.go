@@ -10,7 +10,7 @@ import (
 
 // Webhook is a receiver of events.
 type Webhook struct {
-	ID      string   `json:"id"`
+	ID   string `json:"id"`
 	Name string `json:"name"`
 	// URL is an http webhook's; a pull webhook has none.
 	URL     string   `json:"url,omitempty"`
