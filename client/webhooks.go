@@ -12,8 +12,9 @@ import (
 type Webhook struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// URL is an http webhook's; a pull webhook has none.
-	URL     string   `json:"url,omitempty"`
+	// URL is where an http webhook's events are POSTed; "" for a pull
+	// webhook.
+	URL     string   `json:"url"`
 	Events  []string `json:"events"`
 	Enabled bool     `json:"enabled"`
 	Status  string   `json:"status"` // Healthy, Unhealthy or Suspended
@@ -61,8 +62,9 @@ type Webhook struct {
 // WebhookCreate is a new webhook. Enabled nil means enabled; Token "" has
 // herald generate one.
 type WebhookCreate struct {
-	Name    string   `json:"name"`
-	URL     string   `json:"url"`
+	Name string `json:"name"`
+	// URL is an http webhook's; a pull webhook has none.
+	URL     string   `json:"url,omitempty"`
 	Events  []string `json:"events"`
 	Enabled *bool    `json:"enabled,omitempty"`
 	Token   string   `json:"token,omitempty"`
