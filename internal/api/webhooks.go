@@ -122,11 +122,11 @@ type webhookInput struct {
 	// Type: http (the default) or pull (webhook_type.go).
 	Type *string `json:"type"`
 
-	typ, storedType string // the type after the request, and before it ("" for a new webhook)
-	oldHeaders map[string]string   // stored, for masked values
-	checked    *map[string]string  // Headers once read and checked
-	rate       *int                // RateLimit once read and checked: 0 for none
-	retry      **store.RetryPolicy // RetryPolicy once read and checked: nil for the default
+	typ, storedType string              // the type after the request, and before it ("" for a new webhook)
+	oldHeaders      map[string]string   // stored, for masked values
+	checked         *map[string]string  // Headers once read and checked
+	rate            *int                // RateLimit once read and checked: 0 for none
+	retry           **store.RetryPolicy // RetryPolicy once read and checked: nil for the default
 }
 
 // empty reports whether no field was sent.
