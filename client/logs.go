@@ -19,8 +19,12 @@ type EventLog struct {
 	RetryReason   *string    `json:"retryReason"`
 	AttemptCount  int        `json:"attemptCount"`
 	NextAttemptAt *time.Time `json:"nextAttemptAt"`
-	CreatedAt     time.Time  `json:"createdAt"`
-	UpdatedAt     time.Time  `json:"updatedAt"`
+	// Holding: a failed log of a webhook ordered by license that holds its
+	// license's later events back until it is resent and delivered, or
+	// skipped.
+	Holding   bool      `json:"holding"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 	// Attempts is nil in lists; EventLog and ResendEventLog fill it.
 	Attempts []Attempt `json:"attempts"`
 }
@@ -63,6 +67,9 @@ type LogFilter struct {
 	Statuses []string
 	Event    string
 	EventID  string
+	// Holding keeps only the failed logs that hold their license's later
+	// events back (EventLog.Holding).
+	Holding bool
 	// Since and Until bound the event's time: at or after Since, before
 	// Until; zero leaves that end open.
 	Since, Until time.Time
@@ -79,6 +86,9 @@ func (c *Client) ListEventLogs(ctx context.Context, f LogFilter) (Page[EventLog]
 	}
 	for _, s := range f.Statuses {
 		q.Add("status", s)
+	}
+	if f.Holding {
+		q.Set("holding", "true")
 	}
 	if !f.Since.IsZero() {
 		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))

@@ -52,9 +52,13 @@ type Webhook struct {
 	// one does to the later ones.
 	Ordering          string `json:"ordering"`
 	OrderingOnFailure string `json:"orderingOnFailure"`
-	// Type is "http" (POSTs to URL) or "pull" (no URL: its consumer reads
-	// its events, ReadEvents).
-	Type string `json:"type"`
+	// Type is "http" (POSTs to URL), "pull" (no URL: its consumer reads
+	// its events, ReadEvents) or a destination's: "rabbitmq", "kafka",
+	// "pubsub", "nats", "sqs" or "eventbridge", which publishes to the
+	// broker Config describes (its URL then says where, written by
+	// herald). Config's secrets come masked ("********").
+	Type   string         `json:"type"`
+	Config map[string]any `json:"config,omitempty"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -63,7 +67,8 @@ type Webhook struct {
 // herald generate one.
 type WebhookCreate struct {
 	Name string `json:"name"`
-	// URL is an http webhook's; a pull webhook has none.
+	// URL is an http webhook's; a destination or a pull webhook has none
+	// to give.
 	URL     string   `json:"url,omitempty"`
 	Events  []string `json:"events"`
 	Enabled *bool    `json:"enabled,omitempty"`
@@ -85,8 +90,10 @@ type WebhookCreate struct {
 	// (when "") or "continue".
 	Ordering          string `json:"ordering,omitempty"`
 	OrderingOnFailure string `json:"orderingOnFailure,omitempty"`
-	// Type is "http" (when "") or "pull".
-	Type string `json:"type,omitempty"`
+	// Type is "http" (when "") or "pull", or a destination's, whose
+	// broker Config describes (docs/destinations.md).
+	Type   string         `json:"type,omitempty"`
+	Config map[string]any `json:"config,omitempty"`
 }
 
 // RetryPolicy is how a webhook's failed deliveries are retried:
@@ -139,6 +146,11 @@ type WebhookUpdate struct {
 	// Ordering and OrderingOnFailure change the ordering.
 	Ordering          *string `json:"ordering,omitempty"`
 	OrderingOnFailure *string `json:"orderingOnFailure,omitempty"`
+	// Type, sent, must be the webhook's own: a type stays what it was made.
+	Type *string `json:"type,omitempty"`
+	// Config replaces a destination's config; a secret sent as "********"
+	// keeps its stored value.
+	Config map[string]any `json:"config,omitempty"`
 }
 
 // MarshalJSON writes the fields that are set, a RateLimit of 0 as null.

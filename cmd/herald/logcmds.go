@@ -27,6 +27,7 @@ func logsList(e *envFlags) func(x *call) error {
 	statuses := e.fs.String("status", "", "only logs with these statuses, comma-separated: queued, pending, retrying, succeeded, failed, cancelled")
 	e.fs.StringVar(&f.Event, "event", "", "only events of this kind")
 	e.fs.StringVar(&f.EventID, "event-id", "", "only this event's logs")
+	e.fs.BoolVar(&f.Holding, "holding", false, "only the failed logs that hold their license's later events back (resend or skip them)")
 	since := e.fs.String("since", "", "only events at or after this time: RFC 3339, or how long ago, such as 2h or 3d")
 	until := e.fs.String("until", "", "only events before this time, as --since")
 	e.fs.IntVar(&f.Limit, "limit", 20, "how many, at most 500")
@@ -154,6 +155,9 @@ func printLog(w io.Writer, l client.EventLog) {
 	}
 	if l.NextAttemptAt != nil {
 		fmt.Fprintf(w, "next attempt: %s (in %s)\n", l.NextAttemptAt.Format(time.RFC3339), max(0, time.Until(*l.NextAttemptAt)).Round(time.Second))
+	}
+	if l.Holding {
+		fmt.Fprintf(w, "holding: its license's later events wait for it; resend it (herald logs resend %s) or skip it (herald logs skip %s)\n", l.ID, l.ID)
 	}
 	fmt.Fprintf(w, "payload: %s\n", l.Payload)
 }

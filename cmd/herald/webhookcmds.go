@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/internal/destination/types"
 	"github.com/heraldhq/herald/internal/validator"
 )
 
@@ -125,11 +126,15 @@ func printWebhook(out io.Writer, w client.Webhook) {
 		rotation = fmt.Sprintf("under way since %s; both tokens sign until %s", r.StartedAt.Format(time.RFC3339), r.EndsAt.Format(time.RFC3339))
 	}
 	rows := [][2]string{
-		{"ID", w.ID}, {"Name", w.Name}, {"URL", w.URL}, {"Events", strings.Join(w.Events, ", ")},
+		{"ID", w.ID}, {"Name", w.Name}, {"Type", cmpOr(w.Type, "http")}, {"URL", w.URL}, {"Events", strings.Join(w.Events, ", ")},
 		{"Enabled", strconv.FormatBool(w.Enabled)}, {"Status", w.Status}, {"Undelivered", strconv.Itoa(w.UndeliveredCount)},
 		{"Filter", filter}, {"Headers", headers}, {"Signature scheme", w.SignatureScheme}, {"Rate limit", rate},
 		{"Ordering", orderingText(w)},
 		{"Token rotation", rotation}, {"Created", w.CreatedAt.Format(time.RFC3339)}, {"Updated", w.UpdatedAt.Format(time.RFC3339)},
+	}
+	if w.Config != nil {
+		b, _ := json.Marshal(w.Config) // secrets come masked
+		rows = append(rows, [2]string{"Config", string(b)})
 	}
 	if w.PublicKey != "" {
 		rows = append(rows, [2]string{"Public key", w.PublicKey})
@@ -145,7 +150,9 @@ func printWebhook(out io.Writer, w client.Webhook) {
 
 func webhookCreate(e *envFlags) func(x *call) error {
 	name := e.fs.String("name", "", "the webhook's name (required)")
-	u := e.fs.String("url", "", "the receiver's URL (required)")
+	u := e.fs.String("url", "", "the receiver's URL (required for --type http)")
+	typ := e.fs.String("type", "", "http (default): POST to --url; pull: no URL, a consumer reads its events (herald listen --pull); or a destination, publishing to a broker: "+strings.Join(types.Names()[1:], ", "))
+	config := e.fs.String("config", "", `a destination's config as JSON, e.g. '{"brokers": ["kafka:9092"], "topic": "licensing"}' (docs/destinations.md)`)
 	events := e.fs.String("events", "", "comma-separated event kinds (required)")
 	token := e.fs.String("token", "", "the signing token: "+validator.TokenRule+"; with --signature-scheme standard-webhooks, "+validator.StandardTokenRule+"; with standard-webhooks-ed25519, "+validator.PrivateKeyRule+" (default: herald makes one)")
 	disabled := e.fs.Bool("disabled", false, "create it disabled")
@@ -161,11 +168,24 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	onFailure := e.fs.String("ordering-on-failure", "", "with --ordering license, what a failed event does to the later ones: hold (default) or continue")
 	var filterJSON json.RawMessage
 	var policy *client.RetryPolicy
+	var configMap map[string]any
 	e.check(func() error {
-		if err := required("herald webhooks create", "name", *name, "url", *u, "events", *events); err != nil {
+		destination := *typ != "" && *typ != "http" && *typ != "pull"
+		needs := []string{"name", *name, "events", *events}
+		switch {
+		case *typ == "pull": // no url, no config: its consumer reads its events
+		case destination:
+			needs = append(needs, "config", *config)
+		default:
+			needs = append(needs, "url", *u)
+		}
+		if err := required("herald webhooks create", needs...); err != nil {
 			return err
 		}
 		var err error
+		if configMap, err = configFlag("herald webhooks create", *config); err != nil {
+			return err
+		}
 		if policy, err = retry.policy(); err != nil {
 			return err
 		}
@@ -200,7 +220,8 @@ func webhookCreate(e *envFlags) func(x *call) error {
 				}
 			}
 		}
-		in := client.WebhookCreate{Name: *name, URL: *u, Events: splitList(*events), Token: *token, SignatureScheme: *scheme}
+		in := client.WebhookCreate{Name: *name, URL: *u, Events: splitList(*events), Token: *token, SignatureScheme: *scheme,
+			Type: *typ, Config: configMap}
 		in.Filter = filterJSON
 		if len(headers) > 0 {
 			in.Headers = headers
@@ -276,12 +297,17 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	retry := addRetryFlags(e.fs, "herald webhooks update", true)
 	ordering := e.fs.String("ordering", "", "none: each event on its own; license: a license's events in the order they fired")
 	onFailure := e.fs.String("ordering-on-failure", "", "what a failed event of an ordered webhook does to the later ones: hold or continue")
+	config := e.fs.String("config", "", `a destination's new config as JSON, or @FILE; a secret given as "********" keeps the stored one`)
 	set := map[string]bool{}
 	var filterJSON json.RawMessage
 	var policy *client.RetryPolicy
+	var configMap map[string]any
 	e.check(func() error {
 		e.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		var err error
+		if configMap, err = configFlag("herald webhooks update", *config); err != nil {
+			return err
+		}
 		if policy, err = retry.policy(); err != nil {
 			return err
 		}
@@ -331,8 +357,9 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 		if set["ordering-on-failure"] {
 			in.OrderingOnFailure = onFailure
 		}
-		if in.Ordering == nil && in.OrderingOnFailure == nil && !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
-			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme, --rate-limit, --max-attempts, --backoff, --retry-interval, --max-retry-interval, --default-retry, --ordering or --ordering-on-failure")}
+		in.Config = configMap
+		if in.Config == nil && in.Ordering == nil && in.OrderingOnFailure == nil && !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
+			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme, --rate-limit, --max-attempts, --backoff, --retry-interval, --max-retry-interval, --default-retry, --ordering, --ordering-on-failure or --config")}
 		}
 		w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], in)
 		if err != nil {
@@ -690,4 +717,21 @@ func webhookAck(e *envFlags) func(x *call) error {
 		fmt.Fprintf(x.out, "acknowledged %d events of webhook %s up to cursor %s\n", n, x.pos[0], x.pos[1])
 		return nil
 	}
+}
+
+// configFlag reads --config: a JSON object, or @FILE holding one; "" is
+// none.
+func configFlag(command, value string) (map[string]any, error) {
+	if value == "" {
+		return nil, nil
+	}
+	b, err := jsonFlag(command, "config", value, true)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return nil, usageError{command, errors.New("--config must be a JSON object of the destination's fields")}
+	}
+	return m, nil
 }

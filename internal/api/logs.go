@@ -23,6 +23,7 @@ type logJSON struct {
 	RetryReason   *string         `json:"retryReason"`
 	AttemptCount  int             `json:"attemptCount"`
 	NextAttemptAt *string         `json:"nextAttemptAt"`
+	Holding       bool            `json:"holding"`
 	CreatedAt     string          `json:"createdAt"`
 	UpdatedAt     string          `json:"updatedAt"`
 	Attempts      *[]attemptJSON  `json:"attempts,omitempty"` // absent from lists; present, even empty, for one log
@@ -70,7 +71,7 @@ func toLogJSON(l store.EventLog, withAttempts bool) logJSON {
 	out := logJSON{ID: l.ID, WebhookID: l.WebhookID, EventID: l.EventID, Event: l.Event, Status: l.Status,
 		Payload: string(l.Payload), StatusCode: l.StatusCode, SentAt: optTS(l.SentAt), ReceivedAt: optTS(l.ReceivedAt),
 		RetryReason: l.RetryReason, AttemptCount: l.AttemptsMade, NextAttemptAt: optTS(l.NextAttemptAt),
-		CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
+		Holding: l.Holding, CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
 	if withAttempts {
 		attempts := make([]attemptJSON, len(l.Attempts))
 		out.Attempts = &attempts
@@ -104,6 +105,13 @@ func (a *API) listLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(f.Statuses) == 1 {
 		f.Status, f.Statuses = f.Statuses[0], nil
+	}
+	switch q.Get("holding") {
+	case "", "false":
+	case "true":
+		f.Holding = true
+	default:
+		v.Add("holding", "must be true or false")
 	}
 	f.From, f.To = queryTime(r, "since", &v), queryTime(r, "until", &v)
 	if !f.From.IsZero() && !f.To.IsZero() && !f.To.After(f.From) {

@@ -53,8 +53,11 @@ type webhookJSON struct {
 	// (decision 0131).
 	Ordering          string `json:"ordering"`
 	OrderingOnFailure string `json:"orderingOnFailure"`
-	// Type is http, or pull (webhook_type.go).
-	Type string `json:"type"`
+	// Type is http or a destination's (webhook_destination.go), and
+	// Config a destination's config with its secrets masked; absent for
+	// http.
+	Type   string         `json:"type"`
+	Config map[string]any `json:"config,omitempty"`
 }
 
 // toWebhookJSON is w as the API shows it, with the retry policy it
@@ -63,7 +66,7 @@ func (a *API) toWebhookJSON(w store.Webhook) webhookJSON {
 	out := toWebhookJSON(w)
 	out.RetryPolicy, out.DisabledReason = a.retry, w.DisabledReason
 	out.Ordering, out.OrderingOnFailure = w.Ordering, w.OrderingOnFailure
-	out.Type = w.Type
+	out.Type, out.Config = w.Type, validator.MaskConfig(w.Type, w.Config)
 	if w.RetryPolicy != nil {
 		out.RetryPolicy = *w.RetryPolicy
 	}
@@ -119,20 +122,22 @@ type webhookInput struct {
 	// (the default) or continue.
 	Ordering          *string `json:"ordering"`
 	OrderingOnFailure *string `json:"orderingOnFailure"`
-	// Type: http (the default) or pull (webhook_type.go).
-	Type *string `json:"type"`
+	// Type: http (the default) or a destination's; Config, a destination's
+	// (webhook_destination.go).
+	Type   *string         `json:"type"`
+	Config json.RawMessage `json:"config"`
 
-	typ, storedType string              // the type after the request, and before it ("" for a new webhook)
-	oldHeaders      map[string]string   // stored, for masked values
-	checked         *map[string]string  // Headers once read and checked
-	rate            *int                // RateLimit once read and checked: 0 for none
-	retry           **store.RetryPolicy // RetryPolicy once read and checked: nil for the default
+	dest       destinationInput    // the type and config once read and checked
+	oldHeaders map[string]string   // stored, for masked values
+	checked    *map[string]string  // Headers once read and checked
+	rate       *int                // RateLimit once read and checked: 0 for none
+	retry      **store.RetryPolicy // RetryPolicy once read and checked: nil for the default
 }
 
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
 	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil && in.RetryPolicy == nil &&
-		in.Ordering == nil && in.OrderingOnFailure == nil && in.Type == nil
+		in.Ordering == nil && in.OrderingOnFailure == nil && in.Type == nil && in.Config == nil
 }
 
 // rateLimit reads the rate limit sent: nil when none was sent, 0 when it
@@ -185,14 +190,11 @@ func (a *API) validate(in *webhookInput, create bool, scheme string) error {
 	var rate *int
 	in.rate, rate = in.rateLimit(&v)
 	w := validator.Webhook{Name: in.Name, URL: in.URL, Events: in.Events, Token: in.Token, SignatureScheme: in.SignatureScheme, CurrentScheme: scheme, RateLimit: rate}
+	w.Type = in.checkDestination(&v, a.policy, create)
 	if in.Filter != nil {
 		w.Filter = &in.Filter
 	}
-	in.checkType(&v, create)
 	for _, e := range validator.CheckWebhook(a.policy, w, create) {
-		if e.Field == "url" && in.typ == store.TypePull {
-			continue // said by checkType
-		}
 		v.Add(e.Field, e.Detail)
 	}
 	in.checked = in.headers(&v, in.oldHeaders)
@@ -224,7 +226,8 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := a.validate(&in, true, ""); err != nil {
 		return err
 	}
-	n := store.NewWebhook{Name: *in.Name, URL: in.url(), Type: in.typ, Events: *in.Events, Enabled: true, Filter: in.Filter}
+	n := store.NewWebhook{Events: *in.Events, Enabled: true, Filter: in.Filter}
+	n.Name, n.URL, n.Type, n.Config = *in.Name, in.url(), in.dest.typ, in.dest.config
 	if in.checked != nil {
 		n.Headers = *in.checked
 	}
@@ -314,7 +317,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.empty() {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy, ordering, orderingOnFailure"}}.Err()
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy, ordering, orderingOnFailure, config"}}.Err()
 	}
 	sentFilter := in.Filter != nil
 	var scheme string
@@ -322,7 +325,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	// against the ones they replace: both need the webhook as it is.
 	// So does a change of scheme to or from ed25519, whose token is a key.
 	if in.Headers != nil || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) ||
-		in.Type != nil || in.URL != nil {
+		in.Type != nil || in.Config != nil || in.URL != nil {
 		hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("webhook")
@@ -330,12 +333,14 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		in.oldHeaders, scheme, in.storedType = hook.Headers, hook.SignatureScheme, hook.Type
+		in.oldHeaders, scheme = hook.Headers, hook.SignatureScheme
+		in.dest.stored, in.dest.oldConfig = hook.Type, hook.Config
 	}
 	if err := a.validate(&in, false, scheme); err != nil {
 		return err
 	}
 	p := store.WebhookPatch{Name: in.Name, URL: in.URL, Enabled: in.Enabled, Token: in.Token}
+	in.patchDestination(&p)
 	if sentFilter {
 		p.Filter = &in.Filter
 	}

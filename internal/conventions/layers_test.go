@@ -18,12 +18,15 @@ import (
 var layers = [][]string{
 	// Leaves: nothing of herald's.
 	{"client", "examples/receivers/go", "internal/accesslog", "internal/admission", "internal/attempt", "internal/auth",
-		"internal/conventions", "internal/event/kindgen", "internal/expiry", "internal/filter",
+		"internal/conventions", "internal/destination", "internal/event/kindgen", "internal/expiry", "internal/filter",
 		"internal/health", "internal/jsonlimit", "internal/netguard", "internal/notify/smtptest",
 		"internal/openapi", "internal/proxytest", "internal/ratelimit", "internal/receivertest", "internal/secret", "internal/startstop", "internal/testdb"},
 	// What the store and the edges build on: events, their catalogue and
-	// reference, tracing, the signature checker, the local listener.
-	{"internal/catalog", "internal/catalog/docgen", "internal/event", "internal/jsonlimit/jsonlimittest",
+	// reference, tracing, the signature checker, the local listener,
+	// and the destination types, each a package over internal/destination.
+	{"internal/catalog", "internal/catalog/docgen", "internal/destination/eventbridge", "internal/destination/kafka",
+		"internal/destination/nats", "internal/destination/pubsub", "internal/destination/rabbitmq", "internal/destination/sqs",
+		"internal/destination/destinationtest", "internal/destination/types", "internal/event", "internal/jsonlimit/jsonlimittest",
 		"internal/listen", "internal/openapi/jsongen", "internal/openapitest", "internal/sigcheck", "internal/tracing"},
 	{"internal/store"},
 	// The store's suite, and what runs on the store.

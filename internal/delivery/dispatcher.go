@@ -64,7 +64,10 @@ type Config struct {
 	Lease        time.Duration // 2×AttemptTimeout+10s: how long a claim holds a log
 	PollInterval time.Duration // 1s: longest sleep when nothing wakes the dispatcher
 	Dial         DialFunc      // nil: no address policy
-	UserAgent    string        // "herald"
+	// Destinations publishes the attempts of webhooks of another type
+	// than http (destination.go); nil: their attempts fail, saying so.
+	Destinations Destinations
+	UserAgent    string // "herald"
 	Logger       *slog.Logger
 	Metrics      *Metrics // nil: none
 	// OnSuspend is called after a webhook is suspended (its email is
@@ -203,7 +206,7 @@ func New(st Store, cfg Config) *Dispatcher {
 	d.pacer = newPacer(c, &d.slots.mu)
 	d.leases = newLeases(c, st)
 	d.producer = &producer{cfg: c, queue: st, slots: d.slots, pacer: d.pacer, leases: d.leases, waiting: map[string]*waitCount{}}
-	d.attempts = &attempts{cfg: c, store: st, sender: newSender(c.AttemptTimeout, c.Dial, c.UserAgent, c.Now),
+	d.attempts = &attempts{cfg: c, store: st, sender: newSender(c.AttemptTimeout, c.Dial, c.UserAgent, c.Now).publishing(c.Destinations),
 		checker: &checker{queue: st}, slots: d.slots, stopping: &d.producer.stopping}
 	d.producer.attempts = d.attempts
 	d.completer = &completer{cfg: c, queue: st, leases: d.leases, stopping: &d.producer.stopping, recorded: d.producer.recorded}

@@ -193,7 +193,7 @@ func (a *attempts) test(ctx context.Context, accountID, webhookID string, kind e
 	if err != nil {
 		return TestResult{}, err
 	}
-	req := signed(attempt.Claim{URL: w.URL, EventID: id, Body: body, Token: w.Token, NextToken: w.NextToken, Headers: w.Headers,
+	req := signed(attempt.Claim{WebhookID: w.WebhookID, Event: string(kind), URL: w.URL, EventID: id, Body: body, Token: w.Token, NextToken: w.NextToken, Headers: w.Headers,
 		SignatureScheme: w.SignatureScheme})
 	res, err := a.slots.manual(ctx.Done(), accountID, w.WebhookID, func() Result {
 		sctx, span := a.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.WebhookID})
@@ -226,6 +226,9 @@ func (a *attempts) test(ctx context.Context, accountID, webhookID string, kind e
 	switch {
 	case checkVerification && !res.OK():
 		reason := "not sent: the correctly signed sample was not accepted, so a rejection would prove nothing"
+		out.VerificationCheck = &VerificationCheck{Error: &reason}
+	case checkVerification && isDestination(w.URL):
+		reason := "not sent: a broker takes any message, whatever its signature; its consumers verify it"
 		out.VerificationCheck = &VerificationCheck{Error: &reason}
 	case checkVerification:
 		// Signed with a token the receiver cannot hold: well-formed, and wrong.

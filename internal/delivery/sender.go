@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/destination"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/webhook"
@@ -27,6 +28,7 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // proxy from the environment, so the dial policy sees every address.
 type Sender struct {
 	client    *http.Client
+	dest      Destinations // publishes a destination's attempts; nil: they fail
 	timeout   time.Duration
 	userAgent string
 	now       func() time.Time // stamps SentAt and ReceivedAt
@@ -79,6 +81,10 @@ const MaxResponseHeaderBytes = 32 << 10
 
 // Request is one delivery to make.
 type Request struct {
+	// WebhookID and Kind name the webhook and the event's kind, for a
+	// destination's attempt (destination.go).
+	WebhookID string
+	Kind      string
 	URL       string
 	EventID   string
 	Body      []byte
@@ -103,7 +109,7 @@ type Request struct {
 // signed returns the request for a claim's body, signed with the tokens of
 // the claim's moment.
 func signed(c attempt.Claim) Request {
-	r := Request{URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
+	r := Request{WebhookID: c.WebhookID, Kind: c.Event, URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
 	if c.SignatureScheme == store.SchemeStandardWebhooks || c.SignatureScheme == store.SchemeStandardEd25519 {
 		r.StandardTokens, r.Ed25519 = []string{c.Token}, c.SignatureScheme == store.SchemeStandardEd25519
 		if c.NextToken != "" {
@@ -145,6 +151,9 @@ func (r Result) OK() bool { return r.Err == "" }
 // Send POSTs the body as is. Any 2xx within the time-out succeeds; anything
 // else, a redirect included, fails with a reason a person can act on.
 func (s *Sender) Send(ctx context.Context, req Request) Result {
+	if typ, ok := destination.TypeOf(req.URL); ok {
+		return s.publish(ctx, typ, req)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
@@ -152,23 +161,18 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		return Result{SentAt: s.now(), Err: "invalid URL: " + err.Error(), Failure: "invalid_url"}
 	}
 	hr.ContentLength = int64(len(req.Body))
-	own, err := signedHeaders(req, s.now())
-	if err != nil {
-		return Result{SentAt: s.now(), Err: err.Error(), Failure: "signing_key"}
+	// Set as the specification spells them; Go would otherwise canonicalise
+	// webhook-signature to Webhook-Signature. Receivers read them in any case.
+	hr.Header = http.Header{
+		"Content-Type":          {"application/json; charset=utf-8"},
+		"Content-Length":        {strconv.Itoa(len(req.Body))},
+		webhook.SignatureHeader: {req.Signature},
+		webhook.IDHeader:        {req.EventID},
+		"User-Agent":            {s.userAgent},
 	}
-	hr.Header = own
-	hr.Header["Content-Length"] = []string{strconv.Itoa(len(req.Body))}
-	hr.Header["User-Agent"] = []string{s.userAgent}
-	// What is kept and shown of the request (the attempt's headers, a Test
-	// result) has the custom headers' values masked: they are often
-	// credentials, kept sealed, never in the clear in a log.
-	shown := hr.Header.Clone()
-	for name, value := range req.Headers {
-		if _, own := hr.Header[name]; own { // never herald's own, whatever was stored
-			continue
-		}
-		hr.Header[name] = []string{value}
-		shown[name] = []string{store.MaskedHeaderValue}
+	shown, failed := s.sign(req, hr.Header)
+	if failed != nil {
+		return *failed
 	}
 	res := Result{Headers: shown, SentAt: s.now()}
 	resp, err := s.client.Do(hr)
@@ -200,26 +204,15 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	return res
 }
 
-// errSigningKey is a webhook whose ed25519 signing key does not parse.
-var errSigningKey = errors.New("the webhook's signing key is not an ed25519 private key: set a new token")
-
-// signedHeaders returns herald's own headers of a delivery of req's body at
-// now: its content type, its id and its signatures (with their timestamp
-// for the Standard Webhooks schemes), spelt as the specification spells
-// them (Go would otherwise canonicalise webhook-signature to
-// Webhook-Signature; receivers read them in any case). A POST carries
-// them, and so does a pull webhook's event as it is read (Signed).
-func signedHeaders(req Request, now time.Time) (http.Header, error) {
-	h := http.Header{
-		"Content-Type":          {"application/json; charset=utf-8"},
-		webhook.SignatureHeader: {req.Signature},
-		webhook.IDHeader:        {req.EventID},
-	}
+// sign adds the signature's headers and the custom headers to header, and
+// returns what is kept and shown of them. failed, when not nil, is the
+// attempt's result: the key could not sign.
+func (s *Sender) sign(req Request, header http.Header) (shown http.Header, failed *Result) {
 	if req.NextSignature != "" {
-		h[webhook.NextSignatureHeader] = []string{req.NextSignature}
+		header[webhook.NextSignatureHeader] = []string{req.NextSignature}
 	}
 	if len(req.StandardTokens) > 0 {
-		ts := now.Unix()
+		ts := s.now().Unix()
 		sigs := make([]string, len(req.StandardTokens))
 		for i, tok := range req.StandardTokens {
 			if !req.Ed25519 {
@@ -229,22 +222,25 @@ func signedHeaders(req Request, now time.Time) (http.Header, error) {
 			// The validator lets no other token be saved for the scheme.
 			priv, ok := webhook.ParsePrivateKey(tok)
 			if !ok {
-				return nil, errSigningKey
+				return nil, &Result{SentAt: s.now(), Err: "the webhook's signing key is not an ed25519 private key: set a new token", Failure: "signing_key"}
 			}
 			sigs[i] = webhook.SignStandardEd25519(priv, req.EventID, ts, req.Body)
 		}
-		h[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
-		h[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
+		header[webhook.TimestampHeader] = []string{strconv.FormatInt(ts, 10)}
+		header[webhook.SignatureHeader] = []string{strings.Join(sigs, " ")}
 	}
-	return h, nil
-}
-
-// Signed returns the headers a POST of c's body would carry at now, signed
-// with c's tokens, without the webhook's custom headers (a pull webhook's
-// consumer reads herald's own only): what a pull webhook's event is read
-// with, so that the libraries that verify a POST verify it.
-func Signed(c attempt.Claim, now time.Time) (http.Header, error) {
-	return signedHeaders(signed(c), now)
+	// What is kept and shown of the request (the attempt's headers, a Test
+	// result) has the custom headers' values masked: they are often
+	// credentials, kept sealed, never in the clear in a log.
+	shown = header.Clone()
+	for name, value := range req.Headers {
+		if _, own := header[name]; own { // never herald's own, whatever was stored
+			continue
+		}
+		header[name] = []string{value}
+		shown[name] = []string{store.MaskedHeaderValue}
+	}
+	return shown, nil
 }
 
 // retryAfter reads a Retry-After header (RFC 9110, section 10.2.3): a

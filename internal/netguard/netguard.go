@@ -120,6 +120,16 @@ func (p Policy) ValidateURL(raw string) error {
 	return p.checkHost(u.Hostname())
 }
 
+// ValidateHost checks a broker's host (a destination's address, which is
+// no http URL) as ValidateURL checks a URL's: the same names and addresses
+// are refused, and the dialer checks it again at connect time.
+func (p Policy) ValidateHost(host string) error {
+	if host == "" {
+		return errors.New("must have a host")
+	}
+	return p.checkHost(strings.Trim(host, "[]"))
+}
+
 var (
 	errPrivate  = errors.New("resolves to a private or loopback address, refused unless herald runs with --allow-private-networks")
 	errMetadata = errors.New("resolves to a cloud metadata address")

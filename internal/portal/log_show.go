@@ -16,9 +16,6 @@ type logData struct {
 	Pretty  string         // the payload indented, for reading; "" when it is not JSON
 	Resent  *store.Attempt // the attempt a resend just made
 	Error   string         // why a resend could not be made
-	// Held says the log, failed, holds back the later events of its
-	// license to its webhook ordered by license (decision 0131).
-	Held bool
 }
 
 // eventLog shows one event log: its exact payload, every attempt, and the
@@ -50,11 +47,6 @@ func (h *handler) logData(r *http.Request, s store.Session) (logData, error) {
 		return logData{}, err
 	}
 	d := logData{Log: l, Webhook: hook}
-	if l.Status == store.Failed && hook.Ordering == store.OrderingLicense {
-		if d.Held, err = h.store.Held(r.Context(), l.ID); err != nil {
-			return logData{}, err
-		}
-	}
 	// Indenting costs every line its depth, so a payload deeper than any
 	// herald builds (one an older herald stored) is shown only as sent.
 	var buf bytes.Buffer

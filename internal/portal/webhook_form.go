@@ -41,6 +41,14 @@ type webhookForm struct {
 	// Ordering is none or license, OrderingOnFailure hold or continue
 	// (decision 0131).
 	Ordering, OrderingOnFailure string
+	// Type is http or a destination's; Config its fields as typed, by
+	// their names in the form (webhook_destination.go).
+	Type   string
+	Config map[string]string
+
+	oldConfig json.RawMessage // the stored config, whose secrets masked values keep
+	config    json.RawMessage // a destination's config once checked
+	where     string          // and its url
 }
 
 type webhookFormData struct {
@@ -50,6 +58,7 @@ type webhookFormData struct {
 	Kinds   []kindOption
 	Errors  fieldErrors
 	Refusal string // why the webhook was not added, beyond its fields (the account's webhook limit)
+	Types   []typeOption
 }
 
 type kindOption struct {
@@ -59,6 +68,7 @@ type kindOption struct {
 }
 
 func (d *webhookFormData) fillKinds() {
+	d.Types = typeOptions(d.Form, d.Errors)
 	d.Kinds = make([]kindOption, len(event.Kinds))
 	for i, k := range event.Kinds {
 		decl, _ := event.Declared(k)
@@ -75,7 +85,8 @@ func webhookFormFrom(v url.Values) webhookForm {
 	f := webhookForm{Name: v.Get("name"), URL: v.Get("url"), Token: v.Get("token"), Enabled: v.Get("enabled") == "on", Filter: v.Get("filter"), Headers: v.Get("headers"), SignatureScheme: cmp.Or(v.Get("signatureScheme"), store.SchemeHerald), RateLimit: v.Get("rateLimit"),
 		RetryAttempts: v.Get("retryPolicy.maxAttempts"), RetryBackoff: v.Get("retryPolicy.backoff"),
 		RetryInterval: v.Get("retryPolicy.intervalSeconds"), RetryMaxInterval: v.Get("retryPolicy.maxIntervalSeconds"),
-		Ordering: cmp.Or(v.Get("ordering"), store.OrderingNone), OrderingOnFailure: cmp.Or(v.Get("orderingOnFailure"), store.OnFailureHold)}
+		Ordering: cmp.Or(v.Get("ordering"), store.OrderingNone), OrderingOnFailure: cmp.Or(v.Get("orderingOnFailure"), store.OnFailureHold),
+		Type: cmp.Or(v.Get("type"), store.TypeHTTP), Config: readConfigForm(v)}
 	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
@@ -88,7 +99,10 @@ func webhookFormFrom(v url.Values) webhookForm {
 // none) and the retry policy (nil for the default).
 func (h *handler) check(f *webhookForm, create bool, old map[string]string) (json.RawMessage, map[string]string, int, *store.RetryPolicy, fieldErrors) {
 	filter := json.RawMessage(f.Filter)
-	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events, Filter: &filter, SignatureScheme: &f.SignatureScheme}
+	in := validator.Webhook{Name: &f.Name, URL: &f.URL, Events: &f.Events, Filter: &filter, SignatureScheme: &f.SignatureScheme, Type: f.Type}
+	if f.isDestination() {
+		in.URL = nil // herald writes it from the config
+	}
 	if f.Token != "" {
 		in.Token = &f.Token
 	}
@@ -123,7 +137,11 @@ func (h *handler) check(f *webhookForm, create bool, old map[string]string) (jso
 	if f.OrderingOnFailure != store.OnFailureHold && f.OrderingOnFailure != store.OnFailureContinue {
 		errs.Add("orderingOnFailure", `must be "hold" or "continue"`)
 	}
-	return filter, headers, rate, retry, fromValidator(errs)
+	fe := fromValidator(errs)
+	if f.isDestination() {
+		f.config, f.where, fe = h.checkDestinationForm(f, f.oldConfig, fe)
+	}
+	return filter, headers, rate, retry, fe
 }
 
 // checkRetryForm reads the retry policy's fields, nil when all are empty
@@ -229,7 +247,10 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 	if d.Form.Token == "" {
 		d.Form.Token = auth.NewWebhookToken()
 	}
-	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Name: d.Form.Name, URL: d.Form.URL,
+	if d.Form.isDestination() {
+		d.Form.URL = d.Form.where
+	}
+	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Type: d.Form.Type, Config: d.Form.config, Name: d.Form.Name, URL: d.Form.URL,
 		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme, RateLimit: rate, RetryPolicy: retry,
 		Ordering: d.Form.Ordering, OrderingOnFailure: d.Form.OrderingOnFailure})
 	var le *store.WebhookLimitError
@@ -253,7 +274,8 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 	}
 	d := webhookFormData{Editing: true, ID: hook.ID,
 		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers), SignatureScheme: hook.SignatureScheme,
-			RateLimit: rateText(hook.RateLimit), Ordering: hook.Ordering, OrderingOnFailure: hook.OrderingOnFailure}}
+			RateLimit: rateText(hook.RateLimit), Ordering: hook.Ordering, OrderingOnFailure: hook.OrderingOnFailure,
+			Type: hook.Type, Config: configFormOf(hook.Type, hook.Config)}}
 	retryForm(&d.Form, hook.RetryPolicy)
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
@@ -270,12 +292,17 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 		return err
 	}
 	d := webhookFormData{Editing: true, ID: id, Form: readWebhookForm(r)}
+	// A webhook's type stays what it was made.
+	d.Form.Type, d.Form.oldConfig = hook.Type, hook.Config
 	filter, headers, rate, retry, errs := h.check(&d.Form, true, hook.Headers)
 	if len(errs) > 0 {
 		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
 	}
 	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers, SignatureScheme: &d.Form.SignatureScheme,
 		RateLimit: &rate, RetryPolicy: &retry, Ordering: &d.Form.Ordering, OrderingOnFailure: &d.Form.OrderingOnFailure}
+	if d.Form.isDestination() {
+		p.URL, p.Config = &d.Form.where, &d.Form.config
+	}
 	if d.Form.Token != "" {
 		p.Token = &d.Form.Token
 	} else if (hook.SignatureScheme == store.SchemeStandardEd25519) != (d.Form.SignatureScheme == store.SchemeStandardEd25519) {

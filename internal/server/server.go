@@ -33,6 +33,8 @@ import (
 	"github.com/heraldhq/herald/internal/admission"
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/destination"
+	"github.com/heraldhq/herald/internal/destination/types"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/expiry"
 	"github.com/heraldhq/herald/internal/licensing"
@@ -328,6 +330,8 @@ type Server struct {
 	bodies   *admission.Bodies
 	metrics  http.Handler // nil when /metrics is served with the API
 	log      *slog.Logger
+	// destinations keeps the brokers' clients open between attempts.
+	destinations *destination.Router
 }
 
 // Open opens the store, assembles the parts and, last, creates the first
@@ -421,6 +425,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		m.Suspended(len(sp))
 		s.outbox.Wake()
 	}
+	// Destinations' attempts dial their brokers through the same guard as
+	// the receivers' (decision 0133).
+	s.destinations = destination.NewRouter(types.All(), st.WebhookDestination,
+		destination.Env{Dial: dc.Dial, Timeout: cmp.Or(dc.AttemptTimeout, delivery.DefaultAttemptTimeout)}, st.Now)
+	dc.Destinations = s.destinations
 	s.Dispatcher = delivery.New(st.ForDelivery(), dc)
 	// On PostgreSQL what this process fires is handed to its dispatcher
 	// when it has room, without a claim (decision 0105).
@@ -697,6 +706,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		metricsSrv.Shutdown(shutdown)
 	}
 	services.Stop()
+	s.destinations.Close()
 	s.Store.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

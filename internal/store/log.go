@@ -34,7 +34,11 @@ type EventLog struct {
 	UpdatedAt     time.Time
 	// LastDuration is how long its latest attempt took; nil before any.
 	LastDuration *time.Duration
-	Attempts     []Attempt // filled by Log, not by Logs
+	// Holding says a failed log of a webhook ordered by license holds its
+	// license's later events back until it is resent and delivered, or
+	// skipped (decision 0131).
+	Holding  bool
+	Attempts []Attempt // filled by Log, not by Logs
 }
 
 // Attempt is one POST of a log's payload.
@@ -64,7 +68,16 @@ l.received_at, l.retry_reason, l.attempt_count,
 CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT COALESCE(q.lease_until, q.due_at) FROM delivery_queue q WHERE q.log_id = l.id) END, l.created_at,
 COALESCE(CASE WHEN l.status IN ('queued', 'retrying') THEN (SELECT q.claimed_at FROM delivery_queue q WHERE q.log_id = l.id AND q.lease IS NOT NULL) END, l.updated_at),
 (SELECT a.duration_ms FROM webhook_attempts a WHERE a.log_id = l.id ORDER BY a.number DESC LIMIT 1),
-(SELECT COUNT(*) FROM webhook_attempts a WHERE a.log_id = l.id)`
+(SELECT COUNT(*) FROM webhook_attempts a WHERE a.log_id = l.id),
+CASE WHEN l.status = 'failed' THEN (SELECT COUNT(*) FROM delivery_queue q WHERE ` + heldRow + `) ELSE 0 END`
+
+// heldRow is true of log l's row of delivery_queue q while the log holds
+// its license back (as Held reads it): only a failed log of a holding
+// webhook keeps its row, unleased and due never (decision 0131).
+const heldRow = `q.log_id = l.id AND q.due_at = ` + heldDueSQL + ` AND q.lease IS NULL`
+
+// holdingLog is true of a failed log l that holds its license back.
+const holdingLog = `l.status = 'failed' AND EXISTS (SELECT 1 FROM delivery_queue q WHERE ` + heldRow + `)`
 
 // logStatus is the status of log l as shown and filtered: pending while its
 // row in delivery_queue is leased (an attempt in flight), which a claim
@@ -80,10 +93,12 @@ func scanLog(sc interface{ Scan(...any) error }) (EventLog, error) {
 	var reason sql.NullString
 	var c, u int64
 	var duration sql.NullInt64
+	var holding int64
 	if err := sc.Scan(&l.ID, &l.AccountID, &l.WebhookID, &l.EventID, &kind, &status, &l.Payload, &code, &sent,
-		&recv, &reason, &l.AttemptCount, &due, &c, &u, &duration, &l.AttemptsMade); err != nil {
+		&recv, &reason, &l.AttemptCount, &due, &c, &u, &duration, &l.AttemptsMade, &holding); err != nil {
 		return EventLog{}, err
 	}
+	l.Holding = holding > 0
 	if duration.Valid {
 		d := time.Duration(duration.Int64) * time.Millisecond
 		l.LastDuration = &d
@@ -119,6 +134,9 @@ type LogFilter struct {
 	// resolved (resolveSearch) before the logs are read.
 	searched []string
 	resolved bool
+	// Holding keeps only the failed logs that hold their license's later
+	// events back (EventLog.Holding).
+	Holding bool
 	// From and To bound the creation time: at or after From, before To;
 	// a zero time leaves that end open.
 	From, To time.Time
@@ -153,7 +171,11 @@ func (f LogFilter) where(s *Store, accountID, q string, walk bool) (string, []an
 		q += ` AND (` + logStatus + `) IN (SELECT value FROM json_texts(?))`
 		args = append(args, jsonTexts(statuses))
 	}
-	if f.onlyFailed() {
+	if f.Holding {
+		// undelivered_at, as below, lets the undelivered logs' indexes
+		// find them: a holding log is a failed one.
+		q += ` AND l.undelivered_at IS NOT NULL AND ` + holdingLog
+	} else if f.onlyFailed() {
 		// A failed log is always undelivered: every writer that fails a
 		// log sets its undelivered_at (and migration 0060 set it on those
 		// before). Saying so lets the undelivered logs' own indexes find

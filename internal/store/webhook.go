@@ -68,8 +68,10 @@ type Webhook struct {
 	// SigningKey is the public half of its key pair when it signs with
 	// SchemeStandardEd25519; nil otherwise.
 	SigningKey *SigningKey
-	// Type is TypeHTTP or TypePull (webhook_type.go).
-	Type string
+	// Type is TypeHTTP, or a destination's type (webhook_destination.go);
+	// Config is a destination's config, opened (nil for http).
+	Type   string
+	Config json.RawMessage
 }
 
 // Signature schemes of a webhook.
@@ -110,8 +112,9 @@ type NewWebhook struct {
 	// Ordering and OrderingOnFailure as Webhook's; "" for the defaults
 	// (OrderingNone, OnFailureHold).
 	Ordering, OrderingOnFailure string
-	// Type as Webhook's ("" is TypeHTTP), checked by the caller.
-	Type string
+	// Type and Config as Webhook's ("" is TypeHTTP), checked by the caller.
+	Type   string
+	Config json.RawMessage
 }
 
 // MaxRateLimit is the highest rate limit a webhook may have, in deliveries
@@ -127,7 +130,7 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
 		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers,
 		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy, Ordering: n.Ordering, OrderingOnFailure: n.OrderingOnFailure}
-	w.Type = n.Type
+	w.Type, w.Config = n.Type, n.Config
 	if w.Type == "" {
 		w.Type = TypeHTTP
 	}
@@ -156,7 +159,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		if err != nil {
 			return err
 		}
-		if err := setType(ctx, tx, w); err != nil {
+		if err := s.setDestination(ctx, tx, w); err != nil {
 			return err
 		}
 		if w.Ordering != OrderingNone || w.OrderingOnFailure != OnFailureHold {
@@ -223,7 +226,7 @@ func checkWebhookCap(ctx context.Context, tx *Tx, accountID string) error {
 // Healthy and its undelivered count, the last through the partial index of
 // undelivered logs (failed, or cancelled for a suspension) by webhook and
 // completion (undelivered_at, migration 0060).
-const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit, retry_policy, disabled_reason, ordering, ordering_on_failure, type,
+const webhookColumns = `id, account_id, name, url, events, enabled, status, created_at, updated_at, rotation_started_at, rotation_ends_at, left_healthy_at, filter, headers_sealed, signature_scheme, rate_limit, retry_policy, disabled_reason, ordering, ordering_on_failure, type, config_sealed,
 (SELECT COUNT(*) FROM webhook_event_logs l WHERE l.webhook_id = webhooks.id AND webhooks.left_healthy_at IS NOT NULL
  AND l.undelivered_at >= webhooks.left_healthy_at)`
 
@@ -237,14 +240,18 @@ func (s *Store) scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (
 	var started, ends, left sql.NullInt64
 	var filter sql.NullString
 	var headers []byte
+	var err error
 	var rate sql.NullInt64
 	var retry, disabled sql.NullString
-	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &retry, &disabled, &w.Ordering, &w.OrderingOnFailure, &w.Type, &w.UndeliveredCount); err != nil {
+	var config []byte
+	if err := sc.Scan(&w.ID, &w.AccountID, &w.Name, &w.URL, &events, &w.Enabled, &status, &c, &u, &started, &ends, &left, &filter, &headers, &w.SignatureScheme, &rate, &retry, &disabled, &w.Ordering, &w.OrderingOnFailure, &w.Type, &config, &w.UndeliveredCount); err != nil {
+		return Webhook{}, err
+	}
+	if w.Config, err = s.openConfig(w.ID, config); err != nil {
 		return Webhook{}, err
 	}
 	w.DisabledReason = disabled.String
 	w.RateLimit = int(rate.Int64)
-	var err error
 	if w.RetryPolicy, err = scanRetryPolicy(w.ID, retry); err != nil {
 		return Webhook{}, err
 	}
@@ -406,6 +413,8 @@ type WebhookPatch struct {
 	// Ordering and OrderingOnFailure, when set, replace the webhook's.
 	// Rows held for it (ordering.go) go when it no longer holds.
 	Ordering, OrderingOnFailure *string
+	// Config, when set, replaces a destination's config (its type stays).
+	Config *json.RawMessage
 	// RecodeTokens, when set, rewrites the webhook's token and next token
 	// (those kept, or Token) into another form of the same key, in the
 	// same transaction: a webhook moved to the Standard Webhooks scheme
@@ -487,6 +496,9 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 			return fmt.Errorf("update webhook: %w", err)
 		}
 		if err := mustAffect(res); err != nil {
+			return err
+		}
+		if err := s.patchConfig(ctx, tx, accountID, id, p); err != nil {
 			return err
 		}
 		if p.Ordering != nil || p.OrderingOnFailure != nil {

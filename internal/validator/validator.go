@@ -59,6 +59,9 @@ type Webhook struct {
 	// RateLimit is deliveries per second, 1 to store.MaxRateLimit; nil
 	// when not given, or given as none.
 	RateLimit *int
+	// Type is the webhook's type, "" for http: a destination has no url of
+	// its own to give (destination.go).
+	Type string
 }
 
 // Token lengths accepted for a webhook's signing token: characters for the
@@ -163,7 +166,9 @@ func CheckWebhook(policy netguard.Policy, w Webhook, create bool) Errors {
 	} else if create {
 		v.Add("name", "is required")
 	}
-	if w.URL != nil {
+	if !IsHTTP(w.Type) {
+		checkNoURL(&v, w)
+	} else if w.URL != nil {
 		*w.URL = strings.TrimSpace(*w.URL)
 		if CheckText(&v, "url", *w.URL) {
 			if err := policy.ValidateURL(*w.URL); err != nil {

@@ -55,8 +55,14 @@ func TestWebhookFormOrderingAndSkip(t *testing.T) {
 	if _, _, body := b.get(page); !strings.Contains(body, `id="held"`) || !strings.Contains(body, "Skip it") {
 		t.Fatalf("the failed log's page does not say it holds its license back:\n%s", body)
 	}
+	if _, _, body := b.get("/webhooks/" + id); !strings.Contains(body, `class="badge holding"`) {
+		t.Errorf("the webhook's log list does not mark the holding log:\n%s", body)
+	}
 	if code, _, body := b.submit(page+"/skip", url.Values{}); code != http.StatusOK || strings.Contains(body, `id="held"`) {
 		t.Fatalf("skip: %d; want the log's page, holding nothing\n%s", code, body)
+	}
+	if _, _, body := b.get("/webhooks/" + id); strings.Contains(body, `class="badge holding"`) {
+		t.Errorf("the webhook's log list still marks the skipped log holding")
 	}
 	if code, _, body := b.submit(page+"/skip", url.Values{}); code != http.StatusConflict || !strings.Contains(body, "nothing to skip") {
 		t.Fatalf("skip again: %d; want 409 saying there is nothing to skip\n%s", code, body)

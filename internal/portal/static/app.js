@@ -27,6 +27,22 @@
     });
   });
 
+  // The webhook form's type picker: only the chosen type's fields are
+  // shown and posted (a fieldset disabled is not posted). Without this
+  // file every type's fields show, and herald reads the chosen type's.
+  var picker = document.querySelector("[data-type-picker]");
+  if (picker) {
+    var showType = function () {
+      document.querySelectorAll("[data-for-type]").forEach(function (el) {
+        var on = el.getAttribute("data-for-type") === picker.value;
+        el.hidden = !on;
+        if (el.tagName === "FIELDSET") { el.disabled = !on; }
+      });
+    };
+    picker.addEventListener("change", showType);
+    showType();
+  }
+
   // A page showing work in progress (a recovery) reads it again every few
   // seconds until it ends, and updates it in place rather than reloading:
   // the reader keeps their place and focus, and the status line (a live

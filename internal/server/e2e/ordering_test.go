@@ -173,7 +173,8 @@ func TestOrderedDeliveryAcrossProcesses(t *testing.T) {
 
 // TestAHeldLicenseWaitsForASkip: on "hold", an event that ends failed
 // holds its license's later events, and only its license's, until it is
-// skipped; then they come in order.
+// skipped; then they come in order. Its log reads holding, and is listed
+// by ?holding=true, until the skip.
 func TestAHeldLicenseWaitsForASkip(t *testing.T) {
 	t.Parallel()
 	onEachEngine(t, func(t *testing.T, h *heraldtest.Herald) {
@@ -208,8 +209,22 @@ func TestAHeldLicenseWaitsForASkip(t *testing.T) {
 		if held != 0 {
 			t.Fatalf("the stuck license got %d events while its first was held", held)
 		}
+		// The API says which log holds, and lists the ones that do.
+		if !h.Log(failed.ID).Holding {
+			t.Errorf("the failed first event reads holding false; want true")
+		}
+		if got := h.Logs("webhookId=" + idOf(hook) + "&holding=true"); len(got) != 1 || got[0].ID != failed.ID || !got[0].Holding {
+			t.Errorf("holding logs %+v; want the failed first event %s alone", got, failed.ID)
+		}
+		h.Must(422, "GET", "/v3/webhook-event-logs?holding=maybe", nil, nil)
 		h.Must(200, "POST", "/v3/webhook-event-logs/"+failed.ID+"/skip", nil, nil)
 		h.Must(409, "POST", "/v3/webhook-event-logs/"+failed.ID+"/skip", nil, nil)
+		if h.Log(failed.ID).Holding {
+			t.Errorf("the skipped event reads holding true; want false")
+		}
+		if got := h.Logs("webhookId=" + idOf(hook) + "&holding=true"); len(got) != 0 {
+			t.Errorf("%d logs hold after the skip; want none", len(got))
+		}
 		heraldtest.Eventually(t, 30*time.Second, "the held event after the skip", func() bool {
 			o.mu.Lock()
 			defer o.mu.Unlock()

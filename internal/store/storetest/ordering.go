@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -191,6 +192,31 @@ func testAFailedOrderedLogHoldsItsLicense(t *testing.T, b *Bundle) {
 		if held, err := b.St.Held(b.Ctx, byLicense[lic].LogID); err != nil || !held {
 			t.Fatalf("%s1 holds %v (%v); want held", label[lic], held, err)
 		}
+		if l := b.log(t, byLicense[lic].LogID); !l.Holding {
+			t.Fatalf("log %s reads not holding; want holding", label[lic])
+		}
+	}
+	// The list of what holds, as the API's ?holding=true reads it.
+	holding := func() []string {
+		t.Helper()
+		logs, _, err := b.St.Logs(b.Ctx, b.Account.ID, store.LogFilter{WebhookID: w.ID, Holding: true, Page: store.Page{Limit: 10}})
+		if err != nil {
+			t.Fatalf("list holding logs: %v", err)
+		}
+		var out []string
+		for _, l := range logs {
+			if !l.Holding {
+				t.Errorf("log %s listed as holding reads not holding", l.ID)
+			}
+			out = append(out, l.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{byLicense[la].LogID, byLicense[lb].LogID, byLicense[lc].LogID}
+	slices.Sort(want)
+	if got := holding(); !slices.Equal(got, want) {
+		t.Fatalf("holding logs %v; want the three failed first events %v", got, want)
 	}
 	if s := names(of(b.Claim(t, b.St, time.Hour, time.Minute, 100, 100), w.ID), fired, label); s != "[]" {
 		t.Fatalf("with every license held, claimed %s an hour later; want nothing", s)
@@ -220,8 +246,11 @@ func testAFailedOrderedLogHoldsItsLicense(t *testing.T, b *Bundle) {
 	if s := names(got, fired, label); s != "[A2 C2]" {
 		t.Fatalf("after A1 skipped, B1 resent in vain and C1 resent, claimed %s; want [A2 C2]", s)
 	}
-	if l := b.log(t, byLicense[la].LogID); l.Status != store.Failed {
-		t.Fatalf("skipped log is %s; want it still failed", l.Status)
+	if l := b.log(t, byLicense[la].LogID); l.Status != store.Failed || l.Holding {
+		t.Fatalf("skipped log is %s, holding %v; want it still failed, holding nothing", l.Status, l.Holding)
+	}
+	if got := holding(); !slices.Equal(got, []string{byLicense[lb].LogID}) {
+		t.Fatalf("holding logs %v after A1 skipped, B1 resent in vain and C1 delivered; want B1 alone (%s)", got, byLicense[lb].LogID)
 	}
 	// Going on from now: B2 comes.
 	on := store.OnFailureContinue

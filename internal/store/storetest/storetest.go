@@ -97,6 +97,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"AccountLimitsCapWebhooksEvenConcurrently", 3, testAccountLimits},
 		{"FiltersChooseWhoGetsALog", 1, testFiltersChooseWhoGetsALog},
 		{"HeadersAreSealedAndClaimed", 1, testHeadersAreSealedAndClaimed},
+		{"ADestinationsConfigIsSealed", 1, testADestinationsConfigIsSealed},
 		{"SignatureSchemeIsKeptAndClaimed", 1, testSignatureSchemeIsKeptAndClaimed},
 		{"RateLimitIsKeptAndClaimed", 1, testRateLimitIsKeptAndClaimed},
 		{"ReservationsTakeDisjointSlots", 3, testReservationsTakeDisjointSlots},

@@ -1,0 +1,128 @@
+package nats_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/internal/destination"
+	"github.com/heraldhq/herald/internal/destination/destinationtest"
+	"github.com/heraldhq/herald/internal/destination/nats"
+)
+
+// server is the NATS server with JetStream these machines run (.ci/run
+// starts it).
+const server = "nats://127.0.0.1:4222"
+
+// stream makes a JetStream stream capturing subject.>, removed at the end
+// of the test, and returns the subject prefix and the stream.
+func stream(t *testing.T) (string, jetstream.Stream) {
+	t.Helper()
+	destinationtest.Broker(t, "127.0.0.1:4222", "NATS")
+	conn, err := natsgo.Connect(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("HERALD_TEST_%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatalf("create stream (is JetStream on?): %v", err)
+	}
+	t.Cleanup(func() { js.DeleteStream(context.Background(), name) })
+	return strings.ToLower(name), s
+}
+
+func open(t *testing.T, c destination.Config, dial func(context.Context, string, string) (net.Conn, error)) (destination.Client, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := nats.New().Open(ctx, c, destination.Env{Dial: dial, Timeout: 20 * time.Second})
+	if err == nil {
+		t.Cleanup(func() { cl.Close() })
+	}
+	return cl, err
+}
+
+func publish(t *testing.T, cl destination.Client, m destination.Message) destination.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return cl.Publish(ctx, m)
+}
+
+// TestAnAcknowledgedMessageIsTheSignedEvent: what herald publishes is
+// acknowledged by the stream, and a consumer gets the exact body with
+// headers the Standard Webhooks library verifies.
+func TestAnAcknowledgedMessageIsTheSignedEvent(t *testing.T) {
+	t.Parallel()
+	prefix, s := stream(t)
+	cl, err := open(t, destination.Config{"url": server, "subject": prefix + ".licensing"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-000000000011", "L1")
+	res := publish(t, cl, m)
+	if !res.OK() || !strings.Contains(res.Answer, "sequence 1") {
+		t.Fatalf("publish: %+v; want the stream's acknowledgement", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+	if err != nil {
+		t.Fatalf("consume: %v", err)
+	}
+	headers := map[string]string{}
+	for k, v := range got.Headers() {
+		headers[k] = v[0]
+	}
+	destinationtest.Verify(t, got.Data(), headers, m)
+}
+
+// TestAStreamsRefusalIsAFailedAttempt: a subject no stream captures, a
+// message over the server's limit and an address the outbound guard
+// refuses each fail with a reason a person can act on.
+func TestAStreamsRefusalIsAFailedAttempt(t *testing.T) {
+	t.Parallel()
+	prefix, _ := stream(t)
+	m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-000000000012", "L1")
+	nowhere, err := open(t, destination.Config{"url": server, "subject": "herald-nobody-" + prefix}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := publish(t, nowhere, m); res.Failure != "unroutable" || !strings.Contains(res.Err, "no JetStream stream captures") {
+		t.Errorf("uncaptured subject: %+v; want a failure saying no stream captures it", res)
+	}
+	big := m
+	big.Body = []byte(strings.Repeat("x", 8<<20))
+	capturing, err := open(t, destination.Config{"url": server, "subject": prefix + ".big"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := publish(t, capturing, big); res.Failure != "too_large" {
+		t.Errorf("8 MiB message: %+v; want too_large", res)
+	}
+	refuse := func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("address refused by policy")
+	}
+	if _, err := open(t, destination.Config{"url": server, "subject": prefix + ".x"}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
+		t.Errorf("guarded dial: %v; want the guard's refusal", err)
+	}
+}
