@@ -49,3 +49,23 @@ func TestPullWebhookPageMakesAPullToken(t *testing.T) {
 		t.Errorf("a pull token for an http webhook: %d; want 409", code)
 	}
 }
+
+// The webhook form makes a pull webhook: no URL asked for, none stored.
+func TestWebhookFormMakesAPullWebhook(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	b := mustSignIn(t, h)
+	code, _, body := b.get("/webhooks/new")
+	if code != http.StatusOK || !strings.Contains(body, `<option value="pull"`) {
+		t.Fatalf("GET /webhooks/new: %d; want the pull type offered\n%s", code, body)
+	}
+	code, loc, body := b.submit("/webhooks/new", url.Values{"name": {"On premises"}, "type": {"pull"}, "events": {"license.created"},
+		"enabled": {"on"}, "signatureScheme": {"herald"}, "ordering": {"none"}, "orderingOnFailure": {"hold"}})
+	if code != http.StatusOK || !strings.HasPrefix(loc, "/webhooks/") || !strings.Contains(body, `id="webhook-type">Pull`) {
+		t.Fatalf("create a pull webhook: %d at %q; want its page\n%s", code, loc, body)
+	}
+	hooks, err := h.API.ListWebhooks(context.Background(), client.WebhookFilter{})
+	if err != nil || len(hooks.Data) != 1 || hooks.Data[0].Type != "pull" || hooks.Data[0].URL != "" {
+		t.Fatalf("webhooks: %+v, %v; want one pull webhook without a URL", hooks.Data, err)
+	}
+}
