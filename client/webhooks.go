@@ -59,6 +59,13 @@ type Webhook struct {
 	// herald). Config's secrets come masked ("********").
 	Type   string         `json:"type"`
 	Config map[string]any `json:"config,omitempty"`
+	// Payload is "full" or "thin" (the object's id and API path only).
+	Payload string `json:"payload"`
+	// TLS is the client certificate deliveries present; nil for none.
+	TLS *WebhookTLS `json:"tls"`
+	// OAuth2 is the OAuth2 client whose token deliveries carry; nil for
+	// none. Its ClientSecret is masked.
+	OAuth2 *OAuth2Client `json:"oauth2"`
 	// Token is the signing token: only in the answer of CreateWebhook.
 	Token string `json:"token,omitempty"`
 }
@@ -94,6 +101,12 @@ type WebhookCreate struct {
 	// broker Config describes (docs/destinations.md).
 	Type   string         `json:"type,omitempty"`
 	Config map[string]any `json:"config,omitempty"`
+	// Payload is "full" (when "") or "thin".
+	Payload string `json:"payload,omitempty"`
+	// TLS is a client certificate for mutual TLS; nil for none.
+	TLS *ClientCertificate `json:"tls,omitempty"`
+	// OAuth2 is an OAuth2 client (client credentials); nil for none.
+	OAuth2 *OAuth2Client `json:"oauth2,omitempty"`
 }
 
 // RetryPolicy is how a webhook's failed deliveries are retried:
@@ -151,6 +164,16 @@ type WebhookUpdate struct {
 	// Config replaces a destination's config; a secret sent as "********"
 	// keeps its stored value.
 	Config map[string]any `json:"config,omitempty"`
+	// Payload changes the body's form: "full" or "thin".
+	Payload *string `json:"payload,omitempty"`
+	// TLS replaces the client certificate; a pointer to ClientCertificate{}
+	// removes it (sent as null). A ClientKey of "********" keeps the
+	// stored key.
+	TLS *ClientCertificate `json:"-"`
+	// OAuth2 replaces the OAuth2 client; a pointer to OAuth2Client{}
+	// removes it (sent as null). A ClientSecret of "********" keeps the
+	// stored secret.
+	OAuth2 *OAuth2Client `json:"-"`
 }
 
 // MarshalJSON writes the fields that are set, a RateLimit of 0 as null.
@@ -160,7 +183,21 @@ func (u WebhookUpdate) MarshalJSON() ([]byte, error) {
 		fields
 		RateLimit   *json.RawMessage `json:"rateLimit,omitempty"`
 		RetryPolicy any              `json:"retryPolicy,omitempty"`
+		TLS         any              `json:"tls,omitempty"`
+		OAuth2      any              `json:"oauth2,omitempty"`
 	}{fields: fields(u)}
+	if u.TLS != nil {
+		out.TLS = u.TLS
+		if *u.TLS == (ClientCertificate{}) {
+			out.TLS = json.RawMessage("null")
+		}
+	}
+	if u.OAuth2 != nil {
+		out.OAuth2 = u.OAuth2
+		if u.OAuth2.TokenURL == "" && u.OAuth2.ClientID == "" && u.OAuth2.ClientSecret == "" && len(u.OAuth2.Scopes) == 0 {
+			out.OAuth2 = json.RawMessage("null")
+		}
+	}
 	if u.RetryPolicy != nil {
 		out.RetryPolicy = u.RetryPolicy
 		if *u.RetryPolicy == (RetryPolicy{}) {

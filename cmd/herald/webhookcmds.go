@@ -130,12 +130,15 @@ func printWebhook(out io.Writer, w client.Webhook) {
 		{"Enabled", strconv.FormatBool(w.Enabled)}, {"Status", w.Status}, {"Undelivered", strconv.Itoa(w.UndeliveredCount)},
 		{"Filter", filter}, {"Headers", headers}, {"Signature scheme", w.SignatureScheme}, {"Rate limit", rate},
 		{"Ordering", orderingText(w)},
-		{"Token rotation", rotation}, {"Created", w.CreatedAt.Format(time.RFC3339)}, {"Updated", w.UpdatedAt.Format(time.RFC3339)},
 	}
 	if w.Config != nil {
 		b, _ := json.Marshal(w.Config) // secrets come masked
 		rows = append(rows, [2]string{"Config", string(b)})
 	}
+	rows = append(rows, reachRows(w)...)
+	rows = append(rows, [][2]string{
+		{"Token rotation", rotation}, {"Created", w.CreatedAt.Format(time.RFC3339)}, {"Updated", w.UpdatedAt.Format(time.RFC3339)},
+	}...)
 	if w.PublicKey != "" {
 		rows = append(rows, [2]string{"Public key", w.PublicKey})
 		if r := w.TokenRotation; r != nil && r.NextPublicKey != "" {
@@ -166,6 +169,7 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	retry := addRetryFlags(e.fs, "herald webhooks create", false)
 	ordering := e.fs.String("ordering", "", "none (default): each event on its own; license: a license's events in the order they fired")
 	onFailure := e.fs.String("ordering-on-failure", "", "with --ordering license, what a failed event does to the later ones: hold (default) or continue")
+	reach := addReachFlags(e.fs, "herald webhooks create", false)
 	var filterJSON json.RawMessage
 	var policy *client.RetryPolicy
 	var configMap map[string]any
@@ -180,6 +184,9 @@ func webhookCreate(e *envFlags) func(x *call) error {
 			needs = append(needs, "url", *u)
 		}
 		if err := required("herald webhooks create", needs...); err != nil {
+			return err
+		}
+		if err := reach.read(false); err != nil {
 			return err
 		}
 		var err error
@@ -234,6 +241,7 @@ func webhookCreate(e *envFlags) func(x *call) error {
 		}
 		in.RetryPolicy = policy
 		in.Ordering, in.OrderingOnFailure = *ordering, *onFailure
+		reach.setCreate(&in)
 		w, err := x.c.CreateWebhook(x.ctx, in)
 		if err != nil {
 			return err
@@ -298,6 +306,7 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 	ordering := e.fs.String("ordering", "", "none: each event on its own; license: a license's events in the order they fired")
 	onFailure := e.fs.String("ordering-on-failure", "", "what a failed event of an ordered webhook does to the later ones: hold or continue")
 	config := e.fs.String("config", "", `a destination's new config as JSON, or @FILE; a secret given as "********" keeps the stored one`)
+	reach := addReachFlags(e.fs, "herald webhooks update", true)
 	set := map[string]bool{}
 	var filterJSON json.RawMessage
 	var policy *client.RetryPolicy
@@ -312,6 +321,9 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 			return err
 		}
 		if err := checkOrdering("herald webhooks update", *ordering, *onFailure, false); err != nil {
+			return err
+		}
+		if err := reach.read(true); err != nil {
 			return err
 		}
 		if !set["filter"] {
@@ -357,9 +369,19 @@ func webhookUpdate(e *envFlags) func(x *call) error {
 		if set["ordering-on-failure"] {
 			in.OrderingOnFailure = onFailure
 		}
+		if reach.tls != nil || reach.oauth2 != nil {
+			// PATCH replaces a certificate or client whole: what the flags
+			// leave out is the webhook's.
+			w, err := x.c.Webhook(x.ctx, x.pos[0])
+			if err != nil {
+				return err
+			}
+			reach.merged(w)
+		}
+		reach.setUpdate(&in)
 		in.Config = configMap
-		if in.Config == nil && in.Ordering == nil && in.OrderingOnFailure == nil && !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
-			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme, --rate-limit, --max-attempts, --backoff, --retry-interval, --max-retry-interval, --default-retry, --ordering, --ordering-on-failure or --config")}
+		if in.Config == nil && !reach.changes() && in.Ordering == nil && in.OrderingOnFailure == nil && !set["name"] && !set["url"] && !set["events"] && !set["token"] && enabled.v == nil && in.Filter == nil && in.SignatureScheme == nil && in.Headers == nil && in.RateLimit == nil && in.RetryPolicy == nil {
+			return usageError{"herald webhooks update", errors.New("nothing to change: pass --name, --url, --events, --token, --enabled, --filter, --header, --no-headers, --signature-scheme, --rate-limit, --max-attempts, --backoff, --retry-interval, --max-retry-interval, --default-retry, --ordering, --ordering-on-failure, --config, --payload, --client-cert, --client-key, --client-ca, --no-client-cert, --oauth2-…, or --no-oauth2")}
 		}
 		w, err := x.c.UpdateWebhook(x.ctx, x.pos[0], in)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
@@ -144,7 +145,20 @@ func (a *API) readEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := pulledListJSON{Data: make([]pulledJSON, 0, len(pulled)), Cursor: strconv.FormatInt(after, 10)}
 	now := a.store.Now() // the Standard Webhooks timestamp: the moment of the read
+	// A webhook that wants thin events reads them thin, as it would be
+	// POSTed them.
+	var reach attempt.Reach
+	if len(pulled) > 0 {
+		if reach, err = a.store.WebhookReach(r.Context(), id); err != nil {
+			return err
+		}
+	}
 	for _, p := range pulled {
+		if reach.Thin {
+			if p.Body, err = event.Thin(p.Body); err != nil {
+				return err
+			}
+		}
 		h, err := delivery.Signed(p.Claim, now)
 		if err != nil {
 			return err

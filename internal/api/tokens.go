@@ -14,8 +14,9 @@ import (
 // freeText names the top-level fields whose strings are the client's own
 // JSON, kept as sent: metadata may hold any JSON string, newlines and
 // escaped NULs included (it is stored as the JSON text, which both engines
-// keep alike).
-var freeText = map[string]bool{"metadata": true}
+// keep alike); a webhook's tls holds PEM, lines by definition, each of its
+// strings parsed as PEM by validator.CheckTLS.
+var freeText = map[string]bool{"metadata": true, "tls": true}
 
 // tokState is where the body's reader stands in the innermost open
 // container (or at the top): what may come next. They are

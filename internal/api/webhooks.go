@@ -58,6 +58,8 @@ type webhookJSON struct {
 	// http.
 	Type   string         `json:"type"`
 	Config map[string]any `json:"config,omitempty"`
+	// reachJSON: payload, tls and oauth2 (webhooks_reach.go).
+	reachJSON
 }
 
 // toWebhookJSON is w as the API shows it, with the retry policy it
@@ -67,6 +69,7 @@ func (a *API) toWebhookJSON(w store.Webhook) webhookJSON {
 	out.RetryPolicy, out.DisabledReason = a.retry, w.DisabledReason
 	out.Ordering, out.OrderingOnFailure = w.Ordering, w.OrderingOnFailure
 	out.Type, out.Config = w.Type, validator.MaskConfig(w.Type, w.Config)
+	out.reachJSON = toReachJSON(w.WebhookReach)
 	if w.RetryPolicy != nil {
 		out.RetryPolicy = *w.RetryPolicy
 	}
@@ -127,7 +130,11 @@ type webhookInput struct {
 	Type   *string         `json:"type"`
 	Config json.RawMessage `json:"config"`
 
-	dest       destinationInput    // the type and config once read and checked
+	dest destinationInput // the type and config once read and checked
+	// reachInput: payload, tls and oauth2 (webhooks_reach.go).
+	reachInput
+
+	oldReach   store.WebhookReach  // stored, for a masked key or secret
 	oldHeaders map[string]string   // stored, for masked values
 	checked    *map[string]string  // Headers once read and checked
 	rate       *int                // RateLimit once read and checked: 0 for none
@@ -137,7 +144,7 @@ type webhookInput struct {
 // empty reports whether no field was sent.
 func (in *webhookInput) empty() bool {
 	return in.Name == nil && in.URL == nil && in.Events == nil && in.Enabled == nil && in.Token == nil && in.Filter == nil && in.Headers == nil && in.SignatureScheme == nil && in.RateLimit == nil && in.RetryPolicy == nil &&
-		in.Ordering == nil && in.OrderingOnFailure == nil && in.Type == nil && in.Config == nil
+		in.Ordering == nil && in.OrderingOnFailure == nil && in.Type == nil && in.Config == nil && !in.reachInput.sent()
 }
 
 // rateLimit reads the rate limit sent: nil when none was sent, 0 when it
@@ -215,6 +222,16 @@ func (a *API) validate(in *webhookInput, create bool, scheme string) error {
 	if in.OrderingOnFailure != nil && *in.OrderingOnFailure != store.OnFailureHold && *in.OrderingOnFailure != store.OnFailureContinue {
 		v.Add("orderingOnFailure", `must be "hold" or "continue"`)
 	}
+	a.checkReach(&v, &in.reachInput, in.oldReach)
+	if !validator.IsHTTP(w.Type) {
+		// A client certificate and an OAuth2 client are an HTTP receiver's:
+		// a destination's broker takes its TLS and credentials in config.
+		for field, raw := range map[string]json.RawMessage{"tls": in.TLS, "oauth2": in.OAuth2} {
+			if raw != nil && string(raw) != "null" {
+				v.Add(field, "applies to http webhooks only; a "+w.Type+" destination's TLS and credentials are in config")
+			}
+		}
+	}
 	return v.Err()
 }
 
@@ -253,6 +270,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if in.OrderingOnFailure != nil {
 		n.OrderingOnFailure = *in.OrderingOnFailure
 	}
+	n.Reach = in.reach.Set()
 	hook, err := a.store.CreateWebhook(r.Context(), accountID(r), n)
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
@@ -317,14 +335,14 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if in.empty() {
-		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy, ordering, orderingOnFailure, config"}}.Err()
+		return Invalid{{"body", "send at least one of name, url, events, enabled, token, filter, headers, signatureScheme, rateLimit, retryPolicy, ordering, orderingOnFailure, config, payload, tls, oauth2"}}.Err()
 	}
 	sentFilter := in.Filter != nil
 	var scheme string
 	// A token is checked for the scheme it will sign in, and headers
 	// against the ones they replace: both need the webhook as it is.
 	// So does a change of scheme to or from ed25519, whose token is a key.
-	if in.Headers != nil || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) ||
+	if in.Headers != nil || in.needsStored() || (in.Token != nil && in.SignatureScheme == nil) || (in.Token == nil && in.SignatureScheme != nil) ||
 		in.Type != nil || in.Config != nil || in.URL != nil {
 		hook, err := a.store.Webhook(r.Context(), accountID(r), pathID(r, "id"))
 		if errors.Is(err, store.ErrNotFound) {
@@ -333,7 +351,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		in.oldHeaders, scheme = hook.Headers, hook.SignatureScheme
+		in.oldHeaders, in.oldReach, scheme = hook.Headers, hook.WebhookReach, hook.SignatureScheme
 		in.dest.stored, in.dest.oldConfig = hook.Type, hook.Config
 	}
 	if err := a.validate(&in, false, scheme); err != nil {
@@ -360,6 +378,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	p.RateLimit = in.rate
 	p.RetryPolicy = in.retry
 	p.Ordering, p.OrderingOnFailure = in.Ordering, in.OrderingOnFailure
+	p.Reach = in.reach
 	if in.Events != nil {
 		p.Events = *in.Events
 	}

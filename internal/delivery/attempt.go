@@ -87,7 +87,7 @@ func (a *attempts) attempt(ctx context.Context, c attempt.Claim, leaseUntil, cla
 	number := c.AttemptCount + 1
 	ctx, span := a.startSpan(ctx, spanOf{name: SpanAttempt, eventID: c.EventID, kind: event.Kind(c.Event), webhookID: c.WebhookID,
 		logID: c.LogID, attempt: number, fired: c.TraceParent})
-	res := a.sender.Send(ctx, signed(c))
+	res := a.sender.Send(ctx, a.sender.request(ctx, c))
 	a.slots.done(c.WebhookID, res)
 	a.cfg.Metrics.attempted(res)
 	o.Attempt = a.attemptRecord(res)

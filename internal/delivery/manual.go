@@ -66,7 +66,7 @@ func (a *attempts) resend(ctx context.Context, accountID, logID string) error {
 		var sctx context.Context
 		sctx, span = a.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: event.Kind(c.Event), webhookID: c.WebhookID,
 			logID: c.LogID, fired: c.TraceParent, link: true})
-		return a.sender.Send(sctx, signed(c))
+		return a.sender.Send(sctx, a.sender.request(sctx, c))
 	})
 	if err != nil {
 		a.endResend(ctx, logID)
@@ -193,8 +193,11 @@ func (a *attempts) test(ctx context.Context, accountID, webhookID string, kind e
 	if err != nil {
 		return TestResult{}, err
 	}
-	req := signed(attempt.Claim{WebhookID: w.WebhookID, Event: string(kind), URL: w.URL, EventID: id, Body: body, Token: w.Token, NextToken: w.NextToken, Headers: w.Headers,
+	req := a.sender.request(ctx, attempt.Claim{WebhookID: w.WebhookID, Event: string(kind), URL: w.URL, EventID: id, Body: body, Token: w.Token, NextToken: w.NextToken, Headers: w.Headers,
 		SignatureScheme: w.SignatureScheme})
+	if req.Body != nil {
+		body = req.Body // thin, when the webhook asks for it
+	}
 	res, err := a.slots.manual(ctx.Done(), accountID, w.WebhookID, func() Result {
 		sctx, span := a.startSpan(ctx, spanOf{name: SpanTest, eventID: id, kind: kind, webhookID: w.WebhookID})
 		res := a.sender.Send(sctx, req)
@@ -237,7 +240,7 @@ func (a *attempts) test(ctx context.Context, accountID, webhookID string, kind e
 			if span != nil {
 				span.SetAttributes(attribute.Bool("herald.verification_check", true))
 			}
-			forged := Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body), Headers: w.Headers}
+			forged := Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body), Headers: w.Headers, via: req.via}
 			switch w.SignatureScheme {
 			case store.SchemeStandardWebhooks:
 				forged.Signature, forged.StandardTokens = "", []string{auth.NewWebhookToken()}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/destination"
+	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/webhook"
@@ -32,6 +33,9 @@ type Sender struct {
 	timeout   time.Duration
 	userAgent string
 	now       func() time.Time // stamps SentAt and ReceivedAt
+	// routes are webhooks' own ways to their receivers (reach.go); nil
+	// sends every request the plain way.
+	routes *routes
 }
 
 // NewSender returns a Sender whose attempts time out after timeout.
@@ -62,12 +66,8 @@ func newSender(timeout time.Duration, dial DialFunc, userAgent string, now func(
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	return &Sender{
-		client: &http.Client{
-			Transport: tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		},
+		client:    &http.Client{Transport: tr, CheckRedirect: noRedirects},
+		routes:    &routes{base: tr, now: now},
 		timeout:   timeout,
 		userAgent: userAgent,
 		now:       now,
@@ -104,6 +104,35 @@ type Request struct {
 	// Ed25519, set with StandardTokens, says they are "whsk_" private keys
 	// that sign "v1a," signatures rather than "v1," secrets.
 	Ed25519 bool
+	// via is the webhook's own way to its receiver (reach.go); nil is the
+	// plain one.
+	via *route
+	// fail, when not "", is why the request cannot be made: sent, it
+	// fails at once with this reason.
+	fail, failure string
+}
+
+// request is the signed request for a claim, made as its webhook asks:
+// the thin body when it wants one (signed as sent), over its own client
+// and with its OAuth2 token when it has them.
+func (s *Sender) request(ctx context.Context, c attempt.Claim) Request {
+	rt, err := s.routes.get(ctx, c.WebhookID)
+	if err != nil {
+		return Request{URL: c.URL, EventID: c.EventID, fail: err.Error(), failure: "connection"}
+	}
+	if rt.thin {
+		body, err := event.Thin(c.Body)
+		if err != nil {
+			return Request{URL: c.URL, EventID: c.EventID, fail: err.Error(), failure: "invalid_body"}
+		}
+		c.Body = body
+	}
+	r := signed(c)
+	r.via = rt
+	if rt.fail != "" {
+		r.fail, r.failure = rt.fail, "tls"
+	}
+	return r
 }
 
 // signed returns the request for a claim's body, signed with the tokens of
@@ -136,7 +165,8 @@ type Result struct {
 	Err        string // why it failed; "" when it succeeded
 	// Failure is Err's kind, one of a few fixed words (for metrics):
 	// timeout, connection, address_refused, headers_too_large, redirect,
-	// status, invalid_url, signing_key; "" when it succeeded.
+	// status, invalid_url, signing_key, tls, oauth2, invalid_body; "" when
+	// it succeeded.
 	Failure string
 	// RetryAfter is how long a 429 or 503 answer's Retry-After header asked
 	// to wait (delay-seconds, or an HTTP date less the moment it came);
@@ -151,11 +181,41 @@ func (r Result) OK() bool { return r.Err == "" }
 // Send POSTs the body as is. Any 2xx within the time-out succeeds; anything
 // else, a redirect included, fails with a reason a person can act on.
 func (s *Sender) Send(ctx context.Context, req Request) Result {
+	if req.fail != "" {
+		return Result{SentAt: s.now(), Err: req.fail, Failure: req.failure}
+	}
 	if typ, ok := destination.TypeOf(req.URL); ok {
 		return s.publish(ctx, typ, req)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	client, bearer := s.client, ""
+	if req.via != nil && req.via.client != nil {
+		client = req.via.client
+	}
+	if req.via != nil && req.via.tokens != nil {
+		var err error
+		if bearer, err = req.via.tokens.token(ctx); err != nil {
+			return Result{SentAt: s.now(), Err: "OAuth2 token not fetched: " + err.Error(), Failure: "oauth2"}
+		}
+	}
+	res := s.sendOnce(ctx, client, req, bearer)
+	// A receiver that refuses the token (revoked, or its key rotated
+	// before the token's expiry) is asked once more with a new one.
+	if bearer != "" && res.StatusCode != nil && *res.StatusCode == http.StatusUnauthorized {
+		fresh, err := req.via.tokens.refetch(ctx, bearer)
+		if err != nil {
+			res.Err = "receiver answered 401; OAuth2 token not fetched again: " + err.Error()
+			return res
+		}
+		res = s.sendOnce(ctx, client, req, fresh)
+	}
+	return res
+}
+
+// sendOnce makes the POST, with bearer in its Authorization header when
+// it is not "".
+func (s *Sender) sendOnce(ctx context.Context, client *http.Client, req Request, bearer string) Result {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
 		return Result{SentAt: s.now(), Err: "invalid URL: " + err.Error(), Failure: "invalid_url"}
@@ -174,8 +234,12 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	if failed != nil {
 		return *failed
 	}
+	if bearer != "" {
+		hr.Header["Authorization"] = []string{"Bearer " + bearer}
+		shown["Authorization"] = []string{"Bearer " + store.MaskedHeaderValue}
+	}
 	res := Result{Headers: shown, SentAt: s.now()}
-	resp, err := s.client.Do(hr)
+	resp, err := client.Do(hr)
 	if err != nil {
 		res.Duration = s.now().Sub(res.SentAt)
 		res.Err, res.Failure = describe(err, s.timeout)

@@ -27,3 +27,17 @@ func NewReceiver(t testing.TB) *Receiver {
 	t.Helper()
 	return receivertest.NewReceiver(t)
 }
+
+// TLSReceiver is a receiver over HTTPS that requires a client certificate
+// (receivertest.TLSReceiver); CA and Pair make certificates for it.
+type (
+	TLSReceiver = receivertest.TLSReceiver
+	CA          = receivertest.CA
+	Pair        = receivertest.Pair
+)
+
+// NewTLSReceiver starts one (receivertest.NewTLSReceiver).
+func NewTLSReceiver(t testing.TB) *TLSReceiver {
+	t.Helper()
+	return receivertest.NewTLSReceiver(t)
+}

@@ -29,6 +29,8 @@ func Words(e store.Email, publicURL string) (subject, body string) {
 		return w.reminder(*e.Facts)
 	case store.EmailDisabled:
 		return w.disabled(*e.Facts)
+	case store.EmailCertificateExpiring:
+		return w.certificateExpiring(*e.Facts)
 	}
 	return e.Subject, e.Body
 }
@@ -97,6 +99,23 @@ with Test on the webhook's page, enable the webhook there (or PATCH
 `, c.Reason)
 	w.writeLink(&b, c.WebhookID)
 	return fmt.Sprintf("Webhook %q disabled: its receiver answered 410 Gone", c.Name), b.String()
+}
+
+func (w words) certificateExpiring(c store.EmailFacts) (string, string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The client certificate of your webhook %q expires on %s.\n\n", c.Name, c.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
+	writeHook(&b, c.WebhookID, c.URL)
+	fmt.Fprint(&b, `
+Herald presents this certificate to the receiver for mutual TLS. Once it
+has expired, the receiver refuses the connection and deliveries fail.
+
+What to do: get a new certificate for this client from whoever runs the
+receiver, then save it with its key on the webhook's page (or PATCH
+/v3/webhooks/{id} with "tls"). Check it with Test.
+
+`)
+	w.writeLink(&b, c.WebhookID)
+	return fmt.Sprintf("Webhook %q: client certificate expires %s", c.Name, c.ExpiresAt.UTC().Format("2006-01-02")), b.String()
 }
 
 func (w words) reminder(r store.EmailFacts) (string, string) {

@@ -26,6 +26,8 @@ var fieldLabels = map[string]string{
 	"notificationEmail": "Notification email", "expiringSoonLeadHours": "Expiring-soon lead time",
 	"scope": "Scope", "expires": "Expires",
 	"password": "Password", "email": "Email address", "role": "Role",
+	"payload": "Payload", "tls.clientCertificate": "Client certificate", "tls.clientKey": "Private key", "tls.caCertificate": "CA certificate",
+	"oauth2.tokenUrl": "Token URL", "oauth2.clientId": "Client ID", "oauth2.clientSecret": "Client secret", "oauth2.scopes": "Scopes",
 }
 
 // fromValidator turns the shared rules' errors into sentences beside fields;

@@ -49,6 +49,9 @@ type webhookForm struct {
 	oldConfig json.RawMessage // the stored config, whose secrets masked values keep
 	config    json.RawMessage // a destination's config once checked
 	where     string          // and its url
+	// reachForm: the payload, client certificate and OAuth2 client
+	// (webhook_reach.go).
+	reachForm
 }
 
 type webhookFormData struct {
@@ -86,7 +89,7 @@ func webhookFormFrom(v url.Values) webhookForm {
 		RetryAttempts: v.Get("retryPolicy.maxAttempts"), RetryBackoff: v.Get("retryPolicy.backoff"),
 		RetryInterval: v.Get("retryPolicy.intervalSeconds"), RetryMaxInterval: v.Get("retryPolicy.maxIntervalSeconds"),
 		Ordering: cmp.Or(v.Get("ordering"), store.OrderingNone), OrderingOnFailure: cmp.Or(v.Get("orderingOnFailure"), store.OnFailureHold),
-		Type: cmp.Or(v.Get("type"), store.TypeHTTP), Config: readConfigForm(v)}
+		Type: cmp.Or(v.Get("type"), store.TypeHTTP), Config: readConfigForm(v), reachForm: reachFormFrom(v)}
 	for _, k := range v["events"] {
 		f.Events = append(f.Events, event.Kind(k))
 	}
@@ -241,8 +244,10 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 		d.Form.Token = validator.NewToken(store.SchemeStandardEd25519)
 	}
 	filter, headers, rate, retry, errs := h.check(&d.Form, true, nil)
-	if len(errs) > 0 {
-		return h.refused(w, r, "/webhooks/new", errs)
+	var reachErrs validator.Errors
+	reach := h.checkReach(&reachErrs, &d.Form.reachForm, store.WebhookReach{})
+	if errs = mergeErrors(errs, fromValidator(reachErrs)); len(errs) > 0 {
+		return h.redirectWith(w, r, "/webhooks/new", flash{Status: http.StatusUnprocessableEntity, Form: withoutSecrets(typed(r.PostForm)), Errors: errs})
 	}
 	if d.Form.Token == "" {
 		d.Form.Token = auth.NewWebhookToken()
@@ -252,11 +257,11 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 	}
 	hook, err := h.store.CreateWebhook(r.Context(), s.AccountID, store.NewWebhook{Type: d.Form.Type, Config: d.Form.config, Name: d.Form.Name, URL: d.Form.URL,
 		Events: d.Form.Events, Enabled: d.Form.Enabled, Token: d.Form.Token, Filter: filter, Headers: headers, SignatureScheme: d.Form.SignatureScheme, RateLimit: rate, RetryPolicy: retry,
-		Ordering: d.Form.Ordering, OrderingOnFailure: d.Form.OrderingOnFailure})
+		Ordering: d.Form.Ordering, OrderingOnFailure: d.Form.OrderingOnFailure, Reach: reach})
 	var le *store.WebhookLimitError
 	if errors.As(err, &le) {
 		// The same words as the API's 409: the limit and how many exist.
-		return h.redirectWith(w, r, "/webhooks/new", flash{Status: http.StatusConflict, Form: typed(r.PostForm),
+		return h.redirectWith(w, r, "/webhooks/new", flash{Status: http.StatusConflict, Form: withoutSecrets(typed(r.PostForm)),
 			Error: "The webhook was not added: " + le.Error() + ". Delete one, or ask whoever runs herald to raise the limit."})
 	}
 	if err != nil {
@@ -275,7 +280,7 @@ func (h *handler) editWebhook(w http.ResponseWriter, r *http.Request, s store.Se
 	d := webhookFormData{Editing: true, ID: hook.ID,
 		Form: webhookForm{Name: hook.Name, URL: hook.URL, Events: hook.Events, Enabled: hook.Enabled, Filter: filterText(hook.Filter), Headers: headersText(hook.Headers), SignatureScheme: hook.SignatureScheme,
 			RateLimit: rateText(hook.RateLimit), Ordering: hook.Ordering, OrderingOnFailure: hook.OrderingOnFailure,
-			Type: hook.Type, Config: configFormOf(hook.Type, hook.Config)}}
+			Type: hook.Type, Config: configFormOf(hook.Type, hook.Config), reachForm: reachFormOf(hook.WebhookReach)}}
 	retryForm(&d.Form, hook.RetryPolicy)
 	if f := flashFrom(r.Context()); f.Form != nil {
 		d.Form, d.Errors = webhookFormFrom(f.Form), f.Errors
@@ -295,11 +300,13 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 	// A webhook's type stays what it was made.
 	d.Form.Type, d.Form.oldConfig = hook.Type, hook.Config
 	filter, headers, rate, retry, errs := h.check(&d.Form, true, hook.Headers)
-	if len(errs) > 0 {
-		return h.refused(w, r, "/webhooks/"+id+"/edit", errs)
+	var reachErrs validator.Errors
+	reach := h.checkReach(&reachErrs, &d.Form.reachForm, hook.WebhookReach)
+	if errs = mergeErrors(errs, fromValidator(reachErrs)); len(errs) > 0 {
+		return h.redirectWith(w, r, "/webhooks/"+id+"/edit", flash{Status: http.StatusUnprocessableEntity, Form: withoutSecrets(typed(r.PostForm)), Errors: errs})
 	}
 	p := store.WebhookPatch{Name: &d.Form.Name, URL: &d.Form.URL, Events: d.Form.Events, Enabled: &d.Form.Enabled, Filter: &filter, Headers: &headers, SignatureScheme: &d.Form.SignatureScheme,
-		RateLimit: &rate, RetryPolicy: &retry, Ordering: &d.Form.Ordering, OrderingOnFailure: &d.Form.OrderingOnFailure}
+		RateLimit: &rate, RetryPolicy: &retry, Ordering: &d.Form.Ordering, OrderingOnFailure: &d.Form.OrderingOnFailure, Reach: reachPatch(reach)}
 	if d.Form.isDestination() {
 		p.URL, p.Config = &d.Form.where, &d.Form.config
 	}

@@ -30,18 +30,21 @@ type Receiver struct {
 // NewReceiver starts a receiver; it closes at the end of the test.
 func NewReceiver(t testing.TB) *Receiver {
 	r := &Receiver{respond: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.got = append(r.got, Request{Header: req.Header.Clone(), Body: body, At: time.Now()})
-		respond := r.respond
-		r.mu.Unlock()
-		req.Body = io.NopCloser(bytes.NewReader(body)) // respond may read it too, e.g. to verify the signature
-		respond(w, req)
-	}))
+	srv := httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL
 	return r
+}
+
+// serve records a request and answers it.
+func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.got = append(r.got, Request{Header: req.Header.Clone(), Body: body, At: time.Now()})
+	respond := r.respond
+	r.mu.Unlock()
+	req.Body = io.NopCloser(bytes.NewReader(body)) // respond may read it too, e.g. to verify the signature
+	respond(w, req)
 }
 
 // SetRespond changes how the receiver answers.

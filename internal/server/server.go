@@ -543,6 +543,22 @@ func (s *Server) remind(ctx context.Context) {
 	})
 }
 
+// warnCertificates queues the warnings of webhooks' client certificates
+// about to expire (store.WarnExpiringCertificates), looking as often as
+// for reminders; each is marked in the database, so several processes send
+// each once.
+func (s *Server) warnCertificates(ctx context.Context) {
+	startstop.Every(ctx, cmp.Or(s.cfg.ReminderCheck, DefaultReminderCheck), func() {
+		if n, err := s.Store.WarnExpiringCertificates(ctx, s.Store.Now()); err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("queue warnings of expiring client certificates", "err", err)
+			}
+		} else if n > 0 {
+			s.log.Info("warnings of expiring client certificates queued", "webhooks", n)
+		}
+	})
+}
+
 // QueueVacuumEvery is how often a process vacuums delivery_queue on
 // PostgreSQL (store.VacuumQueue: its statistics, and its empty end given
 // back), and QueueVacuumChurn after how many of its rows rewritten or
@@ -657,6 +673,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	// (internal/startstop): the stop below ends each and waits for all.
 	services := append(s.limitServices(),
 		startstop.New(s.remind),
+		startstop.New(s.warnCertificates),
 		startstop.New(s.Dispatcher.Run),
 		startstop.New(s.Dispatcher.RunRecoveries),
 		startstop.New(s.outbox.Run),

@@ -114,7 +114,10 @@ type Store struct {
 	// of the webhooks and its statement, at every try (PostgreSQL).
 	beforeChange func()
 	box          *secret.Box
-	now          func() time.Time
+	// reachGen counts this process's changes of webhooks' reach
+	// (webhook_reach.go).
+	reachGen reachGeneration
+	now      func() time.Time
 	// wallClock is set when now is the wall clock, which makes the ids
 	// that NewID makes (by the wall clock), and those of the events and logs
 	// fired before decision 0100, agree with the times stored beside them.

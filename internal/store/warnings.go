@@ -107,6 +107,9 @@ type EmailFacts struct {
 	Every time.Duration `json:"every,omitempty"`
 	// Reason is why herald disabled the webhook (disabled).
 	Reason string `json:"reason,omitempty"`
+	// ExpiresAt is when its client certificate expires
+	// (certificate-expiring).
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
 // queueEmail puts an email to the account's notification address in the

@@ -72,6 +72,9 @@ type Webhook struct {
 	// Config is a destination's config, opened (nil for http).
 	Type   string
 	Config json.RawMessage
+	// WebhookReach is its body's form, client certificate and OAuth2
+	// client (webhook_reach.go).
+	WebhookReach
 }
 
 // Signature schemes of a webhook.
@@ -115,6 +118,9 @@ type NewWebhook struct {
 	// Type and Config as Webhook's ("" is TypeHTTP), checked by the caller.
 	Type   string
 	Config json.RawMessage
+	// Reach is its body's form, client certificate and OAuth2 client
+	// (checked by the caller).
+	Reach WebhookReach
 }
 
 // MaxRateLimit is the highest rate limit a webhook may have, in deliveries
@@ -129,10 +135,16 @@ func (s *Store) CreateWebhook(ctx context.Context, accountID string, n NewWebhoo
 	}
 	w := Webhook{SignatureScheme: n.SignatureScheme, ID: NewID(), AccountID: accountID, Name: n.Name, URL: n.URL, Events: n.Events,
 		Enabled: n.Enabled, Status: Healthy, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Filter: n.Filter, Headers: n.Headers,
-		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy, Ordering: n.Ordering, OrderingOnFailure: n.OrderingOnFailure}
+		RateLimit: n.RateLimit, RetryPolicy: n.RetryPolicy, Ordering: n.Ordering, OrderingOnFailure: n.OrderingOnFailure, WebhookReach: n.Reach}
 	w.Type, w.Config = n.Type, n.Config
 	if w.Type == "" {
 		w.Type = TypeHTTP
+	}
+	if w.Payload == "" {
+		w.Payload = PayloadFull
+	}
+	if w.TLS != nil {
+		w.TLS.Subject, w.TLS.NotAfter, _ = CertificateInfo(w.TLS.ClientCertificate)
 	}
 	if w.Ordering == "" {
 		w.Ordering = OrderingNone
@@ -167,6 +179,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			if _, err := tx.Exec(ctx, `UPDATE webhooks SET ordering = ?, ordering_on_failure = ? WHERE id = ?`, w.Ordering, w.OrderingOnFailure, w.ID); err != nil {
 				return err
 			}
+		}
+		if err := s.setReach(ctx, tx, w.ID, n.Reach.patch()); err != nil {
+			return err
 		}
 		if n.RetryPolicy == nil {
 			return nil
@@ -287,7 +302,11 @@ func (s *Store) Webhook(ctx context.Context, accountID, id string) (Webhook, err
 		}
 		w.SigningKey = &k
 	}
-	return w, nil
+	one := []Webhook{w}
+	if err := s.addReach(ctx, one); err != nil {
+		return Webhook{}, err
+	}
+	return one[0], nil
 }
 
 // WebhookFilter narrows a webhook list.
@@ -346,6 +365,9 @@ func (s *Store) WebhookWindow(ctx context.Context, accountID string, f WebhookFi
 	}
 	rows.Close() // before the keys' query, on SQLite's one connection
 	if err := s.addSigningKeys(ctx, accountID, list); err != nil {
+		return Window[Webhook]{}, err
+	}
+	if err := s.addReach(ctx, list); err != nil {
 		return Window[Webhook]{}, err
 	}
 	return window(list, f.Page, func(w Webhook) string { return w.ID }), nil
@@ -420,6 +442,8 @@ type WebhookPatch struct {
 	// same transaction: a webhook moved to the Standard Webhooks scheme
 	// shows its secret in that scheme's form (the caller's rule).
 	RecodeTokens func(token string) string
+	// Reach changes its body's form, client certificate or OAuth2 client.
+	Reach ReachPatch
 }
 
 // rateLimitArg stores a rate limit, 0 (none) as NULL.
@@ -501,6 +525,9 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 		if err := s.patchConfig(ctx, tx, accountID, id, p); err != nil {
 			return err
 		}
+		if err := s.setReach(ctx, tx, id, p.Reach); err != nil {
+			return err
+		}
 		if p.Ordering != nil || p.OrderingOnFailure != nil {
 			return tx.releaseHeld(ctx, id)
 		}
@@ -508,6 +535,9 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 	})
 	if err != nil {
 		return Webhook{}, err
+	}
+	if !p.Reach.empty() { // once committed, so a read after it sees the change
+		s.reachGen.Add(1)
 	}
 	return s.Webhook(ctx, accountID, id)
 }

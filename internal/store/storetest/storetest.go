@@ -34,6 +34,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"UnacknowledgedPullsExpire", 1, testUnacknowledgedPullsExpire},
 		{"LicenseEventsAreNumbered", 3, testLicenseEventsAreNumbered},
 		{"RetryPolicyIsKeptAndClaimed", 1, testRetryPolicyIsKeptAndClaimed},
+		{"ReachIsSealedKeptAndWarned", 1, testReachIsSealedKeptAndWarned},
 		{"GoneDisablesTheWebhookOnce", 1, testGoneDisablesTheWebhookOnce},
 		{"AChangeAndItsEventAreOneWrite", 1, testAChangeAndItsEventAreOneWrite},
 		{"ChangesMadeAtOnceAreEachMadeAsAlone", 1, testChangesMadeAtOnceAreEachMadeAsAlone},
