@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,5 +190,33 @@ func TestPullWebhookFilters(t *testing.T) {
 	json.Unmarshal([]byte(got.Data[0].Body), &body)
 	if body.Data.ID != pro {
 		t.Errorf("read license %s's event; want %s's", body.Data.ID, pro)
+	}
+}
+
+// A pull webhook that wants thin events reads them thin, signed as read.
+func TestPullWebhookReadsThinEvents(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.Start(t, heraldtest.Options{})
+	ctx := context.Background()
+	hook, err := h.API.CreateWebhook(ctx, client.WebhookCreate{Name: "thin", Type: "pull", Payload: "thin", Events: []string{"license.created"},
+		SignatureScheme: "standard-webhooks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.CreateLicense(map[string]any{"secret": "kept at herald"})
+	got, err := h.API.ReadEvents(ctx, hook.ID, client.ReadOptions{})
+	if err != nil || len(got.Data) != 1 {
+		t.Fatalf("read: %+v, %v; want one event", got.Data, err)
+	}
+	e := got.Data[0]
+	if strings.Contains(e.Body, "kept at herald") || !strings.Contains(e.Body, "/v3/licenses/") {
+		t.Errorf("thin event body %s; want the id and the path, not the object", e.Body)
+	}
+	verifier, err := standardwebhooks.NewWebhook(hook.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verifier.Verify([]byte(e.Body), e.Header()); err != nil {
+		t.Errorf("the Standard Webhooks library refuses the thin event: %v", err)
 	}
 }
