@@ -152,7 +152,8 @@ func (r *routes) clientFor(t *attempt.TLS) (*http.Client, string) {
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // tokenEarly is how long before its expiry a token is fetched again, so
-// that none expires on its way to the receiver.
+// that none expires on its way to the receiver; a quarter of its lifetime
+// for a token that lives less than four times as long.
 const tokenEarly = time.Minute
 
 // tokens is one webhook's OAuth2 token, fetched with the client
@@ -163,8 +164,9 @@ type tokens struct {
 	base *http.Transport
 	now  func() time.Time
 
-	mu  sync.Mutex // held across a fetch: attempts at once share it
-	tok *oauth2.Token
+	mu    sync.Mutex // held across a fetch: attempts at once share it
+	tok   *oauth2.Token
+	early time.Duration // how long before tok's expiry to fetch again
 }
 
 func newTokens(o attempt.OAuth2, base *http.Transport, now func() time.Time) *tokens {
@@ -177,7 +179,7 @@ func newTokens(o attempt.OAuth2, base *http.Transport, now func() time.Time) *to
 func (t *tokens) token(ctx context.Context) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.tok != nil && (t.tok.Expiry.IsZero() || t.now().Add(tokenEarly).Before(t.tok.Expiry)) {
+	if t.tok != nil && (t.tok.Expiry.IsZero() || t.now().Add(t.early).Before(t.tok.Expiry)) {
 		return t.tok.AccessToken, nil
 	}
 	return t.fetch(ctx)
@@ -209,7 +211,8 @@ func (t *tokens) fetch(ctx context.Context) (string, error) {
 	// Expiry is read from expires_in against the wall clock; kept as the
 	// dispatcher's clock sees it.
 	if !tok.Expiry.IsZero() {
-		tok.Expiry = t.now().Add(time.Until(tok.Expiry))
+		life := time.Until(tok.Expiry)
+		tok.Expiry, t.early = t.now().Add(life), min(tokenEarly, life/4)
 	}
 	t.tok = tok
 	return tok.AccessToken, nil

@@ -212,7 +212,7 @@ func TestSchemaInstances(t *testing.T) {
 	eventLog := func(extra string) string {
 		return `{"id":"` + id + `","webhookId":"` + id + `","eventId":"` + id + `","event":"license.created",
 			"status":"queued","payload":"{}","statusCode":null,"sentAt":null,"receivedAt":null,
-			"retryReason":null,"attemptCount":0,"nextAttemptAt":"` + when + `","createdAt":"` + when + `",
+			"retryReason":null,"attemptCount":0,"nextAttemptAt":"` + when + `","holding":false,"createdAt":"` + when + `",
 			"updatedAt":"` + when + `"` + extra + `}`
 	}
 	attempt := `{"number":1,"trigger":"automatic","sentAt":"` + when + `","receivedAt":null,"statusCode":null,
