@@ -66,6 +66,9 @@ var shapes = []struct {
 	{Error{}, "Problem", false},
 	{FieldError{}, "FieldError", false},
 	{Page[Product]{}, "ProductList", false},
+	{PullEvent{}, "PullEvent", false},
+	{PullEvents{}, "PullEventList", false},
+	{pullAck{}, "PullAck", true},
 }
 
 // TestClientShapesMatchTheReference walks each of the client's JSON types

@@ -10,8 +10,10 @@ import (
 
 // Webhook is a receiver of events.
 type Webhook struct {
-	ID      string   `json:"id"`
-	Name    string   `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// URL is where an http webhook's events are POSTed; "" for a pull
+	// webhook.
 	URL     string   `json:"url"`
 	Events  []string `json:"events"`
 	Enabled bool     `json:"enabled"`
@@ -50,9 +52,10 @@ type Webhook struct {
 	// one does to the later ones.
 	Ordering          string `json:"ordering"`
 	OrderingOnFailure string `json:"orderingOnFailure"`
-	// Type is "http" (POSTs to URL) or a destination's: "rabbitmq",
-	// "kafka", "pubsub", "nats", "sqs" or "eventbridge", which publishes
-	// to the broker Config describes (its URL then says where, written by
+	// Type is "http" (POSTs to URL), "pull" (no URL: its consumer reads
+	// its events, ReadEvents) or a destination's: "rabbitmq", "kafka",
+	// "pubsub", "nats", "sqs" or "eventbridge", which publishes to the
+	// broker Config describes (its URL then says where, written by
 	// herald). Config's secrets come masked ("********").
 	Type   string         `json:"type"`
 	Config map[string]any `json:"config,omitempty"`
@@ -71,7 +74,8 @@ type Webhook struct {
 // herald generate one.
 type WebhookCreate struct {
 	Name string `json:"name"`
-	// URL is an http webhook's; a destination has none to give.
+	// URL is an http webhook's; a destination or a pull webhook has none
+	// to give.
 	URL     string   `json:"url,omitempty"`
 	Events  []string `json:"events"`
 	Enabled *bool    `json:"enabled,omitempty"`
@@ -93,8 +97,8 @@ type WebhookCreate struct {
 	// (when "") or "continue".
 	Ordering          string `json:"ordering,omitempty"`
 	OrderingOnFailure string `json:"orderingOnFailure,omitempty"`
-	// Type is "http" (when "") or a destination's, whose broker Config
-	// describes (docs/destinations.md).
+	// Type is "http" (when "") or "pull", or a destination's, whose
+	// broker Config describes (docs/destinations.md).
 	Type   string         `json:"type,omitempty"`
 	Config map[string]any `json:"config,omitempty"`
 	// Payload is "full" (when "") or "thin".

@@ -23,7 +23,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("herald bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	database := fs.String("database", "", "PostgreSQL URL to measure on, in a fresh schema per scenario (default: a fresh SQLite file)")
-	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run: a one webhook, b fan-out to 10, c 200 and 1,000 events/s, d one of 10 never answers, e backlog drain, f POST /v3/licenses at 500/s, g two accounts: B alone and beside A's 50 hanging webhooks, x licenses expiring across 10 s; and, only when named, h: the API's and portal's reads of a long history (--history-logs)")
+	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run: a one webhook, b fan-out to 10, c 200 and 1,000 events/s, d one of 10 never answers, e backlog drain, f POST /v3/licenses at 500/s, g two accounts: B alone and beside A's 50 hanging webhooks, x licenses expiring across 10 s, i each license's events in order, t one webhook at its rate limit, p events read through the pull channel by 1 and by 10 consumers; and, only when named, h: the API's and portal's reads of a long history (--history-logs)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each timed scenario fires")
 	backlog := fs.Int("backlog", 200_000, "deliveries queued in scenario e")
 	expiries := fs.Int("expiries", 100_000, "licenses expiring across 10 seconds in scenario x")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/admission"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/listen"
@@ -622,32 +625,57 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &envFlags{fs: flag.NewFlagSet("herald listen", flag.ContinueOnError),
-		summary: "A local receiver for building an integration: it verifies each delivery's signature, prints it,\nand answers 200 (401 when the signature does not verify), or passes it on to --forward."}
+		summary: "A local receiver for building an integration: it verifies each delivery's signature, prints it,\nand answers 200 (401 when the signature does not verify), or passes it on to --forward.\nWith --pull WEBHOOK_ID it reads a pull webhook's events from herald instead, forwards each to --forward,\nand acknowledges it once the app answers 2xx."}
 	e.fs.SetOutput(stderr)
 	token := e.String("token", "HERALD_WEBHOOK_TOKEN", "", "the webhook's token, to verify signatures (required); for an ed25519 webhook, its public key (whpk_…)")
 	next := e.String("next-token", "HERALD_WEBHOOK_NEXT_TOKEN", "", "during a token rotation, the next token (or next public key) as well: a delivery signed with either verifies (herald webhooks token ID prints both)")
 	port := e.fs.Int("port", 9000, "port to listen on, on 127.0.0.1 (0 picks a free one)")
 	forward := e.fs.String("forward", "", "URL of your app to pass verified deliveries on to, unchanged, such as http://localhost:3000/webhooks")
+	e.Group("Reading a pull webhook")
+	pull := e.fs.String("pull", "", "the id of a pull webhook to read events from, instead of listening (needs --forward)")
+	server := e.String("server", "HERALD_SERVER", "http://127.0.0.1:8080", "with --pull, the herald to read from")
+	pullToken := e.String("pull-token", "HERALD_PULL_TOKEN", "", "with --pull, the webhook's pull token (herald webhooks pull-token ID makes one); or --api-token")
+	apiToken := e.String("api-token", "HERALD_API_TOKEN", "", "with --pull, an API token of the account instead of a pull token")
 	if err := parse(e, args); err != nil {
 		return err
 	}
 	const cmd = "herald listen"
+	if *forward != "" {
+		if u, err := url.Parse(*forward); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError{cmd, fmt.Errorf("--forward %q: want an absolute http or https URL, such as http://localhost:3000/webhooks", *forward)}
+		}
+	}
+	if *pull != "" {
+		return listenPull(ctx, cmd, *pull, *server, cmp.Or(*pullToken, *apiToken), *forward, stdout)
+	}
 	if *token == "" {
 		return usageError{cmd, errors.New("--token or $HERALD_WEBHOOK_TOKEN is required: the webhook's token, to verify signatures")}
 	}
 	if *port < 0 || *port > 65535 {
 		return usageError{cmd, fmt.Errorf("--port %d is not a port: want 1 to 65535, or 0 for a free one", *port)}
 	}
-	if *forward != "" {
-		if u, err := url.Parse(*forward); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageError{cmd, fmt.Errorf("--forward %q: want an absolute http or https URL, such as http://localhost:3000/webhooks", *forward)}
-		}
-	}
 	err := listen.Run(ctx, listen.Config{Token: *token, NextToken: *next, Addr: fmt.Sprintf("127.0.0.1:%d", *port), Forward: *forward, Out: stdout})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("--port %d: 127.0.0.1:%d is in use; stop what uses it, or choose another port with --port (0 picks a free one)", *port, *port)
 	}
 	return err
+}
+
+// listenPull is herald listen --pull: a pull webhook's events read from
+// herald at server and forwarded to forward.
+func listenPull(ctx context.Context, cmd, webhookID, server, token, forward string, stdout io.Writer) error {
+	if forward == "" {
+		return usageError{cmd, errors.New("--pull needs --forward: the URL of your app to pass each event on to, such as http://localhost:3000/webhooks")}
+	}
+	if u, err := url.Parse(server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError{cmd, fmt.Errorf("--server %q: want a URL such as http://127.0.0.1:8080", server)}
+	}
+	if token == "" {
+		return usageError{cmd, errors.New("--pull needs --pull-token ($HERALD_PULL_TOKEN) or --api-token ($HERALD_API_TOKEN): herald webhooks pull-token ID makes a pull token")}
+	}
+	// Each read waits up to 30 s for an event: the client allows longer.
+	c := client.New(server, token, &http.Client{Timeout: 60 * time.Second})
+	return listen.Pull(ctx, listen.PullConfig{Client: c, Webhook: webhookID, Forward: forward, Out: stdout})
 }
 
 // parseSize reads a byte count such as 4096, 4KiB or 64KiB, from 0 to max.

@@ -46,6 +46,8 @@ Usage:
   herald serve   [flags]   run the API and deliver events
   herald listen  --token T [--next-token T] [--port P] [--forward URL]
                            a local receiver that verifies and prints deliveries
+  herald listen  --pull ID --forward URL [--pull-token T] [--server URL]
+                           read a pull webhook's events and forward them to your app
   herald migrate [flags]   apply database migrations and exit
   herald backup  --to FILE [flags]
                            copy a SQLite herald, running or not, with its key

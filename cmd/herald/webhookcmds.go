@@ -36,6 +36,9 @@ var webhooksNoun = noun{name: "webhooks", about: "The account's webhooks: the re
 	{name: "recoveries", args: []string{"ID"}, op: "GET /v3/webhooks/{id}/recoveries", about: "list a webhook's recoveries and their progress", setup: webhookRecoveries},
 	{name: "recovery", args: []string{"ID", "RECOVERY_ID"}, op: "GET /v3/webhooks/{id}/recoveries/{rid}", about: "show one recovery's progress", setup: webhookRecovery(false)},
 	{name: "cancel-recovery", args: []string{"ID", "RECOVERY_ID"}, op: "DELETE /v3/webhooks/{id}/recoveries/{rid}", about: "stop a running recovery; resends in flight are still recorded", setup: webhookRecovery(true)},
+	{name: "pull-token", args: []string{"ID"}, op: "POST /v3/webhooks/{id}/pull-tokens", about: "make a pull token for a pull webhook: it reads that webhook's events and nothing else", setup: webhookPullToken},
+	{name: "events", args: []string{"ID"}, op: "GET /v3/webhooks/{id}/events", about: "read a pull webhook's events after a cursor (herald listen --pull forwards them)", setup: webhookEvents},
+	{name: "ack", args: []string{"ID", "CURSOR"}, op: "POST /v3/webhooks/{id}/events/ack", about: "acknowledge a pull webhook's events up to a cursor", setup: webhookAck},
 	{name: "filter-test", op: "POST /v3/webhooks/filter-test", about: "say whether a filter matches an event's payload, and why; exit 1 when it does not", setup: webhookFilterTest},
 }}
 
@@ -151,7 +154,7 @@ func printWebhook(out io.Writer, w client.Webhook) {
 func webhookCreate(e *envFlags) func(x *call) error {
 	name := e.fs.String("name", "", "the webhook's name (required)")
 	u := e.fs.String("url", "", "the receiver's URL (required for --type http)")
-	typ := e.fs.String("type", "", "http (default): POST to --url; or a destination, publishing to a broker: "+strings.Join(types.Names()[1:], ", "))
+	typ := e.fs.String("type", "", "http (default): POST to --url; pull: no URL, a consumer reads its events (herald listen --pull); or a destination, publishing to a broker: "+strings.Join(types.Names()[1:], ", "))
 	config := e.fs.String("config", "", `a destination's config as JSON, e.g. '{"brokers": ["kafka:9092"], "topic": "licensing"}' (docs/destinations.md)`)
 	events := e.fs.String("events", "", "comma-separated event kinds (required)")
 	token := e.fs.String("token", "", "the signing token: "+validator.TokenRule+"; with --signature-scheme standard-webhooks, "+validator.StandardTokenRule+"; with standard-webhooks-ed25519, "+validator.PrivateKeyRule+" (default: herald makes one)")
@@ -171,11 +174,13 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	var policy *client.RetryPolicy
 	var configMap map[string]any
 	e.check(func() error {
-		destination := *typ != "" && *typ != "http"
+		destination := *typ != "" && *typ != "http" && *typ != "pull"
 		needs := []string{"name", *name, "events", *events}
-		if destination {
+		switch {
+		case *typ == "pull": // no url, no config: its consumer reads its events
+		case destination:
 			needs = append(needs, "config", *config)
-		} else {
+		default:
 			needs = append(needs, "url", *u)
 		}
 		if err := required("herald webhooks create", needs...); err != nil {
@@ -680,6 +685,59 @@ func webhookRecovery(cancel bool) func(e *envFlags) func(x *call) error {
 					r.CreatedAt.Format(time.RFC3339), when(r.FinishedAt))
 			})
 		}
+	}
+}
+
+func webhookPullToken(e *envFlags) func(x *call) error {
+	return func(x *call) error {
+		token, err := x.c.CreatePullToken(x.ctx, x.pos[0])
+		if err != nil {
+			return err
+		}
+		if x.json {
+			return x.printAnswer()
+		}
+		fmt.Fprintf(x.out, "pull token: %s\nshown this once; read with 'herald listen --pull %s --pull-token TOKEN --forward URL'\n", token, x.pos[0])
+		return nil
+	}
+}
+
+func webhookEvents(e *envFlags) func(x *call) error {
+	after := e.fs.String("after", "", "the cursor of the last event handled (default: every event not acknowledged)")
+	limit := e.fs.Int("limit", 100, "how many, at most 1000")
+	wait := e.fs.Duration("wait", 0, "how long to wait for an event when none is ready, at most 50s")
+	return func(x *call) error {
+		if *limit < 1 || *limit > 1000 {
+			return usageError{x.cmd, fmt.Errorf("--limit %d: want 1 to 1000", *limit)}
+		}
+		if *wait < 0 || *wait > 50*time.Second {
+			return usageError{x.cmd, fmt.Errorf("--wait %s: want 0 to 50s", *wait)}
+		}
+		got, err := x.c.ReadEvents(x.ctx, x.pos[0], client.ReadOptions{After: *after, Limit: *limit, Wait: *wait})
+		if err != nil {
+			return err
+		}
+		return x.show(func(tw *tabwriter.Writer) {
+			fmt.Fprintln(tw, "CURSOR\tEVENT\tID\tBYTES")
+			for _, ev := range got.Data {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", ev.Cursor, ev.Event, ev.ID, len(ev.Body))
+			}
+			fmt.Fprintf(tw, "next: --after %s\n", got.Cursor)
+		})
+	}
+}
+
+func webhookAck(e *envFlags) func(x *call) error {
+	return func(x *call) error {
+		n, err := x.c.AckEvents(x.ctx, x.pos[0], x.pos[1])
+		if err != nil {
+			return err
+		}
+		if x.json {
+			return x.printAnswer()
+		}
+		fmt.Fprintf(x.out, "acknowledged %d events of webhook %s up to cursor %s\n", n, x.pos[0], x.pos[1])
+		return nil
 	}
 }
 

@@ -70,6 +70,10 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		token = strings.TrimSpace(token)
+		if strings.HasPrefix(token, auth.PullTokenPrefix) {
+			a.authenticatePull(w, r, token, next)
+			return
+		}
 		hash := auth.HashToken(token)
 		var acct store.Account
 		var tok store.APIToken

@@ -103,7 +103,9 @@ func New(c Config) http.Handler {
 		// which the owner can revoke.
 		// Nor do the operator's calls: their answers hold secrets too, and
 		// keys are kept per account.
-		if strings.HasPrefix(pattern, http.MethodPost+" ") && pattern != "POST /v3/api-tokens" && !strings.Contains(pattern, " /v3/operator/") {
+		// A pull token is a secret in its answer too (decision 0140).
+		if strings.HasPrefix(pattern, http.MethodPost+" ") && pattern != "POST /v3/api-tokens" && pattern != "POST /v3/webhooks/{id}/pull-tokens" &&
+			!strings.Contains(pattern, " /v3/operator/") {
 			fn = a.idempotent(fn)
 		}
 		mux.Handle(pattern, a.serve(fn))
@@ -132,6 +134,9 @@ func New(c Config) http.Handler {
 	h("DELETE /v3/webhooks/{id}/recoveries/{rid}", a.cancelRecovery)
 	h("POST /v3/webhooks/{id}/token/rotate", a.rotateWebhookToken)
 	h("POST /v3/webhooks/{id}/token/rotate/finish", a.finishWebhookTokenRotation)
+	h("POST /v3/webhooks/{id}/pull-tokens", a.createPullToken)
+	h("GET /v3/webhooks/{id}/events", a.readEvents)
+	h("POST /v3/webhooks/{id}/events/ack", a.ackEvents)
 
 	h("GET /v3/webhook-event-logs", a.listLogs)
 	h("GET /v3/webhook-event-logs/{id}", a.getLog)

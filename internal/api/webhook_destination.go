@@ -37,7 +37,7 @@ func (in *webhookInput) checkDestination(v *Invalid, policy netguard.Policy, cre
 		}
 	}
 	if len(errs) == 0 && (create || in.Config != nil) {
-		if in.Config != nil && string(in.Config) == "null" && !validator.IsHTTP(d.typ) {
+		if in.Config != nil && string(in.Config) == "null" && !validator.IsHTTP(d.typ) && !validator.IsPull(d.typ) {
 			errs.Add("config", "is required for a "+d.typ+" destination")
 		} else {
 			d.config, d.where = validator.CheckConfig(&errs, policy, d.typ, in.Config, d.oldConfig)

@@ -460,6 +460,10 @@ func (a *API) testWebhook(w http.ResponseWriter, r *http.Request) error {
 		}
 		opt.SignWith = *in.SignWith
 	}
+	if hook.Type == store.TypePull {
+		return problem(http.StatusConflict, "not-http", "Nothing to test",
+			"a pull webhook has no receiver to POST a sample to; read its events with GET /v3/webhooks/{id}/events")
+	}
 	res, err := a.delivery.Test(r.Context(), accountID(r), hook.ID, kind, opt)
 	if errors.Is(err, delivery.ErrNoRotation) {
 		p := problem(http.StatusConflict, "no-rotation", "No token rotation under way", "signWith: "+delivery.ErrNoRotation.Error())

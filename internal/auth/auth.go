@@ -19,6 +19,13 @@ import (
 // APITokenPrefix marks herald API tokens so secret scanners can find leaked ones.
 const APITokenPrefix = "hrld_"
 
+// PullTokenPrefix marks pull tokens, each a credential that reads one pull
+// webhook's events and nothing else.
+const PullTokenPrefix = "hrldpull_"
+
+// NewPullToken returns a new random pull token.
+func NewPullToken() string { return PullTokenPrefix + randomString(32) }
+
 // WebhookTokenPrefix marks generated webhook signing tokens.
 const WebhookTokenPrefix = "whsec_"
 

@@ -31,7 +31,7 @@ import (
 type Options struct {
 	Binary    string        // the herald binary to run as the child
 	Database  string        // "": SQLite; a postgres:// URL: a fresh schema of that database per scenario
-	Scenarios []string      // of a, b, c, d, e, f, g, x, i, t; all when empty
+	Scenarios []string      // of a, b, c, d, e, f, g, x, i, t, p; all when empty
 	Duration  time.Duration // how long each timed scenario fires
 	Backlog   int           // deliveries queued in scenario e
 	Expiries  int           // licenses expiring in scenario x
@@ -136,7 +136,7 @@ type Report struct {
 // AllScenarios in the order they run: the ones a run makes when none is
 // named. Scenario h (a long history's reads) runs only when named: its
 // seeding takes long.
-var AllScenarios = []string{"a", "b", "c", "d", "e", "f", "g", "x", "i", "t"}
+var AllScenarios = []string{"a", "b", "c", "d", "e", "f", "g", "x", "i", "t", "p"}
 
 // Run runs the scenarios and returns their report.
 func Run(ctx context.Context, o Options) (*Report, error) {

@@ -14,6 +14,7 @@ import (
 // scenarios by name; each starts its own herald, so no figure carries over.
 var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, error){
 	"i": ordered,
+	"p": pulled,
 	"a": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
 		return measure(ctx, o, r, setup{webhooks: 1}, firing{duration: o.Duration}, "a", "one webhook, as fast as the API allows")
 	},

@@ -50,6 +50,14 @@ func (a *attempts) resend(ctx context.Context, accountID, logID string) error {
 		a.endResend(ctx, logID)
 		return ErrWebhookDisabled
 	}
+	if c.URL == "" {
+		// A pull webhook's: read again by its consumer, not POSTed.
+		if err := a.store.RequeuePull(ctx, logID, ""); err != nil {
+			a.endResend(ctx, logID)
+			return fmt.Errorf("resend: %w", err)
+		}
+		return nil
+	}
 	var span trace.Span
 	res, err := a.slots.manual(nil, c.AccountID, c.WebhookID, func() Result {
 		// A child of the request that asked, linked to the trace that fired

@@ -88,9 +88,19 @@ type Recoveries interface {
 	ReturnRecoveryLogs(ctx context.Context, id string, logIDs []string) error
 }
 
+// Pulls is what a resend or a recovery asks of a pull webhook's log
+// (decision 0140): nothing is POSTed; the log goes back in its queue, to
+// be read again by the webhook's consumer.
+type Pulls interface {
+	// RequeuePull queues a pull webhook's log again; a recovery's counts
+	// it as sent.
+	RequeuePull(ctx context.Context, logID, recovery string) error
+}
+
 // Store is everything a Dispatcher asks of herald's state.
 type Store interface {
 	Queue
 	Manual
 	Recoveries
+	Pulls
 }

@@ -161,6 +161,14 @@ func (r *recoveries) renew(held context.Context, lost func(), id, lease string) 
 // in the recovery in the same transaction; false when it was not sent
 // (stopping, or the recovery's lease lost while it waited for a slot).
 func (r *recoveries) resend(held context.Context, recovery string, c attempt.Claim) bool {
+	if c.URL == "" {
+		// A pull webhook's log is queued again for its consumer to read,
+		// and counted sent.
+		if err := r.store.RequeuePull(context.WithoutCancel(held), c.LogID, recovery); err != nil {
+			r.cfg.Logger.Error("queue again a log of recovery", "recovery", recovery, "log", c.LogID, "err", err)
+		}
+		return true
+	}
 	r.slots.mu.Lock()
 	r.slots.hold(r.slots.hook(c.WebhookID, c.AccountID), 0, 1)
 	r.slots.mu.Unlock()

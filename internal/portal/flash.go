@@ -37,6 +37,9 @@ type flash struct {
 	Created *store.APIToken      `json:",omitempty"` // an API token just created,
 	Invited *store.Link          `json:",omitempty"` // or an invitation just made,
 	Secret  string               `json:",omitempty"` // and its secret (the invitation's link), shown this once
+	// PullToken says Secret is a pull token just made for the webhook
+	// whose page shows it.
+	PullToken bool `json:",omitempty"`
 }
 
 // merge lays g over f: a page may have two flashes waiting (a confirmation

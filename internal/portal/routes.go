@@ -26,6 +26,7 @@ func (h *handler) routes() http.Handler {
 	private("POST /webhooks/new", h.createWebhook)
 	private("GET /webhooks/{id}", h.webhook)
 	private("POST /webhooks/{id}/token", h.revealToken)
+	private("POST /webhooks/{id}/pull-tokens", h.createPullToken)
 	private("POST /webhooks/{id}/token/rotate", h.rotateToken)
 	private("POST /webhooks/{id}/token/rotate/finish", h.finishRotation)
 	private("GET /webhooks/{id}/edit", h.editWebhook)

@@ -33,6 +33,9 @@ type webhookData struct {
 	// an attempt (at most maxWaitingShown; see WaitingMore).
 	Waiting     int
 	WaitingMore bool
+	// PullToken is a pull token just made for this pull webhook, shown
+	// this once; "" otherwise.
+	PullToken string
 }
 
 // maxWaitingShown bounds the count of a throttled webhook's waiting logs:
@@ -49,6 +52,9 @@ func (h *handler) webhook(w http.ResponseWriter, r *http.Request, s store.Sessio
 	}
 	f := flashFrom(r.Context())
 	d.Error = f.Error
+	if f.PullToken {
+		d.PullToken = f.Secret
+	}
 	if f.Reveal {
 		tokens, err := h.store.WebhookTokens(r.Context(), s.AccountID, d.Webhook.ID)
 		if err != nil {

@@ -680,6 +680,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		startstop.New(s.Expiries.Run),
 		startstop.New(s.vacuumQueue),
 		startstop.New(s.makePartitions),
+		startstop.New(s.expirePulls),
 		startstop.New(func(ctx context.Context) {
 			// Always: with Keep 0 (logs kept forever) it still removes
 			// expired idempotency keys.

@@ -40,7 +40,8 @@ func accountBound(p ClaimParams) int {
 // ones whose lease expired because their process died mid-attempt) under
 // p.Lease, and returns them. The lease is kept on the log's row of
 // delivery_queue; the log itself is not written, and reads as pending while
-// its queue row is leased (see logStatus).
+// its queue row is leased (see logStatus). A pull webhook's rows are never
+// claimed: its consumer reads them (pull.go).
 func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
 	claims, err := s.eng.claim(ctx, s, p)
 	if err != nil {
@@ -147,7 +148,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
     UNION ALL
     SELECT (SELECT MIN(r.lease_until) FROM (
       SELECT l.lease_until FROM delivery_queue l WHERE l.webhook_id = w.id AND l.due_at <= ? ORDER BY l.due_at LIMIT 1000) r)) x)
-  END)) FROM webhooks w`, s.eng.cached([]any{now, now, now, now})...).Scan(&due)
+  END)) FROM webhooks w WHERE w.type <> '`+TypePull+`'`, s.eng.cached([]any{now, now, now, now})...).Scan(&due)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}

@@ -329,7 +329,7 @@ func (e *postgresEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]
 	rows, err := s.writerFor(ctx).QueryContext(ctx, `
 WITH hooks AS (
   SELECT w.id, w.account_id, COALESCE(($9::jsonb ->> w.id)::int, $7) AS room
-  FROM webhooks w WHERE NOT (w.id = ANY($5))),
+  FROM webhooks w WHERE NOT (w.id = ANY($5)) AND w.type <> '`+TypePull+`'),
 due AS (
   SELECT d.log_id, h.account_id, d.due_at, d.lease IS NOT NULL AS was, d.attempts > 0 AS retry
   FROM hooks h CROSS JOIN LATERAL (

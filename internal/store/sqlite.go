@@ -183,7 +183,7 @@ func (sqliteEngine) claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim
 	// at nearly every claim (two fifths of the claim's CPU in bench a).
 	q := `WITH hooks AS (
   SELECT id, account_id, COALESCE((SELECT value FROM json_each(?) WHERE key = webhooks.id), ?) AS room FROM webhooks
-  WHERE id NOT IN (SELECT value FROM json_texts(?))),
+  WHERE id NOT IN (SELECT value FROM json_texts(?)) AND type <> '` + TypePull + `'),
 due AS (
   SELECT q.log_id, q.due_at, q.attempts > 0 AS retry, h.account_id, h.room,
     ROW_NUMBER() OVER (PARTITION BY h.id ORDER BY q.due_at, q.log_id) AS rn

@@ -8,6 +8,7 @@ import (
 	"github.com/heraldhq/herald/internal/destination"
 	"github.com/heraldhq/herald/internal/destination/types"
 	"github.com/heraldhq/herald/internal/netguard"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // IsHTTP reports whether a webhook of type typ POSTs to a URL ("" is
@@ -15,11 +16,15 @@ import (
 func IsHTTP(typ string) bool { return typ == "" || typ == destination.HTTP }
 
 // TypeRule says what a webhook's type may be.
-var TypeRule = "must be one of " + strings.Join(types.Names(), ", ")
+var TypeRule = "must be one of " + strings.Join(types.Names(), ", ") + " or " + store.TypePull
+
+// IsPull reports whether a webhook of type typ is read by its consumer
+// (decision 0140): no url, no config.
+func IsPull(typ string) bool { return typ == store.TypePull }
 
 // CheckType checks a webhook's type.
 func CheckType(v *Errors, field, typ string) {
-	if IsHTTP(typ) {
+	if IsHTTP(typ) || IsPull(typ) {
 		return
 	}
 	if _, ok := types.Named(typ); !ok {
@@ -30,7 +35,9 @@ func CheckType(v *Errors, field, typ string) {
 // checkNoURL refuses a url given to a destination, whose url herald writes
 // from its config.
 func checkNoURL(v *Errors, w Webhook) {
-	if w.URL != nil {
+	if w.URL != nil && IsPull(w.Type) {
+		v.Add("url", "is not given for a pull webhook: its consumer reads its events (GET /v3/webhooks/{id}/events)")
+	} else if w.URL != nil {
 		v.Add("url", "is not given for a "+w.Type+" destination: herald shows where it publishes, from its config")
 	}
 }
@@ -43,6 +50,12 @@ func CheckConfig(v *Errors, policy netguard.Policy, typ string, raw, old json.Ra
 	if IsHTTP(typ) {
 		if raw != nil && string(raw) != "null" {
 			v.Add("config", "is given only to a webhook of another type than http")
+		}
+		return nil, ""
+	}
+	if IsPull(typ) {
+		if raw != nil && string(raw) != "null" {
+			v.Add("config", "is not given to a pull webhook, which has no destination")
 		}
 		return nil, ""
 	}

@@ -481,6 +481,32 @@ func TestAPIMatchesItsReference(t *testing.T) {
 	c.call(200, "PATCH", "/v3/webhooks/"+did, map[string]any{"enabled": false}, nil)
 	c.call(409, "POST", recoverPath, map[string]any{"since": since, "dryRun": true}, nil) // a disabled webhook sends nothing
 
+	// A pull webhook: a pull token, its events read (waiting for one) and
+	// acknowledged.
+	var pullHook, pullToken map[string]any
+	c.call(422, "POST", "/v3/webhooks", map[string]any{"name": "pull", "type": "pull", "url": rcv.URL, "events": []string{"product.created"}}, nil)
+	c.call(201, "POST", "/v3/webhooks", map[string]any{"name": "pull", "type": "pull", "events": []string{"product.created"}}, &pullHook)
+	pullID := pullHook["id"].(string)
+	c.call(201, "POST", "/v3/webhooks/"+pullID+"/pull-tokens", nil, &pullToken)
+	c.call(409, "POST", "/v3/webhooks/"+hid+"/pull-tokens", nil, nil)
+	c.call(404, "POST", "/v3/webhooks/"+missing+"/pull-tokens", nil, nil)
+	c.call(201, "POST", "/v3/products", map[string]any{"name": "Pulled"}, nil)
+	bearer := "Bearer " + pullToken["token"].(string)
+	var pulled struct {
+		Data   []map[string]any
+		Cursor string
+	}
+	c.call(200, "GET", "/v3/webhooks/"+pullID+"/events?limit=10&waitSeconds=5", nil, &pulled, bearer)
+	if len(pulled.Data) != 1 {
+		t.Fatalf("GET …/events: %d events; want the product's", len(pulled.Data))
+	}
+	c.call(422, "GET", "/v3/webhooks/"+pullID+"/events?limit=0", nil, nil, bearer)
+	c.call(403, "GET", "/v3/webhooks/"+pullID+"/token", nil, nil, bearer)
+	c.call(404, "GET", "/v3/webhooks/"+hid+"/events", nil, nil, bearer)
+	c.call(409, "GET", "/v3/webhooks/"+hid+"/events", nil, nil)
+	c.call(422, "POST", "/v3/webhooks/"+pullID+"/events/ack", map[string]any{"cursor": "99"}, nil, bearer)
+	c.call(200, "POST", "/v3/webhooks/"+pullID+"/events/ack", map[string]any{"cursor": pulled.Cursor}, nil, bearer)
+
 	// Deletions last, each firing its event (or, for cascades, none).
 	c.call(204, "DELETE", "/v3/licenses/"+plain["id"].(string), nil, nil)
 	c.call(404, "DELETE", "/v3/licenses/"+plain["id"].(string), nil, nil)

@@ -71,6 +71,13 @@ func TestNoSecretRestsInPlainText(t *testing.T) {
 			t.Fatal(err)
 		}
 		secrets["an API token made through the API"] = api.Secret
+		pull, err := h.API.CreateWebhook(ctx, client.WebhookCreate{Name: "pull", Type: "pull", Events: []string{"license.created"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if secrets["a pull token"], err = h.API.CreatePullToken(ctx, pull.ID); err != nil {
+			t.Fatal(err)
+		}
 
 		// The portal: an API token, an invitation, a member's password.
 		owner := mustSignIn(t, h)

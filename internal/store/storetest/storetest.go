@@ -29,6 +29,9 @@ import (
 func Exercise(t *testing.T, newURL func(testing.TB) string) {
 	Run(t, newURL, []Case{
 		{"FireQueuesOrCancels", 1, testFireQueuesOrCancels},
+		{"PullReadsInOrderAndAcknowledgesByCursor", 1, testPullReadsInOrderAndAcknowledgesByCursor},
+		{"PullWaitsForAFiring", 2, testPullWaitsForAFiring},
+		{"UnacknowledgedPullsExpire", 1, testUnacknowledgedPullsExpire},
 		{"LicenseEventsAreNumbered", 3, testLicenseEventsAreNumbered},
 		{"RetryPolicyIsKeptAndClaimed", 1, testRetryPolicyIsKeptAndClaimed},
 		{"ReachIsSealedKeptAndWarned", 1, testReachIsSealedKeptAndWarned},
