@@ -149,9 +149,12 @@ func TestEverydayCommandsSayWhatHappened(t *testing.T) {
 		"--filter", `{"data.metadata.plan": "pro"}`, "--header", "X-Api-Key: secret-1", "--rate-limit", "20", "--signature-scheme", "standard-webhooks")
 	id := regexp.MustCompile(`created webhook (\S+)`).FindStringSubmatch(out)[1]
 	out = run(0, "webhooks", "get", id)
-	for _, want := range []string{"Name:", "Billing", `Filter:            {"data.metadata.plan":"pro"}`, "Headers:           X-Api-Key: ********",
-		"Signature scheme:  standard-webhooks", "Rate limit:        20/s", "Token rotation:    none", "Created:", "Status:            Healthy"} {
-		if !strings.Contains(out, want) {
+	// Each label's value, however wide the column of labels is.
+	spaced := regexp.MustCompile(`:[ \t]+`)
+	flat := spaced.ReplaceAllString(out, ": ")
+	for _, want := range []string{"Name:", "Billing", `Filter: {"data.metadata.plan":"pro"}`, "Headers: X-Api-Key: ********",
+		"Signature scheme: standard-webhooks", "Rate limit: 20/s", "Token rotation: none", "Created:", "Status: Healthy"} {
+		if !strings.Contains(flat, want) {
 			t.Errorf("webhooks get printed\n%s\nwant %q in it", out, want)
 		}
 	}

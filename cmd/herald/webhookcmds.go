@@ -175,7 +175,9 @@ func webhookCreate(e *envFlags) func(x *call) error {
 	var configMap map[string]any
 	e.check(func() error {
 		destination := *typ != "" && *typ != "http" && *typ != "pull"
-		needs := []string{"name", *name, "events", *events}
+		// Named in the order the help gives them: the name, where to
+		// (an http webhook's url, a destination's config), the events.
+		needs := []string{"name", *name}
 		switch {
 		case *typ == "pull": // no url, no config: its consumer reads its events
 		case destination:
@@ -183,6 +185,7 @@ func webhookCreate(e *envFlags) func(x *call) error {
 		default:
 			needs = append(needs, "url", *u)
 		}
+		needs = append(needs, "events", *events)
 		if err := required("herald webhooks create", needs...); err != nil {
 			return err
 		}
