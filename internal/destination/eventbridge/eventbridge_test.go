@@ -116,16 +116,13 @@ func config(url string) destination.Config {
 		"endpoint": url, "accessKeyId": keyID, "secretAccessKey": secret}
 }
 
-func publish(t *testing.T, c destination.Config, dial func(context.Context, string, string) (net.Conn, error), m destination.Message) destination.Result {
+func publish(t *testing.T, c destination.Config, dial destinationtest.Dial, m destination.Message) destination.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := eventbridge.New().Open(ctx, c, destination.Env{Dial: dial, Timeout: 30 * time.Second})
+	cl, err := destinationtest.Open(t, eventbridge.New(), c, dial)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	return cl.Publish(ctx, m)
+	return destinationtest.Publish(t, cl, m)
 }
 
 // TestAnEntryCarriesTheSignedEvent: one entry on the bus, its detail-type
@@ -179,7 +176,7 @@ func TestARefusalIsAFailedAttempt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, url := start(t)
 			b.status, b.answer = tc.status, tc.answer
-			var dial func(context.Context, string, string) (net.Conn, error)
+			var dial destinationtest.Dial
 			if tc.guarded {
 				dial = netguard.Policy{}.DialContext(&net.Dialer{})
 			}

@@ -140,18 +140,15 @@ func config(url, queueURL string) destination.Config {
 		"accessKeyId": "AKIAHERALDTEST", "secretAccessKey": "secret"}
 }
 
-func publish(t *testing.T, c destination.Config, dial func(context.Context, string, string) (net.Conn, error), ms ...destination.Message) []destination.Result {
+func publish(t *testing.T, c destination.Config, dial destinationtest.Dial, ms ...destination.Message) []destination.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := sqs.New().Open(ctx, c, destination.Env{Dial: dial, Timeout: 30 * time.Second})
+	cl, err := destinationtest.Open(t, sqs.New(), c, dial)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
 	var res []destination.Result
 	for _, m := range ms {
-		res = append(res, cl.Publish(ctx, m))
+		res = append(res, destinationtest.Publish(t, cl, m))
 	}
 	return res
 }
@@ -253,7 +250,7 @@ func TestARefusalIsAFailedAttempt(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		queue   string
-		dial    func(context.Context, string, string) (net.Conn, error)
+		dial    destinationtest.Dial
 		m       destination.Message
 		failure string
 		says    string
