@@ -1,6 +1,6 @@
 // Package destinationtest owns what the destination types' tests share: a
 // signed message as the dispatcher makes one, a client opened and a
-// message published within a bound, its verification with the
+// message published within a bound, a consumed message's verification with the
 // Standard Webhooks project's own Go library (code herald did not write),
 // and the check that a broker on loopback is there (a skip on a developer's
 // machine, a failure under CI).
