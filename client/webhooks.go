@@ -352,6 +352,12 @@ type TestResult struct {
 		Body       string            `json:"body"`
 		DurationMS int               `json:"durationMs"`
 	} `json:"response"` // nil when no answer came
+	// Published is a destination's confirmation by its broker; nil for an
+	// http webhook.
+	Published *struct {
+		Answer     string `json:"answer"`
+		DurationMS int    `json:"durationMs"`
+	} `json:"published"`
 	Error             string `json:"error"`
 	Succeeded         bool   `json:"succeeded"`
 	VerificationCheck *struct {

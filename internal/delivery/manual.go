@@ -103,6 +103,9 @@ type TestResult struct {
 	Event             event.Kind         `json:"event"`
 	Request           TestRequest        `json:"request"`
 	Response          *TestResponse      `json:"response"`
+	// Published is a destination's confirmation by its broker; nil for an
+	// http webhook, and when the broker did not confirm.
+	Published         *TestPublished     `json:"published"`
 	Error             *string            `json:"error"`
 	Succeeded         bool               `json:"succeeded"`
 	VerificationCheck *VerificationCheck `json:"verificationCheck"`
@@ -158,6 +161,12 @@ type TestResponse struct {
 	Headers    map[string]string `json:"headers"`
 	Body       string            `json:"body"`
 	DurationMS int64             `json:"durationMs"`
+}
+
+// TestPublished is a broker's confirmation of a destination's sample.
+type TestPublished struct {
+	Answer     string `json:"answer"`
+	DurationMS int64  `json:"durationMs"`
 }
 
 // VerificationCheck reports the send of the sample with a wrong signature. A
@@ -222,6 +231,9 @@ func (a *attempts) test(ctx context.Context, accountID, webhookID string, kind e
 	if res.StatusCode != nil {
 		out.Response = &TestResponse{StatusCode: *res.StatusCode, Headers: flatten(res.RespHeader),
 			Body: string(res.RespBody), DurationMS: res.Duration.Milliseconds()}
+	}
+	if isDestination(w.URL) && res.OK() {
+		out.Published = &TestPublished{Answer: string(res.RespBody), DurationMS: res.Duration.Milliseconds()}
 	}
 	if res.Err != "" {
 		out.Error = &res.Err

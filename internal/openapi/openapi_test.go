@@ -217,11 +217,12 @@ func TestSchemaInstances(t *testing.T) {
 	}
 	attempt := `{"number":1,"trigger":"automatic","sentAt":"` + when + `","receivedAt":null,"statusCode":null,
 		"durationMs":15000,"error":"timed out after 15s","responseBody":"","headers":{"request":[{"name":"webhook-signature","value":"c2ln"}],"response":[],"omitted":0}}`
-	testResult := func(response, check string) string {
+	testResultPublished := func(response, published, check string) string {
 		return `{"event":"license.created","request":{"url":"https://example.com/h","headers":{"webhook-id":"` + id + `"},
-			"body":"{}","signature":"c2ln"},"response":` + response + `,"error":null,"succeeded":true,
+			"body":"{}","signature":"c2ln"},"response":` + response + `,"published":` + published + `,"error":null,"succeeded":true,
 			"verificationCheck":` + check + `,"signedWith":"current"}`
 	}
+	testResult := func(response, check string) string { return testResultPublished(response, "null", check) }
 	tests := []struct {
 		schema, value string
 		ok            bool
@@ -239,6 +240,8 @@ func TestSchemaInstances(t *testing.T) {
 		{"WebhookTestResult", testResult(`{"statusCode":204,"headers":{},"body":"","durationMs":12}`,
 			`{"sent":true,"statusCode":401,"rejected":true,"error":null}`), true},
 		{"WebhookTestResult", testResult(`{"statusCode":204}`, "null"), false},
+		{"WebhookTestResult", testResultPublished("null", `{"answer":"confirmed by RabbitMQ","durationMs":3}`, "null"), true},
+		{"WebhookTestResult", testResultPublished("null", `{"answer":"confirmed by RabbitMQ"}`, "null"), false},
 		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,
 			"status":"Healthy","createdAt":"` + when + `","updatedAt":"` + when + `","token":"0123456789abcdef"}`, false},
 		{"Webhook", `{"id":"` + id + `","name":"n","url":"https://e.com","events":["user.created"],"enabled":true,

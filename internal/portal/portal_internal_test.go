@@ -2,6 +2,7 @@ package portal
 
 import (
 	"bytes"
+	"html"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -80,6 +81,33 @@ func TestTemplatesParseAndRender(t *testing.T) {
 		if !strings.Contains(buf.String(), "</html>") {
 			t.Errorf("render %s: incomplete page", name)
 		}
+	}
+}
+
+// TestADestinationsTestShowsTheBrokersAnswer: a destination's sample has
+// no http response; the page says it was published and shows what the
+// broker answered.
+func TestADestinationsTestShowsTheBrokersAnswer(t *testing.T) {
+	t.Parallel()
+	p, err := parsePages(mustLoadStatic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := store.Webhook{ID: "w1", Name: "Bus", Type: "rabbitmq", URL: "rabbitmq://127.0.0.1:5672/licensing/events", Events: kindsOf("license.created")}
+	answer := `confirmed by RabbitMQ (exchange "licensing", routing key "events", delivery tag 1)`
+	res := &delivery.TestResult{Event: "license.created", Succeeded: true, Published: &delivery.TestPublished{Answer: answer, DurationMS: 7}}
+	var buf bytes.Buffer
+	if err := p.byName["webhook_test"].ExecuteTemplate(&buf, "layout", view{Email: "a@example.com", CSRF: "tok", Data: testData{Webhook: hook, Event: "license.created", Result: res}}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{"Published.", "Broker's answer", html.EscapeString(answer)} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+	if strings.Contains(page, "No response arrived") {
+		t.Error("the page says no response arrived, of a confirmed publish")
 	}
 }
 

@@ -125,10 +125,14 @@ func TestALicensingEventIsPublishedToRabbitMQ(t *testing.T) {
 		var test struct {
 			Succeeded bool    `json:"succeeded"`
 			Error     *string `json:"error"`
+			Response  any     `json:"response"`
+			Published *struct {
+				Answer string `json:"answer"`
+			} `json:"published"`
 		}
 		h.Must(200, "POST", "/v3/webhooks/"+hook.ID+"/test", map[string]any{}, &test)
-		if !test.Succeeded {
-			t.Errorf("Test: %+v; want it published", test)
+		if !test.Succeeded || test.Published == nil || !strings.Contains(test.Published.Answer, "confirmed") || test.Response != nil {
+			t.Errorf("Test: %+v; want it published, the broker's confirmation its answer, no http response", test)
 		}
 		sample, sampleHeaders := next(t, deliveries, "the Test")
 		if err := wh.Verify(sample, sampleHeaders); err != nil {
