@@ -100,9 +100,9 @@ func (a *attempts) endResend(ctx context.Context, logID string) {
 // receiver's answer, and optionally whether the receiver rejected the same
 // sample under a wrong signature.
 type TestResult struct {
-	Event             event.Kind         `json:"event"`
-	Request           TestRequest        `json:"request"`
-	Response          *TestResponse      `json:"response"`
+	Event    event.Kind    `json:"event"`
+	Request  TestRequest   `json:"request"`
+	Response *TestResponse `json:"response"`
 	// Published is a destination's confirmation by its broker; nil for an
 	// http webhook, and when the broker did not confirm.
 	Published         *TestPublished     `json:"published"`

@@ -2,9 +2,9 @@ package portal
 
 import (
 	"bytes"
-	"html"
 	"context"
 	"fmt"
+	"html"
 	"path/filepath"
 	"strings"
 	"sync"
