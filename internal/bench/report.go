@@ -21,7 +21,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(r.Results) == 0 {
 		return r.writeHistory(w)
 	}
-	fmt.Fprintf(w, "no-store ceiling: %.0f deliveries/s (a bare loop signing and POSTing to the same receiver, 64 at once)\n\n", r.Ceiling)
+	if r.Ceiling > 0 {
+		fmt.Fprintf(w, "no-store ceiling: %.0f deliveries/s (a bare loop signing and POSTing to the same receiver, 64 at once)\n", r.Ceiling)
+	}
+	if slices.ContainsFunc(r.Results, func(x Result) bool { return x.CeilingOf != "" }) {
+		fmt.Fprintln(w, "scenario m's ceilings are its brokers' own: a bare producer loop with herald's confirm mode, concurrency and message size")
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tsender\twebhooks\tevents/s\tdeliveries/s\tceiling/s\tof ceiling\tp50 ms\tp95 ms\tp99 ms\tAPI p99 ms\tCPU s/1k\tpeak RSS MB\tlost\tdup\tbad sig\t")
 	for _, x := range r.Results {
