@@ -36,26 +36,27 @@ type Brokers struct {
 // DestinationTypes are the types scenario m publishes to, in its order.
 var DestinationTypes = []string{"rabbitmq", "kafka", "nats"}
 
-// CheckLoopback returns an error unless every broker address of b is on
-// loopback (Kafka's "" is: kfake listens on 127.0.0.1).
+// CheckLoopback returns an error, naming the bench's flag, unless every
+// broker address of b is on loopback (Kafka's "" is: kfake listens on
+// 127.0.0.1) and FanOut is one of DestinationTypes.
 func (b Brokers) CheckLoopback() error {
 	for _, a := range []struct{ what, addr string }{{"rabbitmq", b.RabbitMQ}, {"nats", b.NATS}, {"kafka", b.Kafka}} {
 		if a.addr == "" {
 			continue
 		}
-		host := a.addr
+		host, shown := a.addr, a.addr
 		if u, err := url.Parse(a.addr); err == nil && u.Host != "" {
-			host = u.Host
+			host, shown = u.Host, u.Redacted() // the password is not repeated
 		}
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return fmt.Errorf("%s broker %q is not on loopback", a.what, a.addr)
+			return fmt.Errorf("--%s %q is not on loopback", a.what, shown)
 		}
 	}
 	if b.FanOut != "" && !slices.Contains(DestinationTypes, b.FanOut) {
-		return fmt.Errorf("no destination type %q to fan out to (there are %s)", b.FanOut, strings.Join(DestinationTypes, ", "))
+		return fmt.Errorf("--fan-out-type must be one of %s", strings.Join(DestinationTypes, ", "))
 	}
 	return nil
 }
