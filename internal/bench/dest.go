@@ -114,16 +114,29 @@ func destRun(ctx context.Context, o Options, rcv *receiver, typ string, hooks in
 }
 
 // consumeAll starts a consumer of each place, feeding got with the
-// place's index; stop ends them all.
+// place's index; stop ends them all. Once stop has begun, got is not
+// called again and no call is under way, whatever a client library's own
+// stop waits for: the receiver is reset for the next case right after.
 func consumeAll(ctx context.Context, b broker, places []string, got func(i int, h http.Header, body []byte)) (stop func(), err error) {
 	var stops []func()
+	var mu sync.RWMutex
+	stopped := false
 	stop = func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
 		for _, s := range stops {
 			s()
 		}
 	}
 	for i, p := range places {
-		s, err := b.consume(ctx, p, func(h http.Header, body []byte) { got(i, h, body) })
+		s, err := b.consume(ctx, p, func(h http.Header, body []byte) {
+			mu.RLock()
+			defer mu.RUnlock()
+			if !stopped {
+				got(i, h, body)
+			}
+		})
 		if err != nil {
 			stop()
 			return nil, err
