@@ -15,7 +15,6 @@ package destination
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strings"
 	"time"
@@ -129,7 +128,3 @@ func TypeOf(url string) (string, bool) {
 	}
 	return "", false
 }
-
-// ErrNotBuilt is Open's answer for a type whose publishing this herald
-// does not have yet: its attempts fail with these words.
-var ErrNotBuilt = errors.New("this herald cannot publish to this type of destination yet")

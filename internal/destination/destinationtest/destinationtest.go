@@ -1,11 +1,13 @@
 // Package destinationtest owns what the destination types' tests share: a
-// signed message as the dispatcher makes one, its verification with the
+// signed message as the dispatcher makes one, a client opened and a
+// message published within a bound, a consumed message's verification with the
 // Standard Webhooks project's own Go library (code herald did not write),
 // and the check that a broker on loopback is there (a skip on a developer's
 // machine, a failure under CI).
 package destinationtest
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strconv"
@@ -70,4 +72,29 @@ func Broker(t testing.TB, addr, what string) {
 		conn.Close()
 	}
 	testdb.SkipUnless(t, err == nil, what+" is not listening on "+addr)
+}
+
+// Dial is how a test's client reaches its broker: nil for a plain dial, or
+// a guarded one (netguard) to see a refusal.
+type Dial = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Open opens a client of typ for c, giving it 20 seconds to connect, and
+// closes it when the test ends.
+func Open(t testing.TB, typ destination.Type, c destination.Config, dial Dial) (destination.Client, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := typ.Open(ctx, c, destination.Env{Dial: dial, Timeout: 20 * time.Second})
+	if err == nil {
+		t.Cleanup(func() { cl.Close() })
+	}
+	return cl, err
+}
+
+// Publish publishes m, giving the broker 20 seconds to answer.
+func Publish(t testing.TB, cl destination.Client, m destination.Message) destination.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return cl.Publish(ctx, m)
 }

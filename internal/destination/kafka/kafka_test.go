@@ -31,24 +31,6 @@ func cluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
 	return c
 }
 
-func open(t *testing.T, c destination.Config, dial func(context.Context, string, string) (net.Conn, error)) (destination.Client, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl, err := kafka.New().Open(ctx, c, destination.Env{Dial: dial, Timeout: 10 * time.Second})
-	if err == nil {
-		t.Cleanup(func() { cl.Close() })
-	}
-	return cl, err
-}
-
-func publish(t *testing.T, cl destination.Client, m destination.Message) destination.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return cl.Publish(ctx, m)
-}
-
 func brokers(c *kfake.Cluster) []any {
 	var out []any
 	for _, a := range c.ListenAddrs() {
@@ -64,14 +46,14 @@ func brokers(c *kfake.Cluster) []any {
 func TestARecordIsTheSignedEventKeyedByLicense(t *testing.T) {
 	t.Parallel()
 	c := cluster(t)
-	cl, err := open(t, destination.Config{"brokers": brokers(c), "topic": "licensing"}, nil)
+	cl, err := destinationtest.Open(t, kafka.New(), destination.Config{"brokers": brokers(c), "topic": "licensing"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sent []destination.Message
 	for i, license := range []string{"L1", "L2", "L1", "L3", "L1"} {
 		m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-00000000002"+string(rune('0'+i)), license)
-		if res := publish(t, cl, m); !res.OK() || !strings.Contains(res.Answer, "in-sync replicas") {
+		if res := destinationtest.Publish(t, cl, m); !res.OK() || !strings.Contains(res.Answer, "in-sync replicas") {
 			t.Fatalf("publish %d: %+v", i, res)
 		}
 		sent = append(sent, m)
@@ -129,15 +111,15 @@ func TestABrokersRefusalIsAFailedAttempt(t *testing.T) {
 	c := cluster(t, kfake.BrokerConfigs(map[string]string{"message.max.bytes": "4096"}))
 	m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-000000000031", "L1")
 
-	missing, err := open(t, destination.Config{"brokers": brokers(c), "topic": "nowhere"}, nil)
+	missing, err := destinationtest.Open(t, kafka.New(), destination.Config{"brokers": brokers(c), "topic": "nowhere"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := publish(t, missing, m); res.Failure != "not_found" || !strings.Contains(res.Err, "does not exist") {
+	if res := destinationtest.Publish(t, missing, m); res.Failure != "not_found" || !strings.Contains(res.Err, "does not exist") {
 		t.Errorf("missing topic: %+v; want a failure saying it does not exist", res)
 	}
 
-	cl, err := open(t, destination.Config{"brokers": brokers(c), "topic": "licensing"}, nil)
+	cl, err := destinationtest.Open(t, kafka.New(), destination.Config{"brokers": brokers(c), "topic": "licensing"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,31 +128,31 @@ func TestABrokersRefusalIsAFailedAttempt(t *testing.T) {
 	noise := make([]byte, 64<<10)
 	rand.Read(noise)
 	big.Body = []byte(base64.StdEncoding.EncodeToString(noise))
-	if res := publish(t, cl, big); res.Failure != "too_large" {
+	if res := destinationtest.Publish(t, cl, big); res.Failure != "too_large" {
 		t.Errorf("a record over message.max.bytes: %+v; want too_large", res)
 	}
-	if res := publish(t, cl, m); !res.OK() {
+	if res := destinationtest.Publish(t, cl, m); !res.OK() {
 		t.Errorf("after a refusal the client still produces: %+v", res)
 	}
 
 	secured := cluster(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "herald", "right"))
-	if _, err := open(t, destination.Config{"brokers": brokers(secured), "topic": "licensing",
+	if _, err := destinationtest.Open(t, kafka.New(), destination.Config{"brokers": brokers(secured), "topic": "licensing",
 		"sasl": map[string]any{"mechanism": "PLAIN", "username": "herald", "password": "wrong"}}, nil); err == nil || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong SASL password: %v; want a refusal, without the password", err)
 	}
-	ok, err := open(t, destination.Config{"brokers": brokers(secured), "topic": "licensing",
+	ok, err := destinationtest.Open(t, kafka.New(), destination.Config{"brokers": brokers(secured), "topic": "licensing",
 		"sasl": map[string]any{"mechanism": "PLAIN", "username": "herald", "password": "right"}}, nil)
 	if err != nil {
 		t.Fatalf("right SASL password: %v", err)
 	}
-	if res := publish(t, ok, m); !res.OK() {
+	if res := destinationtest.Publish(t, ok, m); !res.OK() {
 		t.Errorf("produce with SASL: %+v", res)
 	}
 
 	refuse := func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("address refused by policy")
 	}
-	if _, err := open(t, destination.Config{"brokers": brokers(c), "topic": "licensing"}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
+	if _, err := destinationtest.Open(t, kafka.New(), destination.Config{"brokers": brokers(c), "topic": "licensing"}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
 		t.Errorf("guarded dial: %v; want the guard's refusal", err)
 	}
 }

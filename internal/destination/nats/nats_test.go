@@ -46,36 +46,18 @@ func stream(t *testing.T) (string, jetstream.Stream) {
 	return strings.ToLower(name), s
 }
 
-func open(t *testing.T, c destination.Config, dial func(context.Context, string, string) (net.Conn, error)) (destination.Client, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl, err := nats.New().Open(ctx, c, destination.Env{Dial: dial, Timeout: 20 * time.Second})
-	if err == nil {
-		t.Cleanup(func() { cl.Close() })
-	}
-	return cl, err
-}
-
-func publish(t *testing.T, cl destination.Client, m destination.Message) destination.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return cl.Publish(ctx, m)
-}
-
 // TestAnAcknowledgedMessageIsTheSignedEvent: what herald publishes is
 // acknowledged by the stream, and a consumer gets the exact body with
 // headers the Standard Webhooks library verifies.
 func TestAnAcknowledgedMessageIsTheSignedEvent(t *testing.T) {
 	t.Parallel()
 	prefix, s := stream(t)
-	cl, err := open(t, destination.Config{"url": server, "subject": prefix + ".licensing"}, nil)
+	cl, err := destinationtest.Open(t, nats.New(), destination.Config{"url": server, "subject": prefix + ".licensing"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-000000000011", "L1")
-	res := publish(t, cl, m)
+	res := destinationtest.Publish(t, cl, m)
 	if !res.OK() || !strings.Contains(res.Answer, "sequence 1") {
 		t.Fatalf("publish: %+v; want the stream's acknowledgement", res)
 	}
@@ -103,26 +85,26 @@ func TestAStreamsRefusalIsAFailedAttempt(t *testing.T) {
 	t.Parallel()
 	prefix, _ := stream(t)
 	m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-000000000012", "L1")
-	nowhere, err := open(t, destination.Config{"url": server, "subject": "herald-nobody-" + prefix}, nil)
+	nowhere, err := destinationtest.Open(t, nats.New(), destination.Config{"url": server, "subject": "herald-nobody-" + prefix}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := publish(t, nowhere, m); res.Failure != "unroutable" || !strings.Contains(res.Err, "no JetStream stream captures") {
+	if res := destinationtest.Publish(t, nowhere, m); res.Failure != "unroutable" || !strings.Contains(res.Err, "no JetStream stream captures") {
 		t.Errorf("uncaptured subject: %+v; want a failure saying no stream captures it", res)
 	}
 	big := m
 	big.Body = []byte(strings.Repeat("x", 8<<20))
-	capturing, err := open(t, destination.Config{"url": server, "subject": prefix + ".big"}, nil)
+	capturing, err := destinationtest.Open(t, nats.New(), destination.Config{"url": server, "subject": prefix + ".big"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := publish(t, capturing, big); res.Failure != "too_large" {
+	if res := destinationtest.Publish(t, capturing, big); res.Failure != "too_large" {
 		t.Errorf("8 MiB message: %+v; want too_large", res)
 	}
 	refuse := func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("address refused by policy")
 	}
-	if _, err := open(t, destination.Config{"url": server, "subject": prefix + ".x"}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
+	if _, err := destinationtest.Open(t, nats.New(), destination.Config{"url": server, "subject": prefix + ".x"}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
 		t.Errorf("guarded dial: %v; want the guard's refusal", err)
 	}
 }

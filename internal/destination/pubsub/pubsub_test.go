@@ -103,27 +103,14 @@ func topic(t *testing.T, addr, project string) (string, *ps.Subscriber) {
 	return name, c.Subscriber(sub.Name)
 }
 
-func open(t *testing.T, c destination.Config, dial func(context.Context, string, string) (net.Conn, error)) destination.Client {
+// open opens a client of the pubsub type, which the test needs.
+func open(t *testing.T, c destination.Config, dial destinationtest.Dial) destination.Client {
 	t.Helper()
-	cl, err := tryOpen(c, dial)
+	cl, err := destinationtest.Open(t, pubsub.New(), c, dial)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cl.Close() })
 	return cl
-}
-
-func tryOpen(c destination.Config, dial func(context.Context, string, string) (net.Conn, error)) (destination.Client, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return pubsub.New().Open(ctx, c, destination.Env{Dial: dial, Timeout: 20 * time.Second})
-}
-
-func publish(t *testing.T, cl destination.Client, m destination.Message) destination.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return cl.Publish(ctx, m)
 }
 
 // TestAPublishedMessageIsTheSignedEvent: the emulator returns a message id
@@ -138,7 +125,7 @@ func TestAPublishedMessageIsTheSignedEvent(t *testing.T) {
 	var sent []destination.Message
 	for i, license := range []string{"L1", "L2", "L1", "L1"} {
 		m := destinationtest.Message(t, fmt.Sprintf("0193b7a0-0000-7000-8000-00000000004%d", i), license)
-		if res := publish(t, cl, m); !res.OK() || !strings.Contains(res.Answer, "message id") {
+		if res := destinationtest.Publish(t, cl, m); !res.OK() || !strings.Contains(res.Answer, "message id") {
 			t.Fatalf("publish %d: %+v", i, res)
 		}
 		sent = append(sent, m)
@@ -188,17 +175,17 @@ func TestATopicsRefusalIsAFailedAttempt(t *testing.T) {
 	addr := emulator(t)
 	m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-000000000051", "L1")
 	missing := open(t, destination.Config{"projectId": "herald-test", "topic": "nowhere", "endpoint": addr}, nil)
-	if res := publish(t, missing, m); res.Failure != "not_found" || !strings.Contains(res.Err, "does not exist") {
+	if res := destinationtest.Publish(t, missing, m); res.Failure != "not_found" || !strings.Contains(res.Err, "does not exist") {
 		t.Errorf("missing topic: %+v; want a failure saying it does not exist", res)
 	}
-	if res := publish(t, missing, m); res.Failure != "not_found" {
+	if res := destinationtest.Publish(t, missing, m); res.Failure != "not_found" {
 		t.Errorf("the same license again: %+v; want the same failure, not a paused key", res)
 	}
 	refuse := func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("address refused by policy")
 	}
 	name, _ := topic(t, addr, "herald-test")
-	if _, err := tryOpen(destination.Config{"projectId": "herald-test", "topic": name, "endpoint": addr}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
+	if _, err := destinationtest.Open(t, pubsub.New(), destination.Config{"projectId": "herald-test", "topic": name, "endpoint": addr}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
 		t.Errorf("guarded dial: %v; want the guard's refusal", err)
 	}
 }

@@ -51,24 +51,6 @@ func consumer(t *testing.T, key string) (exchange string, deliveries <-chan amqp
 	return exchange, d
 }
 
-func open(t *testing.T, c destination.Config, dial func(context.Context, string, string) (net.Conn, error)) (destination.Client, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl, err := rabbitmq.New().Open(ctx, c, destination.Env{Dial: dial, Timeout: 20 * time.Second})
-	if err == nil {
-		t.Cleanup(func() { cl.Close() })
-	}
-	return cl, err
-}
-
-func publish(t *testing.T, cl destination.Client, m destination.Message) destination.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return cl.Publish(ctx, m)
-}
-
 // TestAConfirmedMessageIsTheSignedEvent: what herald publishes is
 // confirmed by the broker, and a consumer of the bound queue gets the
 // exact body with headers the Standard Webhooks library verifies;
@@ -76,12 +58,12 @@ func publish(t *testing.T, cl destination.Client, m destination.Message) destina
 func TestAConfirmedMessageIsTheSignedEvent(t *testing.T) {
 	t.Parallel()
 	exchange, deliveries := consumer(t, "events")
-	cl, err := open(t, destination.Config{"url": broker, "exchange": exchange, "routingKey": "events"}, nil)
+	cl, err := destinationtest.Open(t, rabbitmq.New(), destination.Config{"url": broker, "exchange": exchange, "routingKey": "events"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-000000000001", "L1")
-	res := publish(t, cl, m)
+	res := destinationtest.Publish(t, cl, m)
 	if !res.OK() || !strings.Contains(res.Answer, "confirmed") {
 		t.Fatalf("publish: %+v; want a confirm", res)
 	}
@@ -103,7 +85,7 @@ func TestAConfirmedMessageIsTheSignedEvent(t *testing.T) {
 	errs := make(chan string, 40)
 	for i := range 40 {
 		go func() {
-			r := publish(t, cl, destinationtest.Message(t, "0193b7a0-0000-7000-8000-1000000000"+string(rune('a'+i%26))+string(rune('a'+i/26)), "L2"))
+			r := destinationtest.Publish(t, cl, destinationtest.Message(t, "0193b7a0-0000-7000-8000-1000000000"+string(rune('a'+i%26))+string(rune('a'+i/26)), "L2"))
 			errs <- r.Err
 		}()
 	}
@@ -135,7 +117,7 @@ func TestManyAttemptsShareSixteenChannels(t *testing.T) {
 		for range deliveries {
 		}
 	}()
-	cl, err := open(t, destination.Config{"url": broker, "exchange": exchange, "routingKey": "events"}, nil)
+	cl, err := destinationtest.Open(t, rabbitmq.New(), destination.Config{"url": broker, "exchange": exchange, "routingKey": "events"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +126,7 @@ func TestManyAttemptsShareSixteenChannels(t *testing.T) {
 	for w := range workers {
 		go func() {
 			for i := range each {
-				answers <- publish(t, cl, destinationtest.Message(t, fmt.Sprintf("0193b7a0-0000-7000-8000-2%03d%08d", w, i), "L3"))
+				answers <- destinationtest.Publish(t, cl, destinationtest.Message(t, fmt.Sprintf("0193b7a0-0000-7000-8000-2%03d%08d", w, i), "L3"))
 			}
 		}()
 	}
@@ -172,30 +154,30 @@ func TestABrokersRefusalIsAFailedAttempt(t *testing.T) {
 	exchange, deliveries := consumer(t, "bound")
 	m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-000000000002", "L1")
 
-	unbound, err := open(t, destination.Config{"url": broker, "exchange": exchange, "routingKey": "nobody"}, nil)
+	unbound, err := destinationtest.Open(t, rabbitmq.New(), destination.Config{"url": broker, "exchange": exchange, "routingKey": "nobody"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := publish(t, unbound, m); res.Failure != "unroutable" || !strings.Contains(res.Err, "no queue is bound") {
+	if res := destinationtest.Publish(t, unbound, m); res.Failure != "unroutable" || !strings.Contains(res.Err, "no queue is bound") {
 		t.Errorf("unroutable: %+v; want a failure saying no queue is bound", res)
 	}
 	// The same client, its channel reused, still publishes.
-	if res := publish(t, unbound, m); res.Failure != "unroutable" {
+	if res := destinationtest.Publish(t, unbound, m); res.Failure != "unroutable" {
 		t.Errorf("second unroutable: %+v", res)
 	}
 
-	missing, err := open(t, destination.Config{"url": broker, "exchange": exchange + "-missing", "routingKey": "bound"}, nil)
+	missing, err := destinationtest.Open(t, rabbitmq.New(), destination.Config{"url": broker, "exchange": exchange + "-missing", "routingKey": "bound"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := publish(t, missing, m); res.Failure != "not_found" || !strings.Contains(res.Err, "does not exist") {
+	if res := destinationtest.Publish(t, missing, m); res.Failure != "not_found" || !strings.Contains(res.Err, "does not exist") {
 		t.Errorf("missing exchange: %+v; want a failure saying it does not exist", res)
 	}
-	if res := publish(t, missing, m); res.Failure != "not_found" {
+	if res := destinationtest.Publish(t, missing, m); res.Failure != "not_found" {
 		t.Errorf("missing exchange again (a new channel): %+v", res)
 	}
 
-	if _, err := open(t, destination.Config{"url": "amqp://guest:wrong@127.0.0.1:5672/", "exchange": exchange, "routingKey": "bound"}, nil); err == nil ||
+	if _, err := destinationtest.Open(t, rabbitmq.New(), destination.Config{"url": "amqp://guest:wrong@127.0.0.1:5672/", "exchange": exchange, "routingKey": "bound"}, nil); err == nil ||
 		!strings.Contains(err.Error(), "refused the user name or password") || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong password: %v; want the broker's refusal, without the password", err)
 	}
@@ -203,7 +185,7 @@ func TestABrokersRefusalIsAFailedAttempt(t *testing.T) {
 	refuse := func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("address refused by policy")
 	}
-	if _, err := open(t, destination.Config{"url": broker, "exchange": exchange, "routingKey": "bound"}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
+	if _, err := destinationtest.Open(t, rabbitmq.New(), destination.Config{"url": broker, "exchange": exchange, "routingKey": "bound"}, refuse); err == nil || !strings.Contains(err.Error(), "refused by policy") {
 		t.Errorf("guarded dial: %v; want the guard's refusal", err)
 	}
 	select {

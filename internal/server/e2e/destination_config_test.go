@@ -70,7 +70,9 @@ func TestADestinationKeepsItsConfigAndShowsNoSecret(t *testing.T) {
 			{"broker without port", map[string]any{"type": "kafka", "config": map[string]any{"brokers": []string{"kafka.example.com"}, "topic": "t"}}, "config.brokers[0]"},
 			{"sasl without password", map[string]any{"type": "kafka", "config": map[string]any{"brokers": []string{"127.0.0.1:9092"}, "topic": "t",
 				"sasl": map[string]any{"mechanism": "PLAIN", "username": "u"}}}, "config.sasl.password"},
-			{"bad region", map[string]any{"type": "sqs", "config": map[string]any{"queueUrl": "https://sqs.example.com/1/q", "region": "mars"}}, "config.region"},
+			{"bad region", map[string]any{"type": "sqs", "config": map[string]any{"queueUrl": "https://sqs.example.com/1/q", "region": "mars",
+				"accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "s"}}, "config.region"},
+			{"no access key", map[string]any{"type": "eventbridge", "config": map[string]any{"eventBusName": "b", "source": "herald", "region": "us-east-1"}}, "config.accessKeyId"},
 			{"url of a destination", map[string]any{"type": "nats", "url": "https://example.com", "config": map[string]any{"url": "nats://127.0.0.1:4222", "subject": "s"}}, "url"},
 			{"config of http", map[string]any{"url": "https://example.com", "config": map[string]any{"url": "x"}}, "config"},
 		} {
