@@ -122,14 +122,7 @@ func TestLicensingAccountAndRecoveryCommands(t *testing.T) {
 	// resend outlasts a slow machine.
 	p := startServe(t, append(env, "HERALD_MAX_ATTEMPTS=1", "HERALD_ATTEMPT_TIMEOUT=5m"), freeAddr(t))
 	cli := []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN=" + token}
-	run := func(wantCode int, args ...string) string {
-		t.Helper()
-		code, out := runToEnd(t, cli, args...)
-		if code != wantCode {
-			t.Fatalf("herald %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
-		}
-		return out
-	}
+	run := runner(t, cli)
 	idOf := func(out string) string {
 		t.Helper()
 		var v struct{ ID, Key string }

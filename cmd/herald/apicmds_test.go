@@ -23,14 +23,7 @@ func TestWebhooksLogsAndTriggerCommands(t *testing.T) {
 	a := startApp(t)
 	p := startServe(t, env, freeAddr(t))
 	cli := []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN=" + token}
-	run := func(wantCode int, args ...string) string {
-		t.Helper()
-		code, out := runToEnd(t, cli, args...)
-		if code != wantCode {
-			t.Fatalf("herald %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
-		}
-		return out
-	}
+	run := runner(t, cli)
 
 	out := run(0, "webhooks", "create", "--name", "cli", "--url", a.url, "--events", "license.created,license.renewed")
 	m := regexp.MustCompile(`created webhook (\S+) \(cli\)\nsigning token: (\S+)`).FindStringSubmatch(out)

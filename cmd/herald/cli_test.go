@@ -22,6 +22,19 @@ func runToEnd(t *testing.T, env []string, args ...string) (int, string) {
 	return p.cmd.ProcessState.ExitCode(), p.out.String()
 }
 
+// runner returns a function that runs the binary with env to its end,
+// fails the test unless it exits with wantCode, and returns its output.
+func runner(t *testing.T, env []string) func(wantCode int, args ...string) string {
+	return func(wantCode int, args ...string) string {
+		t.Helper()
+		code, out := runToEnd(t, env, args...)
+		if code != wantCode {
+			t.Fatalf("herald %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
+		}
+		return out
+	}
+}
+
 // A command line herald cannot read is answered with one line and a hint,
 // not the whole usage, and exit status 2.
 func TestBadFlagsExitTwoWithAOneLineHint(t *testing.T) {

@@ -92,14 +92,7 @@ func TestWebhookVerbsCoverTheAPI(t *testing.T) {
 	env, token := serveEnv(t)
 	p := startServe(t, append(env, "HERALD_RETRY_INTERVAL=1h"), freeAddr(t))
 	cli := []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN=" + token}
-	run := func(wantCode int, args ...string) string {
-		t.Helper()
-		code, out := runToEnd(t, cli, args...)
-		if code != wantCode {
-			t.Fatalf("herald %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
-		}
-		return out
-	}
+	run := runner(t, cli)
 	lax := heraldtest.NewReceiver(t) // accepts anything, forged or not
 	lax.Status(200, "ok")
 	out := run(0, "webhooks", "create", "--name", "lax", "--url", lax.URL, "--events", "license.created")

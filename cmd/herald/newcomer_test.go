@@ -129,14 +129,7 @@ func TestEverydayCommandsSayWhatHappened(t *testing.T) {
 	env, token := serveEnv(t)
 	p := startServe(t, append(env, "HERALD_MAX_ATTEMPTS=3", "HERALD_RETRY_INTERVAL=2m", "HERALD_SUSPEND_AFTER=7"), freeAddr(t))
 	cli := []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN=" + token}
-	run := func(wantCode int, args ...string) string {
-		t.Helper()
-		code, out := runToEnd(t, cli, args...)
-		if code != wantCode {
-			t.Fatalf("herald %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
-		}
-		return out
-	}
+	run := runner(t, cli)
 	heraldtest.Eventually(t, 20*time.Second, "the start line", func() bool {
 		return strings.Contains(p.out.String(), `msg="herald serving"`)
 	})

@@ -23,14 +23,7 @@ func TestWebhooksReachFlags(t *testing.T) {
 	a := startApp(t)
 	p := startServe(t, env, freeAddr(t))
 	cli := []string{"HERALD_SERVER=" + p.url, "HERALD_API_TOKEN=" + token}
-	run := func(wantCode int, args ...string) string {
-		t.Helper()
-		code, out := runToEnd(t, cli, args...)
-		if code != wantCode {
-			t.Fatalf("herald %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
-		}
-		return out
-	}
+	run := runner(t, cli)
 	dir := t.TempDir()
 	ca := receivertest.NewCA(t, "cli CA")
 	pair := ca.Issue(t, "cli-client", "Example", time.Now().Add(90*24*time.Hour))

@@ -135,6 +135,12 @@ func (a *API) listLogs(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getLog(w http.ResponseWriter, r *http.Request) error {
+	return a.writeLog(w, r)
+}
+
+// writeLog answers with the log the path names, as it stands now (after a
+// resend or a skip, too).
+func (a *API) writeLog(w http.ResponseWriter, r *http.Request) error {
 	l, err := a.store.Log(r.Context(), accountID(r), pathID(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("event log")
@@ -158,11 +164,7 @@ func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	l, err := a.store.Log(r.Context(), accountID(r), pathID(r, "id"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, toLogJSON(l, true))
+	return a.writeLog(w, r)
 }
 
 // skipLog lets the later events of a held log's license go on (decision
@@ -178,11 +180,7 @@ func (a *API) skipLog(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	l, err := a.store.Log(r.Context(), accountID(r), pathID(r, "id"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, toLogJSON(l, true))
+	return a.writeLog(w, r)
 }
 
 // queryTime reads an optional RFC 3339 time from the query: zero when

@@ -15,23 +15,33 @@ type Lookup func(ctx context.Context, webhookID string) (typ string, config json
 
 // Router publishes the attempts of destination webhooks: it reads each
 // webhook's config at each attempt (so a change applies to the next one),
-// and keeps one open client per webhook while its config stays the same.
+// and keeps one open client per webhook while its config stays the same
+// and it is used: one idle for IdleAfter is closed (the webhook may be
+// gone; its next attempt, if any, opens it again).
 type Router struct {
 	types  map[string]Type
 	lookup Lookup
 	env    Env
 	now    func() time.Time
 
-	mu      sync.Mutex
-	clients map[string]*open // by webhook id
-	closed  bool
+	mu        sync.Mutex
+	clients   map[string]*open // by webhook id
+	closed    bool
+	lastSweep time.Time
 }
+
+// IdleAfter is how long a webhook's client stays open with no attempt.
+const IdleAfter = 10 * time.Minute
 
 type open struct {
 	sum    [32]byte // of the config it was opened with
 	client Client
 	ready  chan struct{} // closed once client (or err) is set
 	err    error
+	// used and inflight, under the router's mu, keep a client in use or
+	// used lately from being closed as idle.
+	used     time.Time
+	inflight int
 }
 
 // NewRouter returns a router over the given types; now stamps durations
@@ -73,7 +83,10 @@ func (r *Router) publish(ctx context.Context, webhookID string, m Message) Resul
 	if err != nil {
 		return Failed("config", err.Error())
 	}
-	client, err := r.client(ctx, webhookID, t, c, sha256.Sum256(raw))
+	client, o, err := r.client(ctx, webhookID, t, c, sha256.Sum256(raw))
+	if o != nil {
+		defer r.release(o)
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return Failed("timeout", fmt.Sprintf("timed out after %s connecting to the broker", r.env.Timeout))
@@ -90,29 +103,33 @@ func (r *Router) publish(ctx context.Context, webhookID string, m Message) Resul
 
 // client returns the open client of a webhook's config, opening it (once,
 // however many attempts ask at once) when there is none or its config
-// changed.
-func (r *Router) client(ctx context.Context, webhookID string, t Type, c Config, sum [32]byte) (Client, error) {
+// changed. The open it returns is in use until released.
+func (r *Router) client(ctx context.Context, webhookID string, t Type, c Config, sum [32]byte) (Client, *open, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return nil, errors.New("herald is stopping")
+		return nil, nil, errors.New("herald is stopping")
 	}
+	now := r.now()
+	r.sweep(now)
 	o := r.clients[webhookID]
 	if o != nil && o.sum == sum {
+		o.inflight++
+		o.used = now
 		r.mu.Unlock()
 		select {
 		case <-o.ready:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, o, ctx.Err()
 		}
 		if o.err != nil {
 			r.forget(webhookID, o)
-			return nil, o.err
+			return nil, o, o.err
 		}
-		return o.client, nil
+		return o.client, o, nil
 	}
 	stale := o
-	o = &open{sum: sum, ready: make(chan struct{})}
+	o = &open{sum: sum, ready: make(chan struct{}), used: now, inflight: 1}
 	r.clients[webhookID] = o
 	r.mu.Unlock()
 	if stale != nil {
@@ -122,9 +139,31 @@ func (r *Router) client(ctx context.Context, webhookID string, t Type, c Config,
 	close(o.ready)
 	if o.err != nil {
 		r.forget(webhookID, o)
-		return nil, o.err
+		return nil, o, o.err
 	}
-	return o.client, nil
+	return o.client, o, nil
+}
+
+// release ends an attempt's use of o.
+func (r *Router) release(o *open) {
+	r.mu.Lock()
+	o.inflight--
+	r.mu.Unlock()
+}
+
+// sweep closes, at most once a minute, the clients no attempt has used for
+// IdleAfter and none is using. Its caller holds mu.
+func (r *Router) sweep(now time.Time) {
+	if now.Sub(r.lastSweep) < time.Minute {
+		return
+	}
+	r.lastSweep = now
+	for id, o := range r.clients {
+		if o.inflight == 0 && now.Sub(o.used) >= IdleAfter {
+			delete(r.clients, id)
+			go closeWhenReady(o)
+		}
+	}
 }
 
 // forget removes o if it is still webhookID's.

@@ -74,7 +74,11 @@ CASE WHEN l.status = 'failed' THEN (SELECT COUNT(*) FROM delivery_queue q WHERE 
 // heldRow is true of log l's row of delivery_queue q while the log holds
 // its license back (as Held reads it): only a failed log of a holding
 // webhook keeps its row, unleased and due never (decision 0131).
-const heldRow = `q.log_id = l.id AND q.due_at = ` + heldDueSQL + ` AND q.lease IS NULL`
+const heldRow = `q.log_id = l.id AND ` + heldQueueRow
+
+// heldQueueRow is true of a row of delivery_queue q that holds its log's
+// license back: due never, and not being attempted.
+const heldQueueRow = `q.due_at = ` + heldDueSQL + ` AND q.lease IS NULL`
 
 // holdingLog is true of a failed log l that holds its license back.
 const holdingLog = `l.status = 'failed' AND EXISTS (SELECT 1 FROM delivery_queue q WHERE ` + heldRow + `)`

@@ -122,7 +122,7 @@ func (s *Store) SkipHeld(ctx context.Context, accountID, logID string) error {
 // Held reports whether a log holds back the later events of its license.
 func (s *Store) Held(ctx context.Context, logID string) (bool, error) {
 	var n int
-	if err := s.QueryRow(ctx, `SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND due_at = ? AND lease IS NULL`, logID, heldDue).Scan(&n); err != nil {
+	if err := s.QueryRow(ctx, `SELECT COUNT(*) FROM delivery_queue q WHERE q.log_id = ? AND `+heldQueueRow, logID).Scan(&n); err != nil {
 		return false, fmt.Errorf("read hold of log %s: %w", logID, err)
 	}
 	return n > 0, nil
