@@ -23,7 +23,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("herald bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	database := fs.String("database", "", "PostgreSQL URL to measure on, in a fresh schema per scenario (default: a fresh SQLite file)")
-	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run: a one webhook, b fan-out to 10, c 200 and 1,000 events/s, d one of 10 never answers, e backlog drain, f POST /v3/licenses at 500/s, g two accounts: B alone and beside A's 50 hanging webhooks, x licenses expiring across 10 s, i each license's events in order, t one webhook at its rate limit, p events read through the pull channel by 1 and by 10 consumers; and, only when named, h: the API's and portal's reads of a long history (--history-logs)")
+	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "scenarios to run: a one webhook, b fan-out to 10, c 200 and 1,000 events/s, d one of 10 never answers, e backlog drain, f POST /v3/licenses at 500/s, g two accounts: B alone and beside A's 50 hanging webhooks, x licenses expiring across 10 s, i each license's events in order, t one webhook at its rate limit, p events read through the pull channel by 1 and by 10 consumers; and, only when named, h: the API's and portal's reads of a long history (--history-logs), and m: events to a RabbitMQ, a Kafka and a NATS destination, and fanned out to 10 of one type (--fan-out-type), each message consumed and verified, beside each broker's own ceiling, a bare producer loop with herald's confirm mode (--rabbitmq, --nats, --kafka)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each timed scenario fires")
 	backlog := fs.Int("backlog", 200_000, "deliveries queued in scenario e")
 	expiries := fs.Int("expiries", 100_000, "licenses expiring across 10 seconds in scenario x")
@@ -36,6 +36,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	peerKey := fs.String("peer-key", "", "the peer's API key (default: $HERALD_BENCH_PEER_KEY)")
 	peerKind := fs.String("peer-kind", "herald", "the peer's kind: "+strings.Join(bench.PeerKinds, ", "))
 	peerPIDs := fs.String("peer-pids", "", "comma-separated ids of the peer's processes on this machine, whose CPU time the report gives per 1,000 deliveries (default: not read)")
+	rabbitmq := fs.String("rabbitmq", "amqp://guest:guest@127.0.0.1:5672/", "scenario m's RabbitMQ (on loopback)")
+	nats := fs.String("nats", "nats://127.0.0.1:4222", "scenario m's NATS server, with JetStream (on loopback)")
+	kafka := fs.String("kafka", "", "scenario m's Kafka seed broker, host:port on loopback (default: franz-go's kfake, the Kafka protocol in the bench's process)")
+	fanOut := fs.String("fan-out-type", "rabbitmq", "the destination type scenario m fans out to 10 of: "+strings.Join(bench.DestinationTypes, ", "))
 	quick := fs.Bool("quick", false, "a smoke run: 1s scenarios, a backlog of 2,000, 1,000 expiries and 100 ordered licenses (overrides --duration, --backlog and --expiries)")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a table")
 	chart := fs.String("chart", "", "also draw the report as an SVG chart in this file")
@@ -71,6 +75,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{"herald bench", errors.New("--processes must be at least 1")}
 	case *processes > 1 && *database == "":
 		return usageError{"herald bench", errors.New("--processes above 1 needs --database: processes share a PostgreSQL database, not a SQLite file")}
+	}
+	brokers := bench.Brokers{RabbitMQ: *rabbitmq, NATS: *nats, Kafka: *kafka, FanOut: *fanOut}
+	if err := brokers.CheckLoopback(); err != nil {
+		return usageError{"herald bench", err}
 	}
 	var peer *bench.Peer
 	if *peerURL != "" {
@@ -115,7 +123,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rep, err := bench.Run(ctx, bench.Options{Binary: self, Database: *database, Scenarios: strings.Split(*scenarios, ","),
 		Duration: *duration, Backlog: *backlog, Expiries: *expiries, OrderedLicenses: orderedLicenses, Clients: *clients, Processes: *processes, Peer: peer, Log: stderr,
-		HistoryLogs: *historyLogs, HistoryReads: *historyReads, SeedAnalyze: *seedAnalyze, ProfileDir: *profile, MetricsDir: *metricsDir})
+		HistoryLogs: *historyLogs, HistoryReads: *historyReads, SeedAnalyze: *seedAnalyze, ProfileDir: *profile, MetricsDir: *metricsDir,
+		Brokers: brokers})
 	if err != nil {
 		return err
 	}

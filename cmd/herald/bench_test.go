@@ -246,6 +246,9 @@ func TestBenchRefusesFlagsThatCannotRun(t *testing.T) {
 		{[]string{"--peer-pids", "1"}, "--peer-pids needs --peer-url"},
 		{[]string{"--peer-url", "http://127.0.0.1:1", "--peer-key", "k", "--peer-pids", "1,x"}, `--peer-pids: "x" is not a process id`},
 		{[]string{"--peer-url", "http://127.0.0.1:1", "--peer-key", "k", "--peer-pids", "999999999"}, "--peer-pids: no process 999999999"},
+		{[]string{"--rabbitmq", "amqp://guest:guest@mq.example.com:5672/"}, `--rabbitmq "amqp://guest:xxxxx@mq.example.com:5672/" is not on loopback`},
+		{[]string{"--kafka", "10.0.0.7:9092"}, `--kafka "10.0.0.7:9092" is not on loopback`},
+		{[]string{"--fan-out-type", "sqs"}, "--fan-out-type must be one of rabbitmq, kafka, nats"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()

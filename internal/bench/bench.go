@@ -8,7 +8,9 @@
 // loop that signs and POSTs. It also runs several processes on one
 // PostgreSQL database and splits the figures by process, reads PostgreSQL's
 // cost per delivery from its counters, drives a second sender (a peer) with
-// the same scenarios, and times the reads of a seeded long history.
+// the same scenarios, times the reads of a seeded long history, and
+// measures publishing to RabbitMQ, Kafka and NATS destinations beside each
+// broker's own ceiling, a bare producer loop (scenario m, dest.go).
 package bench
 
 import (
@@ -31,7 +33,7 @@ import (
 type Options struct {
 	Binary    string        // the herald binary to run as the child
 	Database  string        // "": SQLite; a postgres:// URL: a fresh schema of that database per scenario
-	Scenarios []string      // of a, b, c, d, e, f, g, x, i, t, p; all when empty
+	Scenarios []string      // of a, b, c, d, e, f, g, x, i, t, p, h, m; AllScenarios when empty
 	Duration  time.Duration // how long each timed scenario fires
 	Backlog   int           // deliveries queued in scenario e
 	Expiries  int           // licenses expiring in scenario x
@@ -62,13 +64,18 @@ type Options struct {
 	// long claims and recordings took, which is where a dispatcher that
 	// falls behind its API spends its time.
 	MetricsDir string
+	// Brokers are where scenario m's destinations publish.
+	Brokers Brokers
 }
 
 // Result is one scenario's figures.
 type Result struct {
-	Scenario         string  `json:"scenario"`
-	Sender           string  `json:"sender"`                  // herald, or peer
-	Ceiling          float64 `json:"ceilingDeliveriesPerSec"` // the run's, beside each figure
+	Scenario string  `json:"scenario"`
+	Sender   string  `json:"sender"`                  // herald, or peer
+	Ceiling  float64 `json:"ceilingDeliveriesPerSec"` // the run's, beside each figure
+	// CeilingOf says what Ceiling is when it is not the run's no-store
+	// ceiling: scenario m's broker's own, a bare producer loop.
+	CeilingOf        string  `json:"ceilingOf,omitempty"`
 	Title            string  `json:"title"`
 	Webhooks         int     `json:"webhooks"`
 	Events           int     `json:"events"`
@@ -135,7 +142,8 @@ type Report struct {
 
 // AllScenarios in the order they run: the ones a run makes when none is
 // named. Scenario h (a long history's reads) runs only when named: its
-// seeding takes long.
+// seeding takes long; so does m (destinations): it needs RabbitMQ and NATS
+// running.
 var AllScenarios = []string{"a", "b", "c", "d", "e", "f", "g", "x", "i", "t", "p"}
 
 // Run runs the scenarios and returns their report.
@@ -161,7 +169,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		p.Key = "" // a report is shared; the key is not
 		rep.Peer = &p
 	}
-	if slices.ContainsFunc(o.Scenarios, func(s string) bool { return s != "h" }) { // h sends nothing
+	if slices.ContainsFunc(o.Scenarios, func(s string) bool { return s != "h" && s != "m" }) { // h sends nothing; m has its brokers' ceilings
 		fmt.Fprintf(o.Log, "bench: measuring the no-store ceiling\n")
 		rep.Ceiling = ceiling(ctx, rcv, min(o.Duration, 5*time.Second))
 	}
@@ -178,7 +186,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		run := scenarios[s]
 		if run == nil {
-			return nil, fmt.Errorf("no scenario %q (there are %s and h)", s, strings.Join(AllScenarios, ", "))
+			return nil, fmt.Errorf("no scenario %q (there are %s, h and m)", s, strings.Join(AllScenarios, ", "))
 		}
 		results, err := run(ctx, o, rcv)
 		rcv.reset()
@@ -186,9 +194,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return rep, fmt.Errorf("scenario %s: %w", s, err)
 		}
 		for _, r := range results {
-			r.Sender, r.Ceiling = cmp.Or(r.Sender, "herald"), rep.Ceiling
-			if rep.Ceiling > 0 {
-				r.CeilingFraction = r.DeliveriesPerSec / rep.Ceiling
+			r.Sender = cmp.Or(r.Sender, "herald")
+			if r.CeilingOf == "" {
+				r.Ceiling = rep.Ceiling
+			}
+			if r.Ceiling > 0 {
+				r.CeilingFraction = r.DeliveriesPerSec / r.Ceiling
 			}
 			fmt.Fprintf(o.Log, "bench: %s (%s): %.0f deliveries/s, p99 %.1f ms, lost %d, duplicated %d\n", r.Scenario, r.Sender, r.DeliveriesPerSec, r.P99MS, r.Lost, r.Duplicated)
 			if r.Refused > 0 {

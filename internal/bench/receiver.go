@@ -242,18 +242,59 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
+	switch code := r.take(n, e, token, accept, sc, req.Header, body, now, req.RemoteAddr); code {
+	case http.StatusUnauthorized:
+		http.Error(w, "bad signature", code)
+	case http.StatusServiceUnavailable:
+		http.Error(w, "failing at random", code)
+	default:
+		w.WriteHeader(code)
+	}
+}
+
+// consumed counts a message a broker's consumer read for webhook n, as
+// receive counts a request: its signature verified over the exact body,
+// counted by event id, timed from its API call. It reports whether the
+// message verified.
+func (r *receiver) consumed(n int, header http.Header, body []byte, from string) bool {
+	now := time.Now()
+	r.mu.Lock()
+	e := r.hooks[n]
+	var token string
+	if e != nil {
+		token = e.token
+	}
+	r.mu.Unlock()
+	if e == nil {
+		return false
+	}
+	return r.take(n, e, token, nil, nil, header, body, now, from) == http.StatusNoContent
+}
+
+// badMessage counts a message of webhook n that verified but was not what
+// herald fired (scenario m's checks beyond the signature).
+func (r *receiver) badMessage(n int) {
+	r.mu.Lock()
+	if e := r.hooks[n]; e != nil {
+		e.bad++
+	}
+	r.mu.Unlock()
+}
+
+// take verifies and counts one delivery to endpoint e (webhook n) and
+// returns the status its sender is answered with.
+func (r *receiver) take(n int, e *endpoint, token string, accept func(string, []byte) bool, sc scheme, header http.Header, body []byte, now time.Time, from string) int {
 	var verr error
 	if sc != nil {
-		verr = sc.verify(token, req.Header, body, now)
+		verr = sc.verify(token, header, body, now)
 	} else {
-		verr = webhook.Verify(token, body, req.Header.Get(webhook.SignatureHeader))
+		verr = webhook.Verify(token, body, header.Get(webhook.SignatureHeader))
 	}
 	if verr != nil {
 		r.mu.Lock()
 		e.bad++
 		r.mu.Unlock()
-		http.Error(w, "bad signature", http.StatusUnauthorized)
-		return
+		return http.StatusUnauthorized
 	}
 	var p struct {
 		ID   string `json:"id"`
@@ -266,18 +307,17 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 		TriggeredAt time.Time `json:"triggeredAt"`
 	}
 	if sc != nil {
-		p.ID, p.Data.Metadata.Bench = sc.read(req.Header, body)
+		p.ID, p.Data.Metadata.Bench = sc.read(header, body)
 	} else {
 		json.Unmarshal(body, &p)
 	}
 	if accept != nil && !accept(p.ID, body) {
-		http.Error(w, "failing at random", http.StatusServiceUnavailable)
-		return
+		return http.StatusServiceUnavailable
 	}
 	r.mu.Lock()
 	e.got[p.ID]++
 	if e.got[p.ID] == 1 {
-		rc := receipt{hook: n, seq: p.Data.Metadata.Bench, lat: -1, from: req.RemoteAddr}
+		rc := receipt{hook: n, seq: p.Data.Metadata.Bench, lat: -1, from: from}
 		if r.expiry && !p.Data.ExpiresAt.IsZero() {
 			rc.lat = now.Sub(p.Data.ExpiresAt)
 			r.latencies = append(r.latencies, rc.lat)
@@ -288,11 +328,11 @@ func (r *receiver) receive(w http.ResponseWriter, req *http.Request) {
 		}
 		r.receipts = append(r.receipts, rc)
 	} else {
-		r.dupFrom = append(r.dupFrom, req.RemoteAddr)
+		r.dupFrom = append(r.dupFrom, from)
 	}
 	r.last = now
 	r.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent
 }
 
 // counts returns, over the paths in counted, the deliveries received once

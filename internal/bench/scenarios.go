@@ -15,6 +15,7 @@ import (
 var scenarios = map[string]func(context.Context, Options, *receiver) ([]Result, error){
 	"i": ordered,
 	"p": pulled,
+	"m": destinations,
 	"a": func(ctx context.Context, o Options, r *receiver) ([]Result, error) {
 		return measure(ctx, o, r, setup{webhooks: 1}, firing{duration: o.Duration}, "a", "one webhook, as fast as the API allows")
 	},
@@ -65,6 +66,10 @@ type setup struct {
 	// measures how close to it herald keeps (one process or a fleet).
 	rateLimit int
 	env       []string
+	// dest, when set, makes webhook i a destination of type typ with
+	// config instead of an http webhook (scenario m); its deliveries
+	// still count at the receiver's path i, by a broker's consumer.
+	dest func(i int) (typ string, config map[string]any)
 }
 
 // firing is how a scenario fires events.
@@ -173,6 +178,11 @@ func (ss *session) addHooks(ctx context.Context, s setup) error {
 		// cannot come before the webhook exists, and the token is set next.
 		url := ss.rcv.add(i, "", s.hold || i >= s.webhooks-s.dead)
 		create := map[string]any{"name": fmt.Sprint("bench ", i), "url": url, "events": []string{"license.created"}}
+		if s.dest != nil {
+			typ, config := s.dest(i)
+			delete(create, "url")
+			create["type"], create["config"] = typ, config
+		}
 		if s.rateLimit > 0 {
 			create["rateLimit"] = s.rateLimit
 		}

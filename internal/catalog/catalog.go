@@ -5,7 +5,9 @@
 // ./internal/catalog; a test fails while the page is stale) and of the
 // portal's Event catalog page, so the two cannot drift. Data fields come
 // from the API reference's schema of the resource, in the order a real
-// payload has them, so they cannot drift from the API either.
+// payload has them, so they cannot drift from the API either. It also says
+// that every kind can go to every webhook type (Reach), named from the
+// list of destination types.
 package catalog
 
 //go:generate go run ./docgen -doc ../../docs/events.md
@@ -17,6 +19,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/heraldhq/herald/internal/destination/types"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/openapi"
 )
@@ -41,6 +44,20 @@ type Field struct {
 	Type        string // e.g. "string (date-time)", "array of ReleaseFile"
 	Nullable    bool
 	Description string
+}
+
+// Reach says where every kind can go: to a webhook of any type, http and
+// each destination type, named from destination/types so that a type
+// added there is named here without an edit.
+func Reach() string {
+	names := types.Names() // http first
+	dests := make([]string, 0, len(names)-1)
+	for _, n := range names[1:] {
+		dests = append(dests, "`"+n+"`")
+	}
+	list := strings.Join(dests[:len(dests)-1], ", ") + " and " + dests[len(dests)-1]
+	return "Every kind can go to a webhook of every type: `" + names[0] + "` (a signed POST to a URL) and each destination, " +
+		list + " (the same signed body, published to a broker)."
 }
 
 // Kinds returns the catalog in reading order. It panics when the embedded

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/destination/types"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/openapi"
 )
@@ -41,6 +42,21 @@ func TestUpdateDocWantsEveryRegion(t *testing.T) {
 	} {
 		if _, err := catalog.UpdateDoc([]byte(page)); err == nil {
 			t.Errorf("UpdateDoc(%q) = nil error; want one naming the missing region", page)
+		}
+	}
+}
+
+// TestReachNamesEveryWebhookType: the catalog says every kind can go to
+// every webhook type, naming each type herald has.
+func TestReachNamesEveryWebhookType(t *testing.T) {
+	t.Parallel()
+	got := catalog.Reach()
+	if !strings.HasPrefix(got, "Every kind can go to a webhook of every type") {
+		t.Errorf("Reach() = %q; want it to say every kind can go to every type", got)
+	}
+	for _, name := range types.Names() {
+		if !strings.Contains(got, "`"+name+"`") {
+			t.Errorf("Reach() = %q; want it to name %s", got, name)
 		}
 	}
 }

@@ -13,6 +13,7 @@ const (
 	RegionKinds    = "kinds"
 	RegionFields   = "fields"
 	RegionExamples = "examples"
+	RegionReach    = "reach"
 )
 
 // UpdateDoc returns page with each generated region rewritten from the
@@ -22,7 +23,7 @@ func UpdateDoc(page []byte) ([]byte, error) {
 	for _, r := range []struct {
 		name string
 		text func() string
-	}{{RegionKinds, kindsTable}, {RegionFields, fieldTables}, {RegionExamples, examplesText}} {
+	}{{RegionReach, reachText}, {RegionKinds, kindsTable}, {RegionFields, fieldTables}, {RegionExamples, examplesText}} {
 		begin := []byte("<!-- generated: " + r.name)
 		end := []byte("<!-- end generated: " + r.name + " -->")
 		i := bytes.Index(page, begin)
@@ -53,6 +54,11 @@ func Anchor(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// reachText is Reach, with where the destinations are described.
+func reachText() string {
+	return Reach() + " [destinations.md](destinations.md) describes each destination type."
 }
 
 func kindsTable() string {

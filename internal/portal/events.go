@@ -12,13 +12,14 @@ import (
 
 type eventsData struct {
 	Kinds []catalog.Kind
+	Reach string // every kind can go to every webhook type
 }
 
 // events shows the event catalog: every kind, what fires it, its data's
 // fields and an example payload, from the source docs/events.md is
 // generated from.
 func (h *handler) events(w http.ResponseWriter, r *http.Request, _ store.Session) error {
-	return h.render(w, r, http.StatusOK, "events", eventsData{Kinds: catalog.Kinds()})
+	return h.render(w, r, http.StatusOK, "events", eventsData{Kinds: catalog.Kinds(), Reach: catalog.Reach()})
 }
 
 // inlineCode renders the catalog's one markup, `code` spans, as HTML; the

@@ -49,7 +49,7 @@ func TestTemplatesParseAndRender(t *testing.T) {
 		"webhook_signature": signatureData{Webhook: hook, Body: "{}", Signature: "x", LineEndings: lineLF, Encoding: bodyText, Bytes: 2,
 			Report: &sigcheck.Report{Signature: "abc=", Given: "x", Checked: true, Causes: []sigcheck.Cause{{Categories: []sigcheck.Category{sigcheck.WrongToken}, Summary: "s", Fix: "f"}},
 				Notes: []sigcheck.Note{{Category: sigcheck.Whitespace, Text: "n"}}, Sent: true, SentDiffAt: 3, SentSignature: "def="}, SentLog: &l},
-		"events":  eventsData{Kinds: catalog.Kinds()},
+		"events":  eventsData{Kinds: catalog.Kinds(), Reach: catalog.Reach()},
 		"logs":    logsData{Logs: []logRow{{EventLog: l, WebhookName: "CRM"}}, Filter: logFilter{Webhook: "w1", From: "2026-11-01"}, WebhookName: "CRM", Filtered: true, Count: 10000, More: true, Statuses: logStatuses, Pages: pager{Older: "/webhook-event-logs?cursor=x"}},
 		"log":     logData{Log: l, Webhook: hook, Pretty: "{}", Resent: &l.Attempts[0]},
 		"account": accountData{Name: "Acme", NotificationEmail: "ops@example.com", OwnerEmail: "a@example.com"},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -24,7 +23,11 @@ type client struct {
 	exchange, key string
 	conn          *amqp.Connection
 	idle          chan *channel
-	open          sync.Mutex // one channel opened at a time
+	// slots holds one token per channel open or being opened: at most
+	// channels, so that a burst of attempts waits for a channel instead of
+	// opening and closing one of its own each (a channel's opening and
+	// confirm.select are two round trips, its closing a third).
+	slots chan struct{}
 }
 
 // channel is a channel in confirm mode, with what the broker sends back on it.
@@ -60,7 +63,8 @@ func (Type) Open(ctx context.Context, c destination.Config, env destination.Env)
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmq: %s", describe(err))
 	}
-	return &client{exchange: c.String("exchange"), key: c.String("routingKey"), conn: conn, idle: make(chan *channel, channels)}, nil
+	return &client{exchange: c.String("exchange"), key: c.String("routingKey"), conn: conn,
+		idle: make(chan *channel, channels), slots: make(chan struct{}, channels)}, nil
 }
 
 // take returns an idle channel, or opens one while fewer than channels are
@@ -71,12 +75,22 @@ func (cl *client) take(ctx context.Context) (*channel, error) {
 		return ch, nil
 	default:
 	}
-	cl.open.Lock()
-	ch, err := cl.newChannel()
-	cl.open.Unlock()
-	if err == nil || !errors.Is(err, amqp.ErrChannelMax) {
-		return ch, err
+	select {
+	case ch := <-cl.idle:
+		return ch, nil
+	case cl.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
+	ch, err := cl.newChannel()
+	if err == nil {
+		return ch, nil
+	}
+	<-cl.slots
+	if !errors.Is(err, amqp.ErrChannelMax) {
+		return nil, err
+	}
+	// The broker allows fewer channels than channels: wait for one.
 	select {
 	case ch := <-cl.idle:
 		return ch, nil
@@ -102,8 +116,15 @@ func (cl *client) give(ch *channel) {
 	select {
 	case cl.idle <- ch:
 	default:
-		ch.ch.Close()
+		cl.discard(ch)
 	}
+}
+
+// discard closes a channel that is not to be used again (the broker may
+// have closed it already), freeing its slot.
+func (cl *client) discard(ch *channel) {
+	ch.ch.Close()
+	<-cl.slots
 }
 
 // Publish implements destination.Client: a persistent message, mandatory
@@ -126,7 +147,7 @@ func (cl *client) Publish(ctx context.Context, m destination.Message) destinatio
 		DeliveryMode: amqp.Persistent, Timestamp: time.Now().UTC(), Body: m.Body}
 	dc, err := ch.ch.PublishWithDeferredConfirmWithContext(ctx, cl.exchange, cl.key, true, false, msg)
 	if err != nil {
-		ch.ch.Close()
+		cl.discard(ch)
 		return destination.Failed("connection", "publish to RabbitMQ: "+describe(err))
 	}
 	select {
@@ -134,18 +155,20 @@ func (cl *client) Publish(ctx context.Context, m destination.Message) destinatio
 	case e := <-ch.closed:
 		// The broker closed the channel over this publish: the exchange
 		// does not exist, or the user may not write to it.
+		cl.discard(ch)
 		return closedBy(e, cl.exchange)
 	case <-ctx.Done():
-		ch.ch.Close()
+		cl.discard(ch)
 		return destination.Failed("timeout", "RabbitMQ did not confirm the message in time")
 	}
 	if !dc.Acked() {
 		select {
 		case e := <-ch.closed:
+			cl.discard(ch)
 			return closedBy(e, cl.exchange)
 		default:
 		}
-		ch.ch.Close()
+		cl.discard(ch)
 		return destination.Failed("refused", "RabbitMQ refused the message (a negative acknowledgement): the queue may be full or its limit set to reject")
 	}
 	// A return comes before its ack, so it is here by now.

@@ -3,6 +3,7 @@ package rabbitmq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -101,6 +102,46 @@ func TestAConfirmedMessageIsTheSignedEvent(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("consumed %d of 40", got)
 		}
+	}
+}
+
+// TestManyAttemptsShareSixteenChannels: 64 attempts at once (the
+// dispatcher's most to one webhook) wait for the connection's 16 confirm
+// channels rather than open and close channels of their own. A channel's
+// delivery tags count from 1, so the confirms tagged 1 are the channels
+// opened.
+func TestManyAttemptsShareSixteenChannels(t *testing.T) {
+	t.Parallel()
+	exchange, deliveries := consumer(t, "events")
+	go func() {
+		for range deliveries {
+		}
+	}()
+	cl, err := destinationtest.Open(t, rabbitmq.New(), destination.Config{"url": broker, "exchange": exchange, "routingKey": "events"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 64, 10
+	answers := make(chan destination.Result, workers*each)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				answers <- destinationtest.Publish(t, cl, destinationtest.Message(t, fmt.Sprintf("0193b7a0-0000-7000-8000-2%03d%08d", w, i), "L3"))
+			}
+		}()
+	}
+	opened := 0
+	for range workers * each {
+		r := <-answers
+		if !r.OK() {
+			t.Fatalf("publish: %+v", r)
+		}
+		if strings.HasSuffix(r.Answer, "delivery tag 1)") {
+			opened++
+		}
+	}
+	if opened > 16 {
+		t.Errorf("%d channels opened for %d attempts, %d at once; want at most 16", opened, workers*each, workers)
 	}
 }
 

@@ -32,8 +32,9 @@ func docExamples(t *testing.T) map[string]string {
 }
 
 // TestEventCatalogPageIsTheDoc: the portal's catalog shows every kind
-// with the very example docs/events.md shows, and what fires it; the
-// webhook form links to it.
+// with the very example docs/events.md shows, and what fires it, and says
+// that every kind can go to every webhook type; the webhook form links
+// to it.
 func TestEventCatalogPageIsTheDoc(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.Start(t, heraldtest.Options{})
@@ -78,6 +79,10 @@ func TestEventCatalogPageIsTheDoc(t *testing.T) {
 		}
 	}
 	text := html.UnescapeString(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(page, ""))
+	// That every kind can go to every webhook type, as docs/events.md says.
+	if reach := strings.ReplaceAll(catalog.Reach(), "`", ""); !strings.Contains(text, reach) {
+		t.Errorf("the page does not say where every kind can go (%q)", reach)
+	}
 	for _, k := range catalog.Kinds() {
 		fires := strings.ReplaceAll(k.Fires, "`", "")
 		if !strings.Contains(text, fires) {
