@@ -47,6 +47,11 @@ const (
 // fanOutWebhooks is how many webhooks m's fan-out publishes to.
 const fanOutWebhooks = 10
 
+// heldRate is the rate limit m's webhooks are held to while the backlog is
+// queued: the lowest herald takes. A throttled webhook's logs wait in the
+// queue, not in the dispatcher, and removing the limit releases them.
+const heldRate = 1
+
 func destinations(ctx context.Context, o Options, rcv *receiver) ([]Result, error) {
 	fanOut := cmp.Or(o.Brokers.FanOut, "rabbitmq")
 	if err := o.Brokers.CheckLoopback(); err != nil {
@@ -67,12 +72,12 @@ func destinations(ctx context.Context, o Options, rcv *receiver) ([]Result, erro
 	return out, nil
 }
 
-// destRun runs one of m's cases: herald publishing to hooks webhooks of
-// type typ, then the broker's ceiling.
+// destRun runs one of m's cases: a backlog queued for hooks webhooks of
+// type typ and drained by herald, then the broker's ceiling.
 func destRun(ctx context.Context, o Options, rcv *receiver, typ string, hooks int) (Result, error) {
-	name, title := "m-"+typ, "one "+typ+" destination, as fast as the API allows"
+	name, title := "m-"+typ, "one "+typ+" destination, a backlog drained"
 	if hooks > 1 {
-		name, title = fmt.Sprintf("m-%s-%d", typ, hooks), fmt.Sprintf("fan-out to %d %s destinations, as fast as the API allows", hooks, typ)
+		name, title = fmt.Sprintf("m-%s-%d", typ, hooks), fmt.Sprintf("fan-out to %d %s destinations, a backlog drained", hooks, typ)
 	}
 	b, err := openBroker(ctx, typ, o.Brokers, randomHex(4))
 	if err != nil {
@@ -86,7 +91,8 @@ func destRun(ctx context.Context, o Options, rcv *receiver, typ string, hooks in
 			return Result{}, err
 		}
 	}
-	s, err := start(ctx, o, rcv, setup{webhooks: hooks, dest: func(i int) (string, map[string]any) { return typ, b.config(places[i]) }}, name)
+	s, err := start(ctx, o, rcv, setup{webhooks: hooks, rateLimit: heldRate,
+		dest: func(i int) (string, map[string]any) { return typ, b.config(places[i]) }}, name)
 	if err != nil {
 		return Result{}, err
 	}
@@ -96,10 +102,31 @@ func destRun(ctx context.Context, o Options, rcv *receiver, typ string, hooks in
 	if err != nil {
 		return Result{}, err
 	}
-	fmt.Fprintf(o.Log, "bench: %s: %s\n", name, title)
+	fmt.Fprintf(o.Log, "bench: %s: queueing for %s while the webhooks are held to %d delivery/s\n", name, o.Duration, heldRate)
 	fired := s.fire(ctx, firing{duration: o.Duration}, o.Clients)
-	s.drain(ctx, 15*time.Second, 5*time.Minute)
-	r := s.result(name, title, fired, s.fireStart, 0)
+	s.mu.Lock()
+	apiFrom := len(s.api)
+	s.mu.Unlock()
+	queued, _, _ := rcv.counts(s.live)
+	fmt.Fprintf(o.Log, "bench: %s: %s, the backlog released\n", name, title)
+	released := time.Now()
+	for _, id := range s.hookIDs {
+		if _, err := s.c.call(ctx, "PATCH", "/v3/webhooks/"+id, map[string]any{"rateLimit": nil}, nil); err != nil {
+			stop()
+			return Result{}, fmt.Errorf("release webhook %s: %w", id, err)
+		}
+	}
+	// A change to a webhook wakes no claim, and the dispatcher sleeps up
+	// to its poll interval (1 s) between claims; an event's commit wakes
+	// it, so the drain starts at the release.
+	s.fireOne(ctx)
+	s.drain(ctx, 15*time.Second, 10*time.Minute)
+	r := s.result(name, title, fired, released, apiFrom)
+	r.DeliveriesPerSec = 0
+	if last := rcv.lastReceipt(); last.After(released) {
+		r.DeliveriesPerSec = float64(r.Deliveries-queued) / last.Sub(released).Seconds()
+	}
+	r.Note = fmt.Sprintf("deliveriesPerSec: the %d messages published and consumed after the release, over the time from it to the last; events/s is the API's while the webhooks were held; latency counts the time held", r.Deliveries-queued)
 	s.finish(ctx, &r)
 	stop()
 
@@ -109,7 +136,7 @@ func destRun(ctx context.Context, o Options, rcv *receiver, typ string, hooks in
 	if err != nil {
 		return r, fmt.Errorf("the broker's ceiling: %w", err)
 	}
-	r.Ceiling, r.CeilingOf, r.Note = ceiling, "a bare "+typ+" producer loop", note
+	r.Ceiling, r.CeilingOf, r.Note = ceiling, "a bare "+typ+" producer loop", r.Note+"; "+note
 	return r, nil
 }
 

@@ -94,6 +94,7 @@ type session struct {
 	pg        *pgMeter  // PostgreSQL's cost, when the store is PostgreSQL
 	rcv       *receiver
 	product   string
+	hookIDs   []string // the webhooks' ids, in the receiver's path order
 	hooks     int
 	dead      int
 	seq       atomic.Int64
@@ -172,6 +173,7 @@ func (ss *session) addHooks(ctx context.Context, s setup) error {
 	ss.product = p.ID
 	for i := range s.webhooks {
 		var w struct {
+			ID    string `json:"id"`
 			Token string `json:"token"`
 		}
 		// The path is registered before the token is known: a delivery
@@ -190,6 +192,7 @@ func (ss *session) addHooks(ctx context.Context, s setup) error {
 			return err
 		}
 		ss.rcv.setToken(i, w.Token)
+		ss.hookIDs = append(ss.hookIDs, w.ID)
 	}
 	return nil
 }
