@@ -16,17 +16,21 @@ import (
 	"github.com/heraldhq/herald/webhook"
 )
 
-// The destination scenario, m (decision 0144): license events fired
-// through the API as fast as it allows for Options.Duration, as in
-// scenario a, each published by herald to destination webhooks and read
-// back by a consumer of the broker, which verifies each message as the
-// receiver verifies a POST (its signature over the exact body, its
+// The destination scenario, m (decision 0144): herald's publishing path
+// measured as scenario e measures a backlog's drain. License events are
+// fired through the API for Options.Duration while the destination
+// webhooks are held to heldRate deliveries a second, so their logs wait in
+// the queue; then the limit is removed and herald drains the backlog: it
+// claims the logs, publishes each to its broker and records the outcome.
+// Each message is read back by a consumer of the broker, which verifies it
+// as the receiver verifies a POST (its signature over the exact body, its
 // webhook-id and webhook-event against the body, and every webhook's copy
 // of an event the same bytes) and counts it by event id, so lost and
 // duplicated mean what they mean for http. m-rabbitmq, m-kafka and m-nats
 // publish to one webhook of each type; m-<type>-10 fans out to ten of one
-// type (Brokers.FanOut). Deliveries per second are published and consumed
-// per second.
+// type (Brokers.FanOut). Deliveries per second are the messages published
+// and consumed after the release, over the time from it to the last: the
+// drain's pace, which the API's intake no longer bounds.
 //
 // Each result's ceiling is its broker's own, measured in the same scenario
 // right after herald: a bare producer loop with the broker's client
