@@ -223,15 +223,8 @@ func (a *API) validate(in *webhookInput, create bool, scheme string) error {
 		v.Add("orderingOnFailure", `must be "hold" or "continue"`)
 	}
 	a.checkReach(&v, &in.reachInput, in.oldReach)
-	if !validator.IsHTTP(w.Type) {
-		// A client certificate and an OAuth2 client are an HTTP receiver's:
-		// a destination's broker takes its TLS and credentials in config.
-		for field, raw := range map[string]json.RawMessage{"tls": in.TLS, "oauth2": in.OAuth2} {
-			if raw != nil && string(raw) != "null" {
-				v.Add(field, "applies to http webhooks only; a "+w.Type+" destination's TLS and credentials are in config")
-			}
-		}
-	}
+	given := func(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
+	validator.CheckReachOfType(v.Add, w.Type, given(in.TLS), given(in.OAuth2), "tls", "oauth2")
 	return v.Err()
 }
 

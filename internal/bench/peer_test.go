@@ -510,3 +510,47 @@ func TestPeerUsageReadsTheProcesses(t *testing.T) {
 		t.Errorf("a process that is gone counted %.2f s", got)
 	}
 }
+
+// The backlog's drain waits for the backlog's own deliveries: the receiver
+// counts the deliveries of events up to a sequence number, to the webhooks
+// counted, each once.
+func TestReceiverCountsDeliveriesUpToASequenceNumber(t *testing.T) {
+	rcv, err := newReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.close()
+	rcv.useScheme(outpostScheme{})
+	urls := []string{rcv.add(0, "a", false), rcv.add(1, "b", false)}
+	deliver := func(hook int, seq int) {
+		t.Helper()
+		body := []byte(fmt.Sprintf(`{"bench":%d}`, seq))
+		req, _ := http.NewRequest(http.MethodPost, urls[hook], bytes.NewReader(body))
+		req.Header.Set("X-Outpost-Signature", "v0="+hexHMAC([]string{"a", "b"}[hook], body))
+		req.Header.Set("X-Outpost-Event-Id", fmt.Sprintf("evt_%d", seq))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, d := range []struct{ hook, seq int }{{0, 1}, {1, 1}, {0, 2}, {0, 2}, {0, 3}, {1, 4}} {
+		deliver(d.hook, d.seq)
+	}
+	all := func(int) bool { return true }
+	for _, tc := range []struct {
+		seq     int64
+		counted func(int) bool
+		want    int
+	}{
+		{2, all, 3}, // 1 to both, 2 to a (its second receipt a duplicate)
+		{3, all, 4},
+		{4, all, 5},
+		{4, func(n int) bool { return n == 1 }, 2},
+		{0, all, 0},
+	} {
+		if got := rcv.deliveredUpTo(tc.seq, tc.counted); got != tc.want {
+			t.Errorf("deliveredUpTo(%d) = %d; want %d", tc.seq, got, tc.want)
+		}
+	}
+}

@@ -354,6 +354,20 @@ func (r *receiver) counts(counted func(n int) bool) (unique, duplicated, bad int
 	return unique, duplicated, bad
 }
 
+// deliveredUpTo counts the deliveries, to the counted webhooks, of the
+// events fired with a bench sequence number up to seq.
+func (r *receiver) deliveredUpTo(seq int64, counted func(n int) bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, rc := range r.receipts {
+		if rc.seq > 0 && rc.seq <= seq && counted(rc.hook) {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *receiver) lastReceipt() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()

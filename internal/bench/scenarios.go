@@ -319,16 +319,24 @@ func (s *session) live(n int) bool { return n >= 0 && n < s.hooks-s.dead }
 // drain waits until every expected delivery has arrived, or none has for
 // idle, or max has passed.
 func (s *session) drain(ctx context.Context, idle, max time.Duration) {
+	s.drainUntil(ctx, idle, max, 20*time.Millisecond, func() bool {
+		unique, _, _ := s.rcv.counts(s.live)
+		return unique >= s.expected()
+	})
+}
+
+// drainUntil waits, looking every poll, until done, or nothing has
+// arrived for idle, or max has passed.
+func (s *session) drainUntil(ctx context.Context, idle, max, poll time.Duration, done func() bool) {
 	deadline := time.Now().Add(max)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
-		unique, _, _ := s.rcv.counts(s.live)
-		if unique >= s.expected() {
+		if done() {
 			return
 		}
 		if last := s.rcv.lastReceipt(); !last.IsZero() && time.Since(last) > idle {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(poll)
 	}
 }
 
@@ -490,6 +498,7 @@ func backlog(ctx context.Context, o Options, rcv *receiver) ([]Result, error) {
 	s.mu.Lock()
 	apiFrom := len(s.api)
 	s.mu.Unlock()
+	backlogSeq, backlogWant := s.seq.Load(), s.expected()
 	released := time.Now()
 	rcv.release()
 	loadCtx, stopLoad := context.WithCancel(ctx)
@@ -498,10 +507,15 @@ func backlog(ctx context.Context, o Options, rcv *receiver) ([]Result, error) {
 		s.fire(loadCtx, firing{rate: 50, duration: 30 * time.Minute}, 1)
 		close(done)
 	}()
-	s.drain(ctx, 30*time.Second, 30*time.Minute) // the light load stops once the backlog has drained
+	// The light load stops once the backlog's own deliveries have arrived:
+	// a herald starved of CPU may deliver slower than the load's 50 events
+	// a second to ten webhooks, and would never catch up with all of them.
+	s.drainUntil(ctx, 30*time.Second, 30*time.Minute, 100*time.Millisecond, func() bool {
+		return rcv.deliveredUpTo(backlogSeq, s.live) >= backlogWant
+	})
 	stopLoad()
 	<-done
-	s.drain(ctx, 15*time.Second, 5*time.Minute) // the last of the light load's deliveries
+	s.drain(ctx, 15*time.Second, 15*time.Minute) // the last of the light load's deliveries
 	r := s.result("e", fmt.Sprintf("backlog of %d deliveries drained, API at 50 requests/s meanwhile", events*hooks), fired, released, apiFrom)
 	r.Note = "deliveriesPerSec is the drain rate after release; latency counts the time held"
 	s.finish(ctx, &r)

@@ -50,7 +50,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "herald_delivery_responses_total", Help: "Receivers' answers to delivery attempts by status class (2xx, 3xx, 4xx, 5xx), or none when no answer came.",
 		}, []string{"class"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_delivery_failures_total", Help: "Failed delivery attempts by reason: timeout, connection, address_refused, headers_too_large, redirect, status, invalid_url, signing_key, tls, oauth2, invalid_body.",
+			Name: "herald_delivery_failures_total", Help: "Failed delivery attempts by reason: timeout, connection, address_refused, headers_too_large, redirect, status, invalid_url, signing_key, tls, oauth2, invalid_body; a destination's also unroutable, too_large, unauthorized, throttled, not_found, refused, config.",
 		}, []string{"reason"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "herald_delivery_attempt_duration_seconds", Help: "Time from sending a delivery to its response.",

@@ -245,7 +245,7 @@ func (h *handler) createWebhook(w http.ResponseWriter, r *http.Request, s store.
 	}
 	filter, headers, rate, retry, errs := h.check(&d.Form, true, nil)
 	var reachErrs validator.Errors
-	reach := h.checkReach(&reachErrs, &d.Form.reachForm, store.WebhookReach{})
+	reach := h.checkReach(&reachErrs, &d.Form.reachForm, d.Form.Type, store.WebhookReach{})
 	if errs = mergeErrors(errs, fromValidator(reachErrs)); len(errs) > 0 {
 		return h.redirectWith(w, r, "/webhooks/new", flash{Status: http.StatusUnprocessableEntity, Form: withoutSecrets(typed(r.PostForm)), Errors: errs})
 	}
@@ -301,7 +301,7 @@ func (h *handler) updateWebhook(w http.ResponseWriter, r *http.Request, s store.
 	d.Form.Type, d.Form.oldConfig = hook.Type, hook.Config
 	filter, headers, rate, retry, errs := h.check(&d.Form, true, hook.Headers)
 	var reachErrs validator.Errors
-	reach := h.checkReach(&reachErrs, &d.Form.reachForm, hook.WebhookReach)
+	reach := h.checkReach(&reachErrs, &d.Form.reachForm, hook.Type, hook.WebhookReach)
 	if errs = mergeErrors(errs, fromValidator(reachErrs)); len(errs) > 0 {
 		return h.redirectWith(w, r, "/webhooks/"+id+"/edit", flash{Status: http.StatusUnprocessableEntity, Form: withoutSecrets(typed(r.PostForm)), Errors: errs})
 	}

@@ -53,8 +53,9 @@ func withoutSecrets(v url.Values) url.Values {
 }
 
 // checkReach applies the API's rules: an empty certificate is none, and
-// an OAuth2 client with nothing typed is none. old is the stored reach.
-func (h *handler) checkReach(errs *validator.Errors, f *reachForm, old store.WebhookReach) store.WebhookReach {
+// an OAuth2 client with nothing typed is none; a destination (typ) takes
+// neither. old is the stored reach.
+func (h *handler) checkReach(errs *validator.Errors, f *reachForm, typ string, old store.WebhookReach) store.WebhookReach {
 	r := store.WebhookReach{Payload: strings.TrimSpace(f.Payload)}
 	if r.Payload == "" {
 		r.Payload = store.PayloadFull
@@ -62,10 +63,20 @@ func (h *handler) checkReach(errs *validator.Errors, f *reachForm, old store.Web
 	validator.CheckPayload(errs, "payload", r.Payload)
 	if strings.TrimSpace(f.TLSCert) != "" || strings.TrimSpace(f.TLSKey) != "" && f.TLSKey != validator.MaskedHeaderValue {
 		r.TLS = &store.WebhookTLS{ClientCertificate: f.TLSCert, ClientKey: f.TLSKey, CACertificate: f.TLSCA}
-		validator.CheckTLS(errs, "tls", r.TLS, old.TLS, h.now())
 	}
 	if strings.TrimSpace(f.TokenURL+f.ClientID+f.Scopes) != "" || (f.Secret != "" && f.Secret != validator.MaskedHeaderValue) {
 		r.OAuth2 = &store.WebhookOAuth2{TokenURL: f.TokenURL, ClientID: f.ClientID, ClientSecret: f.Secret, Scopes: strings.Fields(f.Scopes)}
+	}
+	if !validator.IsHTTP(typ) {
+		// A browser without the form's script shows these fields for any
+		// type: what a destination cannot take is said before its contents.
+		validator.CheckReachOfType(errs.Add, typ, r.TLS != nil, r.OAuth2 != nil, "tls.clientCertificate", "oauth2.tokenUrl")
+		return r
+	}
+	if r.TLS != nil {
+		validator.CheckTLS(errs, "tls", r.TLS, old.TLS, h.now())
+	}
+	if r.OAuth2 != nil {
 		validator.CheckOAuth2(errs, h.policy, "oauth2", r.OAuth2, old.OAuth2)
 	}
 	return r

@@ -26,6 +26,24 @@ func CheckPayload(v *Errors, field, payload string) {
 	}
 }
 
+// CheckReachOfType refuses a client certificate (tls) or an OAuth2 client
+// (oauth2) on a webhook of a type other than http: they are an HTTP
+// receiver's, and a destination's broker takes its TLS and credentials in
+// its config. tlsField and oauth2Field name them where the caller shows
+// errors (the API's objects, the portal's first field of each).
+func CheckReachOfType(add func(field, detail string), typ string, tls, oauth2 bool, tlsField, oauth2Field string) {
+	if IsHTTP(typ) {
+		return
+	}
+	rule := "applies to http webhooks only; a " + typ + " destination's TLS and credentials are in config"
+	if tls {
+		add(tlsField, rule)
+	}
+	if oauth2 {
+		add(oauth2Field, rule)
+	}
+}
+
 // Bounds of what a webhook's client certificate and OAuth2 client hold.
 const (
 	MaxPEMBytes  = 32 << 10 // a certificate chain, a key or a CA bundle

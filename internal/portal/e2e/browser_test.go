@@ -105,7 +105,9 @@ func browserContext(t *testing.T) context.Context {
 func newTab(t *testing.T, h *heraldtest.Herald) *tab {
 	t.Helper()
 	ctx, cancelTab := chromedp.NewContext(browserContext(t), chromedp.WithNewBrowserContext())
-	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
+	// A bound for a stuck browser, not a pace: on a starved machine (a
+	// load of 30 on two cores) a whole journey took more than 3 minutes.
+	ctx, cancelTime := context.WithTimeout(ctx, 15*time.Minute)
 	t.Cleanup(func() { cancelTime(); cancelTab() })
 	b := &tab{t: t, ctx: ctx, base: h.URL, shots: heraldtest.Env("HERALD_SCREENSHOTS")}
 	if b.shots == "" {
@@ -196,7 +198,7 @@ func (b *tab) open(path string) int64 {
 // and waits for the new page; it returns the page's status.
 func (b *tab) follow(steps ...chromedp.Action[chromedp.Void]) int64 {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second) // no navigation at all would wait forever
+	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute) // no navigation at all would wait forever
 	defer cancel()
 	resp, err := chromedp.RunResponse(ctx, steps...)
 	if err != nil {
