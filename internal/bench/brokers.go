@@ -404,15 +404,24 @@ type natsBroker struct {
 	js               jetstream.JetStream
 }
 
-func openNATS(ctx context.Context, u, run string) (*natsBroker, error) {
-	nc, err := natsgo.Connect(u, natsgo.Name("herald bench"))
+// natsConnect connects to NATS's JetStream at u as name.
+func natsConnect(u, name string) (*natsgo.Conn, jetstream.JetStream, error) {
+	nc, err := natsgo.Connect(u, natsgo.Name(name))
 	if err != nil {
-		return nil, fmt.Errorf("connect to nats: %w", err)
+		return nil, nil, fmt.Errorf("connect to nats: %w", err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("nats jetstream: %w", err)
+		return nil, nil, fmt.Errorf("nats jetstream: %w", err)
+	}
+	return nc, js, nil
+}
+
+func openNATS(ctx context.Context, u, run string) (*natsBroker, error) {
+	nc, js, err := natsConnect(u, "herald bench")
+	if err != nil {
+		return nil, err
 	}
 	b := &natsBroker{url: u, run: run, stream: "HERALD_BENCH_" + strings.ToUpper(run), nc: nc, js: js}
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: b.stream, Subjects: []string{"herald-bench." + run + ".>"},
@@ -457,14 +466,9 @@ func (b *natsBroker) describe() string {
 }
 
 func (b *natsBroker) producer(_ context.Context, place string) (producer, error) {
-	nc, err := natsgo.Connect(b.url, natsgo.Name("herald bench producer"))
+	nc, js, err := natsConnect(b.url, "herald bench producer")
 	if err != nil {
-		return nil, fmt.Errorf("connect to nats: %w", err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("nats jetstream: %w", err)
+		return nil, err
 	}
 	return natsProducer{b.subject(place), nc, js}, nil
 }
