@@ -136,11 +136,12 @@ func TestStrictReference(t *testing.T) {
 		id   = "01937a4e-8f2b-7c3d-9e4f-5a6b7c8d9e0f"
 		when = "2026-11-21T08:07:13.120Z"
 	)
-	testResult := func(response, check string) string {
+	testResultPublished := func(response, published, check string) string {
 		return `{"event":"license.created","request":{"url":"https://example.com/h","headers":{"webhook-id":"` + id + `"},
-			"body":"{}","signature":"c2ln"},"response":` + response + `,"error":null,"succeeded":false,
+			"body":"{}","signature":"c2ln"},"response":` + response + `,"published":` + published + `,"error":null,"succeeded":false,
 			"verificationCheck":` + check + `,"signedWith":"current"}`
 	}
+	testResult := func(response, check string) string { return testResultPublished(response, "null", check) }
 	eventLog := func(extra string) string {
 		return `{"id":"` + id + `","webhookId":"` + id + `","eventId":"` + id + `","event":"license.created",
 			"status":"queued","payload":"{}","statusCode":null,"sentAt":null,"receivedAt":null,
@@ -155,6 +156,8 @@ func TestStrictReference(t *testing.T) {
 		{"WebhookTestResult", testResult(`{"statusCode":204,"headers":{},"body":"","durationMs":12}`,
 			`{"sent":true,"statusCode":401,"rejected":true,"error":null}`), true},
 		{"WebhookTestResult", testResult(`{"statusCode":204}`, "null"), false},
+		{"WebhookTestResult", testResultPublished("null", `{"answer":"confirmed by RabbitMQ","durationMs":3}`, "null"), true},
+		{"WebhookTestResult", testResultPublished("null", `{"answer":"confirmed by RabbitMQ","durationMs":-1}`, "null"), false},
 		{"EventLog", eventLog(""), true},
 		{"EventLog", eventLog(`,"attempts":[]`), false},
 		{"EventLogWithAttempts", eventLog(`,"attempts":[]`), true},
