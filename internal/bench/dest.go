@@ -127,10 +127,8 @@ func destRun(ctx context.Context, o Options, rcv *receiver, typ string, hooks in
 			return Result{}, fmt.Errorf("release webhook %s: %w", id, err)
 		}
 	}
-	// A change to a webhook wakes no claim, and the dispatcher sleeps up
-	// to its poll interval (1 s) between claims; an event's commit wakes
-	// it, so the drain starts at the release.
-	s.fireOne(ctx)
+	// Lifting a rate limit wakes the dispatchers (Store.UpdateWebhook), so
+	// the drain starts at the release.
 	s.drain(ctx, 15*time.Second, 10*time.Minute)
 	r := s.result(name, title, fired, released, 0) // the API's p99 is the firing's: after it, one call
 	r.DeliveriesPerSec = 0

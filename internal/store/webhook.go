@@ -446,6 +446,12 @@ type WebhookPatch struct {
 	Reach ReachPatch
 }
 
+// mayFreeLogs says whether the patch changes what bounds the claims of the
+// webhook's logs: its rate limit, whether it is enabled, its ordering.
+func (p WebhookPatch) mayFreeLogs() bool {
+	return p.RateLimit != nil || p.Enabled != nil || p.Ordering != nil || p.OrderingOnFailure != nil
+}
+
 // rateLimitArg stores a rate limit, 0 (none) as NULL.
 func rateLimitArg(n int) any {
 	if n <= 0 {
@@ -538,6 +544,14 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 	}
 	if !p.Reach.empty() { // once committed, so a read after it sees the change
 		s.reachGen.Add(1)
+	}
+	if p.mayFreeLogs() {
+		// Logs the webhook's old settings kept from claims (a rate limit's
+		// room, a disabled webhook, an order's hold) may be claimable now:
+		// the dispatchers look at once, here and in every other process,
+		// as after a firing, rather than at their next poll.
+		s.wake()
+		s.eng.announce()
 	}
 	return s.Webhook(ctx, accountID, id)
 }

@@ -202,6 +202,58 @@ func testWake(t *testing.T, b *Bundle) {
 	<-wHere
 }
 
+// testUpdateWakes: a webhook change that may free logs held from claims
+// (its rate limit, enabling it, its ordering) wakes this handle's waiters
+// at once and, on PostgreSQL, another process's; a change of its name
+// frees nothing and wakes no one.
+func testUpdateWakes(t *testing.T, b *Bundle) {
+	w := b.Webhook(t, "w")
+	other := b.Open(t)
+	quiet(other)
+	quiet(b.St)
+	name := "renamed"
+	ch, chOther := b.St.Wait(), other.Wait()
+	if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, w.ID, store.WebhookPatch{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("renaming a webhook woke the dispatcher's waiter")
+	case <-chOther:
+		t.Fatal("renaming a webhook woke another process's waiter")
+	case <-time.After(300 * time.Millisecond):
+	}
+	five, off, on, none := 5, false, true, 0
+	for _, c := range []struct {
+		what string
+		p    store.WebhookPatch
+	}{
+		{"setting a rate limit", store.WebhookPatch{RateLimit: &five}},
+		{"lifting its rate limit", store.WebhookPatch{RateLimit: &none}},
+		{"disabling it", store.WebhookPatch{Enabled: &off}},
+		{"enabling it", store.WebhookPatch{Enabled: &on}},
+		{"ordering its events", store.WebhookPatch{Ordering: ptr(store.OrderingLicense)}},
+	} {
+		ch, chOther := b.St.Wait(), other.Wait()
+		if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, w.ID, c.p); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("%s did not wake this handle's waiter", c.what)
+		}
+		if other == b.St {
+			continue // SQLite: one process
+		}
+		select {
+		case <-chOther:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not wake another process within a minute", c.what)
+		}
+	}
+}
+
 // quiet waits until st has not been woken for 300ms (a listener wakes its
 // store once when it connects).
 func quiet(st *store.Store) {

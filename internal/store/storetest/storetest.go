@@ -66,6 +66,7 @@ func Exercise(t *testing.T, newURL func(testing.TB) string) {
 		{"ConcurrentOpensMigrateAndBootstrapOnce", 6, testConcurrentOpens},
 		{"WrongKeyIsRefused", 2, testWrongKey},
 		{"CommitWakesWaitersOfEveryHandle", 3, testWake},
+		{"WebhookChangesThatFreeLogsWakeTheDispatchers", 2, testUpdateWakes},
 		{"RateCountsAddUpAcrossProcesses", 2, testRateCountsAddUp},
 		{"SignInLimitsCountEveryKeyAndRefuseWhenFull", 1, testSignInLimits},
 		{"GaugesCountTheBacklogWebhooksAndOutbox", 1, testGauges},
