@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // ClaimParams bounds one claim.
@@ -289,3 +291,39 @@ const (
 	BackoffFixed       = "fixed"
 	BackoffExponential = "exponential"
 )
+
+// Signature schemes, as a claim's SignatureScheme names them.
+const (
+	SchemeHerald           = "herald"
+	SchemeStandardWebhooks = "standard-webhooks"
+	// SchemeStandardEd25519 signs with ed25519 ("v1a,"); the webhook's
+	// token is its private key, "whsk_" (decision 0125).
+	SchemeStandardEd25519 = "standard-webhooks-ed25519"
+)
+
+// MaskedHeaderValue stands for a custom header's value wherever one is
+// shown without being asked for: the API, the portal, an attempt's kept
+// headers, a Test result.
+const MaskedHeaderValue = "********"
+
+// ReasonSuspendedBefore cancels a claimed log whose webhook was suspended
+// before its attempt. It begins as the reason of a log cancelled because
+// its webhook was suspended when the event fired, which is how a recovery
+// tells both from a disabled webhook's.
+const ReasonSuspendedBefore = "webhook suspended before this attempt; no automatic delivery (resend to deliver)"
+
+// ErrStorageFull is wrapped by the error of a write that the database
+// refused because its disk is full. Nothing of the refused transaction was
+// written; reads still work, and writes work again, in the same process,
+// once space is freed. The API and the portal answer it with 503 and
+// Retry-After.
+var ErrStorageFull = errors.New("the database's disk is full")
+
+// FullLogEvery is how often, at most, a refusal for a full disk is logged:
+// every refused write would be a line otherwise (the dispatcher alone
+// tries one a second), and the first line already says what to do.
+const FullLogEvery = 30 * time.Second
+
+// NewID returns a new time-ordered id (UUIDv7), so ids sort by creation and
+// serve as list cursors: an event's, a log's, a lease's.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/health"
 )
 
 // attempts owns sending: every POST herald makes for a log or a Test goes
@@ -44,8 +44,8 @@ func (a *attempts) attempt(ctx context.Context, c attempt.Claim, leaseUntil, cla
 	case !c.Enabled:
 		o.Result, o.Reason = attempt.Cancel, "webhook disabled before this attempt; no delivery attempted"
 		return o
-	case c.Health == string(store.Suspended):
-		o.Result, o.Reason = attempt.Cancel, store.ReasonSuspendedBefore
+	case c.Health == string(health.Suspended):
+		o.Result, o.Reason = attempt.Cancel, attempt.ReasonSuspendedBefore
 		return o
 	}
 	if a.stopping.Load() { // stopping: not attempted, due again at once

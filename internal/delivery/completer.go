@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/attempt"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 // completer owns recording the outcomes of automatic attempts: in batches,
@@ -155,7 +154,7 @@ func (c *completer) complete(batch []attempt.Outcome) {
 		// takes them over (contact.go), so the outcome is recorded once
 		// the database answers.
 		full := c.leases.refusedForFullDisk(err)
-		if c.cfg.Now().After(deadline) && ((!full && !store.Unavailable(err)) || c.stopping.Load()) {
+		if c.cfg.Now().After(deadline) && ((!full && !c.queue.Unavailable(err)) || c.stopping.Load()) {
 			c.cfg.Logger.Error("record outcomes: giving up; the logs will be attempted again", "logs", len(batch), "err", err)
 			return
 		}

@@ -51,6 +51,9 @@ type fakeQueue struct {
 	lost                       string // the lease of the claim that did
 }
 
+// Unavailable: the fake's errors are a test's own, none of them passing.
+func (q *fakeQueue) Unavailable(error) bool { return false }
+
 // fakeLog is one log: what an attempt needs, and where it stands.
 type fakeLog struct {
 	claim  attempt.Claim // Lease and AttemptCount kept current

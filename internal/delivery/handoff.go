@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/attempt"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 // Handing over at firing (decision 0105), the producer's other way in. On PostgreSQL the transaction that
@@ -19,7 +18,7 @@ import (
 // what a claim may still take of the webhook and its account, never a
 // slow or throttled webhook's, never past Concurrency. A *Dispatcher is the
 // store's Handoff (the server sets it).
-var _ store.Handoff = (*Dispatcher)(nil)
+var _ attempt.Handoff = (*Dispatcher)(nil)
 
 // handing is what a running run lends the attempts of logs handed over.
 type handing struct {
@@ -81,7 +80,7 @@ func (h *handing) settle(n int) {
 }
 
 // Reserve holds a slot for a first attempt to the webhook now, and reports
-// whether it did (see store.Handoff). It gives what a claim made now could
+// whether it did (see attempt.Handoff). It gives what a claim made now could
 // take: a running dispatcher not stopping, a free slot in the process, room
 // in the webhook and in its account; never a slow webhook's (its logs wait
 // in the queue, where the claims' slow half applies) nor a throttled one's

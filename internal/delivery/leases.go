@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/attempt"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 // leases owns the leases of the logs held here, claimed or handed over
@@ -47,7 +46,7 @@ type leases struct {
 }
 
 func newLeases(cfg *Config, q Queue) *leases {
-	return &leases{cfg: cfg, queue: q, process: store.NewID(), held: map[attempt.Held]struct{}{}, orphans: map[string]time.Time{}}
+	return &leases{cfg: cfg, queue: q, process: attempt.NewID(), held: map[attempt.Held]struct{}{}, orphans: map[string]time.Time{}}
 }
 
 // hold renews the claims' leases from now on, until drop.
@@ -190,9 +189,9 @@ func (l *leases) heldNow() []attempt.Held {
 
 // refusedForFullDisk reports whether err is a write refused for a full disk,
 // and if so notes that the leases held here may have lapsed. The store logs
-// such refusals once per store.FullLogEvery, so callers need not.
+// such refusals once per attempt.FullLogEvery, so callers need not.
 func (l *leases) refusedForFullDisk(err error) bool {
-	if !errors.Is(err, store.ErrStorageFull) {
+	if !errors.Is(err, attempt.ErrStorageFull) {
 		return false
 	}
 	l.lapsed.Store(true)

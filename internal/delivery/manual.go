@@ -16,7 +16,6 @@ import (
 	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/event"
-	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/webhook"
 )
 
@@ -197,7 +196,7 @@ func (a *attempts) test(ctx context.Context, accountID, webhookID string, kind e
 		w.Token, w.NextToken, signedWith = w.NextToken, "", SignedWithNext
 	}
 	now := a.cfg.Now()
-	id := store.NewID()
+	id := attempt.NewID()
 	body, err := event.Build(id, kind, event.Sample(kind, now), now)
 	if err != nil {
 		return TestResult{}, err
@@ -254,9 +253,9 @@ func (a *attempts) test(ctx context.Context, accountID, webhookID string, kind e
 			}
 			forged := Request{URL: w.URL, EventID: id, Body: body, Signature: webhook.Sign(auth.NewWebhookToken(), body), Headers: w.Headers, via: req.via}
 			switch w.SignatureScheme {
-			case store.SchemeStandardWebhooks:
+			case attempt.SchemeStandardWebhooks:
 				forged.Signature, forged.StandardTokens = "", []string{auth.NewWebhookToken()}
-			case store.SchemeStandardEd25519:
+			case attempt.SchemeStandardEd25519:
 				forged.Signature, forged.StandardTokens, forged.Ed25519 = "", []string{forgedKey()}, true
 			}
 			res := a.sender.Send(sctx, forged)

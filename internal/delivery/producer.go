@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/attempt"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 // producer owns claiming: how much a claim may take (the room the slots
@@ -68,7 +67,7 @@ func (p *producer) run(ctx context.Context, outcomes chan<- attempt.Outcome) {
 		if want > 0 {
 			perWebhook, room, exclude, perAccount, accountRoom := p.slots.room()
 			claims := p.claim(attempt.ClaimParams{
-				Now: now, LeaseUntil: now.Add(p.cfg.Lease), Lease: store.NewID(),
+				Now: now, LeaseUntil: now.Add(p.cfg.Lease), Lease: attempt.NewID(),
 				Limit: want, PerWebhook: perWebhook, Room: room, Exclude: exclude,
 				PerAccount: perAccount, AccountRoom: accountRoom,
 				NoTakeover: !p.leases.contact.sure(now, p.leases.contactGap()),

@@ -62,6 +62,11 @@ type Queue interface {
 	// leases; one missing was deleted with its webhook or account, or its
 	// lease was taken over. One call checks many.
 	StillHeld(ctx context.Context, held []attempt.Held) (map[attempt.Held]bool, error)
+	// Unavailable reports whether err, one of this Queue's, says the
+	// database could not do the work now but may a moment later, nothing
+	// of it written: an outcome is then tried again, however long, rather
+	// than given up.
+	Unavailable(err error) bool
 }
 
 // Manual is what Resend and Test need besides Queue.Complete.

@@ -9,7 +9,6 @@ import (
 	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/startstop"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 // Recoveries (POST /v3/webhooks/{id}/recover) are recorded in the store and
@@ -44,7 +43,7 @@ type recoveries struct {
 func (rs *recoveries) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		wait := rs.store.Wait() // before looking, so no wake-up is missed
-		lease := store.NewID()
+		lease := attempt.NewID()
 		looked := time.Now()
 		r, ok, err := rs.store.AcquireRecovery(ctx, lease, rs.cfg.Now().Add(rs.cfg.Lease))
 		if err != nil && ctx.Err() == nil {

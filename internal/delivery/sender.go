@@ -17,7 +17,6 @@ import (
 	"github.com/heraldhq/herald/internal/destination"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/netguard"
-	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/webhook"
 )
 
@@ -145,8 +144,8 @@ func (s *Sender) request(ctx context.Context, c attempt.Claim) Request {
 // the claim's moment.
 func signed(c attempt.Claim) Request {
 	r := Request{WebhookID: c.WebhookID, Kind: c.Event, URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
-	if c.SignatureScheme == store.SchemeStandardWebhooks || c.SignatureScheme == store.SchemeStandardEd25519 {
-		r.StandardTokens, r.Ed25519 = []string{c.Token}, c.SignatureScheme == store.SchemeStandardEd25519
+	if c.SignatureScheme == attempt.SchemeStandardWebhooks || c.SignatureScheme == attempt.SchemeStandardEd25519 {
+		r.StandardTokens, r.Ed25519 = []string{c.Token}, c.SignatureScheme == attempt.SchemeStandardEd25519
 		if c.NextToken != "" {
 			r.StandardTokens = append(r.StandardTokens, c.NextToken)
 		}
@@ -242,7 +241,7 @@ func (s *Sender) sendOnce(ctx context.Context, client *http.Client, req Request,
 	}
 	if bearer != "" {
 		hr.Header["Authorization"] = []string{"Bearer " + bearer}
-		shown["Authorization"] = []string{"Bearer " + store.MaskedHeaderValue}
+		shown["Authorization"] = []string{"Bearer " + attempt.MaskedHeaderValue}
 	}
 	res := Result{Headers: shown, SentAt: s.now()}
 	resp, err := client.Do(hr)
@@ -308,7 +307,7 @@ func (s *Sender) sign(req Request, header http.Header) (shown http.Header, faile
 			continue
 		}
 		header[name] = []string{value}
-		shown[name] = []string{store.MaskedHeaderValue}
+		shown[name] = []string{attempt.MaskedHeaderValue}
 	}
 	return shown, nil
 }

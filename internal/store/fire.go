@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/tracing"
 )
@@ -435,8 +436,6 @@ func subscribes(kinds []event.Kind, k event.Kind) bool {
 const (
 	ReasonDisabled  = "webhook disabled when the event fired; no delivery attempted"
 	ReasonSuspended = "webhook suspended when the event fired; no automatic delivery (resend to deliver)"
-	// ReasonSuspendedBefore cancels a claimed log whose webhook was
-	// suspended before its attempt. Both suspended reasons begin alike,
-	// which is how a recovery tells them from a disabled webhook's.
-	ReasonSuspendedBefore = "webhook suspended before this attempt; no automatic delivery (resend to deliver)"
+	// ReasonSuspendedBefore is attempt's.
+	ReasonSuspendedBefore = attempt.ReasonSuspendedBefore
 )

@@ -6,20 +6,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
-// ErrStorageFull is wrapped by the error of a write that the database
-// refused because its disk is full. Nothing of the refused transaction was
-// written; reads still work, and writes work again, in the same process,
-// once space is freed. The API and the portal answer it with 503 and
-// Retry-After.
-var ErrStorageFull = errors.New("the database's disk is full")
+// ErrStorageFull is attempt.ErrStorageFull: the dispatcher tells it apart
+// without the store.
+var ErrStorageFull = attempt.ErrStorageFull
 
-// FullLogEvery is how often, at most, the store logs that writes are being
-// refused for a full disk: every refused write would be a line otherwise
-// (the dispatcher alone tries one a second), and the first line already
-// says what to do.
-const FullLogEvery = 30 * time.Second
+// FullLogEvery is attempt.FullLogEvery.
+const FullLogEvery = attempt.FullLogEvery
 
 // FullRetryAfter is the Retry-After of an API or portal answer refused for a
 // full disk: space is freed by a person, in minutes rather than seconds,

@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"time"
+
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
 // Handing over at firing (decisions 0105 and 0114). A transaction that
@@ -18,34 +20,12 @@ import (
 // holds its own: given back if its savepoint is rolled back, taken once the
 // group has committed.
 
-// Handoff is a dispatcher that takes the first attempts of what its process
-// fires. Every reservation ends in Take (its transaction committed) or
-// Abandon (it did not).
-type Handoff interface {
-	// Reserve holds room for one first attempt to the webhook, and reports
-	// whether it did: false when the dispatcher is not running, stops, has
-	// no room for the webhook or its account, or may have an older log of
-	// the webhook waiting in the queue.
-	Reserve(accountID, webhookID string) bool
-	// Take starts the attempts of the logs handed over by a committed
-	// transaction, one reservation each.
-	Take(claims []Claim)
-	// Abandon gives back the reservations of claims not handed over (their
-	// transaction did not commit). When maybeCommitted is set the
-	// transaction's commit failed without saying whether it took effect,
-	// and the logs may be leased under their Lease: the dispatcher makes
-	// them due again.
-	Abandon(claims []Claim, maybeCommitted bool)
-	// LeaseUntil is when the lease of a log handed over at now ends.
-	LeaseUntil(now time.Time) time.Time
-}
-
 // handoffBox lets a Handoff sit in an atomic.Pointer.
-type handoffBox struct{ h Handoff }
+type handoffBox struct{ h attempt.Handoff }
 
 // SetHandoff has the transactions that fire events hand their first
 // attempts to h. A nil h stops handing over.
-func (s *Store) SetHandoff(h Handoff) {
+func (s *Store) SetHandoff(h attempt.Handoff) {
 	if h == nil {
 		s.handoff.Store(nil)
 		return
@@ -54,7 +34,7 @@ func (s *Store) SetHandoff(h Handoff) {
 }
 
 // handoffNow is the Handoff a transaction begun now uses, or nil.
-func (s *Store) handoffNow() Handoff {
+func (s *Store) handoffNow() attempt.Handoff {
 	if b := s.handoff.Load(); b != nil {
 		return b.h
 	}
@@ -64,7 +44,7 @@ func (s *Store) handoffNow() Handoff {
 // handoffState is what a transaction holds of its Handoff: the claims
 // leased by its statements, taken or abandoned when it ends.
 type handoffState struct {
-	h      Handoff
+	h      attempt.Handoff
 	lease  string
 	handed []Claim
 }

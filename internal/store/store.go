@@ -29,8 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/event"
 
 	"github.com/heraldhq/herald/internal/secret"
@@ -674,9 +673,9 @@ func (s *Store) wake() {
 	}
 }
 
-// NewID returns a new time-ordered id (UUIDv7), so ids sort by creation and
-// serve as list cursors.
-func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+// NewID is attempt.NewID: a new time-ordered id (UUIDv7), so ids sort by
+// creation and serve as list cursors.
+func NewID() string { return attempt.NewID() }
 
 // ms converts a time to the stored Unix milliseconds.
 func ms(t time.Time) int64 { return t.UnixMilli() }

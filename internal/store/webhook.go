@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/health"
 	"github.com/heraldhq/herald/internal/jsonlimit"
@@ -77,13 +78,11 @@ type Webhook struct {
 	WebhookReach
 }
 
-// Signature schemes of a webhook.
+// Signature schemes of a webhook (attempt's).
 const (
-	SchemeHerald           = "herald"
-	SchemeStandardWebhooks = "standard-webhooks"
-	// SchemeStandardEd25519 signs with ed25519 ("v1a,"); the webhook's
-	// token is its private key, "whsk_" (decision 0125).
-	SchemeStandardEd25519 = "standard-webhooks-ed25519"
+	SchemeHerald           = attempt.SchemeHerald
+	SchemeStandardWebhooks = attempt.SchemeStandardWebhooks
+	SchemeStandardEd25519  = attempt.SchemeStandardEd25519
 )
 
 // Subscribes reports whether w wants events of kind k.

@@ -3,12 +3,12 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/heraldhq/herald/internal/attempt"
 )
 
-// MaskedHeaderValue stands for a custom header's value wherever one is
-// shown without being asked for: the API, the portal, an attempt's kept
-// headers, a Test result.
-const MaskedHeaderValue = "********"
+// MaskedHeaderValue is attempt.MaskedHeaderValue.
+const MaskedHeaderValue = attempt.MaskedHeaderValue
 
 // A webhook's custom headers are sealed as one JSON object, under a context
 // of their own: the webhook's id and the column, so that neither a sealed
