@@ -26,7 +26,7 @@ var layers = [][]string{
 	// reference, tracing, the signature checker, the local listener,
 	// and the destination types, each a package over internal/destination.
 	{"internal/catalog", "internal/catalog/docgen", "internal/destination/eventbridge", "internal/destination/kafka",
-		"internal/destination/nats", "internal/destination/pubsub", "internal/destination/rabbitmq", "internal/destination/sqs", "internal/destination/awsapi",
+		"internal/destination/nats", "internal/destination/pubsub", "internal/destination/rabbitmq", "internal/destination/sqs", "internal/destination/sqs/sqstest", "internal/destination/awsapi",
 		"internal/destination/destinationtest", "internal/destination/types", "internal/event", "internal/jsonlimit/jsonlimittest",
 		"internal/listen", "internal/openapi/jsongen", "internal/openapitest", "internal/sigcheck", "internal/tracing"},
 	{"internal/store"},

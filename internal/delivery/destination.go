@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/destination"
 	"github.com/heraldhq/herald/webhook"
 )
@@ -44,7 +45,10 @@ func (s *Sender) publish(ctx context.Context, typ string, req Request) Result {
 	if key == "" {
 		key = destination.LicenseOf(req.Kind, req.Body)
 	}
-	m := destination.Message{EventID: req.EventID, Kind: req.Kind, Body: req.Body, Headers: ordered(header), Key: key}
+	m := destination.Message{EventID: req.EventID, DedupID: req.EventID, Kind: req.Kind, Body: req.Body, Headers: ordered(header), Key: key}
+	if req.resend {
+		m.DedupID = attempt.NewID()
+	}
 	r := s.dest.Publish(ctx, req.WebhookID, m)
 	res := Result{Headers: shown, SentAt: sent, Duration: r.Duration, Err: r.Err, Failure: r.Failure, RespBody: []byte(r.Answer)}
 	if r.OK() {

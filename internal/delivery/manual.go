@@ -65,7 +65,9 @@ func (a *attempts) resend(ctx context.Context, accountID, logID string) error {
 		var sctx context.Context
 		sctx, span = a.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: event.Kind(c.Event), webhookID: c.WebhookID,
 			logID: c.LogID, fired: c.TraceParent, link: true})
-		return a.sender.Send(sctx, a.sender.request(sctx, c))
+		req := a.sender.request(sctx, c)
+		req.resend = true
+		return a.sender.Send(sctx, req)
 	})
 	if err != nil {
 		a.endResend(ctx, logID)

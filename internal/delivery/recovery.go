@@ -189,7 +189,9 @@ func (r *recoveries) resend(held context.Context, recovery string, c attempt.Cla
 	sctx, span := r.attempts.startSpan(ctx, spanOf{name: SpanResend, eventID: c.EventID, kind: event.Kind(c.Event), webhookID: c.WebhookID,
 		logID: c.LogID, fired: c.TraceParent})
 	// Signed like any attempt: during a token rotation, with both tokens.
-	res := r.attempts.sender.Send(sctx, r.attempts.sender.request(sctx, c))
+	req := r.attempts.sender.request(sctx, c)
+	req.resend = true
+	res := r.attempts.sender.Send(sctx, req)
 	r.slots.done(c.WebhookID, res)
 	r.cfg.Metrics.attempted(res)
 	o := attempt.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Trigger: attempt.TriggerResend, Attempt: r.attempts.attemptRecord(res),

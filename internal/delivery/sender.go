@@ -109,6 +109,10 @@ type Request struct {
 	// license is the license the event concerns, read from the full body
 	// before a thin one replaced it: a destination keys its message by it.
 	license string
+	// resend says a person asked for the event again (a resend, a
+	// recovery's): a broker that deduplicates must not take it for a retry
+	// of what it already took (destination.Message.DedupID).
+	resend bool
 	// fail, when not "", is why the request cannot be made: sent, it
 	// fails at once with this reason.
 	fail, failure string

@@ -31,7 +31,7 @@ func Message(t testing.TB, id, license string) destination.Message {
 	t.Helper()
 	body := []byte(`{"id":"` + id + `","event":"license.created","data":{"id":"` + license + `","key":"ÄBC-😀"},"triggeredAt":"2026-11-29T10:00:00.000Z"}`)
 	ts := time.Now().Unix()
-	return destination.Message{EventID: id, Kind: "license.created", Body: body, Key: license, Headers: []destination.Header{
+	return destination.Message{EventID: id, DedupID: id, Kind: "license.created", Body: body, Key: license, Headers: []destination.Header{
 		{Name: webhook.IDHeader, Value: id},
 		{Name: webhook.TimestampHeader, Value: strconv.FormatInt(ts, 10)},
 		{Name: webhook.SignatureHeader, Value: webhook.SignStandard(Secret, id, ts, body)},

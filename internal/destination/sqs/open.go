@@ -39,8 +39,8 @@ func (Type) Open(_ context.Context, c destination.Config, env destination.Env) (
 
 // Publish implements destination.Client: the body as the message's body,
 // the signature's headers as its attributes; on a FIFO queue the license
-// is the message group (one license's events in order) and the event's id
-// the deduplication id. It succeeds on the message id SQS returns.
+// is the message group (one license's events in order) and the message's
+// DedupID the deduplication id. It succeeds on the message id SQS returns.
 func (cl *client) Publish(ctx context.Context, m destination.Message) destination.Result {
 	if len(m.Headers) > maxAttributes {
 		return destination.Failed("config", fmt.Sprintf("SQS carries at most %d message attributes; this message has %d headers (the signature's %d and the webhook's custom headers): remove custom headers",
@@ -58,7 +58,11 @@ func (cl *client) Publish(ctx context.Context, m destination.Message) destinatio
 			group = "herald"
 		}
 		in.MessageGroupId = aws.String(group)
-		in.MessageDeduplicationId = aws.String(m.EventID)
+		dedup := m.DedupID
+		if dedup == "" {
+			dedup = m.EventID
+		}
+		in.MessageDeduplicationId = aws.String(dedup)
 	}
 	out, err := cl.sqs.SendMessage(ctx, in)
 	if err != nil {

@@ -1,0 +1,84 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/heraldhq/herald/internal/destination/sqs/sqstest"
+	"github.com/heraldhq/herald/internal/heraldtest"
+)
+
+// TestAResendToAFIFOQueueIsASecondMessage: a whole herald publishes
+// license.created to an SQS FIFO queue (local-aws-sqs), deduplicated by the
+// event's id; a Resend a moment later, inside SQS's five-minute window, is
+// a second message all the same, with the same bytes and webhook-id and a
+// deduplication id of its own, since the owner asked for the event again.
+func TestAResendToAFIFOQueueIsASecondMessage(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, func(t *testing.T, h *heraldtest.Herald) {
+		url := sqstest.Server(t)
+		c := sqstest.Consumer(url)
+		q := sqstest.Queue(t, c, true)
+		var hook destinationHook
+		h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": "queue", "type": "sqs", "events": []string{"license.created"},
+			"signatureScheme": "standard-webhooks", "retryPolicy": map[string]any{"maxAttempts": 1},
+			"config": map[string]any{"queueUrl": q, "region": "us-east-1", "endpoint": url,
+				"accessKeyId": "AKIAHERALDTEST", "secretAccessKey": "secret"}}, &hook)
+		license := h.CreateLicense(nil)
+		first := sqstest.Receive(t, c, q, 1, 30*time.Second, false)
+		if len(first) != 1 {
+			t.Fatalf("consumed %d messages of license.created; want 1", len(first))
+		}
+		body := aws.ToString(first[0].Body)
+		var env struct {
+			Data struct{ ID string } `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(body), &env); err != nil || env.Data.ID != license {
+			t.Fatalf("consumed %s; want license %s's event", body, license)
+		}
+		attrs := sqstest.Attributes(first[0])
+		eventID := attrs["webhook-id"]
+		if dedup := first[0].Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]; dedup != eventID {
+			t.Errorf("the event's deduplication id %q; want its id %s", dedup, eventID)
+		}
+		var log heraldtest.Log
+		heraldtest.Eventually(t, 30*time.Second, "the log to succeed", func() bool {
+			logs := h.Logs("webhookId=" + hook.ID)
+			if len(logs) != 1 {
+				return false
+			}
+			log = h.Log(logs[0].ID)
+			return log.Status == "succeeded"
+		})
+
+		h.Must(200, "POST", "/v3/webhook-event-logs/"+log.ID+"/resend", nil, nil)
+		again := sqstest.Receive(t, c, q, 1, 30*time.Second, false)
+		if len(again) != 1 {
+			t.Fatalf("consumed %d messages after the resend; want 1: the queue took the resend for a retry", len(again))
+		}
+		againAttrs := sqstest.Attributes(again[0])
+		if aws.ToString(again[0].Body) != body || againAttrs["webhook-id"] != eventID {
+			t.Errorf("resent %q (webhook-id %q); want the same bytes and id as %q (%q)", aws.ToString(again[0].Body), againAttrs["webhook-id"], body, eventID)
+		}
+		if dedup := again[0].Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]; dedup == "" || dedup == eventID {
+			t.Errorf("the resend's deduplication id %q; want one of its own, not the event's %s", dedup, eventID)
+		}
+		wh, err := standardwebhooks.NewWebhook(hook.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h2 := http.Header{}
+		for k, v := range againAttrs {
+			h2.Set(k, v)
+		}
+		if err := wh.Verify([]byte(aws.ToString(again[0].Body)), h2); err != nil {
+			t.Errorf("the Standard Webhooks library refused the resend: %v", err)
+		}
+	})
+}
