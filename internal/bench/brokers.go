@@ -492,7 +492,8 @@ func (p natsProducer) publish(ctx context.Context, m brokerMessage) error {
 		msg.Header.Set(h.name, h.value)
 	}
 	msg.Data = m.body
-	_, err := p.js.PublishMsg(ctx, msg)
+	// As herald's nats type does: the id keys the stream's duplicate window.
+	_, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.id))
 	return err
 }
 

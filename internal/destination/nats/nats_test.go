@@ -78,6 +78,39 @@ func TestAnAcknowledgedMessageIsTheSignedEvent(t *testing.T) {
 	destinationtest.Verify(t, got.Data(), headers, m)
 }
 
+// TestARetryIsOneMessageAndAResendAnother: a retry of a publish the stream
+// took (the same DedupID, the event's id) is acknowledged as a duplicate
+// and kept once; a resend (a DedupID of its own) is a second message.
+func TestARetryIsOneMessageAndAResendAnother(t *testing.T) {
+	t.Parallel()
+	prefix, s := stream(t)
+	cl, err := destinationtest.Open(t, nats.New(), destination.Config{"url": server, "subject": prefix + ".licensing"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := destinationtest.Message(t, "0193b7a0-0000-7000-8000-000000000012", "L1")
+	resent := m
+	resent.DedupID = "0193b7a0-0000-7000-8000-000000000019"
+	for i, c := range []struct {
+		m   destination.Message
+		dup bool
+	}{{m, false}, {m, true}, {resent, false}} {
+		res := destinationtest.Publish(t, cl, c.m)
+		if !res.OK() || strings.Contains(res.Answer, "duplicate") != c.dup {
+			t.Fatalf("publish %d: %+v; want it acknowledged, a duplicate: %v", i, res, c.dup)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2 {
+		t.Errorf("the stream holds %d messages; want 2 (the event once, its resend once)", info.State.Msgs)
+	}
+}
+
 // TestAStreamsRefusalIsAFailedAttempt: a subject no stream captures, a
 // message over the server's limit and an address the outbound guard
 // refuses each fail with a reason a person can act on.

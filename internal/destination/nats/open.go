@@ -75,7 +75,10 @@ func (Type) Open(ctx context.Context, c destination.Config, env destination.Env)
 }
 
 // Publish implements destination.Client: the signature's headers as the
-// message's headers; it succeeds on the stream's acknowledgement.
+// message's headers, the message's DedupID as its Nats-Msg-Id, so that the
+// stream keeps one copy of a retry of a publish it took within its
+// duplicate window (the acknowledgement then says so); it succeeds on the
+// stream's acknowledgement.
 func (cl *client) Publish(ctx context.Context, m destination.Message) destination.Result {
 	if !cl.conn.IsConnected() {
 		return destination.Failed("connection", "the connection to NATS was lost; the next attempt connects again")
@@ -85,7 +88,11 @@ func (cl *client) Publish(ctx context.Context, m destination.Message) destinatio
 		msg.Header.Set(h.Name, h.Value)
 	}
 	msg.Data = m.Body
-	ack, err := cl.js.PublishMsg(ctx, msg)
+	dedup := m.DedupID
+	if dedup == "" {
+		dedup = m.EventID
+	}
+	ack, err := cl.js.PublishMsg(ctx, msg, jetstream.WithMsgID(dedup))
 	switch {
 	case err == nil:
 		dup := ""
