@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -450,3 +451,75 @@ func (h *endingHandoff) Abandon(claims []store.Claim, maybeCommitted bool) {
 }
 
 func (h *endingHandoff) LeaseUntil(now time.Time) time.Time { return now.Add(time.Minute) }
+
+// A set of webhooks kept from an earlier firing (decision 0109) is never
+// used once a column the firing reads has changed: here the retry policy
+// a handed-over claim carries, and the ordering that keeps an ordered
+// webhook's events from being handed over past an earlier one (decision
+// 0146), each changed by another process between two changes.
+func TestAKeptWebhookSetSeesEveryColumnAHandOverReads(t *testing.T) {
+	t.Parallel()
+	testdb.PostgresHandles(t, 2)
+	url := testdb.PostgresURL(t)
+	ctx := context.Background()
+	st := storetest.OpenPostgres(t, url, nil)
+	other := storetest.OpenPostgres(t, url, nil)
+	acct, hook := storetest.AccountWithWebhook(t, st)
+	h := &handoffs{}
+	st.SetHandoff(h)
+	fire := func() {
+		t.Helper()
+		change := store.Change{SQL: `INSERT INTO products (id, account_id, name, created_at, updated_at)
+SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Args: []any{store.NewID(), acct.ID}}
+		if made, err := st.ChangeAndFire(ctx, change, store.Firing{AccountID: acct.ID, Kind: event.LicenseCreated, Data: map[string]any{"id": "lic"}}); err != nil || !made {
+			t.Fatalf("change: made %v, %v", made, err)
+		}
+	}
+	patch := func(p store.WebhookPatch) {
+		t.Helper()
+		if _, err := other.UpdateWebhook(ctx, acct.ID, hook.ID, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fire()
+	fire() // from the kept set
+	if len(h.taken) != 2 || h.taken[1].RetryPolicy != nil {
+		t.Fatalf("handed over %d; want both, with the operator's retry policy", len(h.taken))
+	}
+	policy := &store.RetryPolicy{MaxAttempts: 3, Backoff: store.BackoffFixed, IntervalSeconds: 90}
+	patch(store.WebhookPatch{RetryPolicy: &policy})
+	fire()
+	if len(h.taken) != 3 || h.taken[2].RetryPolicy == nil || h.taken[2].RetryPolicy.MaxAttempts != 3 {
+		t.Fatalf("after the retry policy changed: handed over %d, the last with policy %+v; want the new policy", len(h.taken), h.taken[len(h.taken)-1].RetryPolicy)
+	}
+	ordered := store.OrderingLicense
+	patch(store.WebhookPatch{Ordering: &ordered})
+	fire()
+	if len(h.taken) != 3 {
+		t.Fatalf("after the webhook was ordered: %d handed over; want none more (an ordered webhook's logs wait for their claim, in order)", len(h.taken)-3)
+	}
+}
+
+// The trigger that moves an account's webhooks_version watches every
+// column a firing reads (but the id, which no update changes): a column
+// added to the firing and forgotten there would let a process fire from a
+// set it kept that no longer holds.
+func TestTheWebhooksVersionWatchesEveryColumnAFiringReads(t *testing.T) {
+	t.Parallel()
+	testdb.PostgresHandles(t, 1)
+	url := testdb.PostgresURL(t)
+	storetest.OpenPostgres(t, url, nil)
+	db := testdb.OpenDB(t, url)
+	var def string
+	if err := db.SQL().QueryRow(`SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgname = 'webhooks_version_columns' AND tgrelid = 'webhooks'::regclass`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range strings.Split(store.FiringColumns, ", ") {
+		if col == "id" {
+			continue
+		}
+		if !strings.Contains(def, "old."+col+" IS DISTINCT FROM new."+col) {
+			t.Errorf("the trigger does not watch webhooks.%s, which a firing reads", col)
+		}
+	}
+}

@@ -6,5 +6,9 @@ import "context"
 // Delivery adapter does.
 func OnDelivery(ctx context.Context) context.Context { return onDelivery(ctx) }
 
+// FiringColumns are the columns of a webhook a firing that hands over
+// reads.
+const FiringColumns = targetColumns + ", " + handoffColumns
+
 // IDRange is idRange, for its unit test.
 var IDRange = idRange

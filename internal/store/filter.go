@@ -74,9 +74,9 @@ func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, b
 	// Kinds hold no LIKE wildcard (% _) nor quote, so the pattern matches
 	// every array that names the kind, and perhaps more, which the exact
 	// check below leaves out.
-	columns := `id, account_id, events, enabled, status, filter`
+	columns := targetColumns
 	if tx.handoff != nil {
-		columns += `, url, token_sealed, next_token_sealed, rotation_ends_at, headers_sealed, signature_scheme, rate_limit, retry_policy, ordering`
+		columns += `, ` + handoffColumns
 	}
 	// A change made in one statement (ChangeAndFire) reads its webhooks
 	// before it and outside any transaction, where a lock would end with
@@ -137,6 +137,17 @@ func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, b
 	}
 	return logs, byID, nil
 }
+
+// The columns of a webhook a firing reads: targetColumns always, and
+// handoffColumns too when it hands its first attempts over. On PostgreSQL
+// a change to any of them moves the account's webhooks_version (migration
+// 0146's trigger), so that no process fires from a set it kept
+// (webhookset.go) that no longer holds; a test holds the trigger's list to
+// these.
+const (
+	targetColumns  = `id, account_id, events, enabled, status, filter`
+	handoffColumns = `url, token_sealed, next_token_sealed, rotation_ends_at, headers_sealed, signature_scheme, rate_limit, retry_policy, ordering`
+)
 
 // readTargets reads the webhooks of accounts (accountCond, accountArg) that
 // may subscribe to kinds, in id order, with columns and lock. Given version,
