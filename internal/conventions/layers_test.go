@@ -57,7 +57,7 @@ var supports = map[string]string{
 // aside) must not import all the same: the dispatcher speaks to the event
 // pipeline only through attempt's types and its own interfaces, so that
 // what holds the queue can change with nothing in delivery changing
-// (decision 0146); its tests run it over the real store.
+// (decision 0130); its tests run it over the real store.
 var apart = map[string][]string{
 	"internal/delivery": {"internal/store"},
 }

@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -87,7 +86,7 @@ func Server(t testing.TB) string {
 			t.Fatalf("start local-aws-sqs: %v", err)
 		}
 	case <-time.After(2 * time.Minute):
-		t.Fatal(errors.New("local-aws-sqs did not start within 2 minutes"))
+		t.Fatal("local-aws-sqs did not start within 2 minutes")
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
