@@ -455,7 +455,7 @@ func (h *endingHandoff) LeaseUntil(now time.Time) time.Time { return now.Add(tim
 // A set of webhooks kept from an earlier firing (decision 0109) is never
 // used once a column the firing reads has changed: here the retry policy
 // a handed-over claim carries, and the ordering that keeps an ordered
-// webhook's events from being handed over past an earlier one (decision
+// webhook's events from being handed over past an earlier one (migration
 // 0146), each changed by another process between two changes.
 func TestAKeptWebhookSetSeesEveryColumnAHandOverReads(t *testing.T) {
 	t.Parallel()
