@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,7 +46,9 @@ func (s *Sender) publish(ctx context.Context, typ string, req Request) Result {
 	if key == "" {
 		key = destination.LicenseOf(req.Kind, req.Body)
 	}
-	m := destination.Message{EventID: req.EventID, DedupID: req.EventID, Kind: req.Kind, Body: req.Body, Headers: ordered(header), Key: key}
+	// One webhook's copy of the event is its log: two webhooks publishing
+	// to one queue or stream are two messages, and a log's retries one.
+	m := destination.Message{EventID: req.EventID, DedupID: cmp.Or(req.logID, req.EventID), Kind: req.Kind, Body: req.Body, Headers: ordered(header), Key: key}
 	if req.resend {
 		m.DedupID = attempt.NewID()
 	}

@@ -109,6 +109,9 @@ type Request struct {
 	// license is the license the event concerns, read from the full body
 	// before a thin one replaced it: a destination keys its message by it.
 	license string
+	// logID is the log the request attempts ("" for a Test): one webhook's
+	// copy of the event, which a broker that deduplicates knows it by.
+	logID string
 	// resend says a person asked for the event again (a resend, a
 	// recovery's): a broker that deduplicates must not take it for a retry
 	// of what it already took (destination.Message.DedupID).
@@ -147,7 +150,7 @@ func (s *Sender) request(ctx context.Context, c attempt.Claim) Request {
 // signed returns the request for a claim's body, signed with the tokens of
 // the claim's moment.
 func signed(c attempt.Claim) Request {
-	r := Request{WebhookID: c.WebhookID, Kind: c.Event, URL: c.URL, EventID: c.EventID, Body: c.Body, Headers: c.Headers}
+	r := Request{WebhookID: c.WebhookID, Kind: c.Event, URL: c.URL, EventID: c.EventID, logID: c.LogID, Body: c.Body, Headers: c.Headers}
 	if c.SignatureScheme == attempt.SchemeStandardWebhooks || c.SignatureScheme == attempt.SchemeStandardEd25519 {
 		r.StandardTokens, r.Ed25519 = []string{c.Token}, c.SignatureScheme == attempt.SchemeStandardEd25519
 		if c.NextToken != "" {

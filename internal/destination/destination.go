@@ -85,11 +85,12 @@ type Message struct {
 	// key, Pub/Sub's ordering key, an SQS FIFO queue's message group id,
 	// so that one license's events keep their order.
 	Key string
-	// DedupID is what a broker that deduplicates (an SQS FIFO queue) knows
-	// the message by: the event's id for its automatic attempts, so that a
-	// retry of a publish the broker took is not a second message; a
-	// resend's own id, since a person asked for the event again. "" is the
-	// event's id.
+	// DedupID is what a broker that deduplicates (an SQS FIFO queue, a
+	// JetStream stream) knows the message by: for its automatic attempts
+	// the id of the log, the event's copy for this webhook, so that a retry
+	// of a publish the broker took is not a second message while another
+	// webhook's copy, to the same queue, is one; a resend's own id, since a
+	// person asked for the event again. "" is the event's id.
 	DedupID string
 }
 

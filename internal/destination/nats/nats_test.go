@@ -79,7 +79,7 @@ func TestAnAcknowledgedMessageIsTheSignedEvent(t *testing.T) {
 }
 
 // TestARetryIsOneMessageAndAResendAnother: a retry of a publish the stream
-// took (the same DedupID, the event's id) is acknowledged as a duplicate
+// took (the same DedupID, its log's id) is acknowledged as a duplicate
 // and kept once; a resend (a DedupID of its own) is a second message.
 func TestARetryIsOneMessageAndAResendAnother(t *testing.T) {
 	t.Parallel()

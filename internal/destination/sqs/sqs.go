@@ -23,7 +23,7 @@ func (Type) Name() string { return destination.SQS }
 func (Type) Fields() []destination.Field {
 	return destination.AWSFields([]destination.Field{
 		{Path: "queueUrl", Label: "Queue URL", Kind: destination.Text, Required: true, Address: destination.URLHost, Schemes: []string{"https", "http"},
-			Hint: "A FIFO queue (.fifo) gets a message group per license and a deduplication id per event"},
+			Hint: "A FIFO queue (.fifo) gets a message group per license and a deduplication id per webhook's copy of an event"},
 	})
 }
 

@@ -60,7 +60,7 @@ func TestASentMessageIsTheSignedEvent(t *testing.T) {
 
 // TestAFIFOQueueKeepsALicensesOrderAndAnEventOnce: on a FIFO queue each
 // license is a message group and a message's deduplication id its
-// Message's: the event's id for its automatic attempts, so a retry of a
+// Message's: its log's id for its automatic attempts, so a retry of a
 // sent event is not a second message, and a resend's own, so a resend is
 // one.
 func TestAFIFOQueueKeepsALicensesOrderAndAnEventOnce(t *testing.T) {

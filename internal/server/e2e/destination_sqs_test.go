@@ -14,26 +14,35 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
 
-// TestAResendToAFIFOQueueIsASecondMessage: a whole herald publishes
-// license.created to an SQS FIFO queue (local-aws-sqs), deduplicated by the
-// event's id; a Resend a moment later, inside SQS's five-minute window, is
-// a second message all the same, with the same bytes and webhook-id and a
+// TestEveryWebhooksCopyAndAResendReachAFIFOQueue: a whole herald publishes
+// license.created to an SQS FIFO queue (local-aws-sqs) through two webhooks:
+// each copy is deduplicated by its log's id, so both arrive (by the event's
+// id, the queue would keep one, and herald would record both sent); a
+// Resend a moment later, inside SQS's five-minute window, is a third
+// message all the same, with the same bytes and webhook-id and a
 // deduplication id of its own, since the owner asked for the event again.
-func TestAResendToAFIFOQueueIsASecondMessage(t *testing.T) {
+func TestEveryWebhooksCopyAndAResendReachAFIFOQueue(t *testing.T) {
 	t.Parallel()
 	onEachEngine(t, func(t *testing.T, h *heraldtest.Herald) {
 		url := sqstest.Server(t)
 		c := sqstest.Consumer(url)
 		q := sqstest.Queue(t, c, true)
-		var hook destinationHook
-		h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": "queue", "type": "sqs", "events": []string{"license.created"},
-			"signatureScheme": "standard-webhooks", "retryPolicy": map[string]any{"maxAttempts": 1},
-			"config": map[string]any{"queueUrl": q, "region": "us-east-1", "endpoint": url,
-				"accessKeyId": "AKIAHERALDTEST", "secretAccessKey": "secret"}}, &hook)
+		var hook, twin destinationHook
+		for _, hk := range []*destinationHook{&hook, &twin} {
+			h.Must(201, "POST", "/v3/webhooks", map[string]any{"name": "queue", "type": "sqs", "events": []string{"license.created"},
+				"signatureScheme": "standard-webhooks", "retryPolicy": map[string]any{"maxAttempts": 1},
+				"config": map[string]any{"queueUrl": q, "region": "us-east-1", "endpoint": url,
+					"accessKeyId": "AKIAHERALDTEST", "secretAccessKey": "secret"}}, hk)
+		}
 		license := h.CreateLicense(nil)
-		first := sqstest.Receive(t, c, q, 1, 30*time.Second, false)
-		if len(first) != 1 {
-			t.Fatalf("consumed %d messages of license.created; want 1", len(first))
+		var logs []heraldtest.Log
+		heraldtest.Eventually(t, 30*time.Second, "both logs to succeed", func() bool {
+			logs = h.Logs("")
+			return len(logs) == 2 && h.Log(logs[0].ID).Status == "succeeded" && h.Log(logs[1].ID).Status == "succeeded"
+		})
+		first := sqstest.Receive(t, c, q, 2, 30*time.Second, false)
+		if len(first) != 2 {
+			t.Fatalf("consumed %d messages of license.created sent through two webhooks; want 2", len(first))
 		}
 		body := aws.ToString(first[0].Body)
 		var env struct {
@@ -42,20 +51,15 @@ func TestAResendToAFIFOQueueIsASecondMessage(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &env); err != nil || env.Data.ID != license {
 			t.Fatalf("consumed %s; want license %s's event", body, license)
 		}
-		attrs := sqstest.Attributes(first[0])
-		eventID := attrs["webhook-id"]
-		if dedup := first[0].Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]; dedup != eventID {
-			t.Errorf("the event's deduplication id %q; want its id %s", dedup, eventID)
+		eventID := sqstest.Attributes(first[0])["webhook-id"]
+		dedups := map[string]bool{}
+		for _, m := range first {
+			dedups[m.Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]] = true
 		}
-		var log heraldtest.Log
-		heraldtest.Eventually(t, 30*time.Second, "the log to succeed", func() bool {
-			logs := h.Logs("webhookId=" + hook.ID)
-			if len(logs) != 1 {
-				return false
-			}
-			log = h.Log(logs[0].ID)
-			return log.Status == "succeeded"
-		})
+		if !dedups[logs[0].ID] || !dedups[logs[1].ID] {
+			t.Errorf("deduplication ids %v; want the two logs' ids %s and %s", dedups, logs[0].ID, logs[1].ID)
+		}
+		log := logs[0]
 
 		h.Must(200, "POST", "/v3/webhook-event-logs/"+log.ID+"/resend", nil, nil)
 		again := sqstest.Receive(t, c, q, 1, 30*time.Second, false)
@@ -66,10 +70,14 @@ func TestAResendToAFIFOQueueIsASecondMessage(t *testing.T) {
 		if aws.ToString(again[0].Body) != body || againAttrs["webhook-id"] != eventID {
 			t.Errorf("resent %q (webhook-id %q); want the same bytes and id as %q (%q)", aws.ToString(again[0].Body), againAttrs["webhook-id"], body, eventID)
 		}
-		if dedup := again[0].Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]; dedup == "" || dedup == eventID {
-			t.Errorf("the resend's deduplication id %q; want one of its own, not the event's %s", dedup, eventID)
+		if dedup := again[0].Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]; dedup == "" || dedups[dedup] {
+			t.Errorf("the resend's deduplication id %q; want one of its own, not its log's %s", dedup, log.ID)
 		}
-		wh, err := standardwebhooks.NewWebhook(hook.Token)
+		token := hook.Token
+		if log.WebhookID == twin.ID {
+			token = twin.Token
+		}
+		wh, err := standardwebhooks.NewWebhook(token)
 		if err != nil {
 			t.Fatal(err)
 		}
