@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,7 +47,7 @@ func (s *Sender) publish(ctx context.Context, typ string, req Request) Result {
 	}
 	// One webhook's copy of the event is its log: two webhooks publishing
 	// to one queue or stream are two messages, and a log's retries one.
-	m := destination.Message{EventID: req.EventID, DedupID: cmp.Or(req.logID, req.EventID), Kind: req.Kind, Body: req.Body, Headers: ordered(header), Key: key}
+	m := destination.Message{EventID: req.EventID, DedupID: req.logID, Kind: req.Kind, Body: req.Body, Headers: ordered(header), Key: key}
 	if req.resend {
 		m.DedupID = attempt.NewID()
 	}

@@ -14,6 +14,7 @@
 package destination
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"strings"
@@ -93,6 +94,10 @@ type Message struct {
 	// person asked for the event again. "" is the event's id.
 	DedupID string
 }
+
+// Dedup is the id a broker that deduplicates knows m by: its DedupID, or
+// its event's id.
+func (m Message) Dedup() string { return cmp.Or(m.DedupID, m.EventID) }
 
 // Header is one header of a message.
 type Header struct{ Name, Value string }

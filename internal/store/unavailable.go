@@ -23,14 +23,6 @@ import (
 // outcome through it rather than give the outcome up. A full disk is
 // ErrStorageFull, apart, with advice of its own.
 func Unavailable(err error) bool {
-	return unavailable(err)
-}
-
-// Unavailable is the package's Unavailable, for a caller that holds the
-// store as an interface (the dispatcher's Queue).
-func (s *Store) Unavailable(err error) bool { return unavailable(err) }
-
-func unavailable(err error) bool {
 	if err == nil || errors.Is(err, ErrStorageFull) {
 		return false
 	}
@@ -89,3 +81,7 @@ func transientState(code string) bool {
 	}
 	return false
 }
+
+// Unavailable is the package's Unavailable, for a caller that holds the
+// store as an interface (the dispatcher's Queue).
+func (s *Store) Unavailable(err error) bool { return Unavailable(err) }

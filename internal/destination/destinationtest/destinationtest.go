@@ -44,10 +44,16 @@ func Message(t testing.TB, id, license string) destination.Message {
 // verify with the Standard Webhooks library, and carry the event's kind.
 func Verify(t testing.TB, body []byte, headers map[string]string, want destination.Message) {
 	t.Helper()
+	VerifyWith(t, Secret, body, headers, want)
+}
+
+// VerifyWith is Verify for a message signed with secret (a webhook's token).
+func VerifyWith(t testing.TB, secret string, body []byte, headers map[string]string, want destination.Message) {
+	t.Helper()
 	if string(body) != string(want.Body) {
 		t.Errorf("consumed body %q; want the exact bytes %q", body, want.Body)
 	}
-	wh, err := standardwebhooks.NewWebhook(Secret)
+	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,11 +88,7 @@ func (cl *client) Publish(ctx context.Context, m destination.Message) destinatio
 		msg.Header.Set(h.Name, h.Value)
 	}
 	msg.Data = m.Body
-	dedup := m.DedupID
-	if dedup == "" {
-		dedup = m.EventID
-	}
-	ack, err := cl.js.PublishMsg(ctx, msg, jetstream.WithMsgID(dedup))
+	ack, err := cl.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.Dedup()))
 	switch {
 	case err == nil:
 		dup := ""

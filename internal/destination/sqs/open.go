@@ -58,11 +58,7 @@ func (cl *client) Publish(ctx context.Context, m destination.Message) destinatio
 			group = "herald"
 		}
 		in.MessageGroupId = aws.String(group)
-		dedup := m.DedupID
-		if dedup == "" {
-			dedup = m.EventID
-		}
-		in.MessageDeduplicationId = aws.String(dedup)
+		in.MessageDeduplicationId = aws.String(m.Dedup())
 	}
 	out, err := cl.sqs.SendMessage(ctx, in)
 	if err != nil {

@@ -2,14 +2,14 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/heraldhq/herald/internal/destination"
+	"github.com/heraldhq/herald/internal/destination/destinationtest"
 	"github.com/heraldhq/herald/internal/destination/sqs/sqstest"
 	"github.com/heraldhq/herald/internal/heraldtest"
 )
@@ -77,16 +77,6 @@ func TestEveryWebhooksCopyAndAResendReachAFIFOQueue(t *testing.T) {
 		if log.WebhookID == twin.ID {
 			token = twin.Token
 		}
-		wh, err := standardwebhooks.NewWebhook(token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h2 := http.Header{}
-		for k, v := range againAttrs {
-			h2.Set(k, v)
-		}
-		if err := wh.Verify([]byte(aws.ToString(again[0].Body)), h2); err != nil {
-			t.Errorf("the Standard Webhooks library refused the resend: %v", err)
-		}
+		destinationtest.VerifyWith(t, token, []byte(aws.ToString(again[0].Body)), againAttrs, destination.Message{Body: []byte(body), Kind: "license.created"})
 	})
 }
