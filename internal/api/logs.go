@@ -170,7 +170,7 @@ func (a *API) resendLog(w http.ResponseWriter, r *http.Request) error {
 // skipLog lets the later events of a held log's license go on (decision
 // 0131): the log stays failed, and is no longer waited for.
 func (a *API) skipLog(w http.ResponseWriter, r *http.Request) error {
-	err := a.store.SkipHeld(r.Context(), accountID(r), pathID(r, "id"))
+	err := a.queue.SkipHeld(r.Context(), accountID(r), pathID(r, "id"))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("event log")

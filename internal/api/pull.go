@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -134,11 +135,11 @@ func (a *API) readEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	pulled, err := a.store.PullWait(r.Context(), accountID(r), id, after, limit, time.Duration(wait)*time.Second)
+	pulled, err := a.queue.PullWait(r.Context(), accountID(r), id, after, limit, time.Duration(wait)*time.Second)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return a.notPull(r, id)
-	case errors.Is(err, store.ErrCursor):
+	case errors.Is(err, queue.ErrCursor):
 		return Invalid{{"after", "is past the last event read: pass a cursor this webhook answered"}}.Err()
 	case err != nil:
 		return err
@@ -201,11 +202,11 @@ func (a *API) ackEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	n, err := a.store.AckPull(r.Context(), accountID(r), id, cursor)
+	n, err := a.queue.AckPull(r.Context(), accountID(r), id, cursor)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return a.notPull(r, id)
-	case errors.Is(err, store.ErrCursor):
+	case errors.Is(err, queue.ErrCursor):
 		return Invalid{{"cursor", "is past the last event read: pass a cursor this webhook answered"}}.Err()
 	case err != nil:
 		return err

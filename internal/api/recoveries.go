@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -33,8 +34,8 @@ type recoverInput struct {
 }
 
 // filter checks the input and turns it into the store's filter.
-func (in recoverInput) filter() (store.RecoveryFilter, error) {
-	var f store.RecoveryFilter
+func (in recoverInput) filter() (queue.RecoveryFilter, error) {
+	var f queue.RecoveryFilter
 	var v Invalid
 	parse := func(field string, s *string) time.Time {
 		if s == nil {
@@ -84,16 +85,16 @@ func (a *API) recoverWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !hook.Enabled {
 		// A dry run answers what the recovery would: a refusal.
-		return recoveryError(store.ErrWebhookDisabled)
+		return recoveryError(queue.ErrWebhookDisabled)
 	}
 	if in.DryRun {
-		n, err := a.store.CountRecoverable(r.Context(), accountID(r), id, f)
+		n, err := a.queue.CountRecoverable(r.Context(), accountID(r), id, f)
 		if err != nil {
 			return recoveryError(err)
 		}
 		return writeJSON(w, http.StatusOK, map[string]int{"count": n})
 	}
-	rec, err := a.store.StartRecovery(r.Context(), accountID(r), id, f)
+	rec, err := a.queue.StartRecovery(r.Context(), accountID(r), id, f)
 	if err != nil {
 		return recoveryError(err)
 	}
@@ -106,11 +107,11 @@ func recoveryError(err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("webhook")
-	case errors.Is(err, store.ErrWebhookDisabled):
+	case errors.Is(err, queue.ErrWebhookDisabled):
 		return problem(http.StatusConflict, "webhook-disabled", "Webhook disabled",
 			"the webhook is disabled, and a disabled webhook sends nothing; enable it, then recover")
-	case errors.Is(err, store.ErrRecoveryRunning):
-		return problem(http.StatusConflict, "recovery-running", "Recovery running", store.ErrRecoveryRunning.Error())
+	case errors.Is(err, queue.ErrRecoveryRunning):
+		return problem(http.StatusConflict, "recovery-running", "Recovery running", queue.ErrRecoveryRunning.Error())
 	}
 	return err
 }
@@ -120,7 +121,7 @@ func (a *API) listRecoveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, next, err := a.store.Recoveries(r.Context(), accountID(r), pathID(r, "id"), p)
+	list, next, err := a.queue.Recoveries(r.Context(), accountID(r), pathID(r, "id"), p)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("webhook")
 	}
@@ -135,7 +136,7 @@ func (a *API) listRecoveries(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getRecovery(w http.ResponseWriter, r *http.Request) error {
-	rec, err := a.store.Recovery(r.Context(), accountID(r), pathID(r, "id"), pathID(r, "rid"))
+	rec, err := a.queue.Recovery(r.Context(), accountID(r), pathID(r, "id"), pathID(r, "rid"))
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("recovery")
 	}
@@ -146,7 +147,7 @@ func (a *API) getRecovery(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) cancelRecovery(w http.ResponseWriter, r *http.Request) error {
-	rec, err := a.store.CancelRecovery(r.Context(), accountID(r), pathID(r, "id"), pathID(r, "rid"))
+	rec, err := a.queue.CancelRecovery(r.Context(), accountID(r), pathID(r, "id"), pathID(r, "rid"))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("recovery")

@@ -5,6 +5,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/licensing"
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/openapi"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
@@ -32,6 +34,7 @@ type deliverer interface {
 // API serves /v3.
 type API struct {
 	store     *store.Store
+	queue     *queue.Queue
 	delivery  deliverer
 	licensing *licensing.Service
 	policy    netguard.Policy
@@ -55,7 +58,9 @@ var statementChecked = map[string]bool{
 
 // Config holds what the API needs.
 type Config struct {
-	Store      *store.Store
+	Store *store.Store
+	// Queue is the store's event pipeline; queue.New(Store) when nil.
+	Queue      *queue.Queue
 	Dispatcher *delivery.Dispatcher
 	Policy     netguard.Policy
 	Logger     *slog.Logger
@@ -72,7 +77,7 @@ type Config struct {
 
 // New returns the API's handler, to be mounted at /.
 func New(c Config) http.Handler {
-	a := &API{store: c.Store, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits,
+	a := &API{store: c.Store, queue: cmp.Or(c.Queue, queue.New(c.Store)), licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits,
 		retry: validator.DefaultRetryPolicy}
 	if c.Dispatcher != nil {
 		a.delivery = c.Dispatcher

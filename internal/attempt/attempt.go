@@ -327,3 +327,10 @@ const FullLogEvery = 30 * time.Second
 // NewID returns a new time-ordered id (UUIDv7), so ids sort by creation and
 // serve as list cursors: an event's, a log's, a lease's.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// Undelivered says whether a cancelled log counts as undelivered: one
+// cancelled for its webhook's suspension (both suspended reasons begin
+// alike), not one cancelled for its webhook being disabled.
+func Undelivered(reason string) bool {
+	return strings.HasPrefix(reason, "webhook suspended")
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
 )
@@ -93,7 +94,7 @@ func BenchmarkDeliver(b *testing.B) {
 				events := max(b.N/hooks, 1)
 				fire(b, st, acct, events)
 				total := events * hooks
-				d := delivery.New(st, delivery.Config{AttemptTimeout: 10 * time.Second})
+				d := delivery.New(queue.New(st).ForDelivery(), delivery.Config{AttemptTimeout: 10 * time.Second})
 				ctx, cancel := context.WithCancel(context.Background())
 				b.ResetTimer()
 				done := make(chan struct{})
@@ -135,7 +136,7 @@ func BenchmarkRecord(b *testing.B) {
 				fire(b, st, acct, b.N)
 				ctx := context.Background()
 				now := time.Now()
-				claims, err := st.Claim(ctx, attempt.ClaimParams{Now: now, LeaseUntil: now.Add(time.Hour), Lease: store.NewID(), Limit: b.N, PerWebhook: b.N})
+				claims, err := queue.New(st).Claim(ctx, attempt.ClaimParams{Now: now, LeaseUntil: now.Add(time.Hour), Lease: store.NewID(), Limit: b.N, PerWebhook: b.N})
 				if err != nil || len(claims) != b.N {
 					b.Fatalf("claimed %d of %d: %v", len(claims), b.N, err)
 				}
@@ -151,7 +152,7 @@ func BenchmarkRecord(b *testing.B) {
 				b.ResetTimer()
 				for len(outs) > 0 {
 					n := min(len(outs), 200)
-					if _, err := st.Complete(ctx, outs[:n], 50); err != nil {
+					if _, err := queue.New(st).Complete(ctx, outs[:n], 50); err != nil {
 						b.Fatal(err)
 					}
 					outs = outs[n:]

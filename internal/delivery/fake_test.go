@@ -12,11 +12,11 @@ import (
 
 	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/queue"
 )
 
-// *store.Store is the Store the server gives the dispatcher.
-var _ delivery.Store = (*store.Store)(nil)
+// queue.Delivery is the Store the server gives the dispatcher.
+var _ delivery.Store = queue.Delivery{}
 
 // fakeQueue is an in-memory delivery.Queue, for dispatcher tests without a
 // database. It keeps the promises the dispatcher relies on: a claim takes

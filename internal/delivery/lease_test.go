@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
 )
@@ -78,11 +79,11 @@ func testNoDeliveryOutlivesItsLease(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); delivery.New(st, cfg).Run(ctx) }() // process A
-	go func() {                                                     // process B, started later
+	go func() { defer wg.Done(); delivery.New(queue.New(st).ForDelivery(), cfg).Run(ctx) }() // process A
+	go func() {                                                                              // process B, started later
 		defer wg.Done()
 		time.Sleep(2 * time.Second)
-		delivery.New(st, cfg).Run(ctx)
+		delivery.New(queue.New(st).ForDelivery(), cfg).Run(ctx)
 	}()
 	time.Sleep(4500 * time.Millisecond)
 	cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/receivertest"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
@@ -82,7 +83,7 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); delivery.New(st, cfg).Run(ctx) }()
 	}
-	run(st) // process A: sends, then waits to record
+	run(queue.New(st).ForDelivery()) // process A: sends, then waits to record
 	testdb.Eventually(t, 30*time.Second, "the first attempt", func() bool { return rcv.Count() > 0 })
 	logID := logOf(t, st, acct.ID)
 	held := func() (until time.Time, holder string) {
@@ -104,7 +105,7 @@ func TestHeldLeaseIsNotTakenOver(t *testing.T) {
 			t.Fatalf("at %s after the claim the log is held under lease %s; want A's %s", clock.Now().Sub(claimed), l, aLease)
 		}
 	}
-	b := &countingClaims{Store: st}
+	b := &countingClaims{Store: queue.New(st).ForDelivery()}
 	run(b) // process B
 	testdb.Eventually(t, 30*time.Second, "B to claim 5 times", func() bool { return b.claims.Load() >= 5 })
 	lock.Rollback()

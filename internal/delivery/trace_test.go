@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
 )
@@ -76,7 +77,7 @@ func TestAttemptSpansContinueTheFiringTrace(t *testing.T) {
 		}
 		firing.End()
 
-		d := delivery.New(st, delivery.Config{Tracer: tracer, RetryInterval: 10 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+		d := delivery.New(queue.New(st).ForDelivery(), delivery.Config{Tracer: tracer, RetryInterval: 10 * time.Millisecond, PollInterval: 20 * time.Millisecond})
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { d.Run(runCtx); close(done) }()

@@ -13,7 +13,7 @@ import (
 func (h *handler) skip(w http.ResponseWriter, r *http.Request, s store.Session) error {
 	id := r.PathValue("id")
 	page := "/webhook-event-logs/" + id
-	err := h.store.SkipHeld(r.Context(), s.AccountID, id)
+	err := h.queue.SkipHeld(r.Context(), s.AccountID, id)
 	if errors.Is(err, store.ErrConflict) {
 		return h.redirectWith(w, r, page, flash{Status: http.StatusConflict,
 			Error: "This log holds back no later event (it was skipped or resent already), so there is nothing to skip."})

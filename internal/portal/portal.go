@@ -15,6 +15,7 @@
 package portal
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/netguard"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/validator"
@@ -32,6 +34,8 @@ import (
 // Config holds what the portal needs.
 type Config struct {
 	Store *store.Store
+	// Queue is the store's event pipeline; queue.New(Store) when nil.
+	Queue *queue.Queue
 	// Dispatcher makes Test sends and resends.
 	Dispatcher *delivery.Dispatcher
 	// Policy decides which webhook URLs may be saved, as in the API.
@@ -67,6 +71,7 @@ type deliverer interface {
 // its methods, in a file of its own.
 type handler struct {
 	store    *store.Store
+	queue    *queue.Queue
 	delivery deliverer
 	policy   netguard.Policy
 	log      *slog.Logger
@@ -97,7 +102,7 @@ type handler struct {
 func New(c Config) http.Handler {
 	static := mustLoadStatic()
 	h := &handler{
-		store: c.Store, policy: c.Policy, log: c.Logger, secure: c.SecureCookies, now: c.Now, publicURL: c.PublicURL,
+		store: c.Store, queue: cmp.Or(c.Queue, queue.New(c.Store)), policy: c.Policy, log: c.Logger, secure: c.SecureCookies, now: c.Now, publicURL: c.PublicURL,
 		emailsKept: c.EmailsKept,
 		pages:      mustParsePages(static), static: static,
 		hashing:  make(chan struct{}, max(2, runtime.NumCPU())),

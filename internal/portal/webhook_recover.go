@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -22,7 +23,7 @@ func (r recovery) Running() bool { return r.Latest != nil && r.Latest.Status == 
 // way undeliveredCount is: logs completed since it last left Healthy.
 func (h *handler) recoveryData(r *http.Request, s store.Session, hook store.Webhook) (recovery, error) {
 	var d recovery
-	list, _, err := h.store.Recoveries(r.Context(), s.AccountID, hook.ID, store.Page{Limit: 1})
+	list, _, err := h.queue.Recoveries(r.Context(), s.AccountID, hook.ID, store.Page{Limit: 1})
 	if err != nil {
 		return d, err
 	}
@@ -33,7 +34,7 @@ func (h *handler) recoveryData(r *http.Request, s store.Session, hook store.Webh
 		d.Latest = &list[0]
 	}
 	if hook.LeftHealthyAt != nil {
-		d.Missed, err = h.store.CountRecoverable(r.Context(), s.AccountID, hook.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt})
+		d.Missed, err = h.queue.CountRecoverable(r.Context(), s.AccountID, hook.ID, queue.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt})
 	}
 	return d, err
 }
@@ -54,12 +55,12 @@ func (h *handler) recoverWebhook(w http.ResponseWriter, r *http.Request, s store
 		}
 		return h.redirectWith(w, r, page, flash{Notice: "The webhook is Healthy: it has no missed events to resend."})
 	}
-	_, err = h.store.StartRecovery(r.Context(), s.AccountID, hook.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt})
+	_, err = h.queue.StartRecovery(r.Context(), s.AccountID, hook.ID, queue.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt})
 	switch {
-	case errors.Is(err, store.ErrWebhookDisabled):
+	case errors.Is(err, queue.ErrWebhookDisabled):
 		return h.redirectWith(w, r, page, flash{Status: http.StatusConflict,
 			Error: "The webhook is disabled, so it sends nothing. Enable it, then resend its missed events."})
-	case errors.Is(err, store.ErrRecoveryRunning):
+	case errors.Is(err, queue.ErrRecoveryRunning):
 		return h.redirectWith(w, r, page, flash{Status: http.StatusConflict,
 			Error: "The missed events are already being resent; see the progress below."})
 	case err != nil:

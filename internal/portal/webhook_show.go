@@ -93,7 +93,7 @@ func (h *handler) webhookData(r *http.Request, s store.Session) (webhookData, er
 		return webhookData{}, err
 	}
 	if hook.RateLimit > 0 {
-		if d.Waiting, err = h.store.WaitingLogs(ctx, s.AccountID, hook.ID, maxWaitingShown+1); err != nil {
+		if d.Waiting, err = h.queue.WaitingLogs(ctx, s.AccountID, hook.ID, maxWaitingShown+1); err != nil {
 			return webhookData{}, err
 		}
 		if d.WaitingMore = d.Waiting > maxWaitingShown; d.WaitingMore {

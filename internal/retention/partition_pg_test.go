@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/storetest"
@@ -132,12 +133,12 @@ func TestRetentionDropsWholeDaysButNotWaitingLogs(t *testing.T) {
 
 	// The waiting log is delivered; once that is older than the retention,
 	// its day goes whole.
-	claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+	claims, err := queue.New(st).Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
 	if err != nil || len(claims) != 1 || claims[0].LogID != waiting[0] {
 		t.Fatalf("claimed %v, %v; want the waiting log", claims, err)
 	}
 	code := 200
-	if _, err := st.Complete(ctx, []store.Outcome{{LogID: waiting[0], WebhookID: hook.ID, Lease: claims[0].Lease, Trigger: store.TriggerAutomatic,
+	if _, err := queue.New(st).Complete(ctx, []store.Outcome{{LogID: waiting[0], WebhookID: hook.ID, Lease: claims[0].Lease, Trigger: store.TriggerAutomatic,
 		Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, StatusCode: &code}}}, 50); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 // PullExpiryEvery is how often a process ends, undelivered, the pull
 // webhooks' events left unacknowledged past their retention
-// (store.ExpirePulls). Several processes doing it at once end each once.
+// (queue.ExpirePulls). Several processes doing it at once end each once.
 const PullExpiryEvery = time.Minute
 
 // MinPullRetention is the shortest a pull webhook keeps an event: a retry
@@ -31,11 +31,11 @@ func PullRetention(p *store.RetryPolicy) time.Duration {
 	return max(time.Duration(validator.RetrySpan(*p))*time.Second, MinPullRetention)
 }
 
-// expirePulls runs store.ExpirePulls every PullExpiryEvery until ctx is
+// expirePulls runs queue.ExpirePulls every PullExpiryEvery until ctx is
 // done.
 func (s *Server) expirePulls(ctx context.Context) {
 	startstop.Every(ctx, PullExpiryEvery, func() {
-		n, err := s.Store.ExpirePulls(ctx, PullRetention)
+		n, err := s.Queue.ExpirePulls(ctx, PullRetention)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Error("end pull webhooks' unacknowledged events past their retention", "err", err)

@@ -42,6 +42,7 @@ import (
 	"github.com/heraldhq/herald/internal/netguard"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/portal"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/retention"
 	"github.com/heraldhq/herald/internal/startstop"
@@ -319,8 +320,10 @@ const (
 
 // Server is a running herald.
 type Server struct {
-	cfg        Config
-	Store      *store.Store
+	cfg   Config
+	Store *store.Store
+	// Queue is the store's event pipeline, shared by every part.
+	Queue      *queue.Queue
 	Dispatcher *delivery.Dispatcher
 	// Expiries fires license.expiring-soon and license.expired on time.
 	Expiries *expiry.Runner
@@ -365,11 +368,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	m = metrics.New(st, VersionString(), log)
 	reg := m.Registry
 	dm := delivery.NewMetrics(reg)
-	s := &Server{cfg: cfg, Store: st, log: log}
+	s := &Server{cfg: cfg, Store: st, Queue: queue.New(st), log: log}
 	if st.Engine() == "sqlite" {
 		// This process holds the database's lock, so any lease left is a
 		// crashed predecessor's: its attempts are made again now.
-		if n, err := st.ReleaseLeases(ctx); err != nil {
+		if n, err := s.Queue.ReleaseLeases(ctx); err != nil {
 			st.Close()
 			return nil, err
 		} else if n > 0 {
@@ -377,7 +380,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			dm.TookOver(int(n))
 		}
 		// Likewise a recovery it was running resumes now.
-		if err := st.ReleaseRecoveries(ctx); err != nil {
+		if err := s.Queue.ReleaseRecoveries(ctx); err != nil {
 			st.Close()
 			return nil, err
 		}
@@ -430,7 +433,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	s.destinations = destination.NewRouter(types.All(), st.WebhookDestination,
 		destination.Env{Dial: dc.Dial, Timeout: cmp.Or(dc.AttemptTimeout, delivery.DefaultAttemptTimeout)}, st.Now)
 	dc.Destinations = s.destinations
-	s.Dispatcher = delivery.New(st.ForDelivery(), dc)
+	s.Dispatcher = delivery.New(s.Queue.ForDelivery(), dc)
 	// On PostgreSQL what this process fires is handed to its dispatcher
 	// when it has room, without a claim (decision 0105).
 	st.SetHandoff(s.Dispatcher)
@@ -461,9 +464,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		deviceKey = m.Sum(nil)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v3/", api.New(api.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, Limits: s.limits,
+	mux.Handle("/v3/", api.New(api.Config{Store: st, Queue: s.Queue, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, Limits: s.limits,
 		OperatorToken: cfg.OperatorToken, PublicURL: cfg.PublicURL}))
-	mux.Handle("/", portal.New(portal.Config{Store: st, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, EmailsKept: cfg.SMTPURL == "",
+	mux.Handle("/", portal.New(portal.Config{Store: st, Queue: s.Queue, Dispatcher: s.Dispatcher, Policy: policy, Logger: log, EmailsKept: cfg.SMTPURL == "",
 		SecureCookies: cfg.SecureCookies, Limits: s.limits, DeviceKey: deviceKey, PublicURL: cfg.PublicURL, Now: st.Now}))
 	// Like every call of the reference, these refuse query parameters they
 	// do not take.
@@ -560,10 +563,10 @@ func (s *Server) warnCertificates(ctx context.Context) {
 }
 
 // QueueVacuumEvery is how often a process vacuums delivery_queue on
-// PostgreSQL (store.VacuumQueue: its statistics, and its empty end given
+// PostgreSQL (queue.Vacuum: its statistics, and its empty end given
 // back), and QueueVacuumChurn after how many of its rows rewritten or
-// deleted here (store.QueueChurn) it reclaims their dead versions between
-// (store.ReclaimQueue), looking every QueueVacuumCheck. Every claim steps
+// deleted here (queue.Churn) it reclaims their dead versions between
+// (queue.Reclaim), looking every QueueVacuumCheck. Every claim steps
 // over the dead row versions at the front of each webhook's due range: at
 // 1,000 deliveries a second, claims read 112-148 buffers each with 20,000
 // churned between vacuums and 53-71 with 2,000 (decision 0103). A reclaim
@@ -574,24 +577,24 @@ const (
 	QueueVacuumCheck = time.Second
 )
 
-// vacuumQueue runs store.VacuumQueue every QueueVacuumEvery and
-// store.ReclaimQueue between once QueueVacuumChurn rows were churned, and
+// vacuumQueue runs queue.Vacuum every QueueVacuumEvery and
+// queue.Reclaim between once QueueVacuumChurn rows were churned, and
 // store.AnalyzeStale every QueueVacuumEvery, until ctx is done.
 func (s *Server) vacuumQueue(ctx context.Context) {
 	// The first look analyses what is stale already (a database that ran
 	// without autovacuum before this start).
-	vacuumed, lastChurn, analysed := time.Now(), s.Store.QueueChurn(), time.Time{}
+	vacuumed, lastChurn, analysed := time.Now(), s.Queue.Churn(), time.Time{}
 	startstop.Every(ctx, QueueVacuumCheck, func() {
-		churn := s.Store.QueueChurn()
+		churn := s.Queue.Churn()
 		switch {
 		case time.Since(vacuumed) >= QueueVacuumEvery:
 			vacuumed, lastChurn = time.Now(), churn
-			if err := s.Store.VacuumQueue(ctx); err != nil && ctx.Err() == nil {
+			if err := s.Queue.Vacuum(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("vacuum the delivery queue", "err", err)
 			}
 		case churn-lastChurn >= QueueVacuumChurn:
 			lastChurn = churn
-			if err := s.Store.ReclaimQueue(ctx); err != nil && ctx.Err() == nil {
+			if err := s.Queue.Reclaim(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("reclaim the delivery queue's dead rows", "err", err)
 			}
 		}

@@ -79,34 +79,6 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	})
 }
 
-// StillHeld reports which of the claimed logs still exist under their
-// leases: one missing from the answer was deleted with its webhook or
-// account, or its lease was taken over. One statement checks them all, so
-// the attempts that check at once share a round trip (see delivery).
-func (s *Store) StillHeld(ctx context.Context, held []Held) (map[Held]bool, error) {
-	ids := make([]string, len(held))
-	for i, h := range held {
-		ids[i] = h.LogID
-	}
-	rows, err := s.Query(ctx, `SELECT log_id, lease FROM delivery_queue WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IS NOT NULL`, jsonTexts(ids))
-	if err != nil {
-		return nil, fmt.Errorf("check claimed logs: %w", err)
-	}
-	defer rows.Close()
-	found := make(map[Held]bool, len(held))
-	for rows.Next() {
-		var h Held
-		if err := rows.Scan(&h.LogID, &h.Lease); err != nil {
-			return nil, fmt.Errorf("check claimed logs: %w", err)
-		}
-		found[h] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("check claimed logs: %w", err)
-	}
-	return found, nil
-}
-
 // notFound turns sql.ErrNoRows into ErrNotFound and wraps anything else
 // with what was being done.
 func notFound(err error, doing string) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/storetest"
 	"github.com/heraldhq/herald/internal/testdb"
 )
 
@@ -20,7 +21,7 @@ import (
 // analyses nothing. With autovacuum on, herald leaves it to autovacuum.
 func TestAnalyzeStaleAnalysesWhatAutovacuumWould(t *testing.T) {
 	t.Parallel()
-	st, acct, _ := pgStore(t, nil)
+	st, acct, _ := storetest.PostgresWithWebhook(t, nil)
 	ctx := context.Background()
 	firings := make([]store.Firing, 2000)
 	for i := range firings {

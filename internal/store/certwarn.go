@@ -56,7 +56,7 @@ RETURNING id, account_id, name, url, tls_not_after`,
 			return fmt.Errorf("mark certificate warnings: %w", err)
 		}
 		for _, w := range due2 {
-			if err := tx.queueEmail(ctx, w.accountID, EmailCertificateExpiring, w.facts, now); err != nil {
+			if err := tx.QueueEmail(ctx, w.accountID, EmailCertificateExpiring, w.facts, now); err != nil {
 				return err
 			}
 		}

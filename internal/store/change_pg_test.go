@@ -29,7 +29,7 @@ func TestAChangeHandsOverOnlyWhatItWrote(t *testing.T) {
 	st := storetest.OpenPostgres(t, url, nil)
 	acct, hook := storetest.AccountWithWebhook(t, st)
 	db := testdb.OpenDB(t, url)
-	h := &handoffs{}
+	h := &storetest.Handoffs{}
 	st.SetHandoff(h)
 	insert := func(id string, name any) store.Change {
 		return store.Change{SQL: `INSERT INTO products (id, account_id, name, created_at, updated_at)
@@ -45,8 +45,8 @@ ON CONFLICT (id) DO NOTHING RETURNING id`, Args: []any{id, acct.ID, name}}
 	if made, err := st.ChangeAndFire(ctx, insert(product, "p"), fired); err != nil || !made {
 		t.Fatalf("change: made %v, %v", made, err)
 	}
-	if len(h.taken) != 1 || h.taken[0].WebhookID != hook.ID || leased() != 1 || h.open() != 0 {
-		t.Fatalf("made: taken %d, leased %d, open %d; want its one log handed over and leased", len(h.taken), leased(), h.open())
+	if len(h.Taken) != 1 || h.Taken[0].WebhookID != hook.ID || leased() != 1 || h.Open() != 0 {
+		t.Fatalf("made: taken %d, leased %d, open %d; want its one log handed over and leased", len(h.Taken), leased(), h.Open())
 	}
 
 	// Not made, then refused: each reservation given back, nothing written.
@@ -56,9 +56,9 @@ ON CONFLICT (id) DO NOTHING RETURNING id`, Args: []any{id, acct.ID, name}}
 	if made, err := st.ChangeAndFire(ctx, insert(store.NewID(), nil), fired); err == nil || made {
 		t.Fatalf("failing change: made %v, %v; want an error", made, err)
 	}
-	if len(h.taken) != 1 || len(h.abandoned) != 2 || h.maybe || h.open() != 0 {
+	if len(h.Taken) != 1 || len(h.Abandoned) != 2 || h.Maybe || h.Open() != 0 {
 		t.Fatalf("taken %d, abandoned %d, maybe %v, open %d; want two reservations given back, neither maybe committed",
-			len(h.taken), len(h.abandoned), h.maybe, h.open())
+			len(h.Taken), len(h.Abandoned), h.Maybe, h.Open())
 	}
 	if n := db.Int(`SELECT COUNT(*) FROM events`); n != 1 {
 		t.Fatalf("%d events; want the first change's alone", n)
@@ -118,8 +118,8 @@ END $$`,
 	if n := db.Int(`SELECT COUNT(*) FROM webhook_event_logs WHERE webhook_id = ?`, doomed.ID); n != 0 {
 		t.Fatalf("%d logs of the deleted webhook", n)
 	}
-	if len(h.taken) != 2 || h.taken[1].WebhookID != hook.ID || h.open() != 0 {
-		t.Fatalf("taken %d, open %d; want the remaining webhook's log handed over, the deleted one's given back", len(h.taken), h.open())
+	if len(h.Taken) != 2 || h.Taken[1].WebhookID != hook.ID || h.Open() != 0 {
+		t.Fatalf("taken %d, open %d; want the remaining webhook's log handed over, the deleted one's given back", len(h.Taken), h.Open())
 	}
 }
 
@@ -465,7 +465,7 @@ func TestAKeptWebhookSetSeesEveryColumnAHandOverReads(t *testing.T) {
 	st := storetest.OpenPostgres(t, url, nil)
 	other := storetest.OpenPostgres(t, url, nil)
 	acct, hook := storetest.AccountWithWebhook(t, st)
-	h := &handoffs{}
+	h := &storetest.Handoffs{}
 	st.SetHandoff(h)
 	fire := func() {
 		t.Helper()
@@ -483,20 +483,20 @@ SELECT CAST(? AS TEXT), CAST(? AS TEXT), 'p', 1, 1 WHERE true RETURNING id`, Arg
 	}
 	fire()
 	fire() // from the kept set
-	if len(h.taken) != 2 || h.taken[1].RetryPolicy != nil {
-		t.Fatalf("handed over %d; want both, with the operator's retry policy", len(h.taken))
+	if len(h.Taken) != 2 || h.Taken[1].RetryPolicy != nil {
+		t.Fatalf("handed over %d; want both, with the operator's retry policy", len(h.Taken))
 	}
 	policy := &store.RetryPolicy{MaxAttempts: 3, Backoff: store.BackoffFixed, IntervalSeconds: 90}
 	patch(store.WebhookPatch{RetryPolicy: &policy})
 	fire()
-	if len(h.taken) != 3 || h.taken[2].RetryPolicy == nil || h.taken[2].RetryPolicy.MaxAttempts != 3 {
-		t.Fatalf("after the retry policy changed: handed over %d, the last with policy %+v; want the new policy", len(h.taken), h.taken[len(h.taken)-1].RetryPolicy)
+	if len(h.Taken) != 3 || h.Taken[2].RetryPolicy == nil || h.Taken[2].RetryPolicy.MaxAttempts != 3 {
+		t.Fatalf("after the retry policy changed: handed over %d, the last with policy %+v; want the new policy", len(h.Taken), h.Taken[len(h.Taken)-1].RetryPolicy)
 	}
 	ordered := store.OrderingLicense
 	patch(store.WebhookPatch{Ordering: &ordered})
 	fire()
-	if len(h.taken) != 3 {
-		t.Fatalf("after the webhook was ordered: %d handed over; want none more (an ordered webhook's logs wait for their claim, in order)", len(h.taken)-3)
+	if len(h.Taken) != 3 {
+		t.Fatalf("after the webhook was ordered: %d handed over; want none more (an ordered webhook's logs wait for their claim, in order)", len(h.Taken)-3)
 	}
 }
 

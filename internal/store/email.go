@@ -149,3 +149,10 @@ FROM emails WHERE account_id = ?`, []any{accountID})
 	out, next := cut(out, p.Limit, func(e Email) string { return e.ID })
 	return out, next, nil
 }
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -46,6 +46,12 @@ func (tx *Tx) fire(ctx context.Context, accountID string, kind event.Kind, data 
 	return ids[0], nil
 }
 
+// FireExcept is Fire to every subscribed webhook but except: an
+// operational event about a webhook goes to the account's others.
+func (tx *Tx) FireExcept(ctx context.Context, accountID string, kind event.Kind, data any, except string) (string, error) {
+	return tx.fire(ctx, accountID, kind, data, except)
+}
+
 // Firing is one event for FireBatch: its account, kind and data (marshalled
 // as Fire marshals it).
 type Firing struct {
@@ -388,7 +394,7 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 // undelivered the firing's time t.
 func markUndelivered(logs []firedLog, t int64) {
 	for i, l := range logs {
-		if l.Reason != nil && undeliveredReason(*l.Reason) {
+		if l.Reason != nil && attempt.Undelivered(*l.Reason) {
 			logs[i].Undelivered = &t
 		}
 	}

@@ -56,7 +56,7 @@ func (s *Store) Gauges(ctx context.Context) (Gauges, error) {
 	// one queued until its first attempt and retrying after. A held row
 	// (ordering.go) is a failed log's, waiting for no attempt.
 	rows, err := s.Query(ctx, `SELECT CASE WHEN lease IS NOT NULL THEN 'pending' WHEN attempts = 0 THEN 'queued' ELSE 'retrying' END AS st, COUNT(*)
-FROM delivery_queue WHERE due_at <> `+heldDueSQL+` GROUP BY st`)
+FROM delivery_queue WHERE due_at <> `+HeldDueSQL+` GROUP BY st`)
 	if err != nil {
 		return g, fmt.Errorf("gauges: backlog: %w", err)
 	}

@@ -77,7 +77,7 @@ func (tx *Tx) reserve(logs []firedLog, targets map[string]*target, bodies map[st
 		}
 		c := Claim{LogID: l.ID, AccountID: l.AccountID, WebhookID: l.WebhookID, EventID: l.EventID, Event: l.Kind,
 			Body: bodies[l.EventID], URL: t.url, SignatureScheme: t.scheme, Enabled: true, Health: t.health, Lease: st.lease}
-		policy, err := scanRetryPolicy(t.id, t.retry)
+		policy, err := ScanRetryPolicy(t.id, t.retry)
 		if err != nil {
 			return nil, err
 		}

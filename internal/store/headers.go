@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/heraldhq/herald/internal/jsonlimit"
 )
@@ -15,9 +16,9 @@ type headersJSON struct {
 	Omitted  int         `json:"o,omitempty"`
 }
 
-// encodeHeaders bounds h and returns its stored form; nil when there is
+// EncodeHeaders bounds h and returns its stored form; nil when there is
 // nothing to keep (an attempt recorded without headers).
-func encodeHeaders(h *AttemptHeaders) (*string, error) {
+func EncodeHeaders(h *AttemptHeaders) (*string, error) {
 	if h == nil || (len(h.Request) == 0 && len(h.Response) == 0) {
 		return nil, nil
 	}
@@ -62,3 +63,12 @@ func decodeHeaders(s *string) (*AttemptHeaders, error) {
 	}
 	return h, nil
 }
+
+// cleanText makes a reason storable on both engines: valid UTF-8, no NUL
+// (PostgreSQL's text and jsonb hold neither).
+func cleanText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// CleanText is cleanText, for the statements written outside the store.
+func CleanText(s string) string { return cleanText(s) }

@@ -78,58 +78,12 @@ func changePoolSize(main int) int {
 	return changeBatchesAtOnce
 }
 
-// Delivery is the store as the dispatcher uses it: the same store, whose
-// queue statements (Claim, Complete, ReleaseHeld, NextDue, ReserveSends,
-// StillHeld) run on the dispatcher's own connections where the engine has
-// them, and its beats and renewals (Beat, RenewLeases) on the lease
-// keeper's. Everything else is the Store's, on its pool.
-type Delivery struct{ *Store }
-
-// ForDelivery returns the store as the dispatcher uses it (see Delivery).
-func (s *Store) ForDelivery() Delivery { return Delivery{s} }
-
 func onDelivery(ctx context.Context) context.Context {
 	return context.WithValue(ctx, deliveryLane{}, true)
 }
 
-func (d Delivery) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
-	return d.Store.Claim(onDelivery(ctx), p)
-}
-
-func (d Delivery) Complete(ctx context.Context, outs []Outcome, suspendAfter int) ([]Suspension, error) {
-	return d.Store.Complete(onDelivery(ctx), outs, suspendAfter)
-}
-
-func (d Delivery) RenewLeases(ctx context.Context, held []Held, until time.Time) (int64, error) {
-	return d.Store.RenewLeases(onLease(ctx), held, until)
-}
-
-func (d Delivery) Beat(ctx context.Context, process string, now time.Time) error {
-	return d.Store.Beat(onLease(ctx), process, now)
-}
-
-func (d Delivery) EndBeats(ctx context.Context, process string, before time.Time) error {
-	return d.Store.EndBeats(onLease(ctx), process, before)
-}
-
 func onLease(ctx context.Context) context.Context {
 	return context.WithValue(ctx, leaseLane{}, true)
-}
-
-func (d Delivery) ReleaseHeld(ctx context.Context, leases []string) (int64, error) {
-	return d.Store.ReleaseHeld(onDelivery(ctx), leases)
-}
-
-func (d Delivery) NextDue(ctx context.Context) (time.Time, bool, error) {
-	return d.Store.NextDue(onDelivery(ctx))
-}
-
-func (d Delivery) ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (Grant, error) {
-	return d.Store.ReserveSends(onDelivery(ctx), webhookID, interval, n, now, until)
-}
-
-func (d Delivery) StillHeld(ctx context.Context, held []Held) (map[Held]bool, error) {
-	return d.Store.StillHeld(onDelivery(ctx), held)
 }
 
 // deliveryPoolSize is how many of a process's pool_max_conns the dispatcher

@@ -74,11 +74,11 @@ CASE WHEN l.status = 'failed' THEN (SELECT COUNT(*) FROM delivery_queue q WHERE 
 // heldRow is true of log l's row of delivery_queue q while the log holds
 // its license back (as Held reads it): only a failed log of a holding
 // webhook keeps its row, unleased and due never (decision 0131).
-const heldRow = `q.log_id = l.id AND ` + heldQueueRow
+const heldRow = `q.log_id = l.id AND ` + HeldQueueRow
 
-// heldQueueRow is true of a row of delivery_queue q that holds its log's
+// HeldQueueRow is true of a row of delivery_queue q that holds its log's
 // license back: due never, and not being attempted.
-const heldQueueRow = `q.due_at = ` + heldDueSQL + ` AND q.lease IS NULL`
+const HeldQueueRow = `q.due_at = ` + HeldDueSQL + ` AND q.lease IS NULL`
 
 // holdingLog is true of a failed log l that holds its license back.
 const holdingLog = `l.status = 'failed' AND EXISTS (SELECT 1 FROM delivery_queue q WHERE ` + heldRow + `)`
@@ -260,12 +260,12 @@ func (f LogFilter) idBounds(s *Store) (lo, hi string) {
 		lo, hi = s.eventLogBounds(f.EventID)
 	}
 	if !f.From.IsZero() {
-		if from := s.logIDsFrom(f.From); from != "" {
+		if from := s.LogIDsFrom(f.From); from != "" {
 			lo = max(lo, from)
 		}
 	}
 	if !f.To.IsZero() {
-		if before := s.logIDsBefore(f.To); before != "" && (hi == "" || before < hi) {
+		if before := s.LogIDsBefore(f.To); before != "" && (hi == "" || before < hi) {
 			hi = before
 		}
 	}
@@ -294,9 +294,9 @@ func (s *Store) eventLogBounds(eventID string) (lo, hi string) {
 	return IDBound(t.Add(-idSlack)), IDBound(t.Add(idSlack))
 }
 
-// logIDsFrom is the least id of a log created at or after t, or "" when
+// LogIDsFrom is the least id of a log created at or after t, or "" when
 // the ids do not say.
-func (s *Store) logIDsFrom(t time.Time) string {
+func (s *Store) LogIDsFrom(t time.Time) string {
 	switch {
 	case s.logIDsExact && ms(t) >= s.logIDsExactFrom:
 		return IDBound(t)
@@ -306,9 +306,9 @@ func (s *Store) logIDsFrom(t time.Time) string {
 	return ""
 }
 
-// logIDsBefore is a bound above the id of every log created before t, or
+// LogIDsBefore is a bound above the id of every log created before t, or
 // "" when the ids do not say.
-func (s *Store) logIDsBefore(t time.Time) string {
+func (s *Store) LogIDsBefore(t time.Time) string {
 	exactFrom := time.UnixMilli(s.logIDsExactFrom)
 	switch {
 	case s.logIDsExact && s.logIDsExactFrom == 0:

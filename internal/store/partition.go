@@ -566,14 +566,14 @@ func lockPartitions(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// idRange returns the least and the greatest of ids when each is the
+// IDRange returns the least and the greatest of ids when each is the
 // canonical text of a UUID (NewID's: lowercase hex digits, hyphens at the
 // same four places): for such texts Go's byte order is the order of any
 // collation PostgreSQL may compare them by, which either weighs a hyphen
 // below every digit and letter or passes over it, so id BETWEEN lo AND hi
 // holds each of them there too. ok is false for an empty ids or any id of
 // another shape.
-func idRange(ids []string) (lo, hi string, ok bool) {
+func IDRange(ids []string) (lo, hi string, ok bool) {
 	for i, id := range ids {
 		if !canonicalUUID(id) {
 			return "", "", false

@@ -39,10 +39,10 @@ RETURNING id, event_id`
 			// join with the chosen ids could read every partition whole.
 			var ids []string
 			// Made in its created_at's millisecond or, for the oldest,
-			// just after (logIDsBefore), a log's id bounds the walk of
+			// just after (LogIDsBefore), a log's id bounds the walk of
 			// the account's logs in id order.
 			below, args := "", []any{ms(before), ms(before)}
-			if hi := s.logIDsBefore(before); hi != "" {
+			if hi := s.LogIDsBefore(before); hi != "" {
 				below, args = " AND l.id < ?", append(args, hi)
 			}
 			chosen, err := tx.Query(ctx, `SELECT p.id FROM accounts a CROSS JOIN LATERAL (

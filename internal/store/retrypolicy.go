@@ -16,8 +16,8 @@ func retryPolicyArg(p *RetryPolicy) any {
 	return string(b)
 }
 
-// scanRetryPolicy reads a stored policy; NULL is nil.
-func scanRetryPolicy(webhookID string, text sql.NullString) (*RetryPolicy, error) {
+// ScanRetryPolicy reads a stored policy; NULL is nil.
+func ScanRetryPolicy(webhookID string, text sql.NullString) (*RetryPolicy, error) {
 	if !text.Valid {
 		return nil, nil
 	}

@@ -73,10 +73,6 @@ type engine interface {
 	// lockMigrations makes concurrent migrators take turns; it is called
 	// first in each migration's transaction.
 	lockMigrations(ctx context.Context, tx *sql.Tx) error
-	// claim leases due rows of delivery_queue and returns their logs as
-	// claims, marking those it took over from an ended lease (where the
-	// engine can tell); see Store.Claim.
-	claim(ctx context.Context, s *Store, p ClaimParams) ([]Claim, error)
 	// announce tells other processes, after a commit, that logs became due
 	// (no-op for SQLite).
 	announce()
@@ -151,10 +147,6 @@ type Store struct {
 	// "postgres" (never the URL, which may hold a password).
 	where    string
 	fullness fullState // writes refused for a full disk (full.go)
-	// queueChurn counts the delivery_queue rows this process's claims and
-	// recordings rewrote or deleted, each leaving a dead row version
-	// behind (see QueueChurn).
-	queueChurn atomic.Int64
 	// handoff is the dispatcher that takes the first attempts of what this
 	// process fires (SetHandoff, decision 0105); nil hands over none.
 	handoff atomic.Pointer[handoffBox]

@@ -18,76 +18,6 @@ const (
 	EmailReminder  = "reminder"  // a webhook is still suspended
 )
 
-// healthChange is a webhook whose health a batch changed, as it is after the
-// change, and what to tell about it.
-type healthChange struct {
-	kind         event.Kind // WebhookUnhealthy, WebhookSuspended or WebhookRecovered
-	accountID    string
-	webhookID    string
-	name, url    string
-	status       Health
-	streak       int
-	suspendAfter int
-	failure      *event.Failure
-}
-
-// failureOf describes the failed event of an Exhausted outcome.
-func (tx *Tx) failureOf(ctx context.Context, o Outcome, now time.Time) (event.Failure, error) {
-	f := event.Failure{LogID: o.LogID, Reason: cleanText(o.Reason), FailedAt: now.UTC().Format(event.TimeFormat)}
-	var kind string
-	if err := tx.QueryRow(ctx, `SELECT event_id, kind FROM webhook_event_logs WHERE id = ?`, o.LogID).Scan(&f.EventID, &kind); err != nil {
-		return f, fmt.Errorf("read failed log %s: %w", o.LogID, err)
-	}
-	f.Event = event.Kind(kind)
-	if o.Attempt != nil {
-		f.StatusCode = o.Attempt.StatusCode
-	}
-	return f, nil
-}
-
-// parseFailure reads webhooks.last_failure; nil when there is none.
-func parseFailure(s sql.NullString) *event.Failure {
-	if !s.Valid {
-		return nil
-	}
-	var f event.Failure
-	if jsonlimit.Unmarshal([]byte(s.String), &f) != nil {
-		return nil
-	}
-	return &f
-}
-
-// warn queues, for each change, its email (none for a recovery: the owner
-// sees it on the page, and the event tells their systems) and fires its
-// operational event to the account's other webhooks that subscribe to it.
-// An email is queued with its facts; package notify writes its words. It
-// reports whether it queued an email.
-func (tx *Tx) warn(ctx context.Context, changes []healthChange, now time.Time) (bool, error) {
-	emailed := false
-	for _, c := range changes {
-		if c.kind == event.WebhookUnhealthy || c.kind == event.WebhookSuspended {
-			facts := EmailFacts{WebhookID: c.webhookID, Name: c.name, URL: c.url, Streak: c.streak,
-				SuspendAfter: c.suspendAfter, Failure: c.failure}
-			if err := tx.queueEmail(ctx, c.accountID, emailKind(c.kind), facts, now); err != nil {
-				return false, err
-			}
-			emailed = true
-		}
-		data := event.WebhookHealth{ID: c.webhookID, Name: c.name, URL: c.url, Status: string(c.status), LatestFailure: c.failure}
-		if _, err := tx.fire(ctx, c.accountID, c.kind, data, c.webhookID); err != nil {
-			return false, fmt.Errorf("fire %s for webhook %s: %w", c.kind, c.webhookID, err)
-		}
-	}
-	return emailed, nil
-}
-
-func emailKind(k event.Kind) string {
-	if k == event.WebhookUnhealthy {
-		return EmailUnhealthy
-	}
-	return EmailSuspended
-}
-
 // EmailFacts are what a warning's email tells, as the store knows them;
 // package notify writes the subject and body from them (and from the
 // portal's address, which the store does not know).
@@ -112,10 +42,10 @@ type EmailFacts struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
-// queueEmail puts an email to the account's notification address in the
+// QueueEmail puts an email to the account's notification address in the
 // outbox, in the transaction that decided it: its kind and facts, its words
 // left for notify to write.
-func (tx *Tx) queueEmail(ctx context.Context, accountID, kind string, facts EmailFacts, now time.Time) error {
+func (tx *Tx) QueueEmail(ctx context.Context, accountID, kind string, facts EmailFacts, now time.Time) error {
 	b, err := json.Marshal(facts)
 	if err != nil {
 		return fmt.Errorf("queue %s email: %w", kind, err)
@@ -171,7 +101,7 @@ RETURNING id, account_id, name, url, failure_streak, last_failure, suspended_at`
 				rows.Close()
 				return fmt.Errorf("mark reminders: %w", err)
 			}
-			r.failure, r.since = parseFailure(failure), fromMS(since)
+			r.failure, r.since = ParseFailure(failure), fromMS(since)
 			due2 = append(due2, r)
 		}
 		rows.Close()
@@ -181,7 +111,7 @@ RETURNING id, account_id, name, url, failure_streak, last_failure, suspended_at`
 		for _, r := range due2 {
 			facts := EmailFacts{WebhookID: r.webhookID, Name: r.name, URL: r.url, Streak: r.streak, Failure: r.failure,
 				Since: r.since.UTC(), Every: every}
-			if err := tx.queueEmail(ctx, r.accountID, EmailReminder, facts, now); err != nil {
+			if err := tx.QueueEmail(ctx, r.accountID, EmailReminder, facts, now); err != nil {
 				return err
 			}
 		}
@@ -202,4 +132,16 @@ type reminder struct {
 	streak                          int
 	failure                         *event.Failure
 	since                           time.Time
+}
+
+// ParseFailure reads webhooks.last_failure; nil when there is none.
+func ParseFailure(s sql.NullString) *event.Failure {
+	if !s.Valid {
+		return nil
+	}
+	var f event.Failure
+	if jsonlimit.Unmarshal([]byte(s.String), &f) != nil {
+		return nil
+	}
+	return &f
 }

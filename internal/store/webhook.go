@@ -266,7 +266,7 @@ func (s *Store) scanWebhook(sc interface{ Scan(...any) error }, now time.Time) (
 	}
 	w.DisabledReason = disabled.String
 	w.RateLimit = int(rate.Int64)
-	if w.RetryPolicy, err = scanRetryPolicy(w.ID, retry); err != nil {
+	if w.RetryPolicy, err = ScanRetryPolicy(w.ID, retry); err != nil {
 		return Webhook{}, err
 	}
 	if w.Headers, err = s.openHeaders(w.ID, headers); err != nil {

@@ -258,9 +258,3 @@ func (s *Store) ReachGeneration() uint64 { return s.reachGen.Load() }
 
 // reachGeneration is a Store's count of its reach changes.
 type reachGeneration = atomic.Uint64
-
-// WebhookReach on the dispatcher's own connections (lane.go), so that its
-// reads do not wait behind the API's.
-func (d Delivery) WebhookReach(ctx context.Context, webhookID string) (attempt.Reach, error) {
-	return d.Store.WebhookReach(onDelivery(ctx), webhookID)
-}

@@ -69,7 +69,7 @@ func testAccountsListedAndDeleted(t *testing.T, b *Bundle) {
 	}
 	held := store.Held{LogID: claims[1].LogID, Lease: claims[1].Lease}
 	otherLease := store.Held{LogID: claims[1].LogID, Lease: claims[1].Lease + "-another"}
-	if found, err := b.St.StillHeld(b.Ctx, []store.Held{held, otherLease}); err != nil || !found[held] || found[otherLease] || len(found) != 1 {
+	if found, err := b.Q.StillHeld(b.Ctx, []store.Held{held, otherLease}); err != nil || !found[held] || found[otherLease] || len(found) != 1 {
 		t.Fatalf("a claimed log before the delete: found %v, %v; want it held under its own lease only", found, err)
 	}
 
@@ -89,7 +89,7 @@ func testAccountsListedAndDeleted(t *testing.T, b *Bundle) {
 	if n := b.Count(t, `SELECT COUNT(*) FROM webhook_attempts`); n != 0 {
 		t.Errorf("%d attempts left after their account was deleted", n)
 	}
-	if found, err := b.St.StillHeld(b.Ctx, []store.Held{held}); err != nil || found[held] {
+	if found, err := b.Q.StillHeld(b.Ctx, []store.Held{held}); err != nil || found[held] {
 		t.Errorf("a log claimed before its account was deleted: found %v, %v; want not held", found, err)
 	}
 	if _, err := b.St.Account(b.Ctx, b.Account.ID); !errors.Is(err, store.ErrNotFound) {

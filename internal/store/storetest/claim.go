@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -110,7 +111,7 @@ func testClaimTakesDueLogsUnderALease(t *testing.T, b *Bundle) {
 	if len(got) != 1 || got[0].LogID != c[0].LogID || got[0].AttemptCount != 1 {
 		t.Fatalf("at its time the retry claims as %+v", got)
 	}
-	if next, ok, err := b.St.NextDue(b.Ctx); err != nil || !ok || !next.Equal(now.Add(2*time.Minute)) {
+	if next, ok, err := b.Q.NextDue(b.Ctx); err != nil || !ok || !next.Equal(now.Add(2*time.Minute)) {
 		t.Errorf("NextDue = %v, %v, %v; want the lease's end", next, ok, err)
 	}
 }
@@ -211,7 +212,7 @@ func testConcurrentClaims(t *testing.T, b *Bundle) {
 		st := handles[i%len(handles)]
 		for {
 			now := b.Clock.Now()
-			cs, err := st.Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 7, PerWebhook: 3})
+			cs, err := queue.New(st).Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 7, PerWebhook: 3})
 			if err != nil {
 				t.Errorf("claim: %v", err)
 				return
@@ -241,47 +242,47 @@ func testBeginResend(t *testing.T, b *Bundle) {
 	b.Fire(t, b.St, 1)
 	logID := b.logs(t, store.LogFilter{})[0].ID
 	until := func() time.Time { return b.Clock.Now().Add(time.Minute) }
-	c, err := b.St.BeginResend(b.Ctx, b.Account.ID, logID, until())
+	c, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logID, until())
 	if err != nil || c.Lease != "" || len(c.Body) == 0 {
 		t.Fatalf("resend of a queued log: %+v, %v", c, err)
 	}
-	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, logID, until()); !errors.Is(err, store.ErrConflict) {
+	if _, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logID, until()); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("a second resend while the first is in flight: %v; want ErrConflict", err)
 	}
 	if got := b.Claim(t, b.St, 0, time.Minute, 10, 10); len(got) != 0 {
 		t.Fatalf("a claim took a log a resend holds: %d", len(got))
 	}
 	other := b.NewAccount(t, "b@example.com")
-	if _, err := b.St.BeginResend(b.Ctx, other.ID, logID, until()); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Q.BeginResend(b.Ctx, other.ID, logID, until()); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another account's resend: %v; want ErrNotFound", err)
 	}
 	// Recording the resend ends its mark.
 	failed := store.Outcome{LogID: logID, WebhookID: c.WebhookID, Trigger: store.TriggerResend, Result: store.ResendFailed, Reason: "receiver answered 500"}
 	b.Complete(t, b.St, 50, failed)
-	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, logID, until()); err != nil {
+	if _, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logID, until()); err != nil {
 		t.Fatalf("resend after the last one was recorded: %v", err)
 	}
 	// A resend that was not sent after all ends its mark without an attempt.
-	if err := b.St.EndResend(b.Ctx, logID); err != nil {
+	if err := b.Q.EndResend(b.Ctx, logID); err != nil {
 		t.Fatal(err)
 	}
 	claimed := b.Claim(t, b.St, 0, time.Minute, 10, 10)
 	if len(claimed) != 1 {
 		t.Fatalf("claimed %d after the resend ended; want 1", len(claimed))
 	}
-	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, logID, until()); !errors.Is(err, store.ErrConflict) {
+	if _, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logID, until()); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("resend while an automatic attempt is in flight: %v; want ErrConflict", err)
 	}
 	b.Complete(t, b.St, 50, Outcome(claimed[0], store.Exhausted, 500, b.Clock.Now()))
 	// A process that died mid-resend leaves a mark that ends by itself.
-	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, logID, b.Clock.Now().Add(time.Second)); err != nil {
+	if _, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logID, b.Clock.Now().Add(time.Second)); err != nil {
 		t.Fatalf("resend of a failed log: %v", err)
 	}
-	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, logID, until()); !errors.Is(err, store.ErrConflict) {
+	if _, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logID, until()); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("resend within the first one's mark: %v; want ErrConflict", err)
 	}
 	b.Clock.Add(2 * time.Second)
-	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, logID, until()); err != nil {
+	if _, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logID, until()); err != nil {
 		t.Fatalf("resend after the last mark ended: %v", err)
 	}
 }
@@ -292,7 +293,7 @@ func testClaimGivesEachWebhookItsRoom(t *testing.T, b *Bundle) {
 	a, c, d := b.Webhook(t, "a"), b.Webhook(t, "c"), b.Webhook(t, "d")
 	b.Fire(t, b.St, 10)
 	now := b.Clock.Now()
-	got, err := b.St.Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(),
+	got, err := b.Q.Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(),
 		Limit: 100, PerWebhook: 2, Room: map[string]int{a.ID: 1, c.ID: 5}})
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +363,7 @@ func testResendOfAWaitingLog(t *testing.T, b *Bundle) {
 	}
 	resend := func(ok bool) {
 		t.Helper()
-		c, err := b.St.BeginResend(b.Ctx, b.Account.ID, logID, b.Clock.Now().Add(time.Minute))
+		c, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logID, b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,14 +373,14 @@ func testResendOfAWaitingLog(t *testing.T, b *Bundle) {
 	if l := b.log(t, logID); l.Status != store.Queued || l.NextAttemptAt == nil || backlog() != 1 {
 		t.Fatalf("after a failed resend: %s, next attempt %v, backlog %d; want queued, due, in the backlog", l.Status, l.NextAttemptAt, backlog())
 	}
-	if _, ok, err := b.St.NextDue(b.Ctx); err != nil || !ok {
+	if _, ok, err := b.Q.NextDue(b.Ctx); err != nil || !ok {
 		t.Fatalf("next due after a failed resend: %v, %v; want the log", ok, err)
 	}
 	resend(true)
 	if l := b.log(t, logID); l.Status != store.Succeeded || l.NextAttemptAt != nil || backlog() != 0 {
 		t.Fatalf("after a delivered resend: %s, next attempt %v, backlog %d; want succeeded, none, an empty backlog", l.Status, l.NextAttemptAt, backlog())
 	}
-	if _, ok, err := b.St.NextDue(b.Ctx); err != nil || ok {
+	if _, ok, err := b.Q.NextDue(b.Ctx); err != nil || ok {
 		t.Fatalf("next due after the log was delivered: %v, %v; want none", ok, err)
 	}
 	if got := b.Claim(t, b.St, time.Hour, time.Minute, 10, 10); len(got) != 0 {

@@ -69,7 +69,7 @@ func testClaimSharesBetweenAccounts(t *testing.T, b *Bundle) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := b.Clock.Now().Add(time.Second)
-			got, err := b.St.Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(),
+			got, err := b.Q.Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(),
 				Limit: 100, PerWebhook: 1000, PerAccount: tc.perAccount, AccountRoom: tc.accountRoom})
 			if err != nil {
 				t.Fatal(err)

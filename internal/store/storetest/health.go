@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -91,7 +92,7 @@ func testConcurrentFailuresSuspendOnce(t *testing.T, b *Bundle) {
 	var suspensions atomic.Int32
 	now := b.Clock.Now()
 	Parallel(n, func(i int) {
-		sp, err := handles[i%len(handles)].Complete(b.Ctx, []store.Outcome{Outcome(c[i], store.Exhausted, 500, now)}, suspendAfter)
+		sp, err := queue.New(handles[i%len(handles)]).Complete(b.Ctx, []store.Outcome{Outcome(c[i], store.Exhausted, 500, now)}, suspendAfter)
 		if err != nil {
 			t.Errorf("complete: %v", err)
 		}
@@ -137,7 +138,7 @@ func testConcurrentDeliveryNotLost(t *testing.T, b *Bundle) {
 			if i == round%len(racing) {
 				r, code = store.Delivered, 200
 			}
-			sp, err := handles[i%len(handles)].Complete(b.Ctx, []store.Outcome{Outcome(racing[i], r, code, now)}, suspendAfter)
+			sp, err := queue.New(handles[i%len(handles)]).Complete(b.Ctx, []store.Outcome{Outcome(racing[i], r, code, now)}, suspendAfter)
 			if err != nil {
 				t.Errorf("complete: %v", err)
 			}
@@ -228,7 +229,7 @@ func testBatchesDoNotDeadlock(t *testing.T, b *Bundle) {
 		}
 	}()
 	Parallel(batches, func(i int) {
-		if _, err := handles[i%len(handles)].Complete(b.Ctx, outs[i], 1000); err != nil {
+		if _, err := queue.New(handles[i%len(handles)]).Complete(b.Ctx, outs[i], 1000); err != nil {
 			t.Errorf("batch %d: %v", i, err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -29,7 +30,7 @@ func testLeasesRenewAndRelease(t *testing.T, b *Bundle) {
 	}
 	// Renewed before they end, three leases run an hour; the fourth is
 	// left to end.
-	n, err := b.St.RenewLeases(b.Ctx, held(mine[:3]...), b.Clock.Now().Add(time.Hour))
+	n, err := b.Q.RenewLeases(b.Ctx, held(mine[:3]...), b.Clock.Now().Add(time.Hour))
 	if err != nil || n != 3 {
 		t.Fatalf("renewed %d, %v; want 3", n, err)
 	}
@@ -38,14 +39,14 @@ func testLeasesRenewAndRelease(t *testing.T, b *Bundle) {
 		t.Fatalf("after 6s another process took %d logs; want only the one whose lease was not renewed", len(taken))
 	}
 	// The lease taken over is another process's now: renewing it does nothing.
-	if n, err := b.St.RenewLeases(b.Ctx, held(mine[3]), b.Clock.Now().Add(time.Hour)); err != nil || n != 0 {
+	if n, err := b.Q.RenewLeases(b.Ctx, held(mine[3]), b.Clock.Now().Add(time.Hour)); err != nil || n != 0 {
 		t.Fatalf("renewed a lease taken over: %d, %v", n, err)
 	}
 	if b.Count(t, `SELECT COUNT(*) FROM delivery_queue WHERE log_id = ? AND lease_until = ?`,
 		mine[3].LogID, b.Clock.Now().Add(11*time.Second).UnixMilli()) != 1 {
 		t.Fatalf("the new holder's lease changed; want it to end when its own claim said")
 	}
-	if n, err := other.RenewLeases(b.Ctx, held(taken...), b.Clock.Now().Add(time.Hour)); err != nil || n != 1 {
+	if n, err := queue.New(other).RenewLeases(b.Ctx, held(taken...), b.Clock.Now().Add(time.Hour)); err != nil || n != 1 {
 		t.Fatalf("the new holder renewed %d, %v; want 1", n, err)
 	}
 
@@ -56,7 +57,7 @@ func testLeasesRenewAndRelease(t *testing.T, b *Bundle) {
 	if len(again) != 1 || again[0].LogID != mine[0].LogID {
 		t.Fatalf("claimed %d logs a minute later; want the retry", len(again))
 	}
-	n, err = b.St.ReleaseHeld(b.Ctx, []string{mine[0].Lease, again[0].Lease, store.NewID()})
+	n, err = b.Q.ReleaseHeld(b.Ctx, []string{mine[0].Lease, again[0].Lease, store.NewID()})
 	if err != nil || n != 3 {
 		t.Fatalf("released %d, %v; want the 3 logs still held", n, err)
 	}
@@ -116,7 +117,7 @@ func testRenewalWaitsForNoRowLock(t *testing.T, b *Bundle) {
 		// Bounded only so that a renewal that waits fails the test rather
 		// than hanging it: the lock is held until the renewal returns.
 		ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
-		n, err := b.St.RenewLeases(ctx, held, until)
+		n, err := b.Q.RenewLeases(ctx, held, until)
 		cancel()
 		close(release)
 		if err := <-done; err != nil {
@@ -129,7 +130,7 @@ func testRenewalWaitsForNoRowLock(t *testing.T, b *Bundle) {
 			t.Fatalf("%d leases renewed; want 2", got)
 		}
 	}
-	if n, err := b.St.RenewLeases(b.Ctx, held, until); err != nil || n != 3 {
+	if n, err := b.Q.RenewLeases(b.Ctx, held, until); err != nil || n != 3 {
 		t.Fatalf("renewal: %d, %v; want all 3", n, err)
 	}
 	if got := renewed(); got != 3 {
@@ -152,7 +153,7 @@ func testNoTakeover(t *testing.T, b *Bundle) {
 	now := b.Clock.Now().Add(6 * time.Second) // the lease has ended
 	claim := func(noTakeover bool) []store.Claim {
 		t.Helper()
-		cs, err := other.Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(5 * time.Second), Lease: store.NewID(),
+		cs, err := queue.New(other).Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(5 * time.Second), Lease: store.NewID(),
 			Limit: 10, PerWebhook: 10, NoTakeover: noTakeover})
 		if err != nil {
 			t.Fatalf("claim: %v", err)
@@ -165,7 +166,7 @@ func testNoTakeover(t *testing.T, b *Bundle) {
 	if cs := claim(true); len(cs) != 0 {
 		t.Fatalf("a second claim unsure of its writes took %d logs; want none: the ended lease is left to its holder", len(cs))
 	}
-	if n, err := b.St.RenewLeases(b.Ctx, []store.Held{{LogID: mine[0].LogID, Lease: mine[0].Lease}}, now.Add(time.Minute)); err != nil || n != 1 {
+	if n, err := b.Q.RenewLeases(b.Ctx, []store.Held{{LogID: mine[0].LogID, Lease: mine[0].Lease}}, now.Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("its holder renewed %d, %v, once its writes landed again; want its lease renewed", n, err)
 	}
 	if cs := claim(false); len(cs) != 0 {
@@ -192,11 +193,11 @@ func testNoTakeover(t *testing.T, b *Bundle) {
 func testBeats(t *testing.T, b *Bundle) {
 	now := b.Clock.Now()
 	for _, p := range []string{"a", "b", "c"} {
-		if err := b.St.Beat(b.Ctx, p, now); err != nil {
+		if err := b.Q.Beat(b.Ctx, p, now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := b.St.Beat(b.Ctx, "a", now.Add(time.Hour)); err != nil {
+	if err := b.Q.Beat(b.Ctx, "a", now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.Count(t, `SELECT COUNT(*) FROM delivery_processes`); n != 3 {
@@ -205,7 +206,7 @@ func testBeats(t *testing.T, b *Bundle) {
 	if n := b.Count(t, `SELECT COUNT(*) FROM delivery_processes WHERE id = 'a' AND beat_at = ?`, now.Add(time.Hour).UnixMilli()); n != 1 {
 		t.Fatalf("a's row does not hold its latest beat")
 	}
-	if err := b.St.EndBeats(b.Ctx, "b", now.Add(time.Minute)); err != nil {
+	if err := b.Q.EndBeats(b.Ctx, "b", now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.Count(t, `SELECT COUNT(*) FROM delivery_processes WHERE id = 'a'`); n != 1 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -159,7 +160,7 @@ func testOrderedClaimsFollowEachLicense(t *testing.T, b *Bundle) {
 	if s := names(got, fired, label); s != "[A2 B3]" {
 		t.Fatalf("after A1 failed (going on) and B2 delivered, claimed %s; want [A2 B3]", s)
 	}
-	if held, err := b.St.Held(b.Ctx, taken.LogID); err != nil || held {
+	if held, err := b.Q.Held(b.Ctx, taken.LogID); err != nil || held {
 		t.Fatalf("A1 holds (%v, %v) on a webhook that goes on", held, err)
 	}
 }
@@ -189,7 +190,7 @@ func testAFailedOrderedLogHoldsItsLicense(t *testing.T, b *Bundle) {
 		if l := b.log(t, byLicense[lic].LogID); l.Status != store.Failed {
 			t.Fatalf("log %s is %s; want failed", label[lic], l.Status)
 		}
-		if held, err := b.St.Held(b.Ctx, byLicense[lic].LogID); err != nil || !held {
+		if held, err := b.Q.Held(b.Ctx, byLicense[lic].LogID); err != nil || !held {
 			t.Fatalf("%s1 holds %v (%v); want held", label[lic], held, err)
 		}
 		if l := b.log(t, byLicense[lic].LogID); !l.Holding {
@@ -226,17 +227,17 @@ func testAFailedOrderedLogHoldsItsLicense(t *testing.T, b *Bundle) {
 		t.Fatalf("backlog %v; want the 3 later events queued and nothing of the held", g.Backlog)
 	}
 	// A skipped, B resent and failed, C resent and delivered.
-	if err := b.St.SkipHeld(b.Ctx, b.Account.ID, byLicense[la].LogID); err != nil {
+	if err := b.Q.SkipHeld(b.Ctx, b.Account.ID, byLicense[la].LogID); err != nil {
 		t.Fatalf("skip: %v", err)
 	}
-	if err := b.St.SkipHeld(b.Ctx, b.Account.ID, byLicense[la].LogID); !errors.Is(err, store.ErrConflict) {
+	if err := b.Q.SkipHeld(b.Ctx, b.Account.ID, byLicense[la].LogID); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("skipping again: %v; want a conflict", err)
 	}
-	if err := b.St.SkipHeld(b.Ctx, b.Account.ID, store.NewID()); !errors.Is(err, store.ErrNotFound) {
+	if err := b.Q.SkipHeld(b.Ctx, b.Account.ID, store.NewID()); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("skipping an unknown log: %v; want not found", err)
 	}
 	for lic, ok := range map[string]bool{lb: false, lc: true} {
-		c, err := b.St.BeginResend(b.Ctx, b.Account.ID, byLicense[lic].LogID, b.Clock.Now().Add(time.Minute))
+		c, err := b.Q.BeginResend(b.Ctx, b.Account.ID, byLicense[lic].LogID, b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatalf("resend: %v", err)
 		}
@@ -318,7 +319,7 @@ func testOrderedClaimsAcrossHandles(t *testing.T, b *Bundle) {
 					delete(inFlight, fired[c.EventID].license)
 				}
 				mu.Unlock()
-				if _, err := st.Complete(b.Ctx, outs, 50); err != nil {
+				if _, err := queue.New(st).Complete(b.Ctx, outs, 50); err != nil {
 					t.Errorf("complete: %v", err)
 					return
 				}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -23,9 +24,9 @@ func (b *Bundle) pullWebhook(t testing.TB, name string) store.Webhook {
 
 // pull reads the pull webhook's events after after, failing the test on
 // an error.
-func (b *Bundle) pull(t testing.TB, hook store.Webhook, after int64, limit int) []store.Pulled {
+func (b *Bundle) pull(t testing.TB, hook store.Webhook, after int64, limit int) []queue.Pulled {
 	t.Helper()
-	got, err := b.St.Pull(b.Ctx, b.Account.ID, hook.ID, after, limit)
+	got, err := b.Q.Pull(b.Ctx, b.Account.ID, hook.ID, after, limit)
 	if err != nil {
 		t.Fatalf("pull after %d: %v", after, err)
 	}
@@ -33,7 +34,7 @@ func (b *Bundle) pull(t testing.TB, hook store.Webhook, after int64, limit int) 
 }
 
 // events says which events pulls are, with their cursors, for comparisons.
-func events(ps []store.Pulled) (ids []string, cursors []int64) {
+func events(ps []queue.Pulled) (ids []string, cursors []int64) {
 	for _, p := range ps {
 		ids, cursors = append(ids, p.EventID), append(cursors, p.Cursor)
 	}
@@ -81,11 +82,11 @@ func testPullReadsInOrderAndAcknowledgesByCursor(t *testing.T, b *Bundle) {
 		t.Fatalf("read after 3: %d events; want the last two", len(rest))
 	}
 
-	n, err := b.St.AckPull(b.Ctx, b.Account.ID, hook.ID, 3)
+	n, err := b.Q.AckPull(b.Ctx, b.Account.ID, hook.ID, 3)
 	if err != nil || n != 3 {
 		t.Fatalf("ack 3: %d, %v; want 3 completed", n, err)
 	}
-	if n, err := b.St.AckPull(b.Ctx, b.Account.ID, hook.ID, 2); err != nil || n != 0 {
+	if n, err := b.Q.AckPull(b.Ctx, b.Account.ID, hook.ID, 2); err != nil || n != 0 {
 		t.Fatalf("ack 2 after 3: %d, %v; want nothing more completed", n, err)
 	}
 	if left := b.pull(t, hook, 0, 10); len(left) != 2 || left[0].Cursor != 4 {
@@ -103,17 +104,17 @@ func testPullReadsInOrderAndAcknowledgesByCursor(t *testing.T, b *Bundle) {
 		t.Fatalf("acknowledged log: %d attempts %+v; want one of trigger pull, from the read", len(l.Attempts), l.Attempts)
 	}
 
-	if _, err := b.St.AckPull(b.Ctx, b.Account.ID, hook.ID, 6); !errors.Is(err, store.ErrCursor) {
+	if _, err := b.Q.AckPull(b.Ctx, b.Account.ID, hook.ID, 6); !errors.Is(err, queue.ErrCursor) {
 		t.Errorf("ack 6, never read: %v; want ErrCursor", err)
 	}
-	if _, err := b.St.Pull(b.Ctx, b.Account.ID, hook.ID, 9, 10); !errors.Is(err, store.ErrCursor) {
+	if _, err := b.Q.Pull(b.Ctx, b.Account.ID, hook.ID, 9, 10); !errors.Is(err, queue.ErrCursor) {
 		t.Errorf("read after 9, never read: %v; want ErrCursor", err)
 	}
-	if _, err := b.St.Pull(b.Ctx, b.Account.ID, posted.ID, 0, 10); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Q.Pull(b.Ctx, b.Account.ID, posted.ID, 0, 10); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("read of an http webhook: %v; want ErrNotFound", err)
 	}
 	other := b.NewAccount(t, "other@example.com")
-	if _, err := b.St.Pull(b.Ctx, other.ID, hook.ID, 0, 10); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Q.Pull(b.Ctx, other.ID, hook.ID, 0, 10); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("read by another account: %v; want ErrNotFound", err)
 	}
 }
@@ -123,9 +124,9 @@ func testPullReadsInOrderAndAcknowledgesByCursor(t *testing.T, b *Bundle) {
 func testPullWaitsForAFiring(t *testing.T, b *Bundle) {
 	hook := b.pullWebhook(t, "waiting")
 	other := b.Open(t)
-	got := make(chan []store.Pulled, 1)
+	got := make(chan []queue.Pulled, 1)
 	go func() {
-		ps, err := b.St.PullWait(b.Ctx, b.Account.ID, hook.ID, 0, 10, time.Minute)
+		ps, err := b.Q.PullWait(b.Ctx, b.Account.ID, hook.ID, 0, 10, time.Minute)
 		if err != nil {
 			t.Errorf("pull wait: %v", err)
 		}
@@ -151,7 +152,7 @@ func testUnacknowledgedPullsExpire(t *testing.T, b *Bundle) {
 	b.pull(t, hook, 0, 1)
 	b.Clock.Add(2 * time.Hour)
 	keep := func(*store.RetryPolicy) time.Duration { return time.Hour }
-	if n, err := b.St.ExpirePulls(b.Ctx, keep); err != nil || n != 2 {
+	if n, err := b.Q.ExpirePulls(b.Ctx, keep); err != nil || n != 2 {
 		t.Fatalf("expire: %d, %v; want both events expired", n, err)
 	}
 	w, err := b.St.Webhook(b.Ctx, b.Account.ID, hook.ID)
@@ -170,19 +171,19 @@ func testUnacknowledgedPullsExpire(t *testing.T, b *Bundle) {
 	// A resend (or a recovery) queues an expired event again, read after
 	// every position given.
 	failed := b.logs(t, store.LogFilter{WebhookID: hook.ID, Status: store.Failed})
-	if err := b.St.RequeuePull(b.Ctx, failed[0].ID, ""); err != nil {
+	if err := b.Q.RequeuePull(b.Ctx, failed[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	again := b.pull(t, hook, 0, 10)
 	if len(again) != 1 || again[0].LogID != failed[0].ID || again[0].Cursor != 2 {
 		t.Fatalf("read after a requeue: %+v; want the requeued log at cursor 2", again)
 	}
-	if _, err := b.St.AckPull(b.Ctx, b.Account.ID, hook.ID, again[0].Cursor); err != nil {
+	if _, err := b.Q.AckPull(b.Ctx, b.Account.ID, hook.ID, again[0].Cursor); err != nil {
 		t.Fatal(err)
 	}
 	b.Fire(t, b.St, 1)
 	ps := b.pull(t, hook, 0, 10)
-	if _, err := b.St.AckPull(b.Ctx, b.Account.ID, hook.ID, ps[0].Cursor); err != nil {
+	if _, err := b.Q.AckPull(b.Ctx, b.Account.ID, hook.ID, ps[0].Cursor); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ = b.St.Webhook(b.Ctx, b.Account.ID, hook.ID); w.Status != store.Healthy {

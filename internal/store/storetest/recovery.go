@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -64,32 +65,32 @@ func testRecoveryChoosesItsLogs(t *testing.T, b *Bundle) {
 	mid := b.log(t, cancelled[0]).CreatedAt
 	for _, tt := range []struct {
 		name string
-		f    store.RecoveryFilter
+		f    queue.RecoveryFilter
 		want int
 	}{
-		{"both statuses by default", store.RecoveryFilter{}, 5},
-		{"failed only", store.RecoveryFilter{Statuses: []store.LogStatus{store.Failed}}, 3},
-		{"cancelled only, never the disabled webhook's", store.RecoveryFilter{Statuses: []store.LogStatus{store.Cancelled}}, 2},
-		{"since", store.RecoveryFilter{Since: mid}, 2},
-		{"until", store.RecoveryFilter{Until: mid}, 3},
-		{"an empty range", store.RecoveryFilter{Since: mid.Add(time.Hour)}, 0},
+		{"both statuses by default", queue.RecoveryFilter{}, 5},
+		{"failed only", queue.RecoveryFilter{Statuses: []store.LogStatus{store.Failed}}, 3},
+		{"cancelled only, never the disabled webhook's", queue.RecoveryFilter{Statuses: []store.LogStatus{store.Cancelled}}, 2},
+		{"since", queue.RecoveryFilter{Since: mid}, 2},
+		{"until", queue.RecoveryFilter{Until: mid}, 3},
+		{"an empty range", queue.RecoveryFilter{Since: mid.Add(time.Hour)}, 0},
 	} {
-		n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, w.ID, tt.f)
+		n, err := b.Q.CountRecoverable(b.Ctx, b.Account.ID, w.ID, tt.f)
 		if err != nil || n != tt.want {
 			t.Errorf("%s: counted %d, %v; want %d", tt.name, n, err, tt.want)
 		}
 	}
-	if n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, d.ID, store.RecoveryFilter{}); err != nil || n != 0 {
+	if n, err := b.Q.CountRecoverable(b.Ctx, b.Account.ID, d.ID, queue.RecoveryFilter{}); err != nil || n != 0 {
 		t.Errorf("disabled webhook's cancelled logs counted %d, %v; want 0", n, err)
 	}
 	other := b.NewAccount(t, "other@example.com")
-	if _, err := b.St.CountRecoverable(b.Ctx, other.ID, w.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Q.CountRecoverable(b.Ctx, other.ID, w.ID, queue.RecoveryFilter{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's count: %v; want ErrNotFound", err)
 	}
-	if _, err := b.St.StartRecovery(b.Ctx, other.ID, w.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Q.StartRecovery(b.Ctx, other.ID, w.ID, queue.RecoveryFilter{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's recovery: %v; want ErrNotFound", err)
 	}
-	if _, err := b.St.StartRecovery(b.Ctx, b.Account.ID, d.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrWebhookDisabled) {
+	if _, err := b.Q.StartRecovery(b.Ctx, b.Account.ID, d.ID, queue.RecoveryFilter{}); !errors.Is(err, queue.ErrWebhookDisabled) {
 		t.Errorf("recovery of a disabled webhook: %v; want ErrWebhookDisabled", err)
 	}
 	// A dry run changed nothing: every log is as it was.
@@ -98,38 +99,38 @@ func testRecoveryChoosesItsLogs(t *testing.T, b *Bundle) {
 			t.Fatalf("log %s changed: %s, %d attempts", id, l.Status, len(l.Attempts))
 		}
 	}
-	empty, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{Since: mid.Add(time.Hour)})
+	empty, err := b.Q.StartRecovery(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{Since: mid.Add(time.Hour)})
 	if err != nil || empty.Status != store.RecoveryDone || empty.Count != 0 || empty.FinishedAt == nil {
 		t.Fatalf("empty recovery %+v, %v; want done at once", empty, err)
 	}
-	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.Q.StartRecovery(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{})
 	if err != nil || r.Count != 5 || r.Status != store.RecoveryRunning {
 		t.Fatalf("recovery %+v, %v; want running over 5", r, err)
 	}
-	if _, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{}); !errors.Is(err, store.ErrRecoveryRunning) {
+	if _, err := b.Q.StartRecovery(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{}); !errors.Is(err, queue.ErrRecoveryRunning) {
 		t.Errorf("second recovery while one runs: %v; want ErrRecoveryRunning", err)
 	}
-	list, _, err := b.St.Recoveries(b.Ctx, b.Account.ID, w.ID, store.Page{Limit: 10})
+	list, _, err := b.Q.Recoveries(b.Ctx, b.Account.ID, w.ID, store.Page{Limit: 10})
 	if err != nil || len(list) != 2 || list[0].ID != r.ID || list[1].ID != empty.ID {
 		t.Errorf("recoveries %+v, %v; want the running one, then the empty one", list, err)
 	}
-	if _, _, err := b.St.Recoveries(b.Ctx, other.ID, w.ID, store.Page{Limit: 10}); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := b.Q.Recoveries(b.Ctx, other.ID, w.ID, store.Page{Limit: 10}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's list: %v; want ErrNotFound", err)
 	}
-	if _, err := b.St.Recovery(b.Ctx, other.ID, w.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Q.Recovery(b.Ctx, other.ID, w.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's recovery: %v; want ErrNotFound", err)
 	}
-	if _, err := b.St.CancelRecovery(b.Ctx, other.ID, w.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Q.CancelRecovery(b.Ctx, other.ID, w.ID, r.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another account's cancel: %v; want ErrNotFound", err)
 	}
-	got, err := b.St.CancelRecovery(b.Ctx, b.Account.ID, w.ID, r.ID)
+	got, err := b.Q.CancelRecovery(b.Ctx, b.Account.ID, w.ID, r.ID)
 	if err != nil || got.Status != store.RecoveryCancelled || got.FinishedAt == nil {
 		t.Fatalf("cancel: %+v, %v", got, err)
 	}
-	if _, err := b.St.CancelRecovery(b.Ctx, b.Account.ID, w.ID, r.ID); !errors.Is(err, store.ErrConflict) {
+	if _, err := b.Q.CancelRecovery(b.Ctx, b.Account.ID, w.ID, r.ID); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("second cancel: %v; want ErrConflict", err)
 	}
-	if _, ok, err := b.St.AcquireRecovery(b.Ctx, store.NewID(), b.Clock.Now().Add(time.Minute)); err != nil || ok {
+	if _, ok, err := b.Q.AcquireRecovery(b.Ctx, store.NewID(), b.Clock.Now().Add(time.Minute)); err != nil || ok {
 		t.Errorf("a cancelled recovery was acquired (%v, %v)", ok, err)
 	}
 }
@@ -138,7 +139,7 @@ func testRecoveryChoosesItsLogs(t *testing.T, b *Bundle) {
 // would, dies in the middle, and has another process finish it.
 func testRecoveryResendsEachLogOnce(t *testing.T, b *Bundle) {
 	w, _, failed, cancelled := b.undelivered(t, 3, 2)
-	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.Q.StartRecovery(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func testRecoveryResendsEachLogOnce(t *testing.T, b *Bundle) {
 	var first string
 	Parallel(len(handles), func(i int) {
 		leases[i] = store.NewID()
-		got, ok, err := handles[i].AcquireRecovery(b.Ctx, leases[i], b.Clock.Now().Add(time.Minute))
+		got, ok, err := queue.New(handles[i]).AcquireRecovery(b.Ctx, leases[i], b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Errorf("acquire: %v", err)
 		}
@@ -165,7 +166,7 @@ func testRecoveryResendsEachLogOnce(t *testing.T, b *Bundle) {
 		t.Fatalf("%d processes took the recovery; want 1", took.Load())
 	}
 	now := b.Clock.Now()
-	batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, first, 2, now.Add(time.Minute))
+	batch, err := b.Q.NextRecoveryLogs(b.Ctx, r.ID, first, 2, now.Add(time.Minute))
 	if err != nil || len(batch) != 2 {
 		t.Fatalf("first batch: %d, %v; want 2", len(batch), err)
 	}
@@ -179,7 +180,7 @@ func testRecoveryResendsEachLogOnce(t *testing.T, b *Bundle) {
 		}
 	}
 	// Marked in flight: neither a resend nor a claim takes them meanwhile.
-	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, batch[0].LogID, now.Add(time.Minute)); !errors.Is(err, store.ErrConflict) {
+	if _, err := b.Q.BeginResend(b.Ctx, b.Account.ID, batch[0].LogID, now.Add(time.Minute)); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("resend of a log a recovery is sending: %v; want ErrConflict", err)
 	}
 	b.Complete(t, b.St, 3, resent(batch[0], r.ID, false, now), resent(batch[1], r.ID, true, now))
@@ -187,26 +188,26 @@ func testRecoveryResendsEachLogOnce(t *testing.T, b *Bundle) {
 		t.Errorf("after a 2xx of the recovery the webhook is %s; want Healthy", h)
 	}
 	// The process dies with one log marked sending.
-	lost, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, first, 1, now.Add(time.Minute))
+	lost, err := b.Q.NextRecoveryLogs(b.Ctx, r.ID, first, 1, now.Add(time.Minute))
 	if err != nil || len(lost) != 1 {
 		t.Fatalf("second batch: %d, %v", len(lost), err)
 	}
-	if _, ok, _ := handles[1].AcquireRecovery(b.Ctx, store.NewID(), now.Add(time.Minute)); ok {
+	if _, ok, _ := queue.New(handles[1]).AcquireRecovery(b.Ctx, store.NewID(), now.Add(time.Minute)); ok {
 		t.Fatal("a recovery under a live lease was taken")
 	}
 	b.Clock.Add(2 * time.Minute)
 	second := store.NewID()
-	got, ok, err := handles[1].AcquireRecovery(b.Ctx, second, b.Clock.Now().Add(time.Minute))
+	got, ok, err := queue.New(handles[1]).AcquireRecovery(b.Ctx, second, b.Clock.Now().Add(time.Minute))
 	if err != nil || !ok || got.Failed != 2 || got.Sent != 2 || got.Succeeded != 1 {
 		t.Fatalf("takeover: %+v, %v, %v; want sent 2, succeeded 1, failed 2 (one interrupted)", got, ok, err)
 	}
-	if _, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, first, 1, b.Clock.Now().Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := b.Q.NextRecoveryLogs(b.Ctx, r.ID, first, 1, b.Clock.Now().Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("the dead lease asked for more: %v; want ErrLeaseLost", err)
 	}
 	// The interrupted log is not sent again; the rest are, once each.
 	var rest []store.Claim
 	for {
-		batch, err := handles[1].NextRecoveryLogs(b.Ctx, r.ID, second, 10, b.Clock.Now().Add(time.Minute))
+		batch, err := queue.New(handles[1]).NextRecoveryLogs(b.Ctx, r.ID, second, 10, b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +225,7 @@ func testRecoveryResendsEachLogOnce(t *testing.T, b *Bundle) {
 	if len(rest) != 2 {
 		t.Fatalf("%d logs resent after the takeover; want 2", len(rest))
 	}
-	done, err := b.St.Recovery(b.Ctx, b.Account.ID, w.ID, r.ID)
+	done, err := b.Q.Recovery(b.Ctx, b.Account.ID, w.ID, r.ID)
 	if err != nil || done.Status != store.RecoveryDone || done.Count != 5 || done.Sent != 4 || done.Succeeded != 3 || done.Failed != 2 || done.FinishedAt == nil {
 		t.Fatalf("finished recovery %+v, %v", done, err)
 	}
@@ -240,7 +241,7 @@ WHERE l.webhook_id = ? AND a.trigger = 'resend'`, w.ID)
 	}
 	// A new recovery covers what is still undelivered: the failed resend
 	// and the interrupted one.
-	if n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{}); err != nil || n != 2 {
+	if n, err := b.Q.CountRecoverable(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{}); err != nil || n != 2 {
 		t.Errorf("left undelivered %d, %v; want 2", n, err)
 	}
 }
@@ -249,42 +250,42 @@ WHERE l.webhook_id = ? AND a.trigger = 'resend'`, w.ID)
 // gives its unsent logs back; disabling the webhook cancels the recovery.
 func testRecoveryStopsWhenDisabled(t *testing.T, b *Bundle) {
 	w, _, _, _ := b.undelivered(t, 2, 2)
-	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.Q.StartRecovery(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lease := store.NewID()
-	if _, ok, err := b.St.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); !ok || err != nil {
+	if _, ok, err := b.Q.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("acquire: %v, %v", ok, err)
 	}
-	batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, lease, 3, b.Clock.Now().Add(time.Minute))
+	batch, err := b.Q.NextRecoveryLogs(b.Ctx, r.ID, lease, 3, b.Clock.Now().Add(time.Minute))
 	if err != nil || len(batch) != 3 {
 		t.Fatalf("batch %d, %v", len(batch), err)
 	}
-	if err := b.St.ReturnRecoveryLogs(b.Ctx, r.ID, []string{batch[2].LogID}); err != nil {
+	if err := b.Q.ReturnRecoveryLogs(b.Ctx, r.ID, []string{batch[2].LogID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.St.BeginResend(b.Ctx, b.Account.ID, batch[2].LogID, b.Clock.Now().Add(time.Minute)); err != nil {
+	if _, err := b.Q.BeginResend(b.Ctx, b.Account.ID, batch[2].LogID, b.Clock.Now().Add(time.Minute)); err != nil {
 		t.Errorf("a log given back is still marked in flight: %v", err)
-	} else if err := b.St.EndResend(b.Ctx, batch[2].LogID); err != nil {
+	} else if err := b.Q.EndResend(b.Ctx, batch[2].LogID); err != nil {
 		t.Fatal(err)
 	}
 	b.Complete(t, b.St, 2, resent(batch[0], r.ID, true, b.Clock.Now()), resent(batch[1], r.ID, true, b.Clock.Now()))
-	if err := b.St.ReleaseRecovery(b.Ctx, r.ID, lease); err != nil {
+	if err := b.Q.ReleaseRecovery(b.Ctx, r.ID, lease); err != nil {
 		t.Fatal(err)
 	}
 	next := store.NewID()
-	if got, ok, err := b.St.AcquireRecovery(b.Ctx, next, b.Clock.Now().Add(time.Minute)); !ok || err != nil || got.Failed != 0 {
+	if got, ok, err := b.Q.AcquireRecovery(b.Ctx, next, b.Clock.Now().Add(time.Minute)); !ok || err != nil || got.Failed != 0 {
 		t.Fatalf("after a release: %+v, %v, %v; want taken at once, nothing interrupted", got, ok, err)
 	}
 	off := false
 	if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, w.ID, store.WebhookPatch{Enabled: &off}); err != nil {
 		t.Fatal(err)
 	}
-	if batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, next, 3, b.Clock.Now().Add(time.Minute)); err != nil || len(batch) != 0 {
+	if batch, err := b.Q.NextRecoveryLogs(b.Ctx, r.ID, next, 3, b.Clock.Now().Add(time.Minute)); err != nil || len(batch) != 0 {
 		t.Fatalf("disabled webhook's recovery handed out %d, %v", len(batch), err)
 	}
-	got, err := b.St.Recovery(b.Ctx, b.Account.ID, w.ID, r.ID)
+	got, err := b.Q.Recovery(b.Ctx, b.Account.ID, w.ID, r.ID)
 	if err != nil || got.Status != store.RecoveryCancelled || got.Sent != 2 {
 		t.Fatalf("recovery of a disabled webhook %+v, %v; want cancelled after 2", got, err)
 	}
@@ -293,18 +294,18 @@ func testRecoveryStopsWhenDisabled(t *testing.T, b *Bundle) {
 	if _, err := b.St.UpdateWebhook(b.Ctx, b.Account.ID, w.ID, store.WebhookPatch{Enabled: &on}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
+	again, err := b.Q.StartRecovery(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{})
 	if err != nil || again.Count != 2 {
 		t.Fatalf("second recovery %+v, %v; want the 2 logs left", again, err)
 	}
 	lease = store.NewID()
-	if _, ok, err := b.St.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); !ok || err != nil {
+	if _, ok, err := b.Q.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("acquire: %v, %v", ok, err)
 	}
 	if err := b.St.DeleteWebhook(b.Ctx, b.Account.ID, w.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.St.NextRecoveryLogs(b.Ctx, again.ID, lease, 3, b.Clock.Now().Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := b.Q.NextRecoveryLogs(b.Ctx, again.ID, lease, 3, b.Clock.Now().Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("recovery of a deleted webhook: %v; want ErrLeaseLost", err)
 	}
 	if n := b.Count(t, `SELECT COUNT(*) FROM recoveries WHERE webhook_id = ?`, w.ID); n != 0 {
@@ -340,7 +341,7 @@ func testUndeliveredCount(t *testing.T, b *Bundle) {
 	if hook.LeftHealthyAt == nil {
 		t.Fatal("a suspended webhook has no LeftHealthyAt")
 	}
-	if n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 5 {
+	if n, err := b.Q.CountRecoverable(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 5 {
 		t.Errorf("recoverable since it left Healthy: %d, %v; want 5, its undelivered count", n, err)
 	}
 	if n := undelivered(d.ID); n != 0 {
@@ -402,7 +403,7 @@ func testUndeliveredCount(t *testing.T, b *Bundle) {
 		t.Errorf("unhealthy again: %d undelivered; want 1", n)
 	}
 	hook, _ = b.St.Webhook(b.Ctx, b.Account.ID, w.ID)
-	if n, err := b.St.CountRecoverable(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 1 {
+	if n, err := b.Q.CountRecoverable(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{CompletedSince: *hook.LeftHealthyAt}); err != nil || n != 1 {
 		t.Errorf("recoverable since it left Healthy again: %d, %v; want 1", n, err)
 	}
 }
@@ -411,18 +412,18 @@ func testUndeliveredCount(t *testing.T, b *Bundle) {
 // recovery started is not sent again by it.
 func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *Bundle) {
 	w, _, failed, _ := b.undelivered(t, 2, 1)
-	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.Q.StartRecovery(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{})
 	if err != nil || r.Count != 3 {
 		t.Fatalf("recovery %+v, %v; want 3 logs", r, err)
 	}
 	b.Complete(t, b.St, 2, resent(store.Claim{LogID: failed[0], WebhookID: w.ID}, "", true, b.Clock.Now()))
 	lease := store.NewID()
-	if _, ok, err := b.St.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); !ok || err != nil {
+	if _, ok, err := b.Q.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("acquire: %v, %v", ok, err)
 	}
 	var sent []string
 	for {
-		batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, lease, 10, b.Clock.Now().Add(time.Minute))
+		batch, err := b.Q.NextRecoveryLogs(b.Ctx, r.ID, lease, 10, b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +440,7 @@ func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *Bundle) {
 			t.Errorf("log %s, delivered by hand meanwhile, was handed out again", id)
 		}
 	}
-	done, err := b.St.Recovery(b.Ctx, b.Account.ID, w.ID, r.ID)
+	done, err := b.Q.Recovery(b.Ctx, b.Account.ID, w.ID, r.ID)
 	if err != nil || len(sent) != 2 || done.Status != store.RecoveryDone || done.Sent != 2 || done.Count != 3 {
 		t.Errorf("sent %d; recovery %+v, %v; want 2 sent of 3, done", len(sent), done, err)
 	}
@@ -450,17 +451,17 @@ func testRecoverySkipsLogsDeliveredMeanwhile(t *testing.T, b *Bundle) {
 // cancelled logs mixed as their events came.
 func testRecoveryTakesEventsOldestFirst(t *testing.T, b *Bundle) {
 	w, _, _, _ := b.undelivered(t, 4, 3)
-	r, err := b.St.StartRecovery(b.Ctx, b.Account.ID, w.ID, store.RecoveryFilter{})
+	r, err := b.Q.StartRecovery(b.Ctx, b.Account.ID, w.ID, queue.RecoveryFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lease := store.NewID()
-	if _, ok, err := b.St.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); err != nil || !ok {
+	if _, ok, err := b.Q.AcquireRecovery(b.Ctx, lease, b.Clock.Now().Add(time.Minute)); err != nil || !ok {
 		t.Fatalf("acquire: %v, %v", ok, err)
 	}
 	var got []int64
 	for {
-		batch, err := b.St.NextRecoveryLogs(b.Ctx, r.ID, lease, 2, b.Clock.Now().Add(time.Minute))
+		batch, err := b.Q.NextRecoveryLogs(b.Ctx, r.ID, lease, 2, b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,11 +53,11 @@ func testTokenRotation(t *testing.T, b *Bundle) {
 	if len(logs) != 1 {
 		t.Fatalf("logs of the second event: %d; want 1", len(logs))
 	}
-	resend, err := b.St.BeginResend(b.Ctx, b.Account.ID, logs[0].ID, b.Clock.Now().Add(time.Minute))
+	resend, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logs[0].ID, b.Clock.Now().Add(time.Minute))
 	if err != nil || resend.Token != old || resend.NextToken != next {
 		t.Fatalf("resend during the overlap: tokens %q, %q, %v; want %q, %q", resend.Token, resend.NextToken, err, old, next)
 	}
-	if err := b.St.EndResend(b.Ctx, logs[0].ID); err != nil {
+	if err := b.Q.EndResend(b.Ctx, logs[0].ID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -69,11 +69,11 @@ func testTokenRotation(t *testing.T, b *Bundle) {
 	if v, _ := b.St.Webhook(b.Ctx, b.Account.ID, w.ID); v.Rotation != nil {
 		t.Errorf("rotation at its end: %+v; want none", v.Rotation)
 	}
-	resend, err = b.St.BeginResend(b.Ctx, b.Account.ID, logs[0].ID, b.Clock.Now().Add(time.Minute))
+	resend, err = b.Q.BeginResend(b.Ctx, b.Account.ID, logs[0].ID, b.Clock.Now().Add(time.Minute))
 	if err != nil || resend.Token != next || resend.NextToken != "" {
 		t.Fatalf("resend after the end: tokens %q, %q, %v; want %q alone", resend.Token, resend.NextToken, err, next)
 	}
-	if err := b.St.EndResend(b.Ctx, logs[0].ID); err != nil {
+	if err := b.Q.EndResend(b.Ctx, logs[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.Count(t, `SELECT COUNT(*) FROM webhooks WHERE id = ? AND next_token_sealed IS NOT NULL`, w.ID); n != 1 {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
 )
@@ -142,6 +143,7 @@ type Bundle struct {
 	Key     []byte // the store's key
 	Clock   *Clock
 	St      *store.Store  // the first handle
+	Q       *queue.Queue  // its event pipeline
 	Account store.Account // the test's account
 }
 
@@ -150,6 +152,7 @@ func setup(t *testing.T, newURL func(testing.TB) string) *Bundle {
 	b := &Bundle{Ctx: context.Background(), NewURL: newURL, url: newURL(t), Key: make([]byte, 32), Clock: &Clock{t: time.UnixMilli(time.Now().UnixMilli()).UTC()}}
 	rand.Read(b.Key)
 	b.St = b.Open(t)
+	b.Q = queue.New(b.St)
 	b.Account = b.NewAccount(t, "a@example.com")
 	return b
 }
@@ -216,7 +219,7 @@ func (b *Bundle) Fire(t testing.TB, st *store.Store, n int) []string {
 func (b *Bundle) Claim(t testing.TB, st *store.Store, at, lease time.Duration, limit, perWebhook int, exclude ...string) []store.Claim {
 	t.Helper()
 	now := b.Clock.Now().Add(at)
-	cs, err := st.Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(lease), Lease: store.NewID(),
+	cs, err := queue.New(st).Claim(b.Ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(lease), Lease: store.NewID(),
 		Limit: limit, PerWebhook: perWebhook, Exclude: exclude})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
@@ -267,7 +270,7 @@ func (b *Bundle) Count(t testing.TB, query string, args ...any) int {
 // Complete records outcomes through st.
 func (b *Bundle) Complete(t testing.TB, st *store.Store, suspendAfter int, outs ...store.Outcome) []store.Suspension {
 	t.Helper()
-	sp, err := st.Complete(b.Ctx, outs, suspendAfter)
+	sp, err := queue.New(st).Complete(b.Ctx, outs, suspendAfter)
 	if err != nil {
 		t.Fatalf("complete: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -71,7 +72,7 @@ func testReservationsTakeDisjointSlots(t *testing.T, b *Bundle) {
 	now := b.Clock.Now()
 	until := now.Add(time.Second)
 
-	g, err := b.St.ReserveSends(b.Ctx, w.ID, interval, 10, now, until)
+	g, err := b.Q.ReserveSends(b.Ctx, w.ID, interval, 10, now, until)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func testReservationsTakeDisjointSlots(t *testing.T, b *Bundle) {
 	}
 	Parallel(6, func(i int) {
 		for range 4 {
-			g, err := handles[i%len(handles)].ReserveSends(b.Ctx, w.ID, interval, 3, now, until)
+			g, err := queue.New(handles[i%len(handles)]).ReserveSends(b.Ctx, w.ID, interval, 3, now, until)
 			if err != nil {
 				t.Error(err)
 				return
@@ -118,18 +119,18 @@ func testReservationsTakeDisjointSlots(t *testing.T, b *Bundle) {
 	}
 
 	// The horizon is full: nothing more, and Next says when a slot frees.
-	g, err = b.St.ReserveSends(b.Ctx, w.ID, interval, 5, now, until)
+	g, err = b.Q.ReserveSends(b.Ctx, w.ID, interval, 5, now, until)
 	if err != nil || g.Count != 0 || !g.Next.After(until) {
 		t.Errorf("past the horizon: %+v, %v; want no slot and Next after the horizon", g, err)
 	}
 	// Later, idle: the slots start at the new now, not in the past.
 	later := now.Add(time.Hour)
-	g, err = b.St.ReserveSends(b.Ctx, w.ID, interval, 2, later, later.Add(time.Second))
+	g, err = b.Q.ReserveSends(b.Ctx, w.ID, interval, 2, later, later.Add(time.Second))
 	if err != nil || g.Count != 2 || !g.First.Equal(later) {
 		t.Errorf("an hour later: %+v, %v; want 2 slots from then", g, err)
 	}
 	// A sub-millisecond interval (10,000/s) is kept to the microsecond.
-	g, err = b.St.ReserveSends(b.Ctx, w.ID, 100*time.Microsecond, 100, later.Add(time.Minute), later.Add(time.Minute+time.Second))
+	g, err = b.Q.ReserveSends(b.Ctx, w.ID, 100*time.Microsecond, 100, later.Add(time.Minute), later.Add(time.Minute+time.Second))
 	if err != nil || g.Count != 100 || g.Interval != 100*time.Microsecond || g.Next.Sub(g.First) != 10*time.Millisecond {
 		t.Errorf("at 10,000/s: %+v, %v; want 100 slots over 10ms", g, err)
 	}
@@ -189,7 +190,7 @@ func testReleaseAtATimeDefersWithoutAnAttempt(t *testing.T, b *Bundle) {
 	if status, streak := b.health(t, w.ID); status != statusBefore || streak != streakBefore {
 		t.Errorf("health %s/%d after a deferral; want %s/%d unchanged", status, streak, statusBefore, streakBefore)
 	}
-	if n, err := b.St.WaitingLogs(b.Ctx, b.Account.ID, w.ID, 100); err != nil || n != 1 {
+	if n, err := b.Q.WaitingLogs(b.Ctx, b.Account.ID, w.ID, 100); err != nil || n != 1 {
 		t.Errorf("waiting logs %d, %v; want 1 (the queued one; the retry is not due)", n, err)
 	}
 	if c := b.Claim(t, b.St, 9*time.Second, time.Minute, 10, 10); len(c) != 0 {
@@ -200,7 +201,7 @@ func testReleaseAtATimeDefersWithoutAnAttempt(t *testing.T, b *Bundle) {
 	}
 	// Another account's count of this webhook is nothing.
 	other := b.NewAccount(t, "other@example.com")
-	if n, err := b.St.WaitingLogs(b.Ctx, other.ID, w.ID, 100); err != nil || n != 0 {
+	if n, err := b.Q.WaitingLogs(b.Ctx, other.ID, w.ID, 100); err != nil || n != 0 {
 		t.Errorf("another account counts %d waiting, %v; want 0", n, err)
 	}
 }

@@ -41,14 +41,14 @@ func testFireKeepsTraceContext(t *testing.T, b *Bundle) {
 			t.Fatalf("%s: fire: %v", tt.name, err)
 		}
 		logID := b.logs(t, store.LogFilter{EventID: id})[0].ID
-		r, err := b.St.BeginResend(b.Ctx, b.Account.ID, logID, b.Clock.Now().Add(time.Minute))
+		r, err := b.Q.BeginResend(b.Ctx, b.Account.ID, logID, b.Clock.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatalf("%s: resend: %v", tt.name, err)
 		}
 		if r.TraceParent != tt.want {
 			t.Errorf("%s: resend's traceparent %q; want %q", tt.name, r.TraceParent, tt.want)
 		}
-		if err := b.St.EndResend(b.Ctx, logID); err != nil {
+		if err := b.Q.EndResend(b.Ctx, logID); err != nil {
 			t.Fatal(err)
 		}
 		claimed := b.Claim(t, b.St, 0, time.Minute, 10, 10)

@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
 )
@@ -27,12 +28,8 @@ func pgRace(t *testing.T) (*store.Store, *sql.DB, string, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	raw, err := sql.Open("pgx", rawURL(t, url)) // same schema (search_path in URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.SetMaxOpenConns(2) // tests share the server's connections
-	t.Cleanup(func() { raw.Close() })
+	raw := testdb.OpenPostgres(t, url) // same schema (search_path in URL)
+	raw.SetMaxOpenConns(2)             // tests share the server's connections
 	acct, err := st.CreateAccount(context.Background(), store.Bootstrap{AccountName: "a", OwnerEmail: "a@example.com", PasswordHash: "x", TokenHash: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +96,7 @@ func TestRecordingAndDeletingAWebhookDoNotDeadlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	cs, err := st.Claim(context.Background(), store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+	cs, err := queue.New(st).Claim(context.Background(), store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("claim: %v %d", err, len(cs))
 	}
@@ -111,7 +108,7 @@ func TestRecordingAndDeletingAWebhookDoNotDeadlock(t *testing.T) {
 	waitBlocked(t, raw, t0, 1) // the delete waits for the webhook
 	code := 500
 	go func() {
-		_, err := st.Complete(context.Background(), []store.Outcome{{LogID: cs[0].LogID, WebhookID: hook, Lease: cs[0].Lease,
+		_, err := queue.New(st).Complete(context.Background(), []store.Outcome{{LogID: cs[0].LogID, WebhookID: hook, Lease: cs[0].Lease,
 			Trigger: store.TriggerAutomatic, Result: store.Exhausted, Reason: "x",
 			Attempt: &store.AttemptRecord{SentAt: now, StatusCode: &code}}}, 50)
 		errs <- err
@@ -160,7 +157,7 @@ func TestRecordingADeliveryLocksItsWebhookOnlyToChangeItsHealth(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		cs, err := st.Claim(context.Background(), store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+		cs, err := queue.New(st).Claim(context.Background(), store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %v %d", err, len(cs))
 		}
@@ -170,7 +167,7 @@ func TestRecordingADeliveryLocksItsWebhookOnlyToChangeItsHealth(t *testing.T) {
 		done := make(chan error, 1)
 		code := 200
 		go func() {
-			_, err := st.Complete(context.Background(), []store.Outcome{{LogID: c.LogID, WebhookID: hook, Lease: c.Lease,
+			_, err := queue.New(st).Complete(context.Background(), []store.Outcome{{LogID: c.LogID, WebhookID: hook, Lease: c.Lease,
 				Trigger: store.TriggerAutomatic, Result: store.Delivered,
 				Attempt: &store.AttemptRecord{SentAt: time.Now(), StatusCode: &code}}}, 50)
 			done <- err

@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -7,19 +7,11 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/storetest"
 	"github.com/heraldhq/herald/internal/testdb"
 )
-
-// pgStore opens a store on a new PostgreSQL schema whose clock is *now.
-func pgStore(t *testing.T, now *time.Time) (*store.Store, store.Account, store.Webhook) {
-	t.Helper()
-	testdb.PostgresHandles(t, 1)
-	st := storetest.OpenPostgres(t, testdb.PostgresURL(t), now)
-	acct, hook := storetest.AccountWithWebhook(t, st)
-	return st, acct, hook
-}
 
 // TestPartitionsAreMadeAheadAndRowsLandInTheirDay: opening the store makes
 // the history's partitions of today and the week ahead; a fired event, its
@@ -29,7 +21,7 @@ func pgStore(t *testing.T, now *time.Time) (*store.Store, store.Account, store.W
 func TestPartitionsAreMadeAheadAndRowsLandInTheirDay(t *testing.T) {
 	t.Parallel()
 	now := time.Now().UTC()
-	st, acct, hook := pgStore(t, &now)
+	st, acct, hook := storetest.PostgresWithWebhook(t, &now)
 	ctx := context.Background()
 	tables := []string{"events", "webhook_event_logs", "webhook_attempts"}
 	today := store.Day(time.Now())
@@ -57,12 +49,12 @@ func TestPartitionsAreMadeAheadAndRowsLandInTheirDay(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+	claims, err := queue.New(st).Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
 	if err != nil || len(claims) != 1 {
 		t.Fatalf("claimed %d, %v; want the one log", len(claims), err)
 	}
 	code := 200
-	if _, err := st.Complete(ctx, []store.Outcome{{LogID: claims[0].LogID, WebhookID: hook.ID, Lease: claims[0].Lease, Trigger: store.TriggerAutomatic,
+	if _, err := queue.New(st).Complete(ctx, []store.Outcome{{LogID: claims[0].LogID, WebhookID: hook.ID, Lease: claims[0].Lease, Trigger: store.TriggerAutomatic,
 		Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, StatusCode: &code}}}, 50); err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +266,11 @@ UPDATE event_log_ids SET since = (SELECT MAX(created_at) + 1 FROM webhook_event_
 // TestALogOfAnotherIdShapeIsRecorded: a log whose id is not NewID's (a
 // hand-written row, in the default partition) is still moved when its
 // outcome is recorded beside one of NewID's, by the log move's array form
-// (the range form holds only for NewID's texts, store.idRange).
+// (the range form holds only for NewID's texts, store.IDRange).
 func TestALogOfAnotherIdShapeIsRecorded(t *testing.T) {
 	t.Parallel()
 	now := time.Now().UTC()
-	st, acct, hook := pgStore(t, &now)
+	st, acct, hook := storetest.PostgresWithWebhook(t, &now)
 	ctx := context.Background()
 	at := store.MS(now)
 	if err := st.InTx(ctx, func(tx *store.Tx) error {
@@ -302,7 +294,7 @@ VALUES ('log-hand', ?, ?, 'ev-hand', 'license.created', 'queued', 0, ?, ?)`, []a
 	}); err != nil {
 		t.Fatal(err)
 	}
-	claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+	claims, err := queue.New(st).Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
 	if err != nil || len(claims) != 2 {
 		t.Fatalf("claimed %d, %v; want the fired log and the hand-written one", len(claims), err)
 	}
@@ -312,7 +304,7 @@ VALUES ('log-hand', ?, ?, 'ev-hand', 'license.created', 'queued', 0, ?, ?)`, []a
 		outs = append(outs, store.Outcome{LogID: c.LogID, WebhookID: hook.ID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
 			Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, StatusCode: &code}})
 	}
-	if _, err := st.Complete(ctx, outs, 50); err != nil {
+	if _, err := queue.New(st).Complete(ctx, outs, 50); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range claims {

@@ -1,9 +1,12 @@
-package store
+package queue
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // A webhook's throttle (its rate limit) is kept as the generic cell rate
@@ -22,7 +25,7 @@ import (
 // inside a process. interval is rounded up to a whole microsecond (never
 // faster than asked). The reservation is one upsert, atomic on both engines,
 // so reservations made at once by several processes take disjoint slots.
-func (s *Store) ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (Grant, error) {
+func (s *Queue) ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (attempt.Grant, error) {
 	step := max(1, (interval+time.Microsecond-1)/time.Microsecond) // µs
 	at, last := now.UnixMicro(), until.UnixMicro()
 	// The first reservation of a webhook inserts its row, its slots from now.
@@ -44,15 +47,15 @@ func (s *Store) ReserveSends(ctx context.Context, webhookID string, interval tim
 	args = append(args, countArgs...)
 	var from, tat int64
 	// One statement on the writer, a transaction of its own.
-	err := s.writerFor(ctx).QueryRowContext(ctx, s.q(`INSERT INTO webhook_throttles (webhook_id, granted_from, tat) VALUES (?, ?, ?)
+	err := s.st.Writer(ctx).QueryRowContext(ctx, s.st.Rebind(`INSERT INTO webhook_throttles (webhook_id, granted_from, tat) VALUES (?, ?, ?)
 ON CONFLICT (webhook_id) DO UPDATE SET granted_from = `+start+`,
   tat = `+start+` + CAST(? AS BIGINT) * `+count+`
 RETURNING granted_from, tat`), args...).Scan(&from, &tat)
 	if err != nil {
-		return Grant{}, s.full(fmt.Errorf("reserve send slots of webhook %s: %w", webhookID, err))
+		return attempt.Grant{}, s.st.Full(fmt.Errorf("reserve send slots of webhook %s: %w", webhookID, err))
 	}
 	d := time.Duration(step) * time.Microsecond
-	return Grant{First: time.UnixMicro(from), Interval: d, Count: int((tat - from) / int64(step)), Next: time.UnixMicro(tat)}, nil
+	return attempt.Grant{First: time.UnixMicro(from), Interval: d, Count: int((tat - from) / int64(step)), Next: time.UnixMicro(tat)}, nil
 }
 
 // WaitingLogs counts a webhook's logs waiting for an attempt: in flight or
@@ -61,11 +64,11 @@ RETURNING granted_from, tat`), args...).Scan(&from, &tat)
 // whose time has come; at most limit (a page asks how many, and a count
 // past it reads "limit or more"). The queue holds them (decision 0086); the
 // webhook's row scopes the count to its account.
-func (s *Store) WaitingLogs(ctx context.Context, accountID, webhookID string, limit int) (int, error) {
+func (s *Queue) WaitingLogs(ctx context.Context, accountID, webhookID string, limit int) (int, error) {
 	var n int
-	err := s.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM delivery_queue q JOIN webhooks w ON w.id = q.webhook_id
+	err := s.st.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM delivery_queue q JOIN webhooks w ON w.id = q.webhook_id
 WHERE q.webhook_id = ? AND w.account_id = ? AND (q.lease IS NOT NULL OR q.attempts = 0 OR q.due_at <= ?)
-LIMIT ?) AS waiting`, webhookID, accountID, ms(s.now()), limit).Scan(&n)
+LIMIT ?) AS waiting`, webhookID, accountID, store.MS(s.st.Now()), limit).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count waiting logs: %w", err)
 	}

@@ -1,9 +1,12 @@
-package store
+package queue
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // bulkChunk is how many outcomes one bulk statement carries: about 14
@@ -21,7 +24,7 @@ const bulkChunk = 200
 // Recording fast matters beyond throughput: an attempt sent but not yet
 // recorded is sent again if its process dies, so the shorter the queue of
 // outcomes waiting to be written, the fewer duplicates a crash makes.
-func (tx *Tx) recordAutomatic(ctx context.Context, outs []Outcome, now time.Time) (map[string]bool, error) {
+func (tx txn) recordAutomatic(ctx context.Context, outs []attempt.Outcome, now time.Time) (map[string]bool, error) {
 	applied := make(map[string]bool, len(outs))
 	for len(outs) > 0 {
 		n := min(len(outs), bulkChunk)
@@ -81,7 +84,7 @@ const moveSet = `status = COALESCE(v.new_status, l.status),
 // where the row is still held under the outcome's lease, and adds the moved
 // ids to applied. The outcomes go in as one JSON argument, so each statement
 // has one shape (see jsonargs.go).
-func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, applied map[string]bool) error {
+func (tx txn) moveLogs(ctx context.Context, outs []attempt.Outcome, now time.Time, applied map[string]bool) error {
 	rows := make([]moveRow, 0, len(outs))
 	for _, o := range outs {
 		r, err := moveRowOf(o, now)
@@ -90,12 +93,12 @@ func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, appli
 		}
 		rows = append(rows, r)
 	}
-	arg, err := jsonRows(rows)
+	arg, err := store.JSONRows(rows)
 	if err != nil {
 		return fmt.Errorf("update %d logs: %w", len(outs), err)
 	}
 	var ids []string
-	if tx.s.eng.name() == "postgres" {
+	if tx.q.postgres {
 		logIDs := make([]string, len(rows))
 		for i, r := range rows {
 			logIDs[i] = r.LogID
@@ -114,26 +117,26 @@ func (tx *Tx) moveLogs(ctx context.Context, outs []Outcome, now time.Time, appli
 }
 
 // moveRowOf is an automatic outcome's transition.
-func moveRowOf(o Outcome, now time.Time) (moveRow, error) {
+func moveRowOf(o attempt.Outcome, now time.Time) (moveRow, error) {
 	r := moveRow{LogID: o.LogID, Lease: o.Lease, Completes: 1}
 	status := ""
 	switch o.Result {
-	case Delivered:
-		status = string(Succeeded)
-	case Retry:
-		due := ms(o.NextAt)
-		status, r.Due, r.Completes = string(Retrying), &due, 0
-	case Exhausted:
-		status, r.Undelivered = string(Failed), 1
-	case Cancel:
-		status = string(Cancelled)
-		if undeliveredReason(o.Reason) {
+	case attempt.Delivered:
+		status = string(attempt.Succeeded)
+	case attempt.Retry:
+		due := store.MS(o.NextAt)
+		status, r.Due, r.Completes = string(attempt.Retrying), &due, 0
+	case attempt.Exhausted:
+		status, r.Undelivered = string(attempt.Failed), 1
+	case attempt.Cancel:
+		status = string(attempt.Cancelled)
+		if attempt.Undelivered(o.Reason) {
 			r.Undelivered = 1
 		}
-	case Release:
+	case attempt.Release:
 		// No attempt was made: waiting again, the log as it was, due at
 		// once or when its webhook's throttle has a slot.
-		due := ms(releasedUntil(o, now))
+		due := store.MS(releasedUntil(o, now))
 		r.Due, r.Completes = &due, 0
 	default:
 		return r, fmt.Errorf("outcome of log %s: result %d is not an automatic one", o.LogID, o.Result)
@@ -141,15 +144,15 @@ func moveRowOf(o Outcome, now time.Time) (moveRow, error) {
 	if status != "" {
 		r.Status = &status
 	}
-	if o.Reason != "" && o.Result != Delivered {
-		reason := cleanText(o.Reason)
+	if o.Reason != "" && o.Result != attempt.Delivered {
+		reason := store.CleanText(o.Reason)
 		r.Reason = &reason
 	}
 	if a := o.Attempt; a != nil {
-		sent := ms(a.SentAt)
+		sent := store.MS(a.SentAt)
 		r.Attempted, r.Sent, r.Code = 1, &sent, a.StatusCode
 		if a.ReceivedAt != nil {
-			recv := ms(*a.ReceivedAt)
+			recv := store.MS(*a.ReceivedAt)
 			r.Received = &recv
 		}
 	}
@@ -175,11 +178,11 @@ func moveRowOf(o Outcome, now time.Time) (moveRow, error) {
 // each log and so sorted again for each of them (a twentieth of
 // PostgreSQL's time in fan-out). Ids of another shape than NewID's (a
 // test's hand-written rows) keep the array, planned for its value.
-func (tx *Tx) moveLogsPostgres(ctx context.Context, arg string, logIDs []string, now time.Time) ([]string, error) {
-	bound, args := `l.id = ANY(CAST(? AS text[]))`, []any{arg, ms(now), ms(now), ms(now), logIDs}
-	if lo, hi, ok := idRange(logIDs); ok {
+func (tx txn) moveLogsPostgres(ctx context.Context, arg string, logIDs []string, now time.Time) ([]string, error) {
+	bound, args := `l.id = ANY(CAST(? AS text[]))`, []any{arg, store.MS(now), store.MS(now), store.MS(now), logIDs}
+	if lo, hi, ok := store.IDRange(logIDs); ok {
 		bound = `l.id BETWEEN CAST(? AS text) AND CAST(? AS text)`
-		args = tx.s.eng.cached([]any{arg, ms(now), ms(now), ms(now), lo, hi})
+		args = tx.q.st.Cached([]any{arg, store.MS(now), store.MS(now), store.MS(now), lo, hi})
 		// Left to choose, PostgreSQL would plan each batch anew: it
 		// prices a kept plan with every partition in it, the pruning at
 		// its start unseen. For the rest of this transaction only.
@@ -193,7 +196,7 @@ SELECT log_id FROM held`, args...)
 	if err != nil {
 		return nil, err
 	}
-	return scanIDs(rs)
+	return store.ScanIDs(rs)
 }
 
 // queueAndLogMoves is the WITH clauses of moveLogsPostgres after v: the
@@ -209,7 +212,7 @@ func queueAndLogMoves(guard, bound string) string {
   WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NULL AND NOT ` + holdsOnFailure + guard + `
   RETURNING q.log_id),
 kept AS (
-  UPDATE delivery_queue q SET due_at = ` + heldDueSQL + `, lease = NULL, lease_until = NULL
+  UPDATE delivery_queue q SET due_at = ` + store.HeldDueSQL + `, lease = NULL, lease_until = NULL
   FROM v WHERE q.log_id = v.log_id AND q.lease = v.held AND v.new_due IS NULL AND ` + holdsOnFailure + guard + `
   RETURNING q.log_id),
 again AS (
@@ -227,15 +230,15 @@ moved AS (
 // moveLogsSQLite moves the logs still held under their outcome's lease
 // (SQLite's one writer keeps the check and the writes together), then
 // deletes the completed ones' queue rows and moves the others'.
-func (tx *Tx) moveLogsSQLite(ctx context.Context, rows []moveRow, arg string, now time.Time) ([]string, error) {
+func (tx txn) moveLogsSQLite(ctx context.Context, rows []moveRow, arg string, now time.Time) ([]string, error) {
 	rs, err := tx.Query(ctx, `UPDATE webhook_event_logs AS l SET `+moveSet+`
 FROM (`+moveSource+`) AS v
 WHERE l.id = v.log_id AND EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = v.log_id AND q.lease = v.held)
-RETURNING id`, ms(now), ms(now), ms(now), arg)
+RETURNING id`, store.MS(now), store.MS(now), store.MS(now), arg)
 	if err != nil {
 		return nil, err
 	}
-	ids, err := scanIDs(rs)
+	ids, err := store.ScanIDs(rs)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +250,7 @@ RETURNING id`, ms(now), ms(now), ms(now), arg)
 	for _, r := range rows {
 		if moved[r.LogID] && r.Due == nil {
 			done = append(done, r.LogID)
-			if r.Status != nil && *r.Status == string(Failed) {
+			if r.Status != nil && *r.Status == string(attempt.Failed) {
 				failed = append(failed, r.LogID)
 			}
 		}
@@ -257,7 +260,7 @@ RETURNING id`, ms(now), ms(now), ms(now), arg)
 	}
 	if len(done) > 0 {
 		// A row held just now is unleased, and stays.
-		if _, err := tx.Exec(ctx, `DELETE FROM delivery_queue WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IS NOT NULL`, jsonTexts(done)); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM delivery_queue WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IS NOT NULL`, store.JSONTexts(done)); err != nil {
 			return nil, err
 		}
 	}
@@ -287,13 +290,13 @@ type attemptRow struct {
 
 // insertAttempts adds the attempts of the outcomes whose logs moved, in one
 // statement of one shape.
-func (tx *Tx) insertAttempts(ctx context.Context, outs []Outcome, applied map[string]bool) error {
-	arg, n, err := attemptRows(outs, func(o Outcome) bool { return applied[o.LogID] })
+func (tx txn) insertAttempts(ctx context.Context, outs []attempt.Outcome, applied map[string]bool) error {
+	arg, n, err := attemptRows(outs, func(o attempt.Outcome) bool { return applied[o.LogID] })
 	if err != nil || n == 0 {
 		return err
 	}
 	_, err = tx.Exec(ctx, insertAttemptsFrom+`
-FROM (`+attemptSource+`) AS v`, tx.s.eng.cached([]any{arg})...)
+FROM (`+attemptSource+`) AS v`, tx.q.st.Cached([]any{arg})...)
 	if err != nil {
 		return fmt.Errorf("insert %d attempts: %w", n, err)
 	}
@@ -315,24 +318,24 @@ const attemptSource = `SELECT value ->> 'l' AS log_id, value ->> 'w' AS webhook_
 
 // attemptRows is the JSON argument of attemptSource: the attempts of the
 // outcomes that made one and that keep says to write; n counts them.
-func attemptRows(outs []Outcome, keep func(Outcome) bool) (arg string, n int, err error) {
+func attemptRows(outs []attempt.Outcome, keep func(attempt.Outcome) bool) (arg string, n int, err error) {
 	rows := make([]attemptRow, 0, len(outs))
 	for _, o := range outs {
 		a := o.Attempt
 		if a == nil || !keep(o) {
 			continue
 		}
-		r := attemptRow{LogID: o.LogID, Webhook: o.WebhookID, Trigger: o.Trigger, Sent: ms(a.SentAt), Code: a.StatusCode,
+		r := attemptRow{LogID: o.LogID, Webhook: o.WebhookID, Trigger: o.Trigger, Sent: store.MS(a.SentAt), Code: a.StatusCode,
 			Duration: a.Duration.Milliseconds(), Body: cleanBody(a.ResponseBody)}
 		if a.ReceivedAt != nil {
-			recv := ms(*a.ReceivedAt)
+			recv := store.MS(*a.ReceivedAt)
 			r.Received = &recv
 		}
 		if a.Error != "" {
-			e := cleanText(a.Error)
+			e := store.CleanText(a.Error)
 			r.Error = &e
 		}
-		if r.Headers, err = encodeHeaders(a.Headers); err != nil {
+		if r.Headers, err = store.EncodeHeaders(a.Headers); err != nil {
 			return "", 0, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
 		}
 		rows = append(rows, r)
@@ -340,7 +343,7 @@ func attemptRows(outs []Outcome, keep func(Outcome) bool) (arg string, n int, er
 	if len(rows) == 0 {
 		return "", 0, nil
 	}
-	if arg, err = jsonRows(rows); err != nil {
+	if arg, err = store.JSONRows(rows); err != nil {
 		return "", 0, fmt.Errorf("insert %d attempts: %w", len(rows), err)
 	}
 	return arg, len(rows), nil

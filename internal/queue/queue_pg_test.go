@@ -1,13 +1,13 @@
-package store_test
+package queue_test
 
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/storetest"
 	"github.com/heraldhq/herald/internal/testdb"
@@ -65,7 +65,7 @@ func TestADeliveryWritesItsLogOnceAndHOT(t *testing.T) {
 		}
 	}
 	now := time.Now()
-	claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 100, PerWebhook: 100})
+	claims, err := queue.New(st).Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 100, PerWebhook: 100})
 	if err != nil || len(claims) != n {
 		t.Fatalf("claimed %d logs, %v; want %d", len(claims), err, n)
 	}
@@ -75,7 +75,7 @@ func TestADeliveryWritesItsLogOnceAndHOT(t *testing.T) {
 		outs = append(outs, store.Outcome{LogID: c.LogID, WebhookID: hook.ID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
 			Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code, ResponseBody: []byte("ok")}})
 	}
-	if _, err := st.Complete(ctx, outs, 50); err != nil {
+	if _, err := queue.New(st).Complete(ctx, outs, 50); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := st.Log(ctx, acct.ID, claims[0].LogID); err != nil || l.Status != store.Succeeded {
@@ -83,17 +83,12 @@ func TestADeliveryWritesItsLogOnceAndHOT(t *testing.T) {
 	}
 	// The completed delivery's queue row is dead; herald's own vacuum
 	// reclaims it (autovacuum is not counted on).
-	if err := st.VacuumQueue(ctx); err != nil {
+	if err := queue.New(st).Vacuum(ctx); err != nil {
 		t.Fatal(err)
 	}
 	st.Close() // its backends flush their counts as they exit
 
-	raw, err := sql.Open("pgx", rawURL(t, url))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.SetMaxOpenConns(1)
-	defer raw.Close()
+	raw := testdb.OpenPostgres(t, url)
 	tables := []string{"events", "webhook_event_logs", "webhook_attempts", "delivery_queue", "webhooks"}
 	writes := map[string]tableWrites{}
 	read := func() bool {
@@ -193,7 +188,7 @@ func TestVacuumsOfTheQueueKeepItsPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		claims, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: n, PerWebhook: n})
+		claims, err := queue.New(st).Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: n, PerWebhook: n})
 		if err != nil || len(claims) != n {
 			t.Fatalf("claimed %d logs, %v; want %d", len(claims), err, n)
 		}
@@ -203,7 +198,7 @@ func TestVacuumsOfTheQueueKeepItsPages(t *testing.T) {
 			outs[i] = store.Outcome{LogID: c.LogID, WebhookID: hook, Lease: c.Lease, Trigger: store.TriggerAutomatic,
 				Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code}}
 		}
-		if _, err := st.Complete(ctx, outs, n); err != nil {
+		if _, err := queue.New(st).Complete(ctx, outs, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -243,7 +238,7 @@ WHERE datname = current_database() AND pid <> pg_backend_pid()
 		t.Fatal("delivery_queue is empty after 2,000 deliveries; want their dead rows")
 	}
 	settled()
-	if err := st.ReclaimQueue(ctx); err != nil {
+	if err := queue.New(st).Reclaim(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := size(); got != full {
@@ -254,7 +249,7 @@ WHERE datname = current_database() AND pid <> pg_backend_pid()
 		t.Errorf("delivery_queue %d bytes after %d more deliveries; want %d, the reclaimed space reused", got, n, full)
 	}
 	settled()
-	if err := st.VacuumQueue(ctx); err != nil {
+	if err := queue.New(st).Vacuum(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := size(); got != full {

@@ -1,64 +1,18 @@
-package store_test
+package queue_test
 
 import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/storetest"
 	"github.com/heraldhq/herald/internal/testdb"
 )
-
-// handoffs stands for the dispatcher behind the store's Handoff seam: it
-// grants every reservation (or none, refusing) and keeps what it was handed
-// and given back, so that the store's half of handing over can be checked
-// row by row. The real dispatcher's half is run end to end in package
-// server (TestFiredLogsAreHandedToTheirProcess).
-type handoffs struct {
-	mu        sync.Mutex
-	refuse    bool
-	reserved  int
-	taken     []store.Claim
-	abandoned []store.Claim
-	maybe     bool
-}
-
-func (h *handoffs) Reserve(accountID, webhookID string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.refuse {
-		return false
-	}
-	h.reserved++
-	return true
-}
-
-func (h *handoffs) Take(claims []store.Claim) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.taken = append(h.taken, claims...)
-}
-
-func (h *handoffs) Abandon(claims []store.Claim, maybeCommitted bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.abandoned = append(h.abandoned, claims...)
-	h.maybe = h.maybe || maybeCommitted
-}
-
-func (h *handoffs) LeaseUntil(now time.Time) time.Time { return now.Add(time.Minute) }
-
-// open reports the reservations neither taken nor abandoned.
-func (h *handoffs) open() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.reserved - len(h.taken) - len(h.abandoned)
-}
 
 // A firing leases what the process's dispatcher reserves
 // (which logs that is, is the dispatcher's rule: delivery's tests): the
@@ -104,21 +58,21 @@ func TestFiringLeasesWhatTheDispatcherReserves(t *testing.T) {
 			return db.Int(`SELECT COUNT(*) FROM delivery_queue q JOIN webhook_event_logs l ON l.id = q.log_id
 WHERE l.event_id = ? AND q.lease IS NOT NULL AND q.lease_until IS NOT NULL AND q.claimed_at IS NOT NULL`, eventID) == 1
 		}
-		h := &handoffs{}
+		h := &storetest.Handoffs{}
 		st.SetHandoff(h)
 
 		first, woke := fire()
-		if len(h.taken) != 1 || !leased(first) || h.open() != 0 || woke {
-			t.Fatalf("first firing: taken %d, leased %v, open %d, woke %v; want its log handed over and no wake-up", len(h.taken), leased(first), h.open(), woke)
+		if len(h.Taken) != 1 || !leased(first) || h.Open() != 0 || woke {
+			t.Fatalf("first firing: taken %d, leased %v, open %d, woke %v; want its log handed over and no wake-up", len(h.Taken), leased(first), h.Open(), woke)
 		}
-		c := h.taken[0]
+		c := h.Taken[0]
 		if c.WebhookID != hook.ID || c.AccountID != acct.ID || c.Event != string(event.LicenseCreated) || c.URL != hook.URL ||
 			c.Token != "whsec_review_token_0123456789abcd" || len(c.Body) == 0 || !c.Enabled || c.Lease == "" || c.AttemptCount != 0 {
 			t.Fatalf("handed claim %+v lacks what its attempt needs", c)
 		}
 		// A claim does not take a log handed over while its lease runs.
 		now := time.Now()
-		if got, err := st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10}); err != nil || len(got) != 0 {
+		if got, err := queue.New(st).Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10}); err != nil || len(got) != 0 {
 			t.Fatalf("claim took %d logs (%v); want none: the only one is handed over", len(got), err)
 		}
 		// Once it ends (the process died), a claim takes it over, and reads
@@ -130,35 +84,35 @@ WHERE l.event_id = ? AND q.lease IS NOT NULL AND q.lease_until IS NOT NULL AND q
 
 		// Refused: the log waits in the queue, unleased, and the commit
 		// wakes the claims.
-		h.refuse = true
+		h.Refuse = true
 		waiting, woke := fire()
-		h.refuse = false
+		h.Refuse = false
 		if leased(waiting) || !woke {
 			t.Fatalf("refused reservation: leased %v, woke %v; want the log waiting and the dispatcher woken", leased(waiting), woke)
 		}
 		next, _ := fire()
-		if !leased(next) || len(h.taken) != 2 {
-			t.Fatalf("granted again: leased %v, taken %d; want it handed over", leased(next), len(h.taken))
+		if !leased(next) || len(h.Taken) != 2 {
+			t.Fatalf("granted again: leased %v, taken %d; want it handed over", leased(next), len(h.Taken))
 		}
 
 		// Rolled back: nothing handed over, its reservation given back.
 		boom := errors.New("boom")
-		before := len(h.abandoned)
+		before := len(h.Abandoned)
 		err = st.InTx(ctx, func(tx *store.Tx) error {
 			if _, err := tx.Fire(ctx, acct.ID, event.LicenseCreated, map[string]any{"id": "gone"}); err != nil {
 				return err
 			}
 			return boom
 		})
-		if !errors.Is(err, boom) || len(h.taken) != 2 || len(h.abandoned) != before+1 || h.maybe || h.open() != 0 {
+		if !errors.Is(err, boom) || len(h.Taken) != 2 || len(h.Abandoned) != before+1 || h.Maybe || h.Open() != 0 {
 			t.Fatalf("rolled back (%v): taken %d, abandoned %d (was %d), maybe %v, open %d; want its one reservation given back",
-				err, len(h.taken), len(h.abandoned), before, h.maybe, h.open())
+				err, len(h.Taken), len(h.Abandoned), before, h.Maybe, h.Open())
 		}
 
 		// A handed-over log is recorded under its lease like a claimed one.
 		code, at := 200, time.Now()
-		handed := h.taken[1]
-		if _, err := st.Complete(ctx, []store.Outcome{{LogID: handed.LogID, WebhookID: handed.WebhookID, Lease: handed.Lease,
+		handed := h.Taken[1]
+		if _, err := queue.New(st).Complete(ctx, []store.Outcome{{LogID: handed.LogID, WebhookID: handed.WebhookID, Lease: handed.Lease,
 			Trigger: store.TriggerAutomatic, Result: store.Delivered,
 			Attempt: &store.AttemptRecord{SentAt: at, ReceivedAt: &at, StatusCode: &code}}}, 50); err != nil {
 			t.Fatal(err)
@@ -179,7 +133,7 @@ WHERE l.event_id = ? AND q.lease IS NOT NULL AND q.lease_until IS NOT NULL AND q
 func takeOver(t *testing.T, st *store.Store, c store.Claim) store.Claim {
 	t.Helper()
 	later := time.Now().Add(2 * time.Minute) // past handoffs.LeaseUntil
-	got, err := st.Claim(context.Background(), store.ClaimParams{Now: later, LeaseUntil: later.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+	got, err := queue.New(st).Claim(context.Background(), store.ClaimParams{Now: later, LeaseUntil: later.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/secret"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/testdb"
@@ -118,7 +119,7 @@ retry_reason, created_at, updated_at, completed_at) VALUES (?, ?, ?, 'ev', 'lice
 
 		claim := func(at time.Time) map[string]store.Claim {
 			t.Helper()
-			got, err := st.Claim(ctx, store.ClaimParams{Now: at, LeaseUntil: at.Add(30 * time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+			got, err := queue.New(st).Claim(ctx, store.ClaimParams{Now: at, LeaseUntil: at.Add(30 * time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +145,7 @@ retry_reason, created_at, updated_at, completed_at) VALUES (?, ?, ?, 'ev', 'lice
 		}
 		code := 200
 		c := first["queued"]
-		if _, err := st.Complete(ctx, []store.Outcome{{LogID: c.LogID, WebhookID: hook.ID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
+		if _, err := queue.New(st).Complete(ctx, []store.Outcome{{LogID: c.LogID, WebhookID: hook.ID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
 			Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, StatusCode: &code}}}, 50); err != nil {
 			t.Fatal(err)
 		}

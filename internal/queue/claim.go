@@ -1,4 +1,4 @@
-package store
+package queue
 
 import (
 	"context"
@@ -7,17 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // takeoverBefore is the instant a lease must have ended by for the claim to
 // take its log over: now, or the epoch (no lease ends before it) when the
 // claim takes none over. A log never leased, or released, has no lease end
 // and is taken either way.
-func takeoverBefore(p ClaimParams) int64 {
+func takeoverBefore(p attempt.ClaimParams) int64 {
 	if p.NoTakeover {
 		return 0
 	}
-	return ms(p.Now)
+	return store.MS(p.Now)
 }
 
 // Order of a claim. When more is due than a claim may take, what it takes
@@ -29,7 +32,7 @@ func takeoverBefore(p ClaimParams) int64 {
 // Within a webhook the oldest due go first, retries or not.
 
 // accountBound is p's default account room as the statements take it.
-func accountBound(p ClaimParams) int {
+func accountBound(p attempt.ClaimParams) int {
 	if p.PerAccount <= 0 {
 		return p.Limit
 	}
@@ -42,35 +45,33 @@ func accountBound(p ClaimParams) int {
 // delivery_queue; the log itself is not written, and reads as pending while
 // its queue row is leased (see logStatus). A pull webhook's rows are never
 // claimed: its consumer reads them (pull.go).
-func (s *Store) Claim(ctx context.Context, p ClaimParams) ([]Claim, error) {
-	claims, err := s.eng.claim(ctx, s, p)
-	if err != nil {
-		return nil, s.full(fmt.Errorf("claim due logs: %w", err))
+func (s *Queue) Claim(ctx context.Context, p attempt.ClaimParams) ([]attempt.Claim, error) {
+	claim := s.claimSQLite
+	if s.postgres {
+		claim = s.claimPostgres
 	}
-	s.queueChurn.Add(int64(len(claims)))
+	claims, err := claim(ctx, p)
+	if err != nil {
+		return nil, s.st.Full(fmt.Errorf("claim due logs: %w", err))
+	}
+	s.churn.Add(int64(len(claims)))
 	return claims, nil
 }
 
-// claimColumns are what an attempt needs of a claimed log, its event and
-// its webhook, in scanClaim's order, over logs l, events e and webhooks w.
-const claimColumns = `l.id, l.account_id, l.webhook_id, l.event_id, l.kind, l.attempt_count, l.lease,
-e.body, e.trace_parent, w.url, w.token_sealed, w.next_token_sealed, w.rotation_ends_at, w.enabled, w.status,
-w.headers_sealed, w.signature_scheme, w.rate_limit, w.retry_policy`
-
 // loadClaims loads the logs a claim under lease took, by id.
-func (s *Store) loadClaims(ctx context.Context, lease string, ids []string) ([]Claim, error) {
-	rows, err := s.Query(ctx, `SELECT `+claimColumns+`
+func (s *Queue) loadClaims(ctx context.Context, lease string, ids []string) ([]attempt.Claim, error) {
+	rows, err := s.st.Query(ctx, `SELECT `+store.ClaimColumns+`
 FROM (SELECT g.id, g.account_id, g.webhook_id, g.event_id, g.kind, g.attempt_count, q.lease
       FROM delivery_queue q JOIN webhook_event_logs g ON g.id = q.log_id
       WHERE q.log_id IN (SELECT value FROM json_texts(?))) l
-JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id`, jsonTexts(ids))
+JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id`, store.JSONTexts(ids))
 	if err != nil {
 		return nil, fmt.Errorf("load claimed logs: %w", err)
 	}
 	defer rows.Close()
-	claims := make([]Claim, 0, len(ids))
+	claims := make([]attempt.Claim, 0, len(ids))
 	for rows.Next() {
-		c, err := s.scanClaim(rows)
+		c, err := s.st.ScanClaim(rows)
 		if err != nil {
 			return nil, fmt.Errorf("load claimed logs: %w", err)
 		}
@@ -81,41 +82,9 @@ JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id`, json
 	return claims, rows.Err()
 }
 
-// scanClaim reads claimColumns, and then into more, whatever follows them.
-func (s *Store) scanClaim(sc interface{ Scan(...any) error }, more ...any) (Claim, error) {
-	var c Claim
-	var kind, health string
-	var lease, traceParent sql.NullString
-	var sealed, nextSealed, headers []byte
-	var rotationEnds, rate sql.NullInt64
-	var retry sql.NullString
-	if err := sc.Scan(append([]any{&c.LogID, &c.AccountID, &c.WebhookID, &c.EventID, &kind, &c.AttemptCount, &lease,
-		&c.Body, &traceParent, &c.URL, &sealed, &nextSealed, &rotationEnds, &c.Enabled, &health, &headers, &c.SignatureScheme, &rate, &retry},
-		more...)...); err != nil {
-		return Claim{}, err
-	}
-	c.RateLimit = int(rate.Int64)
-	var err error
-	if c.RetryPolicy, err = scanRetryPolicy(c.WebhookID, retry); err != nil {
-		return Claim{}, err
-	}
-	if c.Headers, err = s.openHeaders(c.WebhookID, headers); err != nil {
-		return Claim{}, err
-	}
-	c.Event, c.Health, c.Lease, c.TraceParent = kind, health, lease.String, traceParent.String
-	// The tokens of the moment of the claim: a retry or resend is signed
-	// with the tokens of its own attempt, not those of the first.
-	tokens, err := s.signingTokens(c.WebhookID, sealed, nextSealed, rotationEnds, s.now())
-	if err != nil {
-		return Claim{}, err
-	}
-	c.Token, c.NextToken = tokens.Current, tokens.Next
-	return c, nil
-}
-
 // NextDue returns when the earliest waiting log becomes due, or the
 // earliest lease ends, and false when no log waits and none is leased.
-func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+func (s *Queue) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var due sql.NullInt64
 	// One answer per webhook, each read through the queue's (webhook_id,
 	// due_at) index, whatever the backlog. A leased row keeps the due_at it
@@ -140,22 +109,22 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	// server.TestIdleHeraldWithAStuckWebhookReadsFewRows of fifteen); and
 	// MIN(due_at), which PostgreSQL rewrites as the first row, was priced
 	// against a scan of the whole queue without statistics.
-	now := ms(s.now())
-	err := s.QueryRow(ctx, `SELECT MIN((SELECT CASE
+	now := store.MS(s.st.Now())
+	err := s.st.QueryRow(ctx, `SELECT MIN((SELECT CASE
   WHEN EXISTS (SELECT 1 FROM delivery_queue d WHERE d.webhook_id = w.id AND d.due_at <= ? AND d.lease IS NULL) THEN CAST(? AS BIGINT)
   ELSE (SELECT MIN(t) FROM (
     SELECT (SELECT CASE WHEN COALESCE(f.lease_until, 0) > f.due_at THEN f.lease_until ELSE f.due_at END FROM delivery_queue f WHERE f.webhook_id = w.id AND f.due_at > ? ORDER BY f.due_at LIMIT 1) AS t
     UNION ALL
     SELECT (SELECT MIN(r.lease_until) FROM (
       SELECT l.lease_until FROM delivery_queue l WHERE l.webhook_id = w.id AND l.due_at <= ? ORDER BY l.due_at LIMIT 1000) r)) x)
-  END)) FROM webhooks w WHERE w.type <> '`+TypePull+`'`, s.eng.cached([]any{now, now, now, now})...).Scan(&due)
+  END)) FROM webhooks w WHERE w.type <> '`+store.TypePull+`'`, s.st.Cached([]any{now, now, now, now})...).Scan(&due)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
 	if !due.Valid {
 		return time.Time{}, false, nil
 	}
-	return fromMS(due.Int64), true, nil
+	return store.FromMS(due.Int64), true, nil
 }
 
 // roomJSON writes a claim's Room as one JSON object, so the claim statement
@@ -170,16 +139,16 @@ func roomJSON(room map[string]int) string {
 
 // BeginResend marks a log in flight for a manual resend until until, and
 // loads what the resend needs. A log with an attempt in flight (claimed, or
-// marked by another resend whose mark has not ended) answers ErrConflict: one
+// marked by another resend whose mark has not ended) answers store.ErrConflict: one
 // log is never sent twice at once, by one process or several. The mark keeps
 // claims off the log, and ends when the resend is recorded (Complete), by
 // EndResend, or at until if the process died meanwhile.
-func (s *Store) BeginResend(ctx context.Context, accountID, logID string, until time.Time) (Claim, error) {
+func (s *Queue) BeginResend(ctx context.Context, accountID, logID string, until time.Time) (attempt.Claim, error) {
 	var n int64
-	err := s.InTx(ctx, func(tx *Tx) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		res, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET resend_until = ?
 WHERE account_id = ? AND id = ? AND COALESCE(resend_until, 0) <= ?
-AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = webhook_event_logs.id AND q.lease IS NOT NULL)`, ms(until), accountID, logID, ms(tx.Now()))
+AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = webhook_event_logs.id AND q.lease IS NOT NULL)`, store.MS(until), accountID, logID, store.MS(tx.Now()))
 		if err != nil {
 			return err
 		}
@@ -189,8 +158,8 @@ AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = webhook_event_lo
 		// A log still waiting in the queue carries the mark there too, where
 		// claims read it. A claim that leased it since the check above (on
 		// PostgreSQL, committed after this statement's snapshot) wins: the
-		// update then finds it leased, and the resend answers ErrConflict.
-		if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET resend_until = ? WHERE log_id = ? AND lease IS NULL`, ms(until), logID); err != nil {
+		// update then finds it leased, and the resend answers store.ErrConflict.
+		if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET resend_until = ? WHERE log_id = ? AND lease IS NULL`, store.MS(until), logID); err != nil {
 			return err
 		}
 		var leased int
@@ -203,30 +172,30 @@ AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = webhook_event_lo
 		return nil
 	})
 	if errors.Is(err, errInFlight) {
-		return Claim{}, fmt.Errorf("an attempt is in flight: %w", ErrConflict)
+		return attempt.Claim{}, fmt.Errorf("an attempt is in flight: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return Claim{}, fmt.Errorf("mark log for resend: %w", err)
+		return attempt.Claim{}, fmt.Errorf("mark log for resend: %w", err)
 	}
 	if n == 0 {
 		var left int
-		if err := s.QueryRow(ctx, `SELECT COUNT(*) FROM webhook_event_logs WHERE account_id = ? AND id = ?`, accountID, logID).Scan(&left); err != nil {
-			return Claim{}, fmt.Errorf("mark log for resend: %w", err)
+		if err := s.st.QueryRow(ctx, `SELECT COUNT(*) FROM webhook_event_logs WHERE account_id = ? AND id = ?`, accountID, logID).Scan(&left); err != nil {
+			return attempt.Claim{}, fmt.Errorf("mark log for resend: %w", err)
 		}
 		if left == 0 {
-			return Claim{}, ErrNotFound
+			return attempt.Claim{}, store.ErrNotFound
 		}
-		return Claim{}, fmt.Errorf("an attempt is in flight: %w", ErrConflict)
+		return attempt.Claim{}, fmt.Errorf("an attempt is in flight: %w", store.ErrConflict)
 	}
-	c, err := s.scanClaim(s.QueryRow(ctx, `SELECT `+claimColumns+`
+	c, err := s.st.ScanClaim(s.st.QueryRow(ctx, `SELECT `+store.ClaimColumns+`
 FROM webhook_event_logs l JOIN events e ON e.id = l.event_id JOIN webhooks w ON w.id = l.webhook_id
 WHERE l.account_id = ? AND l.id = ?`, accountID, logID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Claim{}, ErrNotFound // deleted since it was marked
+		return attempt.Claim{}, store.ErrNotFound // deleted since it was marked
 	}
 	if err != nil {
 		s.EndResend(context.WithoutCancel(ctx), logID)
-		return Claim{}, fmt.Errorf("load log for resend: %w", err)
+		return attempt.Claim{}, fmt.Errorf("load log for resend: %w", err)
 	}
 	c.Lease = ""
 	return c, nil
@@ -234,8 +203,8 @@ WHERE l.account_id = ? AND l.id = ?`, accountID, logID))
 
 // EndResend ends a resend's mark without recording an attempt: the resend
 // was not sent after all.
-func (s *Store) EndResend(ctx context.Context, logID string) error {
-	err := s.InTx(ctx, func(tx *Tx) error {
+func (s *Queue) EndResend(ctx context.Context, logID string) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET resend_until = NULL WHERE log_id = ?`, logID); err != nil {
 			return err
 		}
@@ -255,16 +224,16 @@ var errInFlight = errors.New("an attempt is in flight")
 // other process holds leases may call it: herald does on SQLite at start,
 // which one process at a time can open, so that attempts a crashed process
 // left in flight are made again at once rather than when their leases expire.
-func (s *Store) ReleaseLeases(ctx context.Context) (int64, error) {
+func (s *Queue) ReleaseLeases(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.InTx(ctx, func(tx *Tx) error {
-		res, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL WHERE lease IS NOT NULL`, ms(s.now()))
+	err := s.inTx(ctx, func(tx txn) error {
+		res, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL WHERE lease IS NOT NULL`, store.MS(s.st.Now()))
 		if err != nil {
 			return fmt.Errorf("release leases: %w", err)
 		}
 		n, err = res.RowsAffected()
 		if n > 0 {
-			tx.fired = true
+			tx.MarkDue()
 		}
 		return err
 	})

@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/storetest"
 	"github.com/heraldhq/herald/internal/testdb"
@@ -51,7 +52,7 @@ END $$`,
 			t.Fatal(err)
 		}
 	}
-	d := st.ForDelivery()
+	d := queue.New(st).ForDelivery()
 	now := time.Now()
 	claims, err := d.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
 	if err != nil || len(claims) != 2 {

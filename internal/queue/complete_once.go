@@ -1,10 +1,12 @@
-package store
+package queue
 
 import (
 	"context"
 	"fmt"
 	"slices"
 
+	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -48,29 +50,28 @@ SELECT 'l', log_id FROM held UNION ALL SELECT 'w', id FROM unsettled`
 // Its health read takes no lock, as healthMayChange's does not, and with
 // the same reasoning: a failure recorded meanwhile by another transaction
 // leaves the webhook Unhealthy, as if it had committed after this one.
-func (s *Store) recordAtOnce(ctx context.Context, outs []Outcome) (bool, error) {
-	e, ok := s.eng.(*postgresEngine)
-	if !ok || !e.cachesPlans || len(outs) == 0 || len(outs) > bulkChunk {
+func (s *Queue) recordAtOnce(ctx context.Context, outs []attempt.Outcome) (bool, error) {
+	if !s.st.CachesPlans() || len(outs) == 0 || len(outs) > bulkChunk {
 		return false, nil
 	}
 	logIDs := make([]string, 0, len(outs))
 	seen := make(map[string]bool, len(outs))
 	var delivered []string
 	for _, o := range outs {
-		if o.Trigger != TriggerAutomatic || o.Recovery != "" || o.Result == Exhausted || o.Disable != "" || seen[o.LogID] {
+		if o.Trigger != attempt.TriggerAutomatic || o.Recovery != "" || o.Result == attempt.Exhausted || o.Disable != "" || seen[o.LogID] {
 			return false, nil
 		}
 		seen[o.LogID] = true
 		logIDs = append(logIDs, o.LogID)
-		if o.Result == Delivered {
+		if o.Result == attempt.Delivered {
 			delivered = append(delivered, o.WebhookID)
 		}
 	}
-	lo, hi, ok := idRange(logIDs)
+	lo, hi, ok := store.IDRange(logIDs)
 	if !ok {
 		return false, nil
 	}
-	now := s.now()
+	now := s.st.Now()
 	moves := make([]moveRow, 0, len(outs))
 	for _, o := range outs {
 		r, err := moveRowOf(o, now)
@@ -79,11 +80,11 @@ func (s *Store) recordAtOnce(ctx context.Context, outs []Outcome) (bool, error) 
 		}
 		moves = append(moves, r)
 	}
-	moveArg, err := jsonRows(moves)
+	moveArg, err := store.JSONRows(moves)
 	if err != nil {
 		return false, fmt.Errorf("update %d logs: %w", len(outs), err)
 	}
-	attemptArg, n, err := attemptRows(outs, func(Outcome) bool { return true })
+	attemptArg, n, err := attemptRows(outs, func(attempt.Outcome) bool { return true })
 	if err != nil {
 		return false, err
 	}
@@ -92,17 +93,17 @@ func (s *Store) recordAtOnce(ctx context.Context, outs []Outcome) (bool, error) 
 	}
 	slices.Sort(delivered)
 	delivered = slices.Compact(delivered)
-	args := []any{moveArg, jsonTexts(delivered), ms(now), ms(now), ms(now), lo, hi, attemptArg}
+	args := []any{moveArg, store.JSONTexts(delivered), store.MS(now), store.MS(now), store.MS(now), lo, hi, attemptArg}
 
-	conn, err := s.writerFor(ctx).Conn(ctx)
+	conn, err := s.st.Writer(ctx).Conn(ctx)
 	if err != nil {
-		return false, s.full(err)
+		return false, s.st.Full(err)
 	}
 	defer conn.Close()
 	var held, unsettled int
 	err = conn.Raw(func(dc any) error {
 		c := dc.(*stdlib.Conn).Conn()
-		if _, err := c.Prepare(ctx, recordAtOnceName, s.q(recordAtOnceSQL)); err != nil {
+		if _, err := c.Prepare(ctx, recordAtOnceName, s.st.Rebind(recordAtOnceSQL)); err != nil {
 			return fmt.Errorf("prepare: %w", err)
 		}
 		b := &pgx.Batch{}
@@ -132,13 +133,13 @@ func (s *Store) recordAtOnce(ctx context.Context, outs []Outcome) (bool, error) 
 		return c.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return false, s.full(err)
+		return false, s.st.Full(err)
 	}
 	if unsettled > 0 {
 		return false, nil
 	}
 	if held > 0 {
-		s.wrote()
+		s.st.Wrote()
 	}
 	return true, nil
 }

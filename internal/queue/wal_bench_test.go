@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/storetest"
 )
@@ -38,7 +39,7 @@ func BenchmarkDeliveryWAL(b *testing.B) {
 func benchmarkDeliveryWAL(b *testing.B, hooks int, handed bool) {
 	w := storetest.NewWALBench(b, hooks)
 	st, acct, ctx := w.St, w.Acct, context.Background()
-	h := &handoffs{}
+	h := &storetest.Handoffs{}
 	if handed {
 		st.SetHandoff(h)
 	}
@@ -57,9 +58,9 @@ func benchmarkDeliveryWAL(b *testing.B, hooks int, handed bool) {
 		var claims []store.Claim
 		var err error
 		if handed {
-			claims, h.taken = h.taken, nil
+			claims, h.Taken = h.Taken, nil
 		} else {
-			claims, err = st.Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 100, PerWebhook: 100})
+			claims, err = queue.New(st).Claim(ctx, store.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Lease: store.NewID(), Limit: 100, PerWebhook: 100})
 		}
 		if err != nil || len(claims) != hooks {
 			b.Fatalf("claimed or handed over %d logs, %v; want %d", len(claims), err, hooks)
@@ -69,7 +70,7 @@ func benchmarkDeliveryWAL(b *testing.B, hooks int, handed bool) {
 			outs = append(outs, store.Outcome{LogID: c.LogID, WebhookID: c.WebhookID, Lease: c.Lease, Trigger: store.TriggerAutomatic,
 				Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: now, ReceivedAt: &now, StatusCode: &code, ResponseBody: []byte("ok")}})
 		}
-		if _, err := st.Complete(ctx, outs, 50); err != nil {
+		if _, err := queue.New(st).Complete(ctx, outs, 50); err != nil {
 			b.Fatal(err)
 		}
 		perDelivery = append(perDelivery, float64(w.LSN()-before)/float64(hooks))

@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/event"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/storetest"
 	"github.com/heraldhq/herald/internal/testdb"
@@ -159,11 +160,11 @@ VALUES (?, ?, 'automatic', ?, 503, 5, '')`, ids[l.name], n, at-100_000); err != 
 		at   time.Time
 		name string
 	}{{now, "queued"}, {now.Add(2 * time.Hour), "later"}} {
-		claims, err := st.Claim(ctx, store.ClaimParams{Now: step.at, LeaseUntil: step.at.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
+		claims, err := queue.New(st).Claim(ctx, store.ClaimParams{Now: step.at, LeaseUntil: step.at.Add(time.Minute), Lease: store.NewID(), Limit: 10, PerWebhook: 10})
 		if err != nil || len(claims) != 1 || claims[0].LogID != ids[step.name] {
 			t.Fatalf("claimed %v, %v at %v; want the %s log", claims, err, step.at, step.name)
 		}
-		if _, err := st.Complete(ctx, []store.Outcome{{LogID: claims[0].LogID, WebhookID: hook.ID, Lease: claims[0].Lease, Trigger: store.TriggerAutomatic,
+		if _, err := queue.New(st).Complete(ctx, []store.Outcome{{LogID: claims[0].LogID, WebhookID: hook.ID, Lease: claims[0].Lease, Trigger: store.TriggerAutomatic,
 			Result: store.Delivered, Attempt: &store.AttemptRecord{SentAt: step.at, StatusCode: &code}}}, 50); err != nil {
 			t.Fatal(err)
 		}

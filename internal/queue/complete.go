@@ -1,4 +1,4 @@
-package store
+package queue
 
 import (
 	"context"
@@ -11,13 +11,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/heraldhq/herald/internal/attempt"
 	"github.com/heraldhq/herald/internal/event"
 	"github.com/heraldhq/herald/internal/health"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // releasedUntil is when a Release outcome's log is due again: at NextAt
 // when it says, else at once.
-func releasedUntil(o Outcome, now time.Time) time.Time {
+func releasedUntil(o attempt.Outcome, now time.Time) time.Time {
 	if o.NextAt.After(now) {
 		return o.NextAt
 	}
@@ -31,9 +33,9 @@ func releasedUntil(o Outcome, now time.Time) time.Time {
 // dropped, so a process that outlived its lease cannot overwrite the newer
 // attempt.
 //
-// Health follows the specification's table. A webhook keeps a streak of
+// store.Health follows the specification's table. A webhook keeps a streak of
 // completed events that failed in a row; an event that exhausts its attempts
-// adds one and makes the webhook Unhealthy, or Suspended once the streak
+// adds one and makes the webhook Unhealthy, or store.Suspended once the streak
 // reaches suspendAfter (the most recent suspendAfter completed events all
 // failed). Any 2xx, a resend included, resets the streak and restores Healthy.
 // The webhook row is locked while it is read and written, so concurrent
@@ -41,28 +43,28 @@ func releasedUntil(o Outcome, now time.Time) time.Time {
 // Each change of health warns in the same transaction (warnings.go): one
 // email when a webhook turns Unhealthy, one when it is suspended, and an
 // operational event to the account's other webhooks.
-func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) ([]Suspension, error) {
+func (s *Queue) Complete(ctx context.Context, outs []attempt.Outcome, suspendAfter int) ([]attempt.Suspension, error) {
 	if done, err := s.recordAtOnce(ctx, outs); err != nil {
 		return nil, fmt.Errorf("record outcomes: %w", err)
 	} else if done {
-		s.queueChurn.Add(int64(len(outs)))
+		s.churn.Add(int64(len(outs)))
 		return nil, nil
 	}
-	var suspended []Suspension
+	var suspended []attempt.Suspension
 	var emailed bool
-	err := s.InTx(ctx, func(tx *Tx) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		suspended = suspended[:0]
-		now := s.now()
+		now := s.st.Now()
 		// Automatic outcomes, one per log, go in bulk; the rest (resends,
 		// and a log's second outcome in one batch, which only a lease that
 		// expired under its own process makes) one by one.
-		var bulk []Outcome
+		var bulk []attempt.Outcome
 		perLog := map[string]int{}
 		for _, o := range outs {
 			perLog[o.LogID]++
 		}
 		for _, o := range outs {
-			if o.Trigger == TriggerAutomatic && perLog[o.LogID] == 1 {
+			if o.Trigger == attempt.TriggerAutomatic && perLog[o.LogID] == 1 {
 				bulk = append(bulk, o)
 			}
 		}
@@ -81,7 +83,7 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 		goneEmailed := false
 		for _, o := range outs {
 			applied := moved[o.LogID]
-			if o.Trigger != TriggerAutomatic || perLog[o.LogID] > 1 {
+			if o.Trigger != attempt.TriggerAutomatic || perLog[o.LogID] > 1 {
 				if applied, err = tx.recordOutcome(ctx, o, now); err != nil {
 					return err
 				}
@@ -105,9 +107,9 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 				continue
 			}
 			switch o.Result {
-			case Delivered:
+			case attempt.Delivered:
 				effects = append(effects, healthEffect{o.WebhookID, true, nil})
-			case Exhausted:
+			case attempt.Exhausted:
 				effects = append(effects, healthEffect{o.WebhookID, false, &o})
 			}
 		}
@@ -118,9 +120,9 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 	if err != nil {
 		return nil, fmt.Errorf("record outcomes: %w", err)
 	}
-	s.queueChurn.Add(int64(len(outs)))
-	if emailed && s.onEmail != nil {
-		s.onEmail()
+	s.churn.Add(int64(len(outs)))
+	if emailed {
+		s.st.Emailed()
 	}
 	return suspended, nil
 }
@@ -135,7 +137,7 @@ func (s *Store) Complete(ctx context.Context, outs []Outcome, suspendAfter int) 
 // recorded meanwhile by another transaction leaves the webhook Unhealthy,
 // as if that transaction had come after this one, which is an order the two
 // could have committed in.
-func (tx *Tx) healthMayChange(ctx context.Context, outs []Outcome) (map[string]bool, error) {
+func (tx txn) healthMayChange(ctx context.Context, outs []attempt.Outcome) (map[string]bool, error) {
 	changing := map[string]bool{}
 	var delivered []string
 	for _, o := range outs {
@@ -145,9 +147,9 @@ func (tx *Tx) healthMayChange(ctx context.Context, outs []Outcome) (map[string]b
 			changing[o.WebhookID] = true
 		}
 		switch o.Result {
-		case Exhausted:
+		case attempt.Exhausted:
 			changing[o.WebhookID] = true
-		case Delivered:
+		case attempt.Delivered:
 			delivered = append(delivered, o.WebhookID)
 		}
 	}
@@ -159,11 +161,11 @@ func (tx *Tx) healthMayChange(ctx context.Context, outs []Outcome) (map[string]b
 	delivered = slices.Compact(delivered)
 	// Its plan is kept (engine.cached): a probe of the webhooks' key per id,
 	// whatever the ids; planned at each batch it cost the database 0.13 ms.
-	rows, err := tx.Query(ctx, notSettled, tx.s.eng.cached([]any{jsonTexts(delivered)})...)
+	rows, err := tx.Query(ctx, notSettled, tx.q.st.Cached([]any{store.JSONTexts(delivered)})...)
 	if err != nil {
 		return nil, fmt.Errorf("read health of webhooks: %w", err)
 	}
-	ids, err := scanIDs(rows)
+	ids, err := store.ScanIDs(rows)
 	if err != nil {
 		return nil, fmt.Errorf("read health of webhooks: %w", err)
 	}
@@ -185,7 +187,7 @@ AND (status <> 'Healthy' OR failure_streak <> 0)`
 // webhook's health locks none: it writes only logs and attempts, which a
 // deletion waits for and which wait for nothing. (SQLite's one writer needs
 // no row locks.)
-func (tx *Tx) lockWebhooks(ctx context.Context, changing map[string]bool) error {
+func (tx txn) lockWebhooks(ctx context.Context, changing map[string]bool) error {
 	if tx.ForUpdate() == "" || len(changing) == 0 {
 		return nil
 	}
@@ -194,7 +196,7 @@ func (tx *Tx) lockWebhooks(ctx context.Context, changing map[string]bool) error 
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	rows, err := tx.Query(ctx, `SELECT id FROM webhooks WHERE id IN (SELECT value FROM json_texts(?)) ORDER BY id`+tx.ForUpdate(), jsonTexts(ids))
+	rows, err := tx.Query(ctx, `SELECT id FROM webhooks WHERE id IN (SELECT value FROM json_texts(?)) ORDER BY id`+tx.ForUpdate(), store.JSONTexts(ids))
 	if err != nil {
 		return fmt.Errorf("lock webhooks: %w", err)
 	}
@@ -203,42 +205,42 @@ func (tx *Tx) lockWebhooks(ctx context.Context, changing map[string]bool) error 
 
 // recordOutcome writes one outcome's log transition and attempt. It reports
 // false when the log was no longer this outcome's to record.
-func (tx *Tx) recordOutcome(ctx context.Context, o Outcome, now time.Time) (bool, error) {
+func (tx txn) recordOutcome(ctx context.Context, o attempt.Outcome, now time.Time) (bool, error) {
 	a := o.Attempt
 	var code, recv any
 	var sent any
-	reason := nilIfEmpty(o.Reason)
+	reason := sql.NullString{String: o.Reason, Valid: o.Reason != ""}
 	if a != nil {
-		sent = ms(a.SentAt)
+		sent = store.MS(a.SentAt)
 		if a.StatusCode != nil {
 			code = *a.StatusCode
 		}
 		if a.ReceivedAt != nil {
-			recv = ms(*a.ReceivedAt)
+			recv = store.MS(*a.ReceivedAt)
 		}
 	}
 	auto := 0
-	if o.Trigger == TriggerAutomatic && a != nil {
+	if o.Trigger == attempt.TriggerAutomatic && a != nil {
 		auto = 1
 	}
 	var set string
 	var args []any
 	switch o.Result {
-	case Delivered:
-		set, args = `status = 'succeeded', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = NULL, retry_reason = NULL`, []any{ms(now)}
-	case Retry:
-		set, args = `status = 'retrying', due_at = ?, lease = NULL, retry_reason = ?`, []any{ms(o.NextAt), reason}
-	case Exhausted:
-		set, args = `status = 'failed', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = ?, retry_reason = ?`, []any{ms(now), ms(now), reason}
-	case Cancel:
+	case attempt.Delivered:
+		set, args = `status = 'succeeded', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = NULL, retry_reason = NULL`, []any{store.MS(now)}
+	case attempt.Retry:
+		set, args = `status = 'retrying', due_at = ?, lease = NULL, retry_reason = ?`, []any{store.MS(o.NextAt), reason}
+	case attempt.Exhausted:
+		set, args = `status = 'failed', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = ?, retry_reason = ?`, []any{store.MS(now), store.MS(now), reason}
+	case attempt.Cancel:
 		var undelivered any
-		if undeliveredReason(o.Reason) {
-			undelivered = ms(now)
+		if attempt.Undelivered(o.Reason) {
+			undelivered = store.MS(now)
 		}
-		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = ?, retry_reason = ?`, []any{ms(now), undelivered, reason}
-	case Release:
-		set, args = `due_at = ?, lease = NULL`, []any{ms(releasedUntil(o, now))}
-	case ResendFailed:
+		set, args = `status = 'cancelled', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = ?, retry_reason = ?`, []any{store.MS(now), undelivered, reason}
+	case attempt.Release:
+		set, args = `due_at = ?, lease = NULL`, []any{store.MS(releasedUntil(o, now))}
+	case attempt.ResendFailed:
 		// A log still waiting for an automatic attempt keeps waiting, and a
 		// delivered event stays succeeded; a failed or cancelled log is now
 		// failed, its latest delivery having failed, and so undelivered.
@@ -248,14 +250,14 @@ retry_reason = ?`, []any{reason}
 	default:
 		return false, fmt.Errorf("outcome of log %s: unknown result %d", o.LogID, o.Result)
 	}
-	if o.Trigger != TriggerAutomatic {
+	if o.Trigger != attempt.TriggerAutomatic {
 		set += `, resend_until = NULL` // the resend's mark ends as it is recorded
 	}
 	if a != nil {
 		set += `, status_code = ?, sent_at = ?, received_at = ?`
 		args = append(args, code, sent, recv)
 	}
-	if o.Trigger == TriggerAutomatic {
+	if o.Trigger == attempt.TriggerAutomatic {
 		// The queue row first, under the outcome's lease: a row another
 		// claim took over is that claim's to record.
 		held, err := tx.moveQueueRow(ctx, o, now)
@@ -264,8 +266,8 @@ retry_reason = ?`, []any{reason}
 		}
 	}
 	q := `UPDATE webhook_event_logs SET ` + set + `, attempt_count = attempt_count + ?, updated_at = ? WHERE id = ?`
-	args = append(args, auto, ms(now), o.LogID)
-	if o.Trigger != TriggerAutomatic {
+	args = append(args, auto, store.MS(now), o.LogID)
+	if o.Trigger != attempt.TriggerAutomatic {
 		// A resend never takes over an automatic attempt in flight.
 		q += ` AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.log_id = webhook_event_logs.id AND q.lease IS NOT NULL)`
 	}
@@ -277,7 +279,7 @@ retry_reason = ?`, []any{reason}
 	if err != nil {
 		return false, err
 	}
-	if n == 0 && o.Trigger == TriggerAutomatic {
+	if n == 0 && o.Trigger == attempt.TriggerAutomatic {
 		return false, nil
 	}
 	if n == 0 {
@@ -288,14 +290,14 @@ retry_reason = ?`, []any{reason}
 			return false, fmt.Errorf("look up log %s: %w", o.LogID, err)
 		}
 		if left == 0 {
-			return false, fmt.Errorf("log %s: %w", o.LogID, ErrNotFound)
+			return false, fmt.Errorf("log %s: %w", o.LogID, store.ErrNotFound)
 		}
 	}
-	if o.Trigger != TriggerAutomatic && n > 0 {
+	if o.Trigger != attempt.TriggerAutomatic && n > 0 {
 		// A delivered resend completes a log still waiting in the queue;
 		// a failed one leaves it waiting, unmarked.
 		q := `UPDATE delivery_queue SET resend_until = NULL WHERE log_id = ?`
-		if o.Result == Delivered {
+		if o.Result == attempt.Delivered {
 			q = `DELETE FROM delivery_queue WHERE log_id = ? AND lease IS NULL`
 		}
 		if _, err := tx.Exec(ctx, q, o.LogID); err != nil {
@@ -309,7 +311,7 @@ retry_reason = ?`, []any{reason}
 	if a.Error != "" {
 		errText = a.Error
 	}
-	headers, err := encodeHeaders(a.Headers)
+	headers, err := store.EncodeHeaders(a.Headers)
 	if err != nil {
 		return false, fmt.Errorf("insert attempt of log %s: %w", o.LogID, err)
 	}
@@ -328,15 +330,15 @@ VALUES (?, ?, (SELECT COALESCE(MAX(number), 0) + 1 FROM webhook_attempts WHERE l
 // the row is still held under the outcome's lease, and reports whether it
 // was: a completion deletes the row, a retry or a release makes it wait
 // again, unleased.
-func (tx *Tx) moveQueueRow(ctx context.Context, o Outcome, now time.Time) (bool, error) {
+func (tx txn) moveQueueRow(ctx context.Context, o attempt.Outcome, now time.Time) (bool, error) {
 	var q string
 	var args []any
 	switch o.Result {
-	case Retry:
-		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL, attempts = attempts + 1 WHERE log_id = ? AND lease = ?`, []any{ms(o.NextAt)}
-	case Release:
-		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL WHERE log_id = ? AND lease = ?`, []any{ms(releasedUntil(o, now))}
-	case Exhausted:
+	case attempt.Retry:
+		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL, attempts = attempts + 1 WHERE log_id = ? AND lease = ?`, []any{store.MS(o.NextAt)}
+	case attempt.Release:
+		q, args = `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL WHERE log_id = ? AND lease = ?`, []any{store.MS(releasedUntil(o, now))}
+	case attempt.Exhausted:
 		held, err := tx.holdFailed(ctx, o.LogID, o.Lease)
 		if err != nil || held {
 			return held, err
@@ -353,33 +355,26 @@ func (tx *Tx) moveQueueRow(ctx context.Context, o Outcome, now time.Time) (bool,
 	return n > 0, err
 }
 
-// undeliveredReason says whether a cancelled log counts as undelivered: one
-// cancelled for its webhook's suspension (both suspended reasons begin
-// alike), not one cancelled for its webhook being disabled.
-func undeliveredReason(reason string) bool {
-	return strings.HasPrefix(reason, "webhook suspended")
-}
-
 type healthEffect struct {
 	webhookID string
 	delivered bool
-	outcome   *Outcome // the failed event's outcome, when not delivered
+	outcome   *attempt.Outcome // the failed event's outcome, when not delivered
 }
 
 // applyHealth folds a batch's completions into each webhook's health, in
 // completion order (the transitions are health.Apply's), reading and
 // writing each webhook once, and then warns
 // of what changed (warnings.go): an email when a webhook turns Unhealthy or
-// Suspended, and an operational event to the account's other webhooks for
+// store.Suspended, and an operational event to the account's other webhooks for
 // each change. A batch that takes a webhook through several states reports
-// where it ends: Healthy to Suspended is one suspension, and Unhealthy to
+// where it ends: Healthy to store.Suspended is one suspension, and Unhealthy to
 // Healthy and back to Unhealthy is no change.
 //
 // Webhook rows are locked in id order: two batches recorded at once by two
 // processes may touch the same webhooks, and taking their locks in one
 // global order means neither can hold one lock while waiting for another
 // that the other holds (a deadlock PostgreSQL would break by failing one).
-func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAfter int, now time.Time) ([]Suspension, bool, error) {
+func (tx txn) applyHealth(ctx context.Context, effects []healthEffect, suspendAfter int, now time.Time) ([]attempt.Suspension, bool, error) {
 	var order []string
 	byHook := map[string][]healthEffect{}
 	for _, e := range effects {
@@ -389,7 +384,7 @@ func (tx *Tx) applyHealth(ctx context.Context, effects []healthEffect, suspendAf
 		byHook[e.webhookID] = append(byHook[e.webhookID], e)
 	}
 	slices.Sort(order)
-	var suspended []Suspension
+	var suspended []attempt.Suspension
 	var changes []healthChange
 	for _, id := range order {
 		var hook healthChange
@@ -410,7 +405,7 @@ FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 		hook.webhookID, hook.suspendAfter = id, suspendAfter
 		// The transition is package health's; the store persists its answer.
 		var completions []health.Completion
-		var failed *Outcome
+		var failed *attempt.Outcome
 		for _, e := range byHook[id] {
 			if e.delivered {
 				completions = append(completions, health.Delivered)
@@ -419,7 +414,7 @@ FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 			failed = e.outcome
 			completions = append(completions, health.Failed)
 		}
-		answer := health.Apply(health.State{Status: Health(status), Streak: streak}, completions, suspendAfter)
+		answer := health.Apply(health.State{Status: store.Health(status), Streak: streak}, completions, suspendAfter)
 		if !answer.Changed {
 			continue
 		}
@@ -434,23 +429,23 @@ FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 			failure = sql.NullString{String: string(b), Valid: true}
 		}
 		switch {
-		case next != Suspended:
+		case next != store.Suspended:
 			suspendedAt, remindedAt = sql.NullInt64{}, sql.NullInt64{}
 		case answer.Warning == health.BecameSuspended:
-			suspendedAt, remindedAt = sql.NullInt64{Int64: ms(now), Valid: true}, sql.NullInt64{}
+			suspendedAt, remindedAt = sql.NullInt64{Int64: store.MS(now), Valid: true}, sql.NullInt64{}
 		}
 		// left_healthy_at marks where its undelivered logs begin: set as it
 		// leaves Healthy, kept while it stays out, cleared on its return.
 		if _, err := tx.Exec(ctx, `UPDATE webhooks SET status = ?, failure_streak = ?, last_failure = ?, suspended_at = ?, reminded_at = ?,
 left_healthy_at = CASE WHEN CAST(? AS TEXT) = 'Healthy' THEN NULL ELSE COALESCE(left_healthy_at, ?) END WHERE id = ?`,
-			string(next), nextStreak, failure, suspendedAt, remindedAt, string(next), ms(now), id); err != nil {
+			string(next), nextStreak, failure, suspendedAt, remindedAt, string(next), store.MS(now), id); err != nil {
 			return nil, false, fmt.Errorf("update health of webhook %s: %w", id, err)
 		}
-		hook.status, hook.streak, hook.failure = next, nextStreak, parseFailure(failure)
+		hook.status, hook.streak, hook.failure = next, nextStreak, store.ParseFailure(failure)
 		switch answer.Warning {
 		case health.BecameSuspended:
 			hook.kind = event.WebhookSuspended
-			suspended = append(suspended, Suspension{AccountID: hook.accountID, WebhookID: id, Name: hook.name})
+			suspended = append(suspended, attempt.Suspension{AccountID: hook.accountID, WebhookID: id, Name: hook.name})
 		case health.BecameUnhealthy:
 			hook.kind = event.WebhookUnhealthy
 		case health.Recovered:
@@ -467,24 +462,11 @@ left_healthy_at = CASE WHEN CAST(? AS TEXT) = 'Healthy' THEN NULL ELSE COALESCE(
 	return suspended, emailed, nil
 }
 
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 // cleanBody keeps at most MaxResponseBody bytes of a response as valid UTF-8
 // text without NUL bytes, which PostgreSQL's text type refuses.
-// cleanText makes a reason storable on both engines: valid UTF-8, no NUL
-// (PostgreSQL's text and jsonb hold neither).
-func cleanText(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
-
 func cleanBody(b []byte) string {
-	if len(b) > MaxResponseBody {
-		b = b[:MaxResponseBody]
+	if len(b) > attempt.MaxResponseBody {
+		b = b[:attempt.MaxResponseBody]
 		// Do not leave half a character at the cut.
 		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.Valid(b); i++ {
 			b = b[:len(b)-1]

@@ -1,4 +1,4 @@
-package store
+package queue
 
 import (
 	"context"
@@ -7,100 +7,42 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // The pull channel (decision 0140): a pull webhook's logs are queued in
 // delivery_queue as every webhook's are, the dispatcher passes over them
-// (TypePull), and a consumer reads them instead. A read gives each queue
+// (store.TypePull), and a consumer reads them instead. A read gives each queue
 // row it returns for the first time the webhook's next position, which is
 // its cursor; an acknowledgement completes every row up to a cursor as
-// delivered, one attempt each (TriggerPull) from its first read to the
+// delivered, one attempt each (store.TriggerPull) from its first read to the
 // acknowledgement. A row not acknowledged within the webhook's retention
 // (PullRetention) ends failed, undelivered, as an exhausted delivery does.
-
-// TypePull is the type of a webhook whose consumer reads its events.
-const TypePull = "pull"
-
-// TriggerPull is the trigger of an attempt made by reading a pull
-// webhook's event and acknowledging it.
-const TriggerPull = "pull"
 
 // ErrCursor is a cursor after the last position a read gave: one this
 // webhook never answered.
 var ErrCursor = errors.New("cursor beyond the last event read")
 
-// DefaultPullRetention is how long a pull webhook without a retry policy of
-// its own keeps an event for its consumer: the longest a retry policy may
-// span, so that a consumer down over a weekend loses nothing.
-const DefaultPullRetention = 72 * time.Hour
-
-// PullToken is a credential for one pull webhook. Its secret is never
-// stored, only its SHA-256 (auth.HashToken).
-type PullToken struct {
-	ID        string
-	AccountID string
-	WebhookID string
-	CreatedAt time.Time
-}
-
-// CreatePullToken adds a token whose hash is hash for the account's webhook
-// webhookID (ErrNotFound if the account has no such webhook; the caller
-// checks its type).
-func (s *Store) CreatePullToken(ctx context.Context, accountID, webhookID, hash string) (PullToken, error) {
-	t := PullToken{ID: NewID(), AccountID: accountID, WebhookID: webhookID}
-	err := s.InTx(ctx, func(tx *Tx) error {
-		now := tx.Now()
-		t.CreatedAt = fromMS(ms(now))
-		res, err := tx.Exec(ctx, `INSERT INTO webhook_pull_tokens (id, account_id, webhook_id, token_hash, created_at)
-SELECT ?, account_id, id, ?, ? FROM webhooks WHERE account_id = ? AND id = ? AND type = '`+TypePull+`'`, t.ID, hash, ms(now), accountID, webhookID)
-		if err != nil {
-			return fmt.Errorf("insert pull token: %w", err)
-		}
-		return mustAffect(res)
-	})
-	return t, err
-}
-
-// PullTokenByHash returns the pull token whose hash is hash, with its
-// account, or ErrNotFound.
-func (s *Store) PullTokenByHash(ctx context.Context, hash string) (Account, PullToken, error) {
-	var a Account
-	var t PullToken
-	var created int64
-	fields, done := accountFields(&a)
-	err := s.QueryRow(ctx, `SELECT a.id, a.name, a.notification_email, a.created_at, a.updated_at, a.max_webhooks, a.api_requests_per_second,
-a.expiring_soon_lead_seconds, t.id, t.account_id, t.webhook_id, t.created_at
-FROM webhook_pull_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = ?`, hash).
-		Scan(append(fields, &t.ID, &t.AccountID, &t.WebhookID, &created)...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Account{}, PullToken{}, ErrNotFound
-	}
-	if err != nil {
-		return Account{}, PullToken{}, fmt.Errorf("read pull token: %w", err)
-	}
-	done()
-	t.CreatedAt = fromMS(created)
-	return a, t, nil
-}
-
 // Pulled is one event read from a pull webhook: its cursor, and what a
 // POST of it would carry (body, tokens and scheme to sign it with).
 type Pulled struct {
 	Cursor int64
-	Claim
+	attempt.Claim
 }
 
 // lockPull takes the webhook's position row (made at its first read),
-// locked until tx ends, and returns the last position given; ErrNotFound
+// locked until tx ends, and returns the last position given; store.ErrNotFound
 // when the account has no pull webhook webhookID.
-func (tx *Tx) lockPull(ctx context.Context, accountID, webhookID string) (int64, error) {
+func (tx txn) lockPull(ctx context.Context, accountID, webhookID string) (int64, error) {
 	var last int64
 	err := tx.QueryRow(ctx, `INSERT INTO webhook_pull_positions (webhook_id, last)
-SELECT id, 0 FROM webhooks WHERE account_id = ? AND id = ? AND type = '`+TypePull+`'
+SELECT id, 0 FROM webhooks WHERE account_id = ? AND id = ? AND type = '`+store.TypePull+`'
 ON CONFLICT (webhook_id) DO UPDATE SET last = webhook_pull_positions.last
 RETURNING last`, accountID, webhookID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, ErrNotFound
+		return 0, store.ErrNotFound
 	}
 	if err != nil {
 		return 0, fmt.Errorf("lock pull position: %w", err)
@@ -113,9 +55,9 @@ RETURNING last`, accountID, webhookID).Scan(&last)
 // read before and not yet acknowledged first, then new ones, each given
 // the next position. A cursor past the last position given is ErrCursor.
 // It returns none, without waiting, when none is ready (see PullWait).
-func (s *Store) Pull(ctx context.Context, accountID, webhookID string, after int64, limit int) ([]Pulled, error) {
+func (s *Queue) Pull(ctx context.Context, accountID, webhookID string, after int64, limit int) ([]Pulled, error) {
 	var out []Pulled
-	err := s.InTx(ctx, func(tx *Tx) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		last, err := tx.lockPull(ctx, accountID, webhookID)
 		if err != nil {
 			return err
@@ -145,7 +87,7 @@ WHERE webhook_id = ? AND pull_position > ? ORDER BY pull_position LIMIT ?) r`, w
 // positionPulls gives up to n of the webhook's queue rows not yet read the
 // positions after last, in the order they were queued (due_at is a first
 // attempt's firing time; ids break ties in firing order).
-func (tx *Tx) positionPulls(ctx context.Context, webhookID string, last int64, n int) error {
+func (tx txn) positionPulls(ctx context.Context, webhookID string, last int64, n int) error {
 	rows, err := tx.Query(ctx, `SELECT log_id FROM delivery_queue WHERE webhook_id = ? AND pull_position IS NULL
 ORDER BY due_at, log_id LIMIT ?`, webhookID, n)
 	if err != nil {
@@ -172,7 +114,7 @@ ORDER BY due_at, log_id LIMIT ?`, webhookID, n)
 	if err != nil {
 		return err
 	}
-	now := ms(tx.Now())
+	now := store.MS(tx.Now())
 	if _, err := tx.Exec(ctx, `UPDATE delivery_queue SET pull_position = CAST(j.value ->> 'p' AS BIGINT), pulled_at = ?
 FROM json_rows(?) j WHERE delivery_queue.log_id = j.value ->> 'i'`, now, string(arg)); err != nil {
 		return fmt.Errorf("position events: %w", err)
@@ -183,8 +125,8 @@ FROM json_rows(?) j WHERE delivery_queue.log_id = j.value ->> 'i'`, now, string(
 
 // loadPulled loads the webhook's read rows after after, with what a POST
 // of each would carry, in position order.
-func (tx *Tx) loadPulled(ctx context.Context, webhookID string, after int64, limit int) ([]Pulled, error) {
-	rows, err := tx.Query(ctx, `SELECT `+claimColumns+`, l.pull_position
+func (tx txn) loadPulled(ctx context.Context, webhookID string, after int64, limit int) ([]Pulled, error) {
+	rows, err := tx.Query(ctx, `SELECT `+store.ClaimColumns+`, l.pull_position
 FROM (SELECT g.id, g.account_id, g.webhook_id, g.event_id, g.kind, g.attempt_count, q.lease, q.pull_position
       FROM delivery_queue q JOIN webhook_event_logs g ON g.id = q.log_id
       WHERE q.webhook_id = ? AND q.pull_position > ? ORDER BY q.pull_position LIMIT ?) l
@@ -197,7 +139,7 @@ ORDER BY l.pull_position`, webhookID, after, limit)
 	var out []Pulled
 	for rows.Next() {
 		var p Pulled
-		if p.Claim, err = tx.s.scanClaim(rows, &p.Cursor); err != nil {
+		if p.Claim, err = tx.q.st.ScanClaim(rows, &p.Cursor); err != nil {
 			return nil, fmt.Errorf("load read events: %w", err)
 		}
 		out = append(out, p)
@@ -209,10 +151,10 @@ ORDER BY l.pull_position`, webhookID, after, limit)
 // woken by this process's firings and, on PostgreSQL, other processes'
 // (Wait), and looking again at least every second in case a wake-up was
 // lost.
-func (s *Store) PullWait(ctx context.Context, accountID, webhookID string, after int64, limit int, wait time.Duration) ([]Pulled, error) {
+func (s *Queue) PullWait(ctx context.Context, accountID, webhookID string, after int64, limit int, wait time.Duration) ([]Pulled, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		woken := s.Wait() // before the read, so that no firing after it is missed
+		woken := s.st.Wait() // before the read, so that no firing after it is missed
 		out, err := s.Pull(ctx, accountID, webhookID, after, limit)
 		left := time.Until(deadline)
 		if err != nil || len(out) > 0 || left <= 0 {
@@ -231,13 +173,13 @@ func (s *Store) PullWait(ctx context.Context, accountID, webhookID string, after
 }
 
 // AckPull completes every event of the webhook read up to cursor: each
-// log succeeded, with an attempt (TriggerPull) from its first read to now,
+// log succeeded, with an attempt (store.TriggerPull) from its first read to now,
 // and its queue row deleted. A webhook that had left Healthy (events
 // expired unacknowledged) is Healthy again. It returns how many it
 // completed; a cursor past the last position given is ErrCursor.
-func (s *Store) AckPull(ctx context.Context, accountID, webhookID string, cursor int64) (int, error) {
+func (s *Queue) AckPull(ctx context.Context, accountID, webhookID string, cursor int64) (int, error) {
 	var n int
-	err := s.InTx(ctx, func(tx *Tx) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		last, err := tx.lockPull(ctx, accountID, webhookID)
 		if err != nil {
 			return err
@@ -245,10 +187,10 @@ func (s *Store) AckPull(ctx context.Context, accountID, webhookID string, cursor
 		if cursor > last {
 			return ErrCursor
 		}
-		now := ms(tx.Now())
+		now := store.MS(tx.Now())
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (log_id, webhook_id, number, trigger, sent_at, received_at, status_code, duration_ms, error, response_body, headers)
 SELECT q.log_id, q.webhook_id, (SELECT COALESCE(MAX(a.number), 0) + 1 FROM webhook_attempts a WHERE a.log_id = q.log_id), ?, q.pulled_at, ?, NULL, ? - q.pulled_at, NULL, '', NULL
-FROM delivery_queue q WHERE q.webhook_id = ? AND q.pull_position <= ?`, TriggerPull, now, now, webhookID, cursor); err != nil {
+FROM delivery_queue q WHERE q.webhook_id = ? AND q.pull_position <= ?`, store.TriggerPull, now, now, webhookID, cursor); err != nil {
 			return fmt.Errorf("insert attempts: %w", err)
 		}
 		res, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET status = 'succeeded', due_at = NULL, lease = NULL, completed_at = ?, undelivered_at = NULL,
@@ -289,14 +231,14 @@ const ReasonPullExpired = "not acknowledged within the webhook's retention of "
 // marks each webhook that lost one Unhealthy (so that they count in its
 // undelivered count, from when it left Healthy). It returns how many it
 // ended.
-func (s *Store) ExpirePulls(ctx context.Context, retention func(*RetryPolicy) time.Duration) (int, error) {
-	rows, err := s.Query(ctx, `SELECT id, retry_policy FROM webhooks WHERE type = '`+TypePull+`'`)
+func (s *Queue) ExpirePulls(ctx context.Context, retention func(*attempt.RetryPolicy) time.Duration) (int, error) {
+	rows, err := s.st.Query(ctx, `SELECT id, retry_policy FROM webhooks WHERE type = '`+store.TypePull+`'`)
 	if err != nil {
 		return 0, fmt.Errorf("expire pulls: %w", err)
 	}
 	type hook struct {
 		id     string
-		policy *RetryPolicy
+		policy *attempt.RetryPolicy
 	}
 	var hooks []hook
 	for rows.Next() {
@@ -306,7 +248,7 @@ func (s *Store) ExpirePulls(ctx context.Context, retention func(*RetryPolicy) ti
 			rows.Close()
 			return 0, err
 		}
-		if h.policy, err = scanRetryPolicy(h.id, retry); err != nil {
+		if h.policy, err = store.ScanRetryPolicy(h.id, retry); err != nil {
 			rows.Close()
 			return 0, err
 		}
@@ -328,14 +270,14 @@ func (s *Store) ExpirePulls(ctx context.Context, retention func(*RetryPolicy) ti
 }
 
 // expirePull is ExpirePulls for one webhook whose retention is keep.
-func (s *Store) expirePull(ctx context.Context, webhookID string, keep time.Duration) (int, error) {
+func (s *Queue) expirePull(ctx context.Context, webhookID string, keep time.Duration) (int, error) {
 	var n int
-	err := s.InTx(ctx, func(tx *Tx) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		now := tx.Now()
-		before := ms(now.Add(-keep))
+		before := store.MS(now.Add(-keep))
 		res, err := tx.Exec(ctx, `UPDATE webhook_event_logs SET status = 'failed', due_at = NULL, completed_at = ?, undelivered_at = ?, updated_at = ?, retry_reason = ?
 WHERE id IN (SELECT log_id FROM delivery_queue WHERE webhook_id = ? AND due_at < ?)`,
-			ms(now), ms(now), ms(now), ReasonPullExpired+keep.String(), webhookID, before)
+			store.MS(now), store.MS(now), store.MS(now), ReasonPullExpired+keep.String(), webhookID, before)
 		if err != nil {
 			return err
 		}
@@ -348,7 +290,7 @@ WHERE id IN (SELECT log_id FROM delivery_queue WHERE webhook_id = ? AND due_at <
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE webhooks SET status = 'Unhealthy', left_healthy_at = COALESCE(left_healthy_at, ?)
-WHERE id = ? AND status = 'Healthy'`, ms(now), webhookID)
+WHERE id = ? AND status = 'Healthy'`, store.MS(now), webhookID)
 		return err
 	})
 	return n, err
@@ -360,9 +302,9 @@ WHERE id = ? AND status = 'Healthy'`, ms(now), webhookID)
 // after every position given. A log still in the queue keeps its place.
 // Given a recovery, the log counts as sent by it. The log's resend mark
 // ends.
-func (s *Store) RequeuePull(ctx context.Context, logID, recovery string) error {
-	err := s.InTx(ctx, func(tx *Tx) error {
-		now := ms(tx.Now())
+func (s *Queue) RequeuePull(ctx context.Context, logID, recovery string) error {
+	err := s.inTx(ctx, func(tx txn) error {
+		now := store.MS(tx.Now())
 		if _, err := tx.Exec(ctx, `INSERT INTO delivery_queue (log_id, webhook_id, due_at)
 SELECT id, webhook_id, ? FROM webhook_event_logs WHERE id = ? AND NOT EXISTS (SELECT 1 FROM delivery_queue WHERE log_id = ?)`,
 			now, logID, logID); err != nil {
@@ -376,18 +318,17 @@ retry_reason = NULL, resend_until = NULL, updated_at = ? WHERE id = ?`, now, now
 		if err != nil {
 			return err
 		}
-		if err := mustAffect(res); err != nil {
+		if err := store.MustAffect(res); err != nil {
 			return err
 		}
 		if recovery != "" {
-			return tx.recordRecovery(ctx, Outcome{LogID: logID, Recovery: recovery, Result: Delivered})
+			return tx.recordRecovery(ctx, attempt.Outcome{LogID: logID, Recovery: recovery, Result: attempt.Delivered})
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("queue log %s again: %w", logID, err)
 	}
-	s.wake() // a consumer waiting for an event reads it at once
-	s.eng.announce()
+	s.st.Due() // a consumer waiting for an event reads it at once
 	return nil
 }

@@ -1,9 +1,12 @@
-package store
+package queue
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/heraldhq/herald/internal/attempt"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // leaseChunk bounds the lease ids one statement names.
@@ -18,7 +21,7 @@ const leaseChunk = 500
 // whose lease was already taken over carries another lease and is left alone,
 // and on PostgreSQL so is one another transaction has locked (it returns
 // without waiting for it; see below).
-func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (int64, error) {
+func (s *Queue) RenewLeases(ctx context.Context, held []attempt.Held, until time.Time) (int64, error) {
 	var total int64
 	for len(held) > 0 {
 		chunk := held[:min(len(held), leaseChunk)]
@@ -35,7 +38,7 @@ func (s *Store) RenewLeases(ctx context.Context, held []Held, until time.Time) (
 		}
 		q := `UPDATE delivery_queue SET lease_until = ?
 WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?))`
-		if s.eng.name() == "postgres" {
+		if s.postgres {
 			// A row another transaction holds is being recorded, released
 			// or taken over: its lease is that transaction's to settle, and
 			// the next renewal (a third of a lease later) renews it if it is
@@ -46,11 +49,11 @@ WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FRO
 			// (decision 0116).
 			q = `UPDATE delivery_queue SET lease_until = ?
 WHERE log_id IN (SELECT log_id FROM delivery_queue
-  WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?))` + s.eng.forUpdate() + ` SKIP LOCKED)`
+  WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IN (SELECT value FROM json_texts(?)) FOR NO KEY UPDATE SKIP LOCKED)`
 		}
-		res, err := s.writerFor(ctx).ExecContext(ctx, s.q(q), ms(until), jsonTexts(ids), jsonTexts(leases))
+		res, err := s.st.Writer(ctx).ExecContext(ctx, s.st.Rebind(q), store.MS(until), store.JSONTexts(ids), store.JSONTexts(leases))
 		if err != nil {
-			return total, s.full(fmt.Errorf("renew leases: %w", err))
+			return total, s.st.Full(fmt.Errorf("renew leases: %w", err))
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
@@ -70,11 +73,11 @@ WHERE log_id IN (SELECT log_id FROM delivery_queue
 // and a lease that ended then may belong to a live process (decision
 // 0117). A write, not a read, since a stalled commit (its log not flushed)
 // holds back renewals as much as a stalled statement.
-func (s *Store) Beat(ctx context.Context, process string, now time.Time) error {
-	_, err := s.writerFor(ctx).ExecContext(ctx, s.q(`INSERT INTO delivery_processes (id, beat_at) VALUES (?, ?)
-ON CONFLICT (id) DO UPDATE SET beat_at = excluded.beat_at`), process, ms(now))
+func (s *Queue) Beat(ctx context.Context, process string, now time.Time) error {
+	_, err := s.st.Writer(ctx).ExecContext(ctx, s.st.Rebind(`INSERT INTO delivery_processes (id, beat_at) VALUES (?, ?)
+ON CONFLICT (id) DO UPDATE SET beat_at = excluded.beat_at`), process, store.MS(now))
 	if err != nil {
-		return s.full(fmt.Errorf("beat: %w", err))
+		return s.st.Full(fmt.Errorf("beat: %w", err))
 	}
 	return nil
 }
@@ -82,8 +85,8 @@ ON CONFLICT (id) DO UPDATE SET beat_at = excluded.beat_at`), process, ms(now))
 // EndBeats removes a stopping process's row of delivery_processes, and the
 // rows of processes silent since before (those that died without
 // stopping).
-func (s *Store) EndBeats(ctx context.Context, process string, before time.Time) error {
-	_, err := s.writerFor(ctx).ExecContext(ctx, s.q(`DELETE FROM delivery_processes WHERE id = ? OR beat_at < ?`), process, ms(before))
+func (s *Queue) EndBeats(ctx context.Context, process string, before time.Time) error {
+	_, err := s.st.Writer(ctx).ExecContext(ctx, s.st.Rebind(`DELETE FROM delivery_processes WHERE id = ? OR beat_at < ?`), process, store.MS(before))
 	if err != nil {
 		return fmt.Errorf("end beats: %w", err)
 	}
@@ -97,23 +100,23 @@ func (s *Store) EndBeats(ctx context.Context, process string, before time.Time) 
 // never attempted (a claim cut short by the stop, or logs still waiting for
 // their webhook's gate), and is due at once, for this process's successor or
 // another process, rather than when the lease would have ended.
-func (s *Store) ReleaseHeld(ctx context.Context, leases []string) (int64, error) {
+func (s *Queue) ReleaseHeld(ctx context.Context, leases []string) (int64, error) {
 	var total int64
 	for len(leases) > 0 {
 		chunk := leases[:min(len(leases), leaseChunk)]
 		leases = leases[len(chunk):]
-		now := ms(s.now())
+		now := store.MS(s.st.Now())
 		var n int64
-		err := s.InTx(ctx, func(tx *Tx) error {
+		err := s.inTx(ctx, func(tx txn) error {
 			// The log itself already reads queued or retrying: a claim never
 			// wrote it.
 			res, err := tx.Exec(ctx, `UPDATE delivery_queue SET due_at = ?, lease = NULL, lease_until = NULL
-WHERE lease IN (SELECT value FROM json_texts(?))`, now, jsonTexts(chunk))
+WHERE lease IN (SELECT value FROM json_texts(?))`, now, store.JSONTexts(chunk))
 			if err != nil {
 				return err
 			}
 			if n, err = res.RowsAffected(); n > 0 {
-				tx.fired = true // due now: wake this process's and the others' dispatchers
+				tx.MarkDue() // due now: wake this process's and the others' dispatchers
 			}
 			return err
 		})
@@ -125,15 +128,15 @@ WHERE lease IN (SELECT value FROM json_texts(?))`, now, jsonTexts(chunk))
 	return total, nil
 }
 
-// QueueChurn is how many rows of delivery_queue this process's claims and
+// Churn is how many rows of delivery_queue this process's claims and
 // recordings have rewritten or deleted since it opened the store: the dead
-// row versions they left, which VacuumQueue and ReclaimQueue reclaim. A
+// row versions they left, which Vacuum and Reclaim reclaim. A
 // claim's index scan steps over the dead versions at the front of each
 // webhook's due range until they are reclaimed, so the server reclaims by
 // churn as well as vacuuming by time.
-func (s *Store) QueueChurn() int64 { return s.queueChurn.Load() }
+func (s *Queue) Churn() int64 { return s.churn.Load() }
 
-// VacuumQueue reclaims the space of delivery_queue's deleted rows and
+// Vacuum reclaims the space of delivery_queue's deleted rows and
 // refreshes its statistics, on PostgreSQL; SQLite reuses freed pages by
 // itself. Every completed delivery leaves a dead queue row, and herald does
 // not count on autovacuum (some operators run without it): without this the
@@ -144,27 +147,55 @@ func (s *Store) QueueChurn() int64 { return s.queueChurn.Load() }
 // its log to be flushed, and the disk may be slow) every claim, recording
 // and renewal of every process queues behind it (decision 0117). The space
 // stays the table's, for its next rows.
-func (s *Store) VacuumQueue(ctx context.Context) error {
-	if s.eng.name() != "postgres" {
+func (s *Queue) Vacuum(ctx context.Context) error {
+	if !s.postgres {
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, `VACUUM (SKIP_LOCKED, TRUNCATE false, ANALYZE) delivery_queue`); err != nil {
+	if _, err := s.st.Writer(ctx).ExecContext(ctx, `VACUUM (SKIP_LOCKED, TRUNCATE false, ANALYZE) delivery_queue`); err != nil {
 		return fmt.Errorf("vacuum the delivery queue: %w", err)
 	}
 	return nil
 }
 
-// ReclaimQueue reclaims delivery_queue's dead row versions and does nothing
-// else, on PostgreSQL: no ANALYZE, which VacuumQueue adds, and, like it, no
+// Reclaim reclaims delivery_queue's dead row versions and does nothing
+// else, on PostgreSQL: no ANALYZE, which Vacuum adds, and, like it, no
 // truncation of the empty pages at the table's end. Run by churn (every
 // second or so at thousands of deliveries a second), VACUUM took 250-400 ms
 // a call with the truncation and 2-7 ms without (decision 0103).
-func (s *Store) ReclaimQueue(ctx context.Context) error {
-	if s.eng.name() != "postgres" {
+func (s *Queue) Reclaim(ctx context.Context) error {
+	if !s.postgres {
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, `VACUUM (SKIP_LOCKED, TRUNCATE false) delivery_queue`); err != nil {
+	if _, err := s.st.Writer(ctx).ExecContext(ctx, `VACUUM (SKIP_LOCKED, TRUNCATE false) delivery_queue`); err != nil {
 		return fmt.Errorf("reclaim the delivery queue's dead rows: %w", err)
 	}
 	return nil
+}
+
+// StillHeld reports which of the claimed logs still exist under their
+// leases: one missing from the answer was deleted with its webhook or
+// account, or its lease was taken over. One statement checks them all, so
+// the attempts that check at once share a round trip (see delivery).
+func (s *Queue) StillHeld(ctx context.Context, held []attempt.Held) (map[attempt.Held]bool, error) {
+	ids := make([]string, len(held))
+	for i, h := range held {
+		ids[i] = h.LogID
+	}
+	rows, err := s.st.Query(ctx, `SELECT log_id, lease FROM delivery_queue WHERE log_id IN (SELECT value FROM json_texts(?)) AND lease IS NOT NULL`, store.JSONTexts(ids))
+	if err != nil {
+		return nil, fmt.Errorf("check claimed logs: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[attempt.Held]bool, len(held))
+	for rows.Next() {
+		var h attempt.Held
+		if err := rows.Scan(&h.LogID, &h.Lease); err != nil {
+			return nil, fmt.Errorf("check claimed logs: %w", err)
+		}
+		found[h] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check claimed logs: %w", err)
+	}
+	return found, nil
 }
