@@ -110,13 +110,3 @@ WHERE NOT granted AND relation = 'delivery_queue'::regclass`).Scan(&n); err != n
 		t.Errorf("the store's read after the lock was released: %v; want it to work on the same pool", err)
 	}
 }
-
-// rawURL is a test database's URL as PostgreSQL takes it.
-func rawURL(t testing.TB, url string) string {
-	t.Helper()
-	raw, err := testdb.RawURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
