@@ -48,8 +48,8 @@ const (
 // busy, recording was busy 85% of the time and the dispatcher fell seconds
 // behind (decision 0095). Batches recorded at once touch different logs,
 // and take webhook locks only in id order and only to change health
-// (store.Complete), so they neither wait for nor deadlock with each other;
-// the renewal of leases passes over the rows they hold (store.RenewLeases).
+// (queue.Complete), so they neither wait for nor deadlock with each other;
+// the renewal of leases passes over the rows they hold (queue.RenewLeases).
 const defaultRecorders = 4
 
 // record writes outcomes in batches: whatever has arrived by the time a

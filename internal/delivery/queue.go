@@ -56,7 +56,7 @@ type Queue interface {
 	Wait() <-chan struct{}
 	// ReserveSends reserves up to n send slots of a throttled webhook,
 	// interval apart, none before now nor after until, shared with every
-	// process on the store (see store.ReserveSends).
+	// process on the store (see queue.ReserveSends).
 	ReserveSends(ctx context.Context, webhookID string, interval time.Duration, n int, now, until time.Time) (attempt.Grant, error)
 	// StillHeld reports which of the claimed logs still exist under their
 	// leases; one missing was deleted with its webhook or account, or its
@@ -84,7 +84,7 @@ type Manual interface {
 
 // Recoveries is what RunRecoveries needs besides Queue.Complete and
 // Queue.Wait: a recovery taken up under a lease, and its logs marked,
-// handed out and given back in batches (see store.NextRecoveryLogs).
+// handed out and given back in batches (see queue.NextRecoveryLogs).
 type Recoveries interface {
 	AcquireRecovery(ctx context.Context, lease string, until time.Time) (attempt.Recovery, bool, error)
 	RenewRecovery(ctx context.Context, id, lease string, until time.Time) error

@@ -9,7 +9,7 @@ import (
 
 // A webhook's throttle (its rateLimit, deliveries per second) is kept in
 // the store as the next free send slot, shared by every process
-// (store.ReserveSends). Here is the policy around it:
+// (queue.ReserveSends). Here is the policy around it:
 //
 //   - Slots are 1/rate apart, with no burst: a receiver limited to 50/s gets
 //     one request every 20ms, never 50 at once.

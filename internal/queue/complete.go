@@ -403,7 +403,7 @@ FROM webhooks WHERE id = ?`+tx.ForUpdate(), id).
 			return nil, false, fmt.Errorf("lock webhook %s: %w", id, err)
 		}
 		hook.webhookID, hook.suspendAfter = id, suspendAfter
-		// The transition is package health's; the store persists its answer.
+		// The transition is package health's; the queue persists its answer.
 		var completions []health.Completion
 		var failed *attempt.Outcome
 		for _, e := range byHook[id] {

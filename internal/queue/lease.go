@@ -129,7 +129,7 @@ WHERE lease IN (SELECT value FROM json_texts(?))`, now, store.JSONTexts(chunk))
 }
 
 // Churn is how many rows of delivery_queue this process's claims and
-// recordings have rewritten or deleted since it opened the store: the dead
+// recordings have rewritten or deleted since the queue was made: the dead
 // row versions they left, which Vacuum and Reclaim reclaim. A
 // claim's index scan steps over the dead versions at the front of each
 // webhook's due range until they are reclaimed, so the server reclaims by

@@ -68,7 +68,7 @@ func (tx *Tx) reserve(logs []firedLog, targets map[string]*target, bodies map[st
 	for _, l := range logs {
 		t := targets[l.WebhookID]
 		// A webhook with no URL (a pull webhook's consumer reads its
-		// events, pull.go) is never handed over.
+		// events, queue/pull.go) is never handed over.
 		if l.Status != string(Queued) || t == nil || t.rate > 0 || t.url == "" || t.ordering == OrderingLicense || !st.h.Reserve(l.AccountID, l.WebhookID) {
 			continue
 		}

@@ -49,7 +49,7 @@ func openSQLite(ctx context.Context, s *Store, path string) error {
 		return fmt.Errorf("open sqlite: empty path")
 	}
 	// SQLite serves one herald process. A second one on the same file would
-	// take over the first one's leases at start (see ReleaseLeases) and
+	// take over the first one's leases at start (see queue.ReleaseLeases) and
 	// deliver its attempts twice, so it is refused here.
 	unlock, err := LockSQLite(path)
 	if errors.Is(err, ErrInUse) {

@@ -1,19 +1,22 @@
-// Package store owns herald's persistent state: accounts and credentials,
-// webhooks, the outbox of events with one event log per subscribed webhook,
-// delivery attempts, and the schema of the licensing resources that fire
-// events. It holds every SQL statement about its own state and all the
-// migrations; the licensing package, which owns the licensing resources,
-// writes the statements about those through a Tx (or Query for reads), in
-// the same transaction as the events they fire, with the same ? placeholders
-// and stored-time helpers (MS, FromMS), so one SQL text still serves both
-// engines.
+// Package store owns herald's persistent state but for the event pipeline
+// after firing: the connections and transactions (one SQL text for both
+// engines), accounts, people and credentials, webhooks and their sealed
+// secrets, the firing of events (an event, one log per subscribed webhook
+// and its queue row, in the transaction of the change that fired it), the
+// email outbox, settings, and the schema with all its migrations. What
+// follows a firing (claims, leases, recorded outcomes, recoveries, the pull
+// channel) is package queue's, whose statements run through the store's
+// transactions (statements.go), as licensing writes its own tables'
+// statements through a Tx (or Query for reads), in the same transaction as
+// the events they fire, with the same ? placeholders and stored-time
+// helpers (MS, FromMS), so one SQL text still serves both engines.
 //
 // One SQL text serves both engines: statements are written with ? placeholders
 // and portable SQL, times are Unix milliseconds, and what truly differs
-// (placeholders, row locks, the claim query, migrations, wake-ups across
-// processes) sits behind the small engine interface, implemented for SQLite
-// in sqlite.go and PostgreSQL in postgres.go. Every query that reads or changes
-// an account's rows is scoped by its account id.
+// (placeholders, row locks, migrations, wake-ups across processes) sits
+// behind the small engine interface, implemented for SQLite in sqlite.go
+// and PostgreSQL in postgres.go. Every query that reads or changes an
+// account's rows is scoped by its account id.
 package store
 
 import (

@@ -56,7 +56,7 @@ type Webhook struct {
 	// SchemeStandardWebhooks or SchemeStandardEd25519.
 	SignatureScheme string
 	// RateLimit is how many deliveries per second it may be sent, by every
-	// process together (see ReserveSends); 0 for no limit.
+	// process together (see queue.ReserveSends); 0 for no limit.
 	RateLimit int
 	// RetryPolicy is its own retry policy; nil follows the operator's.
 	RetryPolicy *RetryPolicy
