@@ -5,7 +5,6 @@
 package api
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -59,7 +58,8 @@ var statementChecked = map[string]bool{
 // Config holds what the API needs.
 type Config struct {
 	Store *store.Store
-	// Queue is the store's event pipeline; queue.New(Store) when nil.
+	// Queue is the event pipeline of Store (queue.New), the one the
+	// dispatcher is given.
 	Queue      *queue.Queue
 	Dispatcher *delivery.Dispatcher
 	Policy     netguard.Policy
@@ -77,7 +77,7 @@ type Config struct {
 
 // New returns the API's handler, to be mounted at /.
 func New(c Config) http.Handler {
-	a := &API{store: c.Store, queue: cmp.Or(c.Queue, queue.New(c.Store)), licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits,
+	a := &API{store: c.Store, queue: c.Queue, licensing: licensing.New(c.Store), policy: c.Policy, log: c.Logger, limits: c.Limits,
 		retry: validator.DefaultRetryPolicy}
 	if c.Dispatcher != nil {
 		a.delivery = c.Dispatcher

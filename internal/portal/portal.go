@@ -15,7 +15,6 @@
 package portal
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -34,7 +33,8 @@ import (
 // Config holds what the portal needs.
 type Config struct {
 	Store *store.Store
-	// Queue is the store's event pipeline; queue.New(Store) when nil.
+	// Queue is the event pipeline of Store (queue.New), the one the
+	// dispatcher is given.
 	Queue *queue.Queue
 	// Dispatcher makes Test sends and resends.
 	Dispatcher *delivery.Dispatcher
@@ -102,7 +102,7 @@ type handler struct {
 func New(c Config) http.Handler {
 	static := mustLoadStatic()
 	h := &handler{
-		store: c.Store, queue: cmp.Or(c.Queue, queue.New(c.Store)), policy: c.Policy, log: c.Logger, secure: c.SecureCookies, now: c.Now, publicURL: c.PublicURL,
+		store: c.Store, queue: c.Queue, policy: c.Policy, log: c.Logger, secure: c.SecureCookies, now: c.Now, publicURL: c.PublicURL,
 		emailsKept: c.EmailsKept,
 		pages:      mustParsePages(static), static: static,
 		hashing:  make(chan struct{}, max(2, runtime.NumCPU())),

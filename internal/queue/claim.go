@@ -43,7 +43,7 @@ func accountBound(p attempt.ClaimParams) int {
 // ones whose lease expired because their process died mid-attempt) under
 // p.Lease, and returns them. The lease is kept on the log's row of
 // delivery_queue; the log itself is not written, and reads as pending while
-// its queue row is leased (see logStatus). A pull webhook's rows are never
+// its queue row is leased (the store's logStatus). A pull webhook's rows are never
 // claimed: its consumer reads them (pull.go).
 func (s *Queue) Claim(ctx context.Context, p attempt.ClaimParams) ([]attempt.Claim, error) {
 	claim := s.claimSQLite

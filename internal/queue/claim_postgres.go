@@ -7,7 +7,7 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// claim takes each webhook's oldest due rows of delivery_queue through its
+// claimPostgres takes each webhook's oldest due rows of delivery_queue through its
 // (webhook_id, due_at) index (migration 0060), locking them FOR NO KEY
 // UPDATE SKIP LOCKED, so concurrent claims by other processes pass over them
 // instead of waiting; then caps each account's share with a window function

@@ -7,7 +7,7 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// claim leases due rows of delivery_queue in one UPDATE … RETURNING (the
+// claimSQLite leases due rows of delivery_queue in one UPDATE … RETURNING (the
 // logs are only read): SQLite has one writer, so
 // no other claim can interleave. Each webhook not passed over (at its
 // in-flight cap, or excluded by the caller) contributes at most its room of
