@@ -15,8 +15,12 @@ import (
 	"github.com/heraldhq/herald/internal/queue"
 )
 
-// queue.Delivery is the Store the server gives the dispatcher.
-var _ delivery.Store = queue.Delivery{}
+// queue.Delivery is the Store the server gives the dispatcher, with the
+// webhooks' reach the dispatcher looks for in it.
+var (
+	_ delivery.Store   = queue.Delivery{}
+	_ delivery.Reaches = queue.Delivery{}
+)
 
 // fakeQueue is an in-memory delivery.Queue, for dispatcher tests without a
 // database. It keeps the promises the dispatcher relies on: a claim takes

@@ -61,6 +61,10 @@ func (d Delivery) WebhookReach(ctx context.Context, webhookID string) (attempt.R
 	return d.st.WebhookReach(store.OnDelivery(ctx), webhookID)
 }
 
+// ReachGeneration is the store's: it moves when this process changes a
+// webhook's reach.
+func (d Delivery) ReachGeneration() uint64 { return d.st.ReachGeneration() }
+
 // TestTarget is the store's (a webhook's Test is signed as a claim of it
 // would be).
 func (d Delivery) TestTarget(ctx context.Context, accountID, webhookID string) (attempt.Claim, error) {
