@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -81,7 +82,18 @@ func newReceiver() (*receiver, error) {
 	return r, nil
 }
 
-func (r *receiver) close() { r.srv.Close() }
+// close stops the receiver once the requests it is answering have their
+// answers, a second at most. A receipt is counted before it is answered, so
+// a sender's last deliveries may still be waiting for their answers when
+// the count is complete and the bench closes the receiver: cut off, a peer
+// reads an error for a delivery that arrived.
+func (r *receiver) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if r.srv.Shutdown(ctx) != nil {
+		r.srv.Close()
+	}
+}
 
 // reset forgets everything counted, for the next scenario.
 func (r *receiver) reset() {
