@@ -209,9 +209,7 @@ func New(st Store, cfg Config) *Dispatcher {
 	d.attempts = &attempts{cfg: c, store: st, sender: newSender(c.AttemptTimeout, c.Dial, c.UserAgent, c.Now).publishing(c.Destinations),
 		checker: &checker{queue: st}, slots: d.slots, stopping: &d.producer.stopping}
 	d.producer.attempts = d.attempts
-	if r, ok := st.(Reaches); ok {
-		d.attempts.sender.routes.reaches = r
-	}
+	d.attempts.sender.routes.reaches = st
 	d.completer = &completer{cfg: c, queue: st, leases: d.leases, stopping: &d.producer.stopping, recorded: d.producer.recorded}
 	d.leases.released = d.producer.lostTrack
 	d.leases.renewed = d.slots.sweep

@@ -15,12 +15,8 @@ import (
 	"github.com/heraldhq/herald/internal/queue"
 )
 
-// queue.Delivery is the Store the server gives the dispatcher, with the
-// webhooks' reach the dispatcher looks for in it.
-var (
-	_ delivery.Store   = queue.Delivery{}
-	_ delivery.Reaches = queue.Delivery{}
-)
+// queue.Delivery is the Store the server gives the dispatcher.
+var _ delivery.Store = queue.Delivery{}
 
 // fakeQueue is an in-memory delivery.Queue, for dispatcher tests without a
 // database. It keeps the promises the dispatcher relies on: a claim takes
@@ -57,6 +53,15 @@ type fakeQueue struct {
 
 // Unavailable: the fake's errors are a test's own, none of them passing.
 func (q *fakeQueue) Unavailable(error) bool { return false }
+
+// WebhookReach: the fake reaches every webhook as a plain one, the full
+// body over the Sender's client.
+func (q *fakeQueue) WebhookReach(context.Context, string) (attempt.Reach, error) {
+	return attempt.Reach{}, nil
+}
+
+// ReachGeneration: the fake's webhooks never change their reach.
+func (q *fakeQueue) ReachGeneration() uint64 { return 0 }
 
 // fakeLog is one log: what an attempt needs, and where it stands.
 type fakeLog struct {

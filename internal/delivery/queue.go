@@ -108,4 +108,5 @@ type Store interface {
 	Manual
 	Recoveries
 	Pulls
+	Reaches
 }

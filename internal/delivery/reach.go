@@ -19,9 +19,9 @@ import (
 )
 
 // Reaches is what the Sender reads of how a webhook's receiver is reached
-// (its body's form, client certificate, OAuth2 client); *store.Store
-// implements it. A Store that does not (the dispatcher's in-memory fake)
-// sends every request with the full body over the plain client.
+// (its body's form, client certificate, OAuth2 client), part of every
+// Store: a dispatcher that could not read it would send a webhook's
+// requests without its client certificate or token, and they would fail.
 type Reaches interface {
 	WebhookReach(ctx context.Context, webhookID string) (attempt.Reach, error)
 	// ReachGeneration moves when this process changes a webhook's reach.

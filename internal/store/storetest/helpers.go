@@ -69,17 +69,16 @@ func PostgresWithWebhook(t testing.TB, now *time.Time) (*store.Store, store.Acco
 // EachEngine runs fn on a fresh SQLite file and on a fresh PostgreSQL
 // schema, in parallel, each with a random key and a clock the test moves.
 func EachEngine(t *testing.T, fn func(t *testing.T, st *store.Store, clock *time.Time)) {
-	for _, engine := range []string{"sqlite", "postgres"} {
-		t.Run(engine, func(t *testing.T) {
+	for _, e := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"sqlite", testdb.SQLiteURL}, {"postgres", testdb.PostgresURL}} {
+		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
 			clock := time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC)
-			url := testdb.SQLiteURL(t)
-			if engine == "postgres" {
-				url = testdb.PostgresURL(t)
-			}
 			key := make([]byte, 32)
 			rand.Read(key)
-			st, err := store.Open(context.Background(), url, store.Options{Key: key, Now: func() time.Time { return clock }})
+			st, err := store.Open(context.Background(), e.url(t), store.Options{Key: key, Now: func() time.Time { return clock }})
 			if err != nil {
 				t.Fatal(err)
 			}
