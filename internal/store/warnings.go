@@ -16,6 +16,7 @@ const (
 	EmailUnhealthy = "unhealthy" // a webhook turned Unhealthy
 	EmailSuspended = "suspended" // a webhook was suspended
 	EmailReminder  = "reminder"  // a webhook is still suspended
+	EmailDisabled  = "disabled"  // herald disabled a webhook: its receiver answered 410 Gone
 )
 
 // EmailFacts are what a warning's email tells, as the store knows them;
