@@ -11,9 +11,9 @@ import (
 // events and its activations') in the order they fired: each such log's
 // queue row carries the license (ordering_key) and the event's number
 // among the license's events (sequence, decision 0122), copied at firing
-// (orderedQueueColumns), and a claim passes over a row while a row of the
+// (orderedKey, orderedSequence), and a claim passes over a row while a row of the
 // same webhook and key with a lower sequence is in the queue
-// (orderedClaimable). A row leaves the queue when its log ends (delivered,
+// (the queue's orderedClaimable). A row leaves the queue when its log ends (delivered,
 // failed after its attempts, cancelled), so the next one becomes
 // claimable; a row in flight, waiting for a retry or throttled stays, and
 // so does one whose lease a dead process left: the later rows wait for
@@ -23,7 +23,7 @@ import (
 // keeps its queue row, unleased and due never (HeldDue), so the rows after
 // it stay blocked until the log is resent and delivered (a delivered
 // resend removes the row, as it does any waiting row) or skipped
-// (SkipHeld). On "continue" its row goes as any completed log's does.
+// (queue.SkipHeld). On "continue" its row goes as any completed log's does.
 //
 // Handing over at firing (handoff.go) never takes a log of an ordered
 // webhook: whether an earlier one waits is the claim's to see.
