@@ -46,11 +46,13 @@ func accountBound(p attempt.ClaimParams) int {
 // its queue row is leased (the store's logStatus). A pull webhook's rows are never
 // claimed: its consumer reads them (pull.go).
 func (s *Queue) Claim(ctx context.Context, p attempt.ClaimParams) ([]attempt.Claim, error) {
-	claim := s.claimSQLite
+	var claims []attempt.Claim
+	var err error
 	if s.postgres {
-		claim = s.claimPostgres
+		claims, err = s.claimPostgres(ctx, p)
+	} else {
+		claims, err = s.claimSQLite(ctx, p)
 	}
-	claims, err := claim(ctx, p)
 	if err != nil {
 		return nil, s.st.Full(fmt.Errorf("claim due logs: %w", err))
 	}

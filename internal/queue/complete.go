@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -472,5 +471,5 @@ func cleanBody(b []byte) string {
 			b = b[:len(b)-1]
 		}
 	}
-	return strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "\uFFFD")
+	return store.CleanText(string(b))
 }

@@ -29,10 +29,7 @@ type Queue struct {
 }
 
 // New returns the queue of st.
-func New(st *store.Store) *Queue { return &Queue{st: st, postgres: st.Postgres()} }
-
-// Store is the store the queue's statements run through.
-func (s *Queue) Store() *store.Store { return s.st }
+func New(st *store.Store) *Queue { return &Queue{st: st, postgres: st.Engine() == "postgres"} }
 
 // txn is a store transaction with the queue's own statements on it.
 type txn struct {

@@ -180,7 +180,7 @@ func (s *Store) SetAccountLimits(ctx context.Context, id string, p LimitsPatch) 
 		if err != nil {
 			return fmt.Errorf("set account limits: %w", err)
 		}
-		return mustAffect(res)
+		return MustAffect(res)
 	})
 	if err != nil {
 		return Account{}, err
@@ -197,7 +197,7 @@ expiring_soon_lead_seconds = COALESCE(?, expiring_soon_lead_seconds), updated_at
 		if err != nil {
 			return fmt.Errorf("update account: %w", err)
 		}
-		if err := mustAffect(res); err != nil || p.ExpiringSoonLead == nil {
+		if err := MustAffect(res); err != nil || p.ExpiringSoonLead == nil {
 			return err
 		}
 		return tx.replanAccount(ctx, id)
@@ -247,8 +247,8 @@ func (s *Store) PersonByEmail(ctx context.Context, email string) (Person, error)
 	return o, nil
 }
 
-// mustAffect turns "no row changed" into ErrNotFound.
-func mustAffect(res sql.Result) error {
+// MustAffect turns "no row changed" into ErrNotFound.
+func MustAffect(res sql.Result) error {
 	n, err := res.RowsAffected()
 	if err != nil {
 		return err

@@ -42,7 +42,7 @@ func (s *Store) Accounts(ctx context.Context, p Page) (list []Account, next stri
 // PostgreSQL. Logs a dispatcher claimed before this commits are not
 // attempted after it: the dispatcher checks, before an attempt that did not
 // start at once, that the log is still held under its lease
-// (Store.StillHeld).
+// (queue.StillHeld).
 func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
 		var found string

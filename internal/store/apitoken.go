@@ -139,7 +139,7 @@ func (s *Store) RevokeAPIToken(ctx context.Context, accountID, id string) error 
 		if err != nil {
 			return fmt.Errorf("revoke api token: %w", err)
 		}
-		return mustAffect(res)
+		return MustAffect(res)
 	})
 }
 

@@ -344,14 +344,14 @@ func (s *Store) writeBatch(items []batchItem, t int64) (made, ok []bool, err err
 	if err != nil {
 		return nil, nil, notSent{fmt.Errorf("batch changes: %w", err)}
 	}
-	evArg, err := jsonRows(events)
+	evArg, err := JSONRows(events)
 	if err != nil {
 		return nil, nil, notSent{fmt.Errorf("insert events: %w", err)}
 	}
 	if logs == nil {
 		logs = []firedLog{}
 	}
-	logArg, err := jsonRows(logs)
+	logArg, err := JSONRows(logs)
 	if err != nil {
 		return nil, nil, notSent{fmt.Errorf("insert event logs: %w", err)}
 	}

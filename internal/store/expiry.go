@@ -184,7 +184,7 @@ func (tx *Tx) RecordExpiriesFired(ctx context.Context, licenseIDs []string) erro
 	if _, err := tx.Exec(ctx, `UPDATE license_expiries SET soon_fired_for = expires_at,
   expired_fired_for = `+newExpired+`,
   due_at = `+planOver("expires_at", "license_expiries.account_id", "expires_at", newExpired)+`
-WHERE license_id IN (SELECT value FROM json_texts(?))`, jsonTexts(licenseIDs)); err != nil {
+WHERE license_id IN (SELECT value FROM json_texts(?))`, JSONTexts(licenseIDs)); err != nil {
 		return fmt.Errorf("record expiry events: %w", err)
 	}
 	return nil

@@ -69,7 +69,7 @@ func (tx *Tx) fireTargets(ctx context.Context, firings []Firing, ids []string, b
 	// may be planned as a scan of the webhooks, once per batch.
 	accountCond, accountArg := `account_id = ?`, accounts[0]
 	if len(accounts) > 1 {
-		accountCond, accountArg = `account_id IN (SELECT value FROM json_texts(?))`, jsonTexts(accounts)
+		accountCond, accountArg = `account_id IN (SELECT value FROM json_texts(?))`, JSONTexts(accounts)
 	}
 	// Kinds hold no LIKE wildcard (% _) nor quote, so the pattern matches
 	// every array that names the kind, and perhaps more, which the exact
@@ -154,7 +154,7 @@ const (
 // it also reads the account's webhooks_version into it, in the same
 // statement (one account only).
 func (tx *Tx) readTargets(ctx context.Context, accountCond string, accountArg any, kinds []string, columns, lock string, version *int64) ([]*target, error) {
-	args := []any{accountArg, jsonTexts(kinds)}
+	args := []any{accountArg, JSONTexts(kinds)}
 	if version != nil {
 		columns = `(SELECT webhooks_version FROM accounts WHERE id = ?), ` + columns
 		args = append([]any{accountArg}, args...)

@@ -339,7 +339,7 @@ const tokenCheckedCount = `SELECT (SELECT count(*) FROM change) + CASE WHEN EXIS
 //
 // reserved are the claims of logs to hand over, which it leases.
 func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedLog, reserved []Claim, now time.Time) error {
-	evArg, err := jsonRows(events)
+	evArg, err := JSONRows(events)
 	if err != nil {
 		return fmt.Errorf("insert events: %w", err)
 	}
@@ -348,7 +348,7 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 	}
 	t := ms(now)
 	markUndelivered(logs, t)
-	logArg, err := jsonRows(logs)
+	logArg, err := JSONRows(logs)
 	if err != nil {
 		return fmt.Errorf("insert event logs: %w", err)
 	}
@@ -383,7 +383,7 @@ func (tx *Tx) writeFired(ctx context.Context, events []firedEvent, logs []firedL
 	for i, c := range reserved {
 		handed[i] = c.LogID
 	}
-	if _, err := tx.Exec(ctx, queueHandedSQLite, tx.handoff.lease, ms(tx.handoff.h.LeaseUntil(now)), t, jsonTexts(handed), logArg); err != nil {
+	if _, err := tx.Exec(ctx, queueHandedSQLite, tx.handoff.lease, ms(tx.handoff.h.LeaseUntil(now)), t, JSONTexts(handed), logArg); err != nil {
 		return fmt.Errorf("queue event logs: %w", err)
 	}
 	tx.handoff.handed = append(tx.handoff.handed, reserved...)
@@ -418,7 +418,7 @@ func (tx *Tx) handing(t int64, evArg, logArg string, reserved []Claim, now time.
 	for i, c := range reserved {
 		handed[i] = c.LogID
 	}
-	return []any{t, evArg, t, t, t, t, logArg, jsonTexts(handed), tx.handoff.lease, ms(tx.handoff.h.LeaseUntil(now))}
+	return []any{t, evArg, t, t, t, t, logArg, JSONTexts(handed), tx.handoff.lease, ms(tx.handoff.h.LeaseUntil(now))}
 }
 
 // nullable stores "" as NULL.

@@ -20,9 +20,9 @@ import "encoding/json"
 // jsonb_array_elements over CAST(? AS jsonb). Fields come back as text
 // (PostgreSQL) or their JSON type (SQLite), so numbers are CAST in the SQL.
 
-// jsonTexts is the argument of json_texts(?): never null, so that an empty
+// JSONTexts is the argument of json_texts(?): never null, so that an empty
 // list matches nothing.
-func jsonTexts(v []string) string {
+func JSONTexts(v []string) string {
 	if len(v) == 0 {
 		return "[]"
 	}
@@ -30,9 +30,9 @@ func jsonTexts(v []string) string {
 	return string(b)
 }
 
-// jsonRows is the argument of json_rows(?), from a slice of structs whose
+// JSONRows is the argument of json_rows(?), from a slice of structs whose
 // JSON keys the statement reads.
-func jsonRows(v any) (string, error) {
+func JSONRows(v any) (string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return "", err

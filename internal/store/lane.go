@@ -78,11 +78,15 @@ func changePoolSize(main int) int {
 	return changeBatchesAtOnce
 }
 
-func onDelivery(ctx context.Context) context.Context {
+// OnDelivery marks ctx so that its statements run on the dispatcher's own
+// connections where the engine has them (queue.Delivery's).
+func OnDelivery(ctx context.Context) context.Context {
 	return context.WithValue(ctx, deliveryLane{}, true)
 }
 
-func onLease(ctx context.Context) context.Context {
+// OnLease marks ctx so that its statements run on the lease keeper's own
+// connection where the engine has one (its beats and renewals).
+func OnLease(ctx context.Context) context.Context {
 	return context.WithValue(ctx, leaseLane{}, true)
 }
 

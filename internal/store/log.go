@@ -173,7 +173,7 @@ func (f LogFilter) where(s *Store, accountID, q string, walk bool) (string, []an
 			statuses[i] = string(st)
 		}
 		q += ` AND (` + logStatus + `) IN (SELECT value FROM json_texts(?))`
-		args = append(args, jsonTexts(statuses))
+		args = append(args, JSONTexts(statuses))
 	}
 	if f.Holding {
 		// undelivered_at, as below, lets the undelivered logs' indexes
@@ -202,7 +202,7 @@ func (f LogFilter) where(s *Store, accountID, q string, walk bool) (string, []an
 			args = append(args, f.searched[0])
 		default:
 			q += ` AND l.webhook_id IN (SELECT value FROM json_texts(?))`
-			args = append(args, jsonTexts(f.searched))
+			args = append(args, JSONTexts(f.searched))
 		}
 	}
 	if !f.From.IsZero() {

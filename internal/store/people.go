@@ -75,7 +75,7 @@ func (s *Store) ChangePassword(ctx context.Context, accountID, userID, hash, kee
 		if err != nil {
 			return fmt.Errorf("change password: %w", err)
 		}
-		if err := mustAffect(res); err != nil {
+		if err := MustAffect(res); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM portal_sessions WHERE owner_id = ? AND id_hash <> ?`, userID, keep); err != nil {
@@ -136,7 +136,7 @@ func (s *Store) SetRole(ctx context.Context, accountID, userID string, role Role
 		if err != nil {
 			return fmt.Errorf("set role: %w", err)
 		}
-		return mustAffect(res)
+		return MustAffect(res)
 	})
 }
 
@@ -174,7 +174,7 @@ func (s *Store) RemovePerson(ctx context.Context, accountID, userID string) (rev
 		if err != nil {
 			return fmt.Errorf("remove user: %w", err)
 		}
-		return mustAffect(res)
+		return MustAffect(res)
 	})
 	if err != nil {
 		return 0, err
@@ -299,7 +299,7 @@ func (s *Store) RevokeInvitation(ctx context.Context, accountID, id string) erro
 		if err != nil {
 			return fmt.Errorf("revoke invitation: %w", err)
 		}
-		return mustAffect(res)
+		return MustAffect(res)
 	})
 }
 

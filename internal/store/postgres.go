@@ -224,7 +224,7 @@ func (e *postgresEngine) cached(args []any) []any {
 func (*postgresEngine) name() string           { return "postgres" }
 func (*postgresEngine) rebind(q string) string { return rebindDollar(postgresJSON.Replace(q)) }
 
-// postgresJSON spells the portable JSON row sources (see jsonRows) in
+// postgresJSON spells the portable JSON row sources (see JSONRows) in
 // PostgreSQL: one row per element, its column named value as in SQLite.
 var postgresJSON = strings.NewReplacer(
 	"json_rows(?)", "jsonb_array_elements(CAST(? AS jsonb))",

@@ -47,7 +47,7 @@ SELECT ?, account_id, id, ?, ? FROM webhooks WHERE account_id = ? AND id = ? AND
 		if err != nil {
 			return fmt.Errorf("insert pull token: %w", err)
 		}
-		return mustAffect(res)
+		return MustAffect(res)
 	})
 	return t, err
 }

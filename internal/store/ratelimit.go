@@ -29,7 +29,7 @@ func (s *Store) AddRateCounts(ctx context.Context, counts []RateCount) error {
 	for i, c := range counts {
 		rows[i] = row{c.Key, c.Window, c.N}
 	}
-	arg, err := jsonRows(rows)
+	arg, err := JSONRows(rows)
 	if err != nil {
 		return fmt.Errorf("add rate counts: %w", err)
 	}
@@ -51,7 +51,7 @@ ON CONFLICT (key, window_no) DO UPDATE SET n = rate_limit_counts.n + excluded.n`
 // RateCounts returns the shared totals of keys in the windows from since on.
 func (s *Store) RateCounts(ctx context.Context, keys []string, since int64) ([]RateCount, error) {
 	rows, err := s.Query(ctx, `SELECT key, window_no, n FROM rate_limit_counts
-WHERE key IN (SELECT value FROM json_texts(?)) AND window_no >= ?`, jsonTexts(keys), since)
+WHERE key IN (SELECT value FROM json_texts(?)) AND window_no >= ?`, JSONTexts(keys), since)
 	if err != nil {
 		return nil, fmt.Errorf("read rate counts: %w", err)
 	}
@@ -134,7 +134,7 @@ ON CONFLICT (key) DO UPDATE SET
 // keys in forget start afresh, and giveBack's count loses one.
 func (s *Store) SignInSucceeded(ctx context.Context, forget []string, giveBack string) error {
 	err := s.InTx(ctx, func(tx *Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM signin_failures WHERE key IN (SELECT value FROM json_texts(?))`, jsonTexts(forget)); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM signin_failures WHERE key IN (SELECT value FROM json_texts(?))`, JSONTexts(forget)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE signin_failures SET n = n - 1 WHERE key = ? AND n > 0`, giveBack)

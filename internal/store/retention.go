@@ -55,7 +55,7 @@ RETURNING id, event_id`
 			if err != nil {
 				return err
 			}
-			if ids, err = scanIDs(chosen); err != nil || len(ids) == 0 {
+			if ids, err = ScanIDs(chosen); err != nil || len(ids) == 0 {
 				return err
 			}
 			rows, err = tx.Query(ctx, `DELETE FROM webhook_event_logs WHERE id = ANY(CAST(? AS text[])) RETURNING id, event_id`, ids)
@@ -86,14 +86,14 @@ RETURNING id, event_id`
 		// was partitioned (decision 0090); on SQLite the cascades still do
 		// it, and these find nothing left.
 		attempts := `DELETE FROM webhook_attempts WHERE log_id IN (SELECT value FROM json_texts(?))`
-		var arg any = jsonTexts(logs)
+		var arg any = JSONTexts(logs)
 		if pg {
 			attempts, arg = `DELETE FROM webhook_attempts WHERE log_id = ANY(CAST(? AS text[]))`, logs
 		}
 		if _, err := tx.Exec(ctx, attempts, arg); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM recovery_logs WHERE log_id IN (SELECT value FROM json_texts(?))`, jsonTexts(logs)); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM recovery_logs WHERE log_id IN (SELECT value FROM json_texts(?))`, JSONTexts(logs)); err != nil {
 			return err
 		}
 		_, err = tx.deleteOrphanEvents(ctx, events)
@@ -167,7 +167,7 @@ func (tx *Tx) deleteOrphanEvents(ctx context.Context, ids []string) (int, error)
 	}
 	if tx.s.eng.name() != "postgres" {
 		return tx.deleteEvents(ctx, `DELETE FROM events WHERE id IN (SELECT value FROM json_texts(?))
-AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, jsonTexts(ids))
+AND NOT EXISTS (SELECT 1 FROM webhook_event_logs l WHERE l.event_id = events.id)`, JSONTexts(ids))
 	}
 	// By arrays, as in PurgeLogs; each event's logs are looked for within
 	// the bounds of their ids (eventLogBounds), the logs having no index on

@@ -53,7 +53,7 @@ func (tx *Tx) sequences(ctx context.Context, firings []Firing) ([]int64, error) 
 		return nil, fmt.Errorf("number license events: a change made in one statement fires only a license's first event")
 	}
 	sort.Slice(counts, func(i, j int) bool { return counts[i].License < counts[j].License })
-	arg, err := jsonRows(counts)
+	arg, err := JSONRows(counts)
 	if err != nil {
 		return nil, fmt.Errorf("number license events: %w", err)
 	}

@@ -67,7 +67,7 @@ func (s *Store) TouchSession(ctx context.Context, idHash string, seen, expires t
 		if err != nil {
 			return fmt.Errorf("touch session: %w", err)
 		}
-		return mustAffect(res)
+		return MustAffect(res)
 	})
 }
 

@@ -128,7 +128,7 @@ func (sqliteEngine) cached(args []any) []any { return args }
 func (sqliteEngine) name() string           { return "sqlite" }
 func (sqliteEngine) rebind(q string) string { return sqliteJSON.Replace(q) }
 
-// sqliteJSON spells the portable JSON row sources (see jsonRows) in SQLite:
+// sqliteJSON spells the portable JSON row sources (see JSONRows) in SQLite:
 // rows as jsonb_each, whose objects ->> reads without parsing each again
 // (json_each's are text, parsed at every ->>: twice the CPU).
 var sqliteJSON = strings.NewReplacer("json_rows(?)", "jsonb_each(?)", "json_texts(?)", "json_each(?)")
@@ -151,7 +151,8 @@ func (e sqliteEngine) close() error {
 // which take SQLite's write lock at once.
 func (sqliteEngine) lockMigrations(context.Context, *sql.Tx) error { return nil }
 
-func scanIDs(rows *sql.Rows) ([]string, error) {
+// ScanIDs reads a query's one column of ids, and closes its rows.
+func ScanIDs(rows *sql.Rows) ([]string, error) {
 	defer rows.Close()
 	var ids []string
 	for rows.Next() {

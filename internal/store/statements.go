@@ -35,9 +35,6 @@ func (s *Store) QueryWriter(ctx context.Context, query string, args ...any) (*sq
 // own, once per distinct text.
 func (s *Store) Rebind(query string) string { return s.q(query) }
 
-// Postgres reports whether the database is PostgreSQL (else SQLite).
-func (s *Store) Postgres() bool { return s.eng.name() == "postgres" }
-
 // CachesPlans reports whether the main pool's statements keep their plans
 // (PostgreSQL with pgx's statement cache).
 func (s *Store) CachesPlans() bool {
@@ -80,29 +77,6 @@ func (s *Store) Emailed() {
 	}
 }
 
-// OnDelivery marks ctx so that its statements run on the dispatcher's own
-// connections where the engine has them (lane.go).
-func OnDelivery(ctx context.Context) context.Context { return onDelivery(ctx) }
-
-// OnLease marks ctx so that its statements run on the lease keeper's own
-// connection where the engine has one (lane.go).
-func OnLease(ctx context.Context) context.Context { return onLease(ctx) }
-
 // MarkDue makes the transaction wake this process's dispatcher and the
 // others' at its commit: it made logs due.
 func (tx *Tx) MarkDue() { tx.fired = true }
-
-// Store is the store the transaction writes to.
-func (tx *Tx) Store() *Store { return tx.s }
-
-// JSONTexts is the argument of json_texts(?) (jsonargs.go).
-func JSONTexts(v []string) string { return jsonTexts(v) }
-
-// JSONRows is the argument of json_rows(?) (jsonargs.go).
-func JSONRows(v any) (string, error) { return jsonRows(v) }
-
-// MustAffect returns ErrNotFound when a statement changed no row.
-func MustAffect(res sql.Result) error { return mustAffect(res) }
-
-// ScanIDs reads a query's one column of ids.
-func ScanIDs(rows *sql.Rows) ([]string, error) { return scanIDs(rows) }

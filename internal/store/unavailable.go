@@ -81,7 +81,3 @@ func transientState(code string) bool {
 	}
 	return false
 }
-
-// Unavailable is the package's Unavailable, for a caller that holds the
-// store as an interface (the dispatcher's Queue).
-func (s *Store) Unavailable(err error) bool { return Unavailable(err) }

@@ -392,7 +392,7 @@ func (s *Store) WebhookNames(ctx context.Context, accountID string, ids []string
 		return names, nil
 	}
 	rows, err := s.Query(ctx, `SELECT id, name FROM webhooks WHERE account_id = ? AND id IN (SELECT value FROM json_texts(?))`,
-		accountID, jsonTexts(ids))
+		accountID, JSONTexts(ids))
 	if err != nil {
 		return nil, fmt.Errorf("read webhook names: %w", err)
 	}
@@ -524,7 +524,7 @@ updated_at = ? WHERE account_id = ? AND id = ?`,
 		if err != nil {
 			return fmt.Errorf("update webhook: %w", err)
 		}
-		if err := mustAffect(res); err != nil {
+		if err := MustAffect(res); err != nil {
 			return err
 		}
 		if err := s.patchConfig(ctx, tx, accountID, id, p); err != nil {
@@ -603,7 +603,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, id string) error {
 		if err != nil {
 			return fmt.Errorf("delete webhook: %w", err)
 		}
-		return mustAffect(res)
+		return MustAffect(res)
 	})
 }
 

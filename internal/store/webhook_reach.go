@@ -199,7 +199,7 @@ func (s *Store) addReach(ctx context.Context, list []Webhook) error {
 	for i, w := range list {
 		ids[i], at[w.ID] = w.ID, i
 	}
-	rows, err := s.Query(ctx, `SELECT id, payload, tls_sealed, oauth2_sealed FROM webhooks WHERE id IN (SELECT value FROM json_texts(?))`, jsonTexts(ids))
+	rows, err := s.Query(ctx, `SELECT id, payload, tls_sealed, oauth2_sealed FROM webhooks WHERE id IN (SELECT value FROM json_texts(?))`, JSONTexts(ids))
 	if err != nil {
 		return fmt.Errorf("read webhooks' reach: %w", err)
 	}
